@@ -1,0 +1,71 @@
+"""The one protocol every player implements, so the Host has a single decision path.
+
+An agent receives a :class:`DecisionRequest` (chat messages plus, for baselines, a handle on the game's
+reference strategies) and returns a :class:`Reply` carrying raw text. Baselines answer in the same JSON
+an LLM would, so parsing, validation and logging never branch on the kind of player.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message; ``role`` is ``system``, ``user`` or ``assistant``."""
+
+    role: str
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    """Everything an agent may look at for one decision.
+
+    ``messages`` is what an LLM sees. The remaining fields serve baselines: ``strategy(kind, **kw)`` asks
+    the game for a reference action (``"rational"``, ``"level_k"``, ``"random"``) as a JSON-ready dict, so
+    agents stay ignorant of any particular game. ``rng`` is derived from the session seed and the decision's
+    coordinates, so a resumed run draws exactly what the interrupted one would have.
+    """
+
+    messages: tuple[Message, ...]
+    player: int
+    decision_index: int  # this player's k-th decision in the session (0-based)
+    strategy: Callable[..., dict[str, Any]]
+    rng: np.random.Generator
+    coords: Mapping[str, Any] = field(default_factory=dict)  # lineup/session/run/round, for logging
+
+
+@dataclass
+class Reply:
+    """An agent's answer plus what it cost; ``error`` marks an infrastructure failure, not a rule break."""
+
+    text: str
+    model: str | None = None
+    latency_s: float = 0.0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cached: bool = False
+    error: str | None = None
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Messages in, reply out. ``label`` names the player in results; ``model`` is logged."""
+
+    label: str
+    kind: str
+    model: str | None
+
+    async def decide(self, request: DecisionRequest) -> Reply: ...
+
+
+class AgentError(Exception):
+    """A configuration problem with an agent, reported before any game starts."""

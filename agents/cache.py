@@ -1,0 +1,166 @@
+"""A response cache, so a repeated or resumed experiment never pays twice for the same decision.
+
+SQLite in WAL mode in the user's cache directory: one small file, safe to share between processes
+(two experiments at once) and fast enough to touch synchronously from the event loop (a lookup or an
+insert takes well under a millisecond). Only successful generations are stored.
+
+The key covers everything that shapes the answer (provider, model, base_url, messages, sampling
+settings) plus a *sample index*. Without it, two players who see the same prompt at temperature 0.7
+would share one cached sample and their "independent" decisions would be identical. The index comes
+from the decision's coordinates (lineup, session, run, round, seat, ...), so the same decision in a
+re-run hits the cache and any other decision does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from econarena.agents.base import Message
+
+log = logging.getLogger(__name__)
+
+CACHE_FILE = "responses.sqlite"
+KEY_VERSION = 1  # bump when the key's contents change, so old entries are never misread
+
+
+def default_cache_path() -> Path:
+    """``$ECONARENA_CACHE_DIR/responses.sqlite``, else the platform's user cache directory."""
+    env = os.environ.get("ECONARENA_CACHE_DIR", "").strip()
+    if env:
+        return Path(env).expanduser() / CACHE_FILE
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("econarena")) / CACHE_FILE
+
+
+def resolve_cache_path(path: str | os.PathLike[str] | None) -> Path:
+    """A directory (existing, or named with a trailing slash) gets the standard file name inside it."""
+    if path is None:
+        return default_cache_path()
+    p = Path(path).expanduser()
+    if p.is_dir() or str(path).endswith(("/", os.sep)):
+        return p / CACHE_FILE
+    return p
+
+
+def sample_index(coords: Mapping[str, Any], player: int | None = None,
+                 decision_index: int | None = None) -> str:
+    """A stable name for one decision: every coordinate the Host gives, in a canonical order."""
+    data = {str(k): v for k, v in coords.items()}
+    data["_player"] = player
+    data["_decision"] = decision_index
+    blob = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def cache_key(*, provider: str, model: str | None, base_url: str | None, messages: Sequence[Message],
+              settings: Mapping[str, Any], sample: str) -> str:
+    """sha256 over a canonical JSON of everything that determines the reply."""
+    blob = json.dumps({
+        "v": KEY_VERSION,
+        "provider": provider,
+        "model": model,
+        "base_url": (base_url or "").rstrip("/") or None,
+        "messages": [[m.role, m.content] for m in messages],
+        "settings": dict(settings),
+        "sample": sample,
+    }, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """Key -> (text, model, tokens, latency). Failures to read or write disable it with one warning
+    instead of stopping an experiment: a cache is an optimisation, never a reason to lose a run."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()  # one connection, possibly touched from worker threads
+        self._db: sqlite3.Connection | None = sqlite3.connect(
+            self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, model TEXT,"
+            " tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, created REAL)")
+        self.hits = 0
+        self.misses = 0
+
+    def _disable(self, exc: Exception) -> None:
+        log.warning("response cache %s disabled: %s", self.path, exc)
+        db, self._db = self._db, None
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            if self._db is None:
+                return None
+            try:
+                row = self._db.execute(
+                    "SELECT text, model, tokens_in, tokens_out, latency_s FROM responses WHERE key = ?",
+                    (key,)).fetchone()
+            except sqlite3.Error as exc:
+                self._disable(exc)
+                return None
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s"), row))
+
+    def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None,
+            tokens_out: int | None, latency_s: float) -> None:
+        with self._lock:
+            if self._db is None:
+                return
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, text, model, tokens_in, tokens_out, latency_s, time.time()))
+            except sqlite3.Error as exc:
+                self._disable(exc)
+
+    def __len__(self) -> int:
+        with self._lock:
+            if self._db is None:
+                return 0
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+
+_OPEN: dict[Path, ResponseCache] = {}
+
+
+def open_cache(path: str | os.PathLike[str] | None) -> ResponseCache:
+    """One connection per file for the whole process, shared by every agent."""
+    p = resolve_cache_path(path).resolve()
+    cache = _OPEN.get(p)
+    if cache is None or cache._db is None:
+        cache = ResponseCache(p)
+        _OPEN[p] = cache
+    return cache
+
+
+def close_caches() -> None:
+    caches = list(_OPEN.values())
+    _OPEN.clear()
+    for c in caches:
+        c.close()

@@ -1,0 +1,259 @@
+"""The call machinery shared by the API providers: retries, concurrency and rate limits.
+
+Every SDK's own retry loop is switched off, so this is the one place that decides whether a failed call
+is tried again. Retries are bounded twice: by ``settings.max_retries`` and by ``settings.retry_max_wait_s``
+of total time, so a researcher can put a hard ceiling on how long an outage may stall an experiment.
+A ``Retry-After`` from the server is obeyed for every request to that backend, not only the one that saw
+it, because the limit it reports is shared.
+
+Errors leave this module as :class:`CallError` whose message has any API key removed; the SDK's exception
+is not chained (its request object carries the ``Authorization`` header).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import email.utils
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from econarena.agents.base import Message
+from econarena.agents.llm import Generation, LLMSettings, Provider, api_key
+
+# Backoff without Retry-After: base * 2**retry, capped, with "equal jitter" (half fixed, half random),
+# so clients that failed together do not come back together. Module-level so tests can shorten them.
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 30.0
+# Status codes worth another attempt: request timeout, conflict/too-early (transient), rate limit, and
+# every 5xx (529 is Anthropic's "overloaded").
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+
+class CallError(Exception):
+    """A call that failed for good: not retryable, or out of attempts or time. Message is key-free."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
+                 attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.attempts = attempts
+
+
+class MalformedResponse(Exception):
+    """The server answered 200 but not with what its protocol promises (no choices, no content...)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How one failed attempt is judged."""
+
+    retryable: bool
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
+def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI), ``Retry-After`` seconds or an HTTP date."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = str(value).strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def status_failure(status: int, message: str, headers: Any = None) -> Failure:
+    """Judge an HTTP error status the same way for every provider."""
+    retryable = status in RETRYABLE_STATUS or status >= 500
+    return Failure(retryable, f"HTTP {status}: {message}", status,
+                   parse_retry_after(headers) if retryable else None)
+
+
+def backoff_delay(retry: int) -> float:
+    """Delay before retry number ``retry`` (0-based) when the server gave no Retry-After."""
+    d = min(BACKOFF_CAP_S, BACKOFF_BASE_S * (2 ** retry))
+    return d / 2 + random.uniform(0, d / 2)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Remove secrets (and their common renderings) from text that may end up in a log."""
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    # a bearer token or api-key header echoed by a proxy, whatever the key was
+    return re.sub(r"(?i)(bearer\s+|api[-_]?key[\"'=:\s]+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
+
+
+class RateLimiter:
+    """Spaces request starts at least ``60 / rpm`` seconds apart (a token bucket of size one).
+
+    Spacing rather than bursting keeps us under limits that providers measure over short windows.
+    Slots are reserved without awaiting, so it is safe for any number of tasks on one event loop.
+    """
+
+    def __init__(self, requests_per_minute: float) -> None:
+        self.interval = 60.0 / requests_per_minute
+        self._next = 0.0
+
+    async def acquire(self) -> None:
+        now = time.monotonic()
+        slot = max(now, self._next)
+        self._next = slot + self.interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+
+class _LoopState:
+    """What must belong to one event loop: the SDK client (its connection pool), semaphore, limiter."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, client: Any, settings: LLMSettings) -> None:
+        self.loop = loop
+        self.client = client
+        self.semaphore = asyncio.Semaphore(settings.max_connections)
+        self.limiter = RateLimiter(settings.requests_per_minute) if settings.requests_per_minute else None
+        self.cool_until = 0.0  # monotonic time before which no request is sent (server asked us to wait)
+
+
+class RemoteProvider(Provider):
+    """A provider reached over HTTP. Subclasses make the client, send one attempt and judge errors."""
+
+    requires_model: bool = True
+
+    def __init__(self, settings: LLMSettings) -> None:
+        super().__init__(settings)
+        self._key = api_key(self.name, settings)
+        self._states: dict[int, _LoopState] = {}
+
+    # -- what a subclass provides -------------------------------------------------------------------
+    @abc.abstractmethod
+    def _make_client(self, settings: LLMSettings, key: str) -> Any:
+        """Build the SDK client with its own retries off; called inside the running event loop."""
+
+    @abc.abstractmethod
+    async def _attempt(self, client: Any, messages: Sequence[Message], settings: LLMSettings) -> Generation:
+        """Send one request; raise the SDK's exception or :class:`MalformedResponse` on failure."""
+
+    def _judge(self, exc: BaseException) -> Failure | None:
+        """Classify an SDK exception; ``None`` leaves it to the generic rules."""
+        return None
+
+    async def _close_client(self, client: Any) -> None:
+        close = getattr(client, "close", None)
+        if close is not None:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+
+    # -- the shared machinery -----------------------------------------------------------------------
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(id(loop))
+        if state is None or state.loop is not loop:
+            # a loop that has ended cannot be used to close its client; drop it
+            self._states = {k: s for k, s in self._states.items() if not s.loop.is_closed()}
+            key = self._key or "none"  # loopback servers need no key, but SDKs insist on one
+            state = _LoopState(loop, self._make_client(self.settings, key), self.settings)
+            self._states[id(loop)] = state
+        return state
+
+    def _failure(self, exc: BaseException, timeout_s: float) -> Failure:
+        if isinstance(exc, MalformedResponse):
+            return Failure(False, f"malformed response: {exc}")
+        if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError from 3.11
+            return Failure(True, f"timed out after {timeout_s:g} s")
+        judged = self._judge(exc)
+        if judged is not None:
+            return judged
+        if isinstance(exc, (ConnectionError, OSError)):
+            return Failure(True, f"connection error: {exc}")
+        return Failure(False, f"{type(exc).__name__}: {exc}")
+
+    def _model(self, settings: LLMSettings) -> str:
+        model = settings.model or self.default_model
+        if not model:
+            raise CallError(f"{self.name}: no model set (model = \"...\")")
+        return model
+
+    async def generate(self, messages: Sequence[Message], settings: LLMSettings) -> Generation:
+        self._model(settings)  # fail before any request when no model is set
+        state = self._state()
+        start = time.monotonic()
+        deadline = start + settings.retry_max_wait_s
+        attempt = 0
+        while True:
+            if state.cool_until > time.monotonic():
+                await asyncio.sleep(state.cool_until - time.monotonic())
+            async with state.semaphore:
+                if state.limiter is not None:
+                    await state.limiter.acquire()
+                t0 = time.perf_counter()
+                try:
+                    gen = await asyncio.wait_for(self._attempt(state.client, messages, settings),
+                                                 settings.timeout_s)
+                except Exception as exc:  # noqa: BLE001 - every failure is judged below
+                    failure = self._failure(exc, settings.timeout_s)
+                else:
+                    gen.latency_s = time.perf_counter() - t0
+                    return gen
+            attempt += 1
+            message = redact(failure.message, self._key)
+            if not failure.retryable:
+                raise CallError(f"{self.name}: {message}", status=failure.status, attempts=attempt)
+            if attempt > settings.max_retries:
+                raise CallError(f"{self.name}: {message} (gave up after {attempt} attempts)",
+                                status=failure.status, retryable=True, attempts=attempt)
+            if failure.retry_after is not None:
+                wait = failure.retry_after + random.uniform(0, min(1.0, 0.1 * failure.retry_after))
+                state.cool_until = max(state.cool_until, time.monotonic() + failure.retry_after)
+            else:
+                wait = backoff_delay(attempt - 1)
+            if time.monotonic() + wait > deadline:
+                raise CallError(
+                    f"{self.name}: {message} (gave up after {attempt} attempts: waiting {wait:.1f} s more "
+                    f"would pass retry_max_wait_s = {settings.retry_max_wait_s:g})",
+                    status=failure.status, retryable=True, attempts=attempt)
+            await asyncio.sleep(wait)
+
+    async def aclose(self) -> None:
+        states, self._states = self._states, {}
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for state in states.values():
+            if state.loop is loop:
+                # closing must not mask the experiment's result
+                with contextlib.suppress(Exception):
+                    await self._close_client(state.client)
+
+
+def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
+    """APIs that take the system prompt apart (Anthropic, Gemini) get it joined from all system turns."""
+    system = [m.content for m in messages if m.role == "system"]
+    rest = [m for m in messages if m.role != "system"]
+    return ("\n\n".join(system) if system else None), rest

@@ -1,0 +1,73 @@
+"""Anthropic's Messages API (Claude). The system prompt travels in ``system``, not as a message, and
+``max_tokens`` is mandatory; Anthropic has no sampling seed, so ``seed`` is not sent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import anthropic
+
+from econarena.agents.base import Message
+from econarena.agents.calls import Failure, MalformedResponse, RemoteProvider, split_system, status_failure
+from econarena.agents.llm import Generation, LLMSettings
+
+
+def _http_client(settings: LLMSettings) -> Any | None:
+    try:
+        import httpx2
+
+        return anthropic.DefaultAioHttpClient(
+            limits=httpx2.Limits(max_connections=settings.max_connections,
+                                 max_keepalive_connections=settings.max_connections),
+            timeout=settings.timeout_s)
+    except (ImportError, RuntimeError):
+        return None
+
+
+class AnthropicProvider(RemoteProvider):
+    name: ClassVar[str] = "anthropic"
+    extra: ClassVar[str] = "anthropic"
+    sdk_modules: ClassVar[tuple[str, ...]] = ("anthropic",)
+    key_envs: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+
+    def _make_client(self, settings: LLMSettings, key: str) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url, max_retries=0,
+                                        timeout=settings.timeout_s, http_client=_http_client(settings),
+                                        open_telemetry=False)
+
+    async def _attempt(self, client: anthropic.AsyncAnthropic, messages: Sequence[Message],
+                       settings: LLMSettings) -> Generation:
+        system, turns = split_system(messages)
+        kwargs: dict[str, Any] = {}
+        if system:
+            kwargs["system"] = system
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            kwargs["top_p"] = settings.top_p
+        resp = await client.messages.create(
+            model=self._model(settings), max_tokens=settings.max_tokens,
+            messages=[{"role": m.role, "content": m.content} for m in turns],  # type: ignore[misc]
+            timeout=settings.timeout_s, **kwargs)
+        blocks = getattr(resp, "content", None)
+        if not isinstance(blocks, list):
+            raise MalformedResponse("no content blocks in the message")
+        text = "".join(b.text for b in blocks
+                       if getattr(b, "type", None) == "text" and isinstance(getattr(b, "text", None), str))
+        usage = getattr(resp, "usage", None)
+        model = getattr(resp, "model", None)
+        return Generation(text=text, model=model if isinstance(model, str) else None,
+                          tokens_in=getattr(usage, "input_tokens", None),
+                          tokens_out=getattr(usage, "output_tokens", None))
+
+    def _judge(self, exc: BaseException) -> Failure | None:
+        if isinstance(exc, anthropic.APIStatusError):
+            return status_failure(exc.status_code, exc.api_message or exc.message, exc.response.headers)
+        if isinstance(exc, anthropic.APITimeoutError):
+            return Failure(True, "timed out")
+        if isinstance(exc, anthropic.APIConnectionError):
+            return Failure(True, f"connection error: {exc.__cause__ or exc}")
+        if isinstance(exc, (anthropic.APIResponseValidationError, ValueError)):
+            return Failure(False, f"malformed response: {exc}")
+        return None

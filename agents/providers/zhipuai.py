@@ -1,0 +1,99 @@
+"""ZhipuAI / Z.ai GLM models through ``zai-sdk`` (the successor of ``zhipuai``).
+
+The SDK has only a blocking client, so calls run in a thread pool of exactly ``max_connections``
+workers: the event loop never blocks and the pool cannot grow past the connection limit. A key from
+``ZAI_API_KEY`` selects the international endpoint (api.z.ai); otherwise the mainland one
+(open.bigmodel.cn). Note that the SDK itself clamps ``temperature`` and ``top_p`` into (0, 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar
+
+import httpx
+import zai
+from zai.core import APIConnectionError, APIResponseValidationError, APIStatusError, APITimeoutError
+
+from econarena.agents.base import Message
+from econarena.agents.calls import Failure, MalformedResponse, RemoteProvider, status_failure
+from econarena.agents.llm import Generation, LLMSettings, api_key_source
+
+
+class ZhipuAIProvider(RemoteProvider):
+    name: ClassVar[str] = "zhipuai"
+    extra: ClassVar[str] = "zhipuai"
+    sdk_modules: ClassVar[tuple[str, ...]] = ("zai",)
+    key_envs: ClassVar[tuple[str, ...]] = ("ZHIPUAI_API_KEY", "ZAI_API_KEY")
+
+    def __init__(self, settings: LLMSettings) -> None:
+        super().__init__(settings)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.settings.max_connections,
+                                            thread_name_prefix="econarena-zai")
+        return self._pool
+
+    def _make_client(self, settings: LLMSettings, key: str) -> zai.ZhipuAiClient | zai.ZaiClient:
+        source = api_key_source(self.name, settings)
+        cls = zai.ZaiClient if source is not None and source[0] == "ZAI_API_KEY" else zai.ZhipuAiClient
+        http = httpx.Client(
+            timeout=settings.timeout_s,
+            limits=httpx.Limits(max_connections=settings.max_connections,
+                                max_keepalive_connections=settings.max_connections))
+        # disable_token_cache: send the key as a bearer token rather than a locally signed JWT
+        return cls(api_key=key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s,
+                   http_client=http, disable_token_cache=True)
+
+    async def _close_client(self, client: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor(), client.close)
+
+    @staticmethod
+    def _send(client: Any, model: str, messages: list[dict[str, str]], settings: LLMSettings) -> Any:
+        kwargs: dict[str, Any] = {}
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            kwargs["top_p"] = settings.top_p
+        if settings.seed is not None:
+            kwargs["seed"] = settings.seed
+        return client.chat.completions.create(model=model, messages=messages, max_tokens=settings.max_tokens,
+                                              stream=False, timeout=settings.timeout_s, **kwargs)
+
+    async def _attempt(self, client: Any, messages: Sequence[Message], settings: LLMSettings) -> Generation:
+        call = functools.partial(self._send, client, self._model(settings), [m.to_dict() for m in messages],
+                                 settings)
+        resp = await asyncio.get_running_loop().run_in_executor(self._executor(), call)
+        try:
+            text = resp.choices[0].message.content
+        except (AttributeError, IndexError, TypeError, KeyError):
+            raise MalformedResponse("no choices[0].message in the chat completion") from None
+        if text is not None and not isinstance(text, str):
+            raise MalformedResponse(f"message content is {type(text).__name__}, not text")
+        usage = getattr(resp, "usage", None)
+        model = getattr(resp, "model", None)
+        return Generation(text=text or "", model=model if isinstance(model, str) else None,
+                          tokens_in=getattr(usage, "prompt_tokens", None),
+                          tokens_out=getattr(usage, "completion_tokens", None))
+
+    def _judge(self, exc: BaseException) -> Failure | None:
+        if isinstance(exc, APIStatusError):
+            return status_failure(exc.status_code, str(exc), exc.response.headers)
+        if isinstance(exc, APITimeoutError):
+            return Failure(True, "timed out")
+        if isinstance(exc, APIConnectionError):
+            return Failure(True, f"connection error: {exc.__cause__ or exc}")
+        if isinstance(exc, (APIResponseValidationError, ValueError)):
+            return Failure(False, f"malformed response: {exc}")
+        return None
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)

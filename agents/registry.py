@@ -1,0 +1,24 @@
+"""Builds agents from validated player entries; a fixed table of names, no dynamic imports by name."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from econarena.agents.base import Agent, AgentError
+from econarena.agents.baselines import LevelKAgent, RandomAgent, RationalAgent, ScriptedAgent
+from econarena.agents.llm import PROVIDERS, LLMSettings, RuntimeOptions, build_llm_agent
+
+
+def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: int = 1,
+                 llm: LLMSettings | None = None, options: RuntimeOptions | None = None) -> Agent:
+    if agent == "rational":
+        return RationalAgent(label)
+    if agent == "random":
+        return RandomAgent(label)
+    if agent == "level_k":
+        return LevelKAgent(label, k)
+    if agent == "scripted":
+        return ScriptedAgent(label, responses)
+    if agent in PROVIDERS:
+        return build_llm_agent(agent, label, llm or LLMSettings(), options or RuntimeOptions())
+    raise AgentError(f"unknown agent {agent!r}")

@@ -1,0 +1,145 @@
+"""Metrics recomputed from a run directory alone, so a definition can change without re-running a model.
+
+Per label (a label may hold several seats), over COMPLETE runs only:
+- payoff ratio r = mean payoff / mean NE payoff (the paper's eq. 1 and 4). Beauty contest NE payoff is
+  prize / n; auctions: NE final asset.
+- deviation d: auctions |final asset / NE asset - 1| (eq. 3); beauty contest |choice - 0| / upper bound
+  (eq. 3 is undefined when the NE action is 0), averaged over player-runs with a valid choice.
+- win rate: share of player-runs the seat won (a shared beauty-contest prize counts as a win).
+- rule-break rate: % of player-runs with at least one invalid reply; per kind and per decision too.
+- convergence: mean deviation per run index, and the first run index whose mean is within 0.05 of NE.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from econarena.hosts.records import DECISIONS, RUNS, read_jsonl, run_key
+
+CONVERGENCE_TOLERANCE = 0.05
+VIOLATIONS = ("parse_error", "schema_error", "rule_violation")
+
+
+def _mean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarize(run_dir: str | Path) -> dict[str, Any]:
+    """Summary of one run directory (see the module docstring for definitions)."""
+    path = Path(run_dir)
+    runs_all = read_jsonl(path / RUNS)
+    runs = [r for r in runs_all if r.get("complete", True)]
+    keys = {run_key(r) for r in runs}
+    decisions = [d for d in read_jsonl(path / DECISIONS) if run_key(d) in keys]
+    per: dict[str, dict[str, Any]] = defaultdict(lambda: {
+        "payoffs": [], "ne": [], "dev": [], "wins": 0, "player_runs": 0, "broke": 0,
+        "dev_by_run": defaultdict(list), "decisions": 0, "violations": defaultdict(int),
+        "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [], "errors": 0,
+    })
+    for r in runs:
+        for i, label in enumerate(r["labels"]):
+            a = per[label]
+            a["player_runs"] += 1
+            a["payoffs"].append(r["payoffs"][i])
+            a["ne"].append(r["ne_payoffs"][i])
+            a["dev"].append(r["deviation"][i])
+            a["dev_by_run"][r["run"]].append(r["deviation"][i])
+            a["wins"] += i in r["winners"]
+            a["broke"] += not r["valid"][i]
+    for d in decisions:
+        a = per[d["label"]]
+        a["decisions"] += 1
+        if d.get("violation"):
+            a["violations"][d["violation"]] += 1
+        a["tokens_in"] += d.get("tokens_in") or 0
+        a["tokens_out"] += d.get("tokens_out") or 0
+        a["cached"] += bool(d.get("cached"))
+        a["latency"].append(d.get("latency_s"))
+    labels = {}
+    for label in sorted(per):
+        a = per[label]
+        mp, mne = _mean(a["payoffs"]), _mean(a["ne"])
+        curve = {str(k): _mean(v) for k, v in sorted(a["dev_by_run"].items())}
+        converged = next((int(k) for k, v in curve.items() if v is not None and v <= CONVERGENCE_TOLERANCE), None)
+        n_viol = sum(a["violations"].values())
+        labels[label] = {
+            "player_runs": a["player_runs"],
+            "decisions": a["decisions"],
+            "mean_payoff": mp,
+            "mean_ne_payoff": mne,
+            "payoff_ratio": mp / mne if mp is not None and mne else None,
+            "mean_deviation": _mean(a["dev"]),
+            "win_rate": a["wins"] / a["player_runs"] if a["player_runs"] else None,
+            "rule_break_rate_pct": 100 * a["broke"] / a["player_runs"] if a["player_runs"] else None,
+            "violations_per_decision_pct": 100 * n_viol / a["decisions"] if a["decisions"] else None,
+            "violations": {k: a["violations"].get(k, 0) for k in VIOLATIONS},
+            "deviation_by_run": curve,
+            "converged_at_run": converged,
+            "tokens_in": a["tokens_in"],
+            "tokens_out": a["tokens_out"],
+            "cached_decisions": a["cached"],
+            "mean_latency_s": _mean(a["latency"]),
+        }
+    return {
+        "run_dir": str(path),
+        "runs_complete": len(runs),
+        "runs_incomplete": len(runs_all) - len(runs),
+        "convergence_tolerance": CONVERGENCE_TOLERANCE,
+        "labels": labels,
+    }
+
+
+SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_ratio", "mean_deviation",
+           "win_rate", "rule_break_rate_pct", "violations_per_decision_pct", "converged_at_run",
+           "tokens_in", "tokens_out", "cached_decisions", "mean_latency_s")
+
+
+def summary_csv(summary: dict[str, Any]) -> str:
+    runs = sorted({k for v in summary["labels"].values() for k in v["deviation_by_run"]}, key=int)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["label", *SCALARS, *VIOLATIONS, *(f"deviation_run_{k}" for k in runs)])
+    for label, v in summary["labels"].items():
+        w.writerow([label, *(v[k] for k in SCALARS), *(v["violations"][k] for k in VIOLATIONS),
+                    *(v["deviation_by_run"].get(k) for k in runs)])
+    return buf.getvalue()
+
+
+def write_summary(run_dir: str | Path) -> dict[str, Any]:
+    from econarena.hosts.records import write_atomic
+
+    path = Path(run_dir)
+    summary = summarize(path)
+    write_atomic(path / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_atomic(path / "summary.csv", summary_csv(summary))
+    return summary
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    head = ["label", "runs", "payoff", "NE payoff", "ratio", "deviation", "win rate", "rule breaks %",
+            "converged at"]
+    rows = [[label, _f(v["player_runs"]), _f(v["mean_payoff"], 2), _f(v["mean_ne_payoff"], 2),
+             _f(v["payoff_ratio"]), _f(v["mean_deviation"]), _f(v["win_rate"]), _f(v["rule_break_rate_pct"], 1),
+             _f(v["converged_at_run"])] for label, v in summary["labels"].items()]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    fmt = "  ".join("{:<%d}" % widths[0:1][0] if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*r) for r in rows]
+    lines.append(f"complete runs: {summary['runs_complete']}"
+                 + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
+    return "\n".join(lines)

@@ -1,0 +1,17 @@
+"""Games: pure rules. Importing this package must never import an LLM SDK or torch."""
+
+from econarena.games.auctions import EnglishAuction, SecondPriceAuction
+from econarena.games.base import Game
+from econarena.games.contests import BeautyContest
+
+GAMES: dict[str, Game] = {g.name: g for g in (BeautyContest(), SecondPriceAuction(), EnglishAuction())}
+
+
+def get_game(name: str) -> Game:
+    try:
+        return GAMES[name]
+    except KeyError:
+        raise KeyError(f"unknown game {name!r}; known: {', '.join(sorted(GAMES))}") from None
+
+
+__all__ = ["GAMES", "Game", "get_game"]

@@ -1,0 +1,358 @@
+"""The contract every game follows: pure rules, immutable state, declared action schemas.
+
+A game never does I/O, never prints and never touches global random state. Private information is drawn
+from a ``numpy.random.Generator`` that the Host derives from the session seed. A session's drawn
+configuration (:class:`Setup`) stays fixed across its runs; each run starts from ``initial_state(setup)``.
+
+Replies are judged in three steps, kept apart because the rule-breaking metric needs them:
+``parse_error`` (no JSON object, or the action key is missing), ``schema_error`` (the value has the wrong
+type), ``rule_violation`` (well-formed but against the rules, e.g. a bid above one's assets).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+PARSE_ERROR = "parse_error"
+SCHEMA_ERROR = "schema_error"
+RULE_VIOLATION = "rule_violation"
+Violation = Literal["parse_error", "schema_error", "rule_violation"]
+
+
+class GameParams(BaseModel):
+    """Base for every game's parameter model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class ActionField:
+    """One key of the JSON reply that carries the action."""
+
+    name: str
+    kind: Literal["number", "choice"]
+    description: str
+    low: float | None = None  # rule bounds (inclusive); breaking them is a rule violation
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def type_name(self) -> str:
+        return "float" if self.kind == "number" else "str"
+
+    def format_hint(self) -> str:
+        if self.kind == "choice":
+            return " or ".join(f'"{c}"' for c in self.choices)
+        return "a number"
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """What a player must answer at this state; prompts, parsing and validation all derive from it."""
+
+    fields: tuple[ActionField, ...]
+
+    def field(self, name: str) -> ActionField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The Host's reading of one reply."""
+
+    action: dict[str, Any] | None
+    violation: Violation | None
+    detail: str | None
+    extras: dict[str, Any] = field(default_factory=dict)  # other keys the reply carried (logged)
+
+    @property
+    def valid(self) -> bool:
+        return self.violation is None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A session's drawn configuration: fixed across its runs, JSON-ready, logged with every run."""
+
+    n_players: int
+    values: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Final result of one run, in seat order."""
+
+    actions: tuple[Any, ...]  # the (last) valid action value per seat, None where none
+    valid: tuple[bool, ...]  # False if the seat broke a rule at any point of the run
+    payoffs: tuple[float, ...]
+    winners: tuple[int, ...]
+    void: bool
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Game(abc.ABC):
+    """Rules of one game. Subclasses are stateless; all state lives in the frozen state objects."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    description: ClassVar[str]
+    Params: ClassVar[type[GameParams]]
+    action_key: ClassVar[str]  # main JSON key, for summaries and history
+    has_private_values: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def setup(self, params: GameParams, n_players: int, rng: np.random.Generator) -> Setup:
+        """Draw the session's configuration (bounds, values, assets) once per session."""
+
+    @abc.abstractmethod
+    def initial_state(self, setup: Setup) -> Any: ...
+
+    @abc.abstractmethod
+    def to_move(self, state: Any) -> tuple[int, ...]:
+        """Players who decide now; several at once is a simultaneous move. Empty when terminal."""
+
+    @abc.abstractmethod
+    def action_spec(self, state: Any, player: int) -> ActionSpec: ...
+
+    @abc.abstractmethod
+    def observation(self, state: Any, player: int) -> dict[str, Any]:
+        """The facts a player may see now, as template fields."""
+
+    @abc.abstractmethod
+    def check(self, state: Any, player: int, action: dict[str, Any]) -> str | None:
+        """A rule violation's description, or None; runs after parsing and type checks."""
+
+    @abc.abstractmethod
+    def apply(self, state: Any, actions: Mapping[int, dict[str, Any] | None]) -> Any:
+        """Advance by one move. ``None`` marks a seat whose reply broke a rule; returns a new state."""
+
+    def is_terminal(self, state: Any) -> bool:
+        return not self.to_move(state)
+
+    @abc.abstractmethod
+    def outcome(self, state: Any) -> Outcome: ...
+
+    @abc.abstractmethod
+    def equilibrium(self, setup: Setup) -> Outcome:
+        """Nash-equilibrium actions and payoffs for exactly this draw."""
+
+    @abc.abstractmethod
+    def deviation(self, setup: Setup, outcome: Outcome, ne: Outcome, player: int) -> float | None:
+        """Distance from equilibrium for one seat (see the module docstrings for the formula)."""
+
+    @abc.abstractmethod
+    def strategy(self, state: Any, player: int, kind: str, rng: np.random.Generator | None = None,
+                 **kw: Any) -> dict[str, Any]:
+        """Reference actions for baseline agents: ``rational``, ``random``, ``level_k`` (with ``k``)."""
+
+    # ---- judging replies: generic, driven by the action spec ----
+
+    def judge(self, state: Any, player: int, text: str) -> Judgement:
+        spec = self.action_spec(state, player)
+        obj = extract_json(text)
+        if obj is None:
+            return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
+        norm = {_norm_key(k): (k, v) for k, v in obj.items()}
+        action: dict[str, Any] = {}
+        for f in spec.fields:
+            hit = norm.get(_norm_key(f.name))
+            if hit is None:
+                return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", _extras(obj, spec))
+            value = hit[1]
+            if f.kind == "number":
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    return Judgement(None, SCHEMA_ERROR,
+                                     f"{f.name!r} must be a number, got {json.dumps(value)[:80]}",
+                                     _extras(obj, spec))
+                if not math.isfinite(value):
+                    return Judgement(None, SCHEMA_ERROR, f"{f.name!r} must be finite", _extras(obj, spec))
+                action[f.name] = float(value)
+            else:
+                if not isinstance(value, str):
+                    return Judgement(None, SCHEMA_ERROR,
+                                     f"{f.name!r} must be one of {f.format_hint()}, got "
+                                     f"{json.dumps(value)[:80]}", _extras(obj, spec))
+                choice = value.strip().lower()
+                if choice not in f.choices:
+                    return Judgement(None, SCHEMA_ERROR,
+                                     f"{f.name!r} must be one of {f.format_hint()}, got {value[:80]!r}",
+                                     _extras(obj, spec))
+                action[f.name] = choice
+        for f in spec.fields:
+            if f.kind == "number":
+                v = action[f.name]
+                if (f.low is not None and v < f.low) or (f.high is not None and v > f.high):
+                    return Judgement(None, RULE_VIOLATION,
+                                     f"{f.name} {fmt_num(v)} is outside [{fmt_num(f.low)}, {fmt_num(f.high)}]",
+                                     _extras(obj, spec) | {"attempted": action})
+        problem = self.check(state, player, action)
+        if problem:
+            return Judgement(None, RULE_VIOLATION, problem, _extras(obj, spec) | {"attempted": action})
+        return Judgement(action, None, None, _extras(obj, spec))
+
+
+def _norm_key(key: str) -> str:
+    return re.sub(r"[\s_\-]+", " ", key.strip().lower())
+
+
+def _extras(obj: dict[str, Any], spec: ActionSpec) -> dict[str, Any]:
+    names = {_norm_key(f.name) for f in spec.fields}
+    return {k: v for k, v in obj.items() if _norm_key(k) not in names}
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S | re.I)
+
+
+def extract_json(text: str) -> dict[str, Any] | None:
+    """The reply's JSON object: a fenced block if any, else the LAST balanced ``{...}`` that parses.
+
+    The last one wins because chain-of-thought replies reason first and answer at the end.
+    """
+    if not text:
+        return None
+    for block in reversed(_FENCE.findall(text)):
+        obj = _loads(block)
+        if obj is not None:
+            return obj
+    candidates = []
+    depth = 0
+    start = -1
+    in_str = False
+    escape = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                candidates.append(text[start:i + 1])
+    for cand in reversed(candidates):
+        obj = _loads(cand)
+        if obj is not None:
+            return obj
+    return None
+
+
+def _loads(s: str) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(s)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+# ---- parameters: numbers, per-player lists, or distributions drawn once per session ----
+
+DRAW_DECIMALS = 2  # drawn values are rounded so the number a prompt shows is exactly the one judged
+
+
+def fmt_num(x: float | None) -> str:
+    """Numbers in prompts and messages: no trailing zeros, no float noise."""
+    if x is None:
+        return "none"
+    text = f"{x:.6f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_player: bool,
+               positive_below: Sequence[float] | None = None) -> float | list[float]:
+    """Resolve one parameter. ``{normal=[mean, sd]}`` / ``{uniform=[lo, hi]}`` are drawn here.
+
+    With ``positive_below`` (per-player upper limits), normal draws are redrawn until they fall in
+    (0, limit] -- the auctions' rule that a private value is positive and not above the assets.
+    """
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        return [float(spec)] * n if per_player else float(spec)
+    if isinstance(spec, list):
+        if not per_player:
+            raise ValueError(f"{name}: a list is only allowed for per-player parameters")
+        if len(spec) != n:
+            raise ValueError(f"{name}: list has {len(spec)} entries but the game has {n} players")
+        return [float(x) for x in spec]
+    if isinstance(spec, dict) and len(spec) == 1:
+        (kind, args), = spec.items()
+        count = n if per_player else 1
+        if kind == "normal":
+            mean, sd = args
+            out = []
+            for i in range(count):
+                limit = positive_below[i] if positive_below is not None else None
+                for _ in range(10_000):
+                    x = round(float(rng.normal(mean, sd)), DRAW_DECIMALS)
+                    if limit is None or 0 < x <= limit:
+                        break
+                else:
+                    raise ValueError(f"{name}: normal{args} never fell in (0, {limit}]")
+                out.append(x)
+        elif kind == "uniform":
+            lo, hi = args
+            out = [round(float(rng.uniform(lo, hi)), DRAW_DECIMALS) for _ in range(count)]
+        else:  # pragma: no cover - excluded by the schema
+            raise ValueError(f"{name}: unknown distribution {kind!r}")
+        return out if per_player else out[0]
+    raise ValueError(f"{name}: expected a number, a list or {{normal|uniform = [a, b]}}")
+
+
+def validate_param(value: Any, *, per_player: bool, positive: bool = False) -> Any:
+    """Schema check used by the games' pydantic validators; messages say what was expected."""
+    expected = ("a number" + (", a per-player list of numbers" if per_player else "")
+                + ", { normal = [mean, sd] } or { uniform = [low, high] }")
+    if isinstance(value, bool):
+        raise ValueError(f"expected {expected}")
+    if isinstance(value, (int, float)):
+        if positive and value <= 0:
+            raise ValueError(f"must be > 0, got {value}")
+        return value
+    if isinstance(value, list):
+        if not per_player:
+            raise ValueError(f"expected {expected}")
+        if not value or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            raise ValueError("a per-player list must hold numbers")
+        if positive and any(x <= 0 for x in value):
+            raise ValueError("every entry must be > 0")
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, args), = value.items()
+        if kind not in ("normal", "uniform"):
+            raise ValueError(f"unknown distribution {kind!r}; expected 'normal' or 'uniform'")
+        if (not isinstance(args, list) or len(args) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in args)):
+            raise ValueError(f"{kind} takes [a, b] (two numbers)")
+        a, b = args
+        if kind == "normal" and b < 0:
+            raise ValueError("normal sd must be >= 0")
+        if kind == "uniform" and b < a:
+            raise ValueError("uniform needs low <= high")
+        if positive and kind == "uniform" and a <= 0:
+            raise ValueError("uniform low must be > 0")
+        return value
+    raise ValueError(f"expected {expected}")

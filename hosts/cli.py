@@ -1,0 +1,192 @@
+"""``econarena``: run, validate, list, summary. User errors print one clear message, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from econarena import __version__
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _err(msg: str) -> None:
+    print(f"econarena: error: {msg}", file=sys.stderr)
+
+
+def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
+    from econarena.hosts.config import ConfigError, load_experiment
+
+    exps, errors = [], []
+    for f in files:
+        try:
+            exps.append(load_experiment(f, seed=seed))
+        except ConfigError as exc:
+            errors.append(str(exc))
+    return exps, errors
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from econarena.hosts.host import preflight_experiment
+
+    exps, errors = _load_all(args.files)
+    for exp in exps:
+        errors += preflight_experiment(exp) if args.check_keys else []
+    if errors:
+        for e in errors:
+            _err(e)
+        return EXIT_CONFIG
+    for exp, f in zip(exps, args.files):
+        e = exp.experiment
+        print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s) x {e.sessions} session(s) "
+              f"x {e.runs} run(s))")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from econarena.agents.llm import PROVIDERS
+    from econarena.games import GAMES
+    from econarena.hosts.config import BASELINES
+
+    print("games:")
+    for name, g in sorted(GAMES.items()):
+        print(f"  {name:<22} {g.description}")
+    print("agents (baselines):")
+    for name, desc in sorted(BASELINES.items()):
+        print(f"  {name:<22} {desc}")
+    print("agents (LLM providers):")
+    for name, info in sorted(PROVIDERS.items()):
+        keys = f" [key: {' or '.join(info.key_envs)}]" if info.key_envs else ""
+        print(f"  {name:<22} {info.description}; pip install 'econarena[{info.extra}]'{keys}")
+    return EXIT_OK
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from econarena.analysis.metrics import format_table, summarize
+
+    status = EXIT_OK
+    for d in args.run_dirs:
+        path = Path(d)
+        if not (path / "runs.jsonl").exists():
+            _err(f"{path}: not a run directory (no runs.jsonl)")
+            status = EXIT_ERROR
+            continue
+        summary = summarize(path)
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        else:
+            print(f"== {path}")
+            print(format_table(summary))
+    return status
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from econarena.agents.llm import RuntimeOptions, load_dotenv
+    from econarena.analysis.metrics import format_table, write_summary
+    from econarena.hosts.host import Host, HostOptions, planned_calls, preflight_experiment
+
+    load_dotenv()
+    exps, errors = _load_all(args.files, args.seed)
+    if errors:
+        for e in errors:
+            _err(e)
+        return EXIT_CONFIG
+    if args.out and len(exps) > 1:
+        _err("--out names one directory; run one file at a time with --out")
+        return EXIT_CONFIG
+    for exp in exps:
+        errors += preflight_experiment(exp)
+    if errors:
+        for e in errors:
+            _err(e)
+        return EXIT_CONFIG
+    if args.dry_run:
+        for exp in exps:
+            print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}")
+            for label, (n, exact) in planned_calls(exp).items():
+                kind = next(p for p in exp.players if p.label == label)
+                llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
+                print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
+        return EXIT_OK
+    dirs = [Path(args.out) if args.out else Path("runs") / exp.name for exp in exps]
+    for exp, d in zip(exps, dirs):
+        if (d / "manifest.json").exists() and not args.resume:
+            _err(f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one")
+            return EXIT_CONFIG
+        if args.resume and (d / "config.toml").exists():
+            from econarena.hosts.config import resolved_toml
+
+            old = (d / "config.toml").read_text(encoding="utf-8")
+            if old != resolved_toml(exp):
+                _err(f"{d} holds a different experiment (its config.toml differs); "
+                     "use --out DIR, or resume with the same file and --seed")
+                return EXIT_CONFIG
+    worst = EXIT_OK
+    runtime = RuntimeOptions(cache=not args.no_cache)
+    for exp, d in zip(exps, dirs):
+        host = Host(exp, d, HostOptions(concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
+                                        runtime=runtime))
+        try:
+            result = asyncio.run(host.run())
+        except KeyboardInterrupt:
+            _err(f"interrupted; finished runs are kept: econarena run {exp.path} --resume")
+            return EXIT_INTERRUPTED
+        summary = write_summary(d)
+        if not args.quiet:
+            print(format_table(summary))
+        print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
+              f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {d}")
+        if result.status == "incomplete":
+            _err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {d}/decisions.jsonl); "
+                 f"retry them with: econarena run {exp.path} --resume")
+            worst = max(worst, EXIT_INCOMPLETE)
+    return worst
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="econarena", description="Economic games for language models.")
+    p.add_argument("--version", action="version", version=f"econarena {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run experiments from TOML files")
+    r.add_argument("files", nargs="+", metavar="FILE.toml")
+    r.add_argument("--out", help="run directory (default: runs/<experiment name>)")
+    r.add_argument("--concurrency", type=int, default=8, help="decisions in flight at once (default 8)")
+    r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
+    r.add_argument("--seed", type=int, help="override experiment.seed")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
+    r.add_argument("--dry-run", action="store_true", help="validate and print how many calls each label makes")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check TOML files without running anything")
+    v.add_argument("files", nargs="+", metavar="FILE.toml")
+    v.add_argument("--check-keys", action="store_true", help="also require SDKs and API keys to be present")
+    v.set_defaults(func=cmd_validate)
+
+    ls = sub.add_parser("list", help="list games and agents")
+    ls.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("summary", help="print the metrics table of run directories")
+    s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
+    s.set_defaults(func=cmd_summary)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
+        _err("--concurrency must be >= 1")
+        return EXIT_CONFIG
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

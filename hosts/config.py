@@ -1,0 +1,364 @@
+"""TOML experiment files: parsing, validation with errors that name the file and key, and expansion.
+
+Everything is checked before any game starts: syntax (file, line, column), unknown keys, types, game and
+agent names (listing the valid ones), game parameters, prompt-template overrides. Nothing from a config
+is ever evaluated or imported by name.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from econarena.agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
+from econarena.games import GAMES, Game
+from econarena.games.base import GameParams
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    """A problem in a TOML file; the message is meant for the user, not a traceback."""
+
+
+BASELINES = {
+    "rational": "plays the Nash equilibrium for its own private information",
+    "random": "uniform over legal actions, reproducible from the seed",
+    "scripted": "replays fixed raw replies (responses = [...]): test prompts, parsing and rule breaks",
+    "level_k": "level-k reasoning with k (default 1): beauty contest upper/2 x ratio^k; auctions: value",
+}
+
+
+def agent_names() -> list[str]:
+    return sorted(BASELINES) + sorted(PROVIDERS)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExperimentSection(_Strict):
+    name: str = Field(min_length=1)
+    game: str
+    environment: Literal["melee", "rational", "self"] = "melee"
+    players_per_game: int = Field(default=5, ge=2)
+    sessions: int = Field(default=1, ge=1)
+    runs: int = Field(default=1, ge=1)
+    seed: int = 0
+    history: Literal["none", "actions", "full"] = "none"
+    max_history: int = Field(default=3, ge=1)
+    prompt: Literal["default", "cot"] = "default"
+    shuffle_seats: bool = False
+    description: str = ""
+
+
+class PlayerEntry(_Strict):
+    """One ``[[players]]`` entry after validation; ``settings`` holds LLM settings or baseline options."""
+
+    agent: str
+    label: str
+    count: int = 1
+    responses: list[str] = Field(default_factory=list)
+    k: int = 1
+    llm: LLMSettings | None = None
+
+    @property
+    def is_llm(self) -> bool:
+        return self.agent in PROVIDERS
+
+
+@dataclass(frozen=True)
+class Lineup:
+    """One table of players that plays every session: seat -> entry index."""
+
+    name: str
+    seats: tuple[int, ...]
+    environment: str
+
+
+@dataclass
+class Experiment:
+    path: Path | None
+    experiment: ExperimentSection
+    game: Game
+    params: GameParams
+    players: list[PlayerEntry]
+    llm_defaults: dict[str, Any]
+    prompts: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+    def lineups(self) -> list[Lineup]:
+        """Expand the environment into tables of seats (indices into ``players``)."""
+        e = self.experiment
+        if e.environment == "melee":
+            seats = tuple(i for i, p in enumerate(self.players) for _ in range(p.count))
+            return [Lineup("melee", seats, "melee")]
+        out = []
+        rational = next(i for i, p in enumerate(self.players) if p.agent == "rational")
+        for i, p in enumerate(self.players):
+            if e.environment == "rational":
+                if p.agent == "rational":
+                    continue
+                out.append(Lineup(p.label, (i,) + (rational,) * (e.players_per_game - 1), "rational"))
+            else:
+                out.append(Lineup(p.label, (i,) * e.players_per_game, "self"))
+        return out
+
+    def n_players(self) -> int:
+        return len(self.lineups()[0].seats)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
+    msgs = []
+    for e in err.errors():
+        key = ".".join(p for p in (prefix, _loc(e["loc"])) if p)
+        if e["type"] == "extra_forbidden":
+            msgs.append(f"{where}: unknown key '{key}'")
+        elif e["type"] == "missing":
+            msgs.append(f"{where}: missing key '{key}'")
+        else:
+            got = e.get("input")
+            got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+            msg = e["msg"].removeprefix("Value error, ")
+            msgs.append(f"{where}: '{key}': {msg}{got_s}")
+    return msgs
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
+
+
+TOP_KEYS = {"experiment", "game", "players", "llm", "prompts"}
+
+
+def load_experiment(path: str | Path, *, seed: int | None = None,
+                    overrides: dict[str, Any] | None = None) -> Experiment:
+    path = Path(path)
+    return parse_experiment(read_toml(path), str(path), path=path, seed=seed, overrides=overrides)
+
+
+def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = None, seed: int | None = None,
+                     overrides: dict[str, Any] | None = None) -> Experiment:
+    """Validate a parsed TOML document; collects every problem it can before raising."""
+    from econarena.hosts.prompts import PROMPT_KEYS, check_template_overrides
+
+    errors: list[str] = []
+    for key in data:
+        if key not in TOP_KEYS:
+            errors.append(f"{where}: unknown table '{key}' (expected {', '.join(sorted(TOP_KEYS))})")
+    exp_raw = dict(data.get("experiment") or {})
+    if not isinstance(data.get("experiment"), dict):
+        raise ConfigError(f"{where}: missing table [experiment]")
+    exp_raw.update(overrides or {})
+    if seed is not None:
+        exp_raw["seed"] = seed
+    if "name" not in exp_raw and path is not None:
+        exp_raw["name"] = path.stem
+    try:
+        exp = ExperimentSection(**exp_raw)
+    except ValidationError as err:
+        raise ConfigError("\n".join(errors + _pyd_errors(where, "experiment", err))) from None
+    if exp.game not in GAMES:
+        raise ConfigError(f"{where}: experiment.game: unknown game {exp.game!r}; "
+                          f"known: {', '.join(sorted(GAMES))}")
+    if not re.fullmatch(r"[A-Za-z0-9._\-]+", exp.name):
+        errors.append(f"{where}: experiment.name {exp.name!r}: use letters, digits, '.', '_' or '-' "
+                      "(it names the run directory)")
+    game = GAMES[exp.game]
+
+    game_raw = data.get("game") or {}
+    params = None
+    try:
+        params = game.Params(**game_raw)
+    except ValidationError as err:
+        errors.extend(_pyd_errors(where, "game", err))
+    except TypeError:
+        errors.append(f"{where}: [game] must be a table")
+
+    llm_raw = data.get("llm") or {}
+    try:
+        LLMSettings(**llm_raw)
+    except ValidationError as err:
+        errors.extend(_pyd_errors(where, "llm", err))
+
+    players_raw = data.get("players")
+    players: list[PlayerEntry] = []
+    if not isinstance(players_raw, list) or not players_raw:
+        errors.append(f"{where}: at least one [[players]] entry is needed")
+        players_raw = []
+    for i, raw in enumerate(players_raw):
+        entry = _parse_player(raw, i, where, exp.environment, llm_raw, errors)
+        if entry is not None:
+            players.append(entry)
+
+    labels = [p.label for p in players]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        errors.append(f"{where}: players: duplicate label(s) {', '.join(dup)}; give each entry its own label")
+    if players and len(players) == len(players_raw):
+        if exp.environment == "melee":
+            total = sum(p.count for p in players)
+            if total < 2:
+                errors.append(f"{where}: a melee needs at least 2 players in all (counts add up to {total})")
+        elif exp.environment == "rational" and not any(p.agent != "rational" for p in players):
+            errors.append(f"{where}: environment 'rational' needs at least one player that is not 'rational'")
+        if exp.environment != "melee":
+            for i, p in enumerate(players):
+                if p.count != 1:
+                    errors.append(f"{where}: players[{i}].count: only a melee seats several copies of an "
+                                  f"entry; in '{exp.environment}' players_per_game sets the table size")
+
+    if (exp.environment == "rational" and players and not errors
+            and not any(p.agent == "rational" for p in players)):
+        players.append(PlayerEntry(agent="rational", label="rational"))  # the hard-coded opponents
+
+    prompts = data.get("prompts") or {}
+    if not isinstance(prompts, dict):
+        errors.append(f"{where}: [prompts] must be a table")
+        prompts = {}
+    for key in prompts:
+        if key not in PROMPT_KEYS:
+            errors.append(f"{where}: unknown key 'prompts.{key}' (known: {', '.join(sorted(PROMPT_KEYS))})")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    assert params is not None
+    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data)
+    problems = check_template_overrides(experiment)
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
+    _check_draws(experiment, where)
+    return experiment
+
+
+def _check_draws(exp: Experiment, where: str) -> None:
+    """Draw one configuration now, so impossible parameters fail before any game starts."""
+    import numpy as np
+
+    try:
+        exp.game.setup(exp.params, exp.n_players(), np.random.default_rng(0))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: [game]: {exc}") from None
+
+
+def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: dict[str, Any],
+                  errors: list[str]) -> PlayerEntry | None:
+    key = f"players[{i}]"
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: {key} must be a table")
+        return None
+    agent = raw.get("agent")
+    if not isinstance(agent, str):
+        errors.append(f"{where}: {key}.agent is missing; choose one of {', '.join(agent_names())}")
+        return None
+    if agent not in BASELINES and agent not in PROVIDERS:
+        errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}")
+        return None
+    common = {"agent", "label", "count"}
+    allowed = common | ({"responses"} if agent == "scripted" else {"k"} if agent == "level_k"
+                        else set(LLM_SETTING_KEYS) if agent in PROVIDERS else set())
+    bad = [k for k in raw if k not in allowed]
+    for k in bad:
+        errors.append(f"{where}: unknown key '{key}.{k}' for agent '{agent}'"
+                      f" (allowed: {', '.join(sorted(allowed))})")
+    if bad:
+        return None
+    count = raw.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        errors.append(f"{where}: '{key}.count': expected an integer >= 1 (got {count!r})")
+        return None
+    llm = None
+    if agent in PROVIDERS:
+        settings = {k: v for k, v in raw.items() if k in LLM_SETTING_KEYS}
+        try:
+            llm = LLMSettings(**{**llm_defaults, **settings})
+        except ValidationError as err:
+            errors.extend(_pyd_errors(where, key, err))
+            return None
+    label = raw.get("label")
+    if label is None:
+        label = agent if llm is None or not llm.model else f"{agent}/{llm.model}"
+    if not isinstance(label, str) or not label.strip():
+        errors.append(f"{where}: '{key}.label': expected a non-empty string")
+        return None
+    responses = raw.get("responses", [])
+    if agent == "scripted":
+        if (not isinstance(responses, list) or not responses
+                or not all(isinstance(r, str) for r in responses)):
+            errors.append(f"{where}: '{key}.responses': expected a non-empty list of strings "
+                          "(the raw replies, e.g. ['{{\"answer\": 10}}'])")
+            return None
+    k = raw.get("k", 1)
+    if agent == "level_k" and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        errors.append(f"{where}: '{key}.k': expected an integer >= 0 (got {k!r})")
+        return None
+    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm)
+
+
+# ---- writing the resolved experiment back out (config.toml in the run directory) ----
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_\-]+", k) else _toml_value(k)
+
+
+def resolved_toml(exp: Experiment) -> str:
+    """The experiment with every default filled in. API keys are never in it: only variable names."""
+    lines = ["# Resolved by econarena: every default filled in.", "[experiment]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in exp.experiment.model_dump().items()]
+    lines += ["", "[game]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in exp.params.model_dump().items()]
+    if exp.llm_defaults:
+        lines += ["", "[llm]"] + [f"{k} = {_toml_value(v)}" for k, v in exp.llm_defaults.items()]
+    if exp.prompts:
+        lines += ["", "[prompts]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in exp.prompts.items()]
+    for p in exp.players:
+        lines += ["", "[[players]]", f"agent = {_toml_value(p.agent)}", f"label = {_toml_value(p.label)}",
+                  f"count = {p.count}"]
+        if p.agent == "scripted":
+            lines.append(f"responses = {_toml_value(p.responses)}")
+        if p.agent == "level_k":
+            lines.append(f"k = {p.k}")
+        if p.llm is not None:
+            lines += [f"{k} = {_toml_value(v)}" for k, v in p.llm.model_dump(exclude_none=True).items()]
+    return "\n".join(lines) + "\n"

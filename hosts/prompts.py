@@ -1,0 +1,141 @@
+"""Prompt rendering: the game's observation and action spec, poured into versioned templates.
+
+Templates live in ``hosts/templates/`` (one TOML per game, plus ``common.toml`` for the sentences the Host
+adds the same way for every game: environment, history, chain of thought, answer format). Any key can be
+overridden from an experiment's ``[prompts]`` table; the template id logged with each decision then says
+so (``.../v1+custom-<hash>``), so results made with different wording never mix silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from econarena.agents.base import Message
+from econarena.games.base import ActionField, Game
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    from econarena.hosts.config import Experiment
+
+PROMPT_KEYS = frozenset({
+    "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",
+    "action_description", "env_rational", "env_self", "player_id", "format_default", "format_cot",
+    "format_history", "history",
+})
+TEXT_KEYS = PROMPT_KEYS - {"keys_default", "keys_cot", "keys_history"}
+
+
+@cache
+def _builtin(name: str) -> dict[str, Any]:
+    text = resources.files("econarena.hosts").joinpath("templates", f"{name}.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+class TemplateError(ValueError):
+    """A template that cannot be filled; names the template key and the placeholder."""
+
+
+class _Fields(dict):
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+class Template:
+    """A merged template for one game: built-in common + game text, then the experiment's overrides."""
+
+    def __init__(self, game: Game, overrides: dict[str, Any] | None = None) -> None:
+        base = {**_builtin("common"), **_builtin(game.name)}
+        self.parts: dict[str, Any] = {**base, **(overrides or {})}
+        game_id = _builtin(game.name)["id"]
+        if overrides:
+            digest = hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:8]
+            self.id = f"{game_id}+custom-{digest}"
+        else:
+            self.id = game_id
+        self.game = game
+
+    def _fill(self, key: str, fields: dict[str, Any]) -> str:
+        try:
+            return str(self.parts[key]).format_map(_Fields(fields))
+        except KeyError as exc:
+            raise TemplateError(f"prompts.{key}: unknown placeholder {{{exc.args[0]}}}; available: "
+                                f"{', '.join(sorted(fields))}") from None
+        except (ValueError, IndexError) as exc:
+            raise TemplateError(f"prompts.{key}: malformed template text ({exc})") from None
+
+    def _key_lines(self, variant: str, actions: tuple[ActionField, ...]) -> list[str]:
+        lines = []
+        for item in self.parts[f"keys_{variant}"]:
+            if item == "{action}":
+                for f in actions:
+                    hint = f" ({f.format_hint()})" if f.kind == "choice" else ""
+                    lines.append(f"- {f.name}: {f.type_name()}{hint}, {self.parts['action_description']}")
+            else:
+                key, typ, desc = item
+                lines.append(f"- {key}: {typ}, {desc}")
+        return lines
+
+    def render(self, state: Any, player: int, environment: str, variant: str,
+               history: list[dict[str, Any]] | None = None, n_past: int = 0) -> tuple[Message, ...]:
+        """Messages for one decision. ``history`` is the visible record of earlier runs, if any."""
+        fields = dict(self.game.observation(state, player))
+        fields["player_id"] = player
+        parts = [self._fill("rules", fields)]
+        if "fee_rule" in self.parts and float(fields.get("entrance_fee", "0")) > 0:
+            parts[0] += "\n" + self._fill("fee_rule", fields)
+        parts[0] += "\n" + self._fill("player_id", fields)
+        if environment in ("rational", "self"):
+            parts[0] += "\n" + self._fill(f"env_{environment}", fields)
+        if history:
+            fields["n_past"] = n_past
+            fields["history_json"] = "[\n" + ",\n".join(json.dumps(h) for h in history) + "\n]"
+            block = self._fill("history", fields)
+            if "history_note" in self.parts:
+                block += "\n" + self._fill("history_note", fields)
+            parts.append(block)
+        if "status" in self.parts:
+            parts.append(self._fill("status", fields))
+        keys = "history" if history and variant == "default" else variant
+        actions = self.game.action_spec(state, player).fields
+        parts.append("\n".join([self._fill(f"format_{keys}", fields), *self._key_lines(keys, actions)]))
+        return (Message("system", self._fill("system", fields)), Message("user", "\n\n".join(parts)))
+
+
+def check_template_overrides(exp: Experiment) -> list[str]:
+    """Render every variant once with a real draw, so a bad override fails before any game starts."""
+    problems = []
+    for key, value in exp.prompts.items():
+        if key in TEXT_KEYS and not isinstance(value, str):
+            problems.append(f"prompts.{key}: expected a string")
+        if key.startswith("keys_"):
+            ok = isinstance(value, list) and all(
+                v == "{action}" or (isinstance(v, list) and len(v) == 3 and all(isinstance(x, str) for x in v))
+                for v in value)
+            if not ok or "{action}" not in value:
+                problems.append(f"prompts.{key}: expected a list of [key, type, description] triples that "
+                                "includes the string \"{action}\" where the action keys go")
+    if problems:
+        return problems
+    tpl = Template(exp.game, exp.prompts)
+    setup = exp.game.setup(exp.params, exp.n_players(), np.random.default_rng(0))
+    state = exp.game.initial_state(setup)
+    sample_history = [{"run": 1}]
+    for env in ("melee", "rational", "self"):
+        for variant in ("default", "cot"):
+            for hist in (None, sample_history):
+                try:
+                    tpl.render(state, 0, env, variant, hist, 1)
+                except TemplateError as exc:
+                    return [str(exc)]
+    return []

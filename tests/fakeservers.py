@@ -1,0 +1,288 @@
+"""A fake LLM server on 127.0.0.1 that speaks four wire protocols, for tests and the benchmark.
+
+One aiohttp app answers:
+- OpenAI chat completions: ``POST /v1/chat/completions``
+- Anthropic messages: ``POST /v1/messages``
+- Gemini generateContent: ``POST /{version}/models/{model}:generateContent``
+- the GLM API (zai-sdk): ``POST /api/paas/v4/chat/completions``
+
+Tests queue *actions* (an error status, a malformed body, a delay, a dropped connection) that the next
+requests consume in order; with the queue empty every request gets a normal reply after ``latency``
+seconds. Every request is recorded with its arrival time, path, headers and JSON body, and the server
+tracks the most requests it ever had in flight, so tests can check limits from the server's side.
+
+``python tests/fakeservers.py --latency 0.1`` runs it standalone (prints ``PORT <n>``) for the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Action:
+    """What to do with one request. ``kind``: ok | status | raw | drop."""
+
+    kind: str = "ok"
+    status: int = 200
+    body: Any = None  # status: JSON error body (None: the protocol's usual one); raw: bytes or str
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    text: str | None = None  # ok: the reply text (None: the server's reply function)
+    content_type: str = "application/json"
+
+
+def ok(text: str | None = None, delay: float = 0.0) -> Action:
+    return Action("ok", text=text, delay=delay)
+
+
+def status(code: int, headers: dict[str, str] | None = None, body: Any = None, delay: float = 0.0) -> Action:
+    return Action("status", status=code, headers=headers or {}, body=body, delay=delay)
+
+
+def raw(body: bytes | str, content_type: str = "application/json", code: int = 200) -> Action:
+    return Action("raw", status=code, body=body, content_type=content_type)
+
+
+def drop() -> Action:
+    return Action("drop")
+
+
+@dataclass
+class Seen:
+    """One request as the server saw it."""
+
+    t: float
+    protocol: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def _words(s: str) -> int:
+    return len(s.split())
+
+
+def default_reply(protocol: str, body: Any) -> str:
+    return '{"answer": 7}'
+
+
+class FakeLLMServer:
+    """The aiohttp app plus its scripted behaviour. Start it in a thread or run it as a process."""
+
+    def __init__(self, latency: float = 0.0, reply: Callable[[str, Any], str] = default_reply,
+                 record: bool = True) -> None:
+        self.latency = latency
+        self.reply = reply
+        self.record = record
+        self.actions: deque[Action] = deque()
+        self.seen: list[Seen] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.port = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ---------------------------------------------------------------------------------
+    def script(self, *actions: Action) -> None:
+        with self._lock:
+            self.actions.extend(actions)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.actions.clear()
+            self.seen.clear()
+            self.in_flight = 0
+            self.max_in_flight = 0
+        self.latency = 0.0
+        self.reply = default_reply
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def count(self, protocol: str | None = None) -> int:
+        return sum(1 for s in self.seen if protocol is None or s.protocol == protocol)
+
+    # -- protocol bodies ---------------------------------------------------------------------------
+    @staticmethod
+    def _prompt_tokens(protocol: str, body: Any) -> int:
+        try:
+            if protocol == "anthropic":
+                sys = body.get("system") or ""
+                sys = sys if isinstance(sys, str) else " ".join(b.get("text", "") for b in sys)
+                msgs = body["messages"]
+                return _words(sys) + sum(
+                    _words(m["content"] if isinstance(m["content"], str)
+                           else " ".join(b.get("text", "") for b in m["content"])) for m in msgs)
+            if protocol == "google":
+                parts = [p for c in body.get("contents", []) for p in c.get("parts", [])]
+                sys = body.get("systemInstruction", {}).get("parts", [])
+                return sum(_words(p.get("text", "")) for p in parts + sys)
+            return sum(_words(m.get("content") or "") for m in body["messages"])
+        except (KeyError, TypeError, AttributeError):
+            return 0
+
+    def _ok_body(self, protocol: str, body: Any, text: str, model: str) -> dict[str, Any]:
+        p, c = self._prompt_tokens(protocol, body), _words(text)
+        if protocol == "anthropic":
+            return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                    "stop_sequence": None, "usage": {"input_tokens": p, "output_tokens": c}}
+        if protocol == "google":
+            return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                                    "finishReason": "STOP", "index": 0}],
+                    "usageMetadata": {"promptTokenCount": p, "candidatesTokenCount": c,
+                                      "totalTokenCount": p + c},
+                    "modelVersion": model}
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}
+
+    @staticmethod
+    def _error_body(protocol: str, code: int) -> dict[str, Any]:
+        msg = f"fake error {code}"
+        if protocol == "anthropic":
+            kind = {429: "rate_limit_error", 401: "authentication_error", 400: "invalid_request_error",
+                    529: "overloaded_error"}.get(code, "api_error")
+            return {"type": "error", "error": {"type": kind, "message": msg}}
+        if protocol == "google":
+            st = {429: "RESOURCE_EXHAUSTED", 400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
+                  500: "INTERNAL", 503: "UNAVAILABLE"}.get(code, "UNKNOWN")
+            return {"error": {"code": code, "message": msg, "status": st}}
+        if protocol == "zhipuai":
+            return {"error": {"code": str(1000 + code), "message": msg}}
+        return {"error": {"message": msg, "type": "fake", "param": None, "code": str(code)}}
+
+    # -- the handler -------------------------------------------------------------------------------
+    async def _handle(self, request: web.Request, protocol: str, model: str | None = None) -> web.StreamResponse:
+        t = time.monotonic()
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        with self._lock:
+            if self.record:
+                self.seen.append(Seen(t, protocol, request.path, dict(request.headers), body))
+            action = self.actions.popleft() if self.actions else Action()
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            delay = action.delay or (self.latency if action.kind == "ok" else 0.0)
+            if delay:
+                await asyncio.sleep(delay)
+            if action.kind == "drop":
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response(status=500)
+            if action.kind == "raw":
+                data = action.body.encode() if isinstance(action.body, str) else action.body
+                return web.Response(status=action.status, body=data, content_type=action.content_type)
+            if action.kind == "status":
+                err = action.body if action.body is not None else self._error_body(protocol, action.status)
+                if callable(err):
+                    err = err(request)
+                return web.json_response(err, status=action.status, headers=action.headers)
+            text = action.text if action.text is not None else self.reply(protocol, body)
+            mdl = model or (body or {}).get("model") or "fake-model"
+            return web.json_response(self._ok_body(protocol, body or {}, text, mdl))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def app(self) -> web.Application:
+        async def openai_h(r: web.Request) -> web.StreamResponse:
+            return await self._handle(r, "openai")
+
+        async def anthropic_h(r: web.Request) -> web.StreamResponse:
+            return await self._handle(r, "anthropic")
+
+        async def zhipu_h(r: web.Request) -> web.StreamResponse:
+            return await self._handle(r, "zhipuai")
+
+        async def google_h(r: web.Request) -> web.StreamResponse:
+            model, _, method = r.match_info["rest"].partition(":")
+            if method != "generateContent":
+                return web.json_response({"error": {"code": 404, "message": "no such method"}}, status=404)
+            return await self._handle(r, "google", model)
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", openai_h)
+        app.router.add_post("/v1/messages", anthropic_h)
+        app.router.add_post("/api/paas/v4/chat/completions", zhipu_h)
+        app.router.add_post("/{version}/models/{rest}", google_h)
+        return app
+
+    # -- running -----------------------------------------------------------------------------------
+    async def start_async(self, port: int = 0) -> None:
+        self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def start(self) -> FakeLLMServer:
+        """Serve from a daemon thread with its own event loop (tests)."""
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            loop.run_until_complete(self.start_async())
+            ready.set()
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="fake-llm-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("fake server did not start")
+        return self
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+        self._loop = None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="fake LLM server for benchmarks")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.1)
+    args = ap.parse_args()
+    server = FakeLLMServer(latency=args.latency, record=False)
+
+    async def serve() -> None:
+        await server.start_async(args.port)
+        print(f"PORT {server.port}", flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
