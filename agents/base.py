@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -31,16 +32,22 @@ class DecisionRequest:
 
     ``messages`` is what an LLM sees. The remaining fields serve baselines: ``strategy(kind, **kw)`` asks
     the game for a reference action (``"rational"``, ``"level_k"``, ``"random"``) as a JSON-ready dict, so
-    agents stay ignorant of any particular game. ``rng`` is derived from the session seed and the decision's
-    coordinates, so a resumed run draws exactly what the interrupted one would have.
+    agents stay ignorant of any particular game. ``rng`` is derived from the experiment seed and the
+    decision's coordinates (``seed_key``), so a resumed run draws exactly what the interrupted one would
+    have; it is built on first use because most agents never draw.
     """
 
     messages: tuple[Message, ...]
     player: int
     decision_index: int  # this player's k-th decision in the session (0-based)
     strategy: Callable[..., dict[str, Any]]
-    rng: np.random.Generator
-    coords: Mapping[str, Any] = field(default_factory=dict)  # lineup/session/run/round, for logging
+    seed: int = 0
+    seed_key: tuple[int, ...] = ()
+    coords: Mapping[str, Any] = field(default_factory=dict)  # lineup/session/run/round/seat
+
+    @cached_property
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
 
 
 @dataclass

@@ -206,9 +206,10 @@ class RemoteProvider(Provider):
         deadline = start + settings.retry_max_wait_s
         attempt = 0
         while True:
-            if state.cool_until > time.monotonic():
-                await asyncio.sleep(state.cool_until - time.monotonic())
             async with state.semaphore:
+                # checked after the semaphore: tasks queued behind it must see a pause set meanwhile
+                while state.cool_until > time.monotonic():
+                    await asyncio.sleep(state.cool_until - time.monotonic())
                 if state.limiter is not None:
                     await state.limiter.acquire()
                 t0 = time.perf_counter()

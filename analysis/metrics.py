@@ -137,9 +137,10 @@ def format_table(summary: dict[str, Any]) -> str:
              _f(v["payoff_ratio"]), _f(v["mean_deviation"]), _f(v["win_rate"]), _f(v["rule_break_rate_pct"], 1),
              _f(v["converged_at_run"])] for label, v in summary["labels"].items()]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = "  ".join("{:<%d}" % widths[0:1][0] if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
-    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    lines = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
     lines.append(f"complete runs: {summary['runs_complete']}"
                  + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
     return "\n".join(lines)

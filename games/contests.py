@@ -23,9 +23,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from econarena.games.base import (
+    ActionField,
+    ActionSpec,
+    Game,
+    GameParams,
+    Outcome,
+    Setup,
+    draw_param,
+    fmt_num,
+    validate_param,
+)
 from pydantic import Field, field_validator
-
-from econarena.games.base import ActionField, ActionSpec, Game, GameParams, Outcome, Setup, draw_param, fmt_num, validate_param
 
 TIE_TOLERANCE = 1e-9  # relative to the range; absorbs float noise, nothing else
 
@@ -86,8 +95,9 @@ class BeautyContest(Game):
     def observation(self, state: BeautyContestState, player: int) -> dict[str, Any]:
         s = state.setup
         ratio = s["ratio"]
+        words = "two thirds" if abs(ratio - 2 / 3) < 1e-12 else f"{fmt_num(ratio)} times"
         return {"n_players": s.n_players, "upper_bound": fmt_num(s["upper_bound"]), "prize": fmt_num(s["prize"]),
-                "ratio": fmt_num(ratio), "ratio_words": "two thirds" if abs(ratio - 2 / 3) < 1e-12 else f"{ratio:g} times"}
+                "ratio": fmt_num(ratio), "ratio_words": words}
 
     def check(self, state: BeautyContestState, player: int, action: dict[str, Any]) -> str | None:
         return None  # the range is enforced by the action spec

@@ -84,9 +84,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from econarena.agents.llm import RuntimeOptions, load_dotenv
-    from econarena.analysis.metrics import format_table, write_summary
-    from econarena.hosts.host import Host, HostOptions, planned_calls, preflight_experiment
+    from econarena.agents.llm import load_dotenv
+    from econarena.hosts.host import planned_calls, preflight_experiment
 
     load_dotenv()
     exps, errors = _load_all(args.files, args.seed)
@@ -125,25 +124,37 @@ def cmd_run(args: argparse.Namespace) -> int:
                      "use --out DIR, or resume with the same file and --seed")
                 return EXIT_CONFIG
     worst = EXIT_OK
-    runtime = RuntimeOptions(cache=not args.no_cache)
     for exp, d in zip(exps, dirs):
-        host = Host(exp, d, HostOptions(concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
-                                        runtime=runtime))
         try:
-            result = asyncio.run(host.run())
+            result = run_one(exp, d, concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
+                             cache=not args.no_cache)
         except KeyboardInterrupt:
             _err(f"interrupted; finished runs are kept: econarena run {exp.path} --resume")
             return EXIT_INTERRUPTED
-        summary = write_summary(d)
-        if not args.quiet:
-            print(format_table(summary))
-        print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
-              f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {d}")
         if result.status == "incomplete":
-            _err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {d}/decisions.jsonl); "
-                 f"retry them with: econarena run {exp.path} --resume")
             worst = max(worst, EXIT_INCOMPLETE)
     return worst
+
+
+def run_one(exp, out: Path, *, concurrency: int = 8, resume: bool = False, quiet: bool = False,  # noqa: ANN001
+            cache: bool = True):  # noqa: ANN201
+    """Play one validated experiment into ``out``, write its summary, print the outcome line."""
+    from econarena.agents.llm import RuntimeOptions
+    from econarena.analysis.metrics import format_table, write_summary
+    from econarena.hosts.host import Host, HostOptions
+
+    host = Host(exp, out, HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
+                                      runtime=RuntimeOptions(cache=cache)))
+    result = asyncio.run(host.run())
+    summary = write_summary(out)
+    if not quiet:
+        print(format_table(summary))
+    print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
+          f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
+    if result.status == "incomplete":
+        _err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
+             f"retry them with: econarena run {exp.path} --resume")
+    return result
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
+
+    from econarena.hosts import cli_reports  # report, compare, suite
+
+    cli_reports.register(sub)
     return p
 
 

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from econarena.agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from econarena.games import GAMES, Game
 from econarena.games.base import GameParams
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,6 +57,7 @@ class ExperimentSection(_Strict):
     prompt: Literal["default", "cot"] = "default"
     shuffle_seats: bool = False
     description: str = ""
+    models: str | None = None  # alias file for [[players]] alias = "..."; default: models.toml beside the file
 
 
 class PlayerEntry(_Strict):
@@ -106,11 +106,11 @@ class Experiment:
             seats = tuple(i for i, p in enumerate(self.players) for _ in range(p.count))
             return [Lineup("melee", seats, "melee")]
         out = []
-        rational = next(i for i, p in enumerate(self.players) if p.agent == "rational")
         for i, p in enumerate(self.players):
             if e.environment == "rational":
                 if p.agent == "rational":
                     continue
+                rational = next(j for j, q in enumerate(self.players) if q.agent == "rational")
                 out.append(Lineup(p.label, (i,) + (rational,) * (e.players_per_game - 1), "rational"))
             else:
                 out.append(Lineup(p.label, (i,) * e.players_per_game, "self"))
@@ -159,10 +159,47 @@ def read_toml(path: Path) -> dict[str, Any]:
 TOP_KEYS = {"experiment", "game", "players", "llm", "prompts"}
 
 
-def load_experiment(path: str | Path, *, seed: int | None = None,
-                    overrides: dict[str, Any] | None = None) -> Experiment:
+def load_experiment(path: str | Path, *, seed: int | None = None, overrides: dict[str, Any] | None = None,
+                    models: str | Path | None = None) -> Experiment:
+    """Load one experiment file. ``models`` overrides the alias file (``--models``)."""
     path = Path(path)
-    return parse_experiment(read_toml(path), str(path), path=path, seed=seed, overrides=overrides)
+    data = read_toml(path)
+    data = resolve_aliases(data, str(path), path.parent, models)
+    return parse_experiment(data, str(path), path=path, seed=seed, overrides=overrides)
+
+
+def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | Path | None) -> dict[str, Any]:
+    """Replace ``alias = "GPT4"`` in [[players]] by that alias's table from a models file.
+
+    The file maps alias -> table of player keys (agent, model, base_url, ...). Keys set on the player
+    itself win. The file is the one given (``--models``), else ``experiment.models`` relative to the
+    experiment file, else ``models.toml`` beside it.
+    """
+    players = data.get("players")
+    if not isinstance(players, list) or not any(isinstance(p, dict) and "alias" in p for p in players):
+        return data
+    exp = data.get("experiment") if isinstance(data.get("experiment"), dict) else {}
+    if models is not None:
+        mpath = Path(models)
+    elif isinstance(exp.get("models"), str):
+        mpath = base / exp["models"]
+    else:
+        mpath = base / "models.toml"
+    table = read_toml(mpath)
+    out = []
+    for i, p in enumerate(players):
+        if not isinstance(p, dict) or "alias" not in p:
+            out.append(p)
+            continue
+        alias = p["alias"]
+        entry = table.get(alias) if isinstance(alias, str) else None
+        if not isinstance(entry, dict):
+            known = ", ".join(sorted(k for k, v in table.items() if isinstance(v, dict)))
+            raise ConfigError(f"{where}: players[{i}].alias: {alias!r} is not defined in {mpath} (known: {known})")
+        merged = {**entry, **{k: v for k, v in p.items() if k != "alias"}}
+        merged.setdefault("label", alias)
+        out.append(merged)
+    return {**data, "players": out}
 
 
 def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = None, seed: int | None = None,
@@ -309,12 +346,11 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None
     responses = raw.get("responses", [])
-    if agent == "scripted":
-        if (not isinstance(responses, list) or not responses
-                or not all(isinstance(r, str) for r in responses)):
-            errors.append(f"{where}: '{key}.responses': expected a non-empty list of strings "
-                          "(the raw replies, e.g. ['{{\"answer\": 10}}'])")
-            return None
+    if agent == "scripted" and (not isinstance(responses, list) or not responses
+                                or not all(isinstance(r, str) for r in responses)):
+        errors.append(f"{where}: '{key}.responses': expected a non-empty list of strings "
+                      "(the raw replies, e.g. ['{\"answer\": 10}'])")
+        return None
     k = raw.get("k", 1)
     if agent == "level_k" and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
         errors.append(f"{where}: '{key}.k': expected an integer >= 0 (got {k!r})")
@@ -345,7 +381,7 @@ def _toml_key(k: str) -> str:
 def resolved_toml(exp: Experiment) -> str:
     """The experiment with every default filled in. API keys are never in it: only variable names."""
     lines = ["# Resolved by econarena: every default filled in.", "[experiment]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in exp.experiment.model_dump().items()]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in exp.experiment.model_dump(exclude_none=True).items()]
     lines += ["", "[game]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in exp.params.model_dump().items()]
     if exp.llm_defaults:

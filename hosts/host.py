@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from econarena.agents.base import Agent, DecisionRequest, Reply
 from econarena.agents.llm import RuntimeOptions, close_all, preflight
 from econarena.agents.registry import create_agent
@@ -254,10 +253,9 @@ class Host:
         messages = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past)
         index = counters[seat]
         counters[seat] += 1
-        rng = np.random.default_rng(np.random.SeedSequence(e.seed, spawn_key=(2, li, session, seat, run, rnd)))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
         request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
-                                  rng, coords)
+                                  e.seed, (2, li, session, seat, run, rnd), coords)
         assert self._sem is not None
         async with self._sem:
             try:

@@ -16,7 +16,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from econarena.agents.base import Message
 from econarena.games.base import ActionField, Game
 

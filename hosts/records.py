@@ -22,6 +22,7 @@ DECISIONS = "decisions.jsonl"
 RUNS = "runs.jsonl"
 MANIFEST = "manifest.json"
 CONFIG = "config.toml"
+FLUSH_S = 0.25  # decisions of an unfinished run are redone on resume (LLM replies come from the cache)
 
 
 def now_iso() -> str:
@@ -73,6 +74,7 @@ class RunDirectory:
         self.path = path
         self._dec: TextIO | None = None
         self._runs: TextIO | None = None
+        self._last_flush = 0.0
         self.manifest: dict[str, Any] = {}
 
     def has_results(self) -> bool:
@@ -130,12 +132,18 @@ class RunDirectory:
         return state
 
     def decision(self, rec: dict[str, Any]) -> None:
+        """Buffered; flushed at least every FLUSH_S and always before the run record that needs it."""
         assert self._dec is not None
         self._dec.write(json.dumps(rec) + "\n")
-        self._dec.flush()
+        now = time.monotonic()
+        if now - self._last_flush > FLUSH_S:
+            self._dec.flush()
+            self._last_flush = now
 
     def run(self, rec: dict[str, Any]) -> None:
-        assert self._runs is not None
+        """A run record is written only after its decisions reached the OS, so a kill never orphans it."""
+        assert self._runs is not None and self._dec is not None
+        self._dec.flush()
         self._runs.write(json.dumps(rec) + "\n")
         self._runs.flush()
 

@@ -1,16 +1,31 @@
 """Anthropic's Messages API (Claude). The system prompt travels in ``system``, not as a message, and
-``max_tokens`` is mandatory; Anthropic has no sampling seed, so ``seed`` is not sent."""
+``max_tokens`` is mandatory.
+
+Sampling settings are not sent: API version 2026-10-21, which the 2.x SDK speaks, rejects
+``temperature``, ``top_p`` and ``top_k`` with HTTP 400 even at their defaults, and Anthropic never had
+a seed. A player that sets them gets one warning, not a failed experiment (a shared ``[llm]``
+temperature is common in mixed line-ups).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import anthropic
 
 from econarena.agents.base import Message
-from econarena.agents.calls import Failure, MalformedResponse, RemoteProvider, split_system, status_failure
+from econarena.agents.calls import (
+    Failure,
+    MalformedResponse,
+    RemoteProvider,
+    split_system,
+    status_failure,
+)
 from econarena.agents.llm import Generation, LLMSettings
+
+log = logging.getLogger(__name__)
 
 
 def _http_client(settings: LLMSettings) -> Any | None:
@@ -31,6 +46,8 @@ class AnthropicProvider(RemoteProvider):
     sdk_modules: ClassVar[tuple[str, ...]] = ("anthropic",)
     key_envs: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
 
+    _warned = False
+
     def _make_client(self, settings: LLMSettings, key: str) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url, max_retries=0,
                                         timeout=settings.timeout_s, http_client=_http_client(settings),
@@ -42,10 +59,11 @@ class AnthropicProvider(RemoteProvider):
         kwargs: dict[str, Any] = {}
         if system:
             kwargs["system"] = system
-        if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
-        if settings.top_p is not None:
-            kwargs["top_p"] = settings.top_p
+        if not self._warned and (settings.temperature is not None or settings.top_p is not None
+                                 or settings.seed is not None):
+            self._warned = True
+            log.warning("anthropic: temperature, top_p and seed are not supported by the Messages API "
+                        "and are ignored")
         resp = await client.messages.create(
             model=self._model(settings), max_tokens=settings.max_tokens,
             messages=[{"role": m.role, "content": m.content} for m in turns],  # type: ignore[misc]

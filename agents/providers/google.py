@@ -79,6 +79,8 @@ class GoogleProvider(RemoteProvider):
                 raise MalformedResponse("no candidates in the generateContent response")
         else:
             content = candidates[0].content
+            if content is None and candidates[0].finish_reason is None:
+                raise MalformedResponse("candidate has neither content nor finishReason")
             parts = (content.parts if content is not None else None) or []
             text = "".join(p.text for p in parts if isinstance(p.text, str) and not p.thought)
         usage = resp.usage_metadata

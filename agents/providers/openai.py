@@ -14,7 +14,12 @@ from urllib.parse import urlsplit
 import openai
 
 from econarena.agents.base import Message
-from econarena.agents.calls import Failure, MalformedResponse, RemoteProvider, status_failure
+from econarena.agents.calls import (
+    Failure,
+    MalformedResponse,
+    RemoteProvider,
+    status_failure,
+)
 from econarena.agents.llm import Generation, LLMSettings
 
 

@@ -16,10 +16,20 @@ from typing import Any, ClassVar
 
 import httpx
 import zai
-from zai.core import APIConnectionError, APIResponseValidationError, APIStatusError, APITimeoutError
+from zai.core._errors import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+)
 
 from econarena.agents.base import Message
-from econarena.agents.calls import Failure, MalformedResponse, RemoteProvider, status_failure
+from econarena.agents.calls import (
+    Failure,
+    MalformedResponse,
+    RemoteProvider,
+    status_failure,
+)
 from econarena.agents.llm import Generation, LLMSettings, api_key_source
 
 

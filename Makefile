@@ -1,0 +1,37 @@
+# The README's commands. Everything runs inside .venv, created on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# The CPU build of PyTorch; an unpinned torch pulls several GB of CUDA packages.
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench lint install clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "$(TORCH)"
+	$(PIP) install -q -e '.[dev,hf]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/econarena run configs/quickstart.toml --out runs/quickstart-demo $(if $(wildcard runs/quickstart-demo/manifest.json),--resume,)
+	@echo
+	@echo "Results: runs/quickstart-demo/ (decisions.jsonl, runs.jsonl, summary.csv, summary.json)"
+	@echo "Table again: $(VENV)/bin/econarena summary runs/quickstart-demo"
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

