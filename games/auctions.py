@@ -118,6 +118,7 @@ class SecondPriceAuction(Game):
     description: ClassVar[str] = "sealed bids; highest bid wins and pays the second-highest bid"
     Params = AuctionParams
     action_key: ClassVar[str] = "bid"
+    history_key: ClassVar[str] = "bid"
     has_private_values: ClassVar[bool] = True
 
     def setup(self, params: AuctionParams, n_players: int, rng: np.random.Generator) -> Setup:
@@ -194,6 +195,7 @@ class EnglishAuction(Game):
     description: ClassVar[str] = "ascending clock; bidders stay or drop each round; last one in wins"
     Params = EnglishAuctionParams
     action_key: ClassVar[str] = "decision"
+    history_key: ClassVar[str] = "exit price"  # the price at which the bidder left (the winner: price paid)
     has_private_values: ClassVar[bool] = True
 
     def setup(self, params: EnglishAuctionParams, n_players: int, rng: np.random.Generator) -> Setup:

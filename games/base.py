@@ -114,7 +114,8 @@ class Game(abc.ABC):
     version: ClassVar[str]
     description: ClassVar[str]
     Params: ClassVar[type[GameParams]]
-    action_key: ClassVar[str]  # main JSON key, for summaries and history
+    action_key: ClassVar[str]  # main JSON key, for summaries
+    history_key: ClassVar[str]  # what a run's recorded action is called in history shown to players
     has_private_values: ClassVar[bool] = False
 
     @abc.abstractmethod

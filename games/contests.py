@@ -74,6 +74,7 @@ class BeautyContest(Game):
     description: ClassVar[str] = "choose a number in [0, upper]; closest to ratio x mean wins the prize"
     Params = BeautyContestParams
     action_key: ClassVar[str] = "answer"
+    history_key: ClassVar[str] = "answer"
 
     def setup(self, params: BeautyContestParams, n_players: int, rng: np.random.Generator) -> Setup:
         upper = draw_param("upper_bound", params.upper_bound, n_players, rng, per_player=False)

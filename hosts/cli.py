@@ -98,11 +98,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for exp in exps:
         errors += preflight_experiment(exp)
-    if errors:
+    if errors and not args.dry_run:
         for e in errors:
             _err(e)
         return EXIT_CONFIG
     if args.dry_run:
+        for e in errors:
+            print(f"note: {e}", file=sys.stderr)
         for exp in exps:
             print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}")
             for label, (n, exact) in planned_calls(exp).items():

@@ -25,9 +25,6 @@ from econarena.hosts.config import Experiment, Lineup, resolved_toml
 from econarena.hosts.prompts import Template
 from econarena.hosts.records import ResumeState, RunDirectory, now_iso
 
-HISTORY_KEYS = {"beauty_contest": "answer", "second_price_auction": "bid", "english_auction": "exit price"}
-
-
 @dataclass
 class HostOptions:
     concurrency: int = 8
@@ -191,7 +188,7 @@ class Host:
 
     def _history(self, past: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mode = self.exp.experiment.history
-        key = HISTORY_KEYS[self.game.name]
+        key = self.game.history_key
         out = []
         for rec in past[-self.exp.experiment.max_history:]:
             players = []

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -84,11 +83,11 @@ def gen(name: str, s: LLMSettings, messages: list[Message] = MESSAGES) -> Any:
     return asyncio.run(_gen(name, s, messages))
 
 
-def request(seat: int = 0, run: int = 0, text: str = "Your value is 10. Bid?") -> DecisionRequest:
+def request(seat: int = 0, run: int = 0, text: str = "Your value is 10. Bid?", seed: int = 7) -> DecisionRequest:
     return DecisionRequest(
         messages=(Message("system", "You are a bidder."), Message("user", text)),
-        player=seat, decision_index=run, strategy=lambda *a, **k: {}, rng=np.random.default_rng(0),
-        coords={"lineup": 0, "session": 0, "run": run, "round": 0, "seat": seat})
+        player=seat, decision_index=run, strategy=lambda *a, **k: {}, seed=seed,
+        coords={"lineup": "melee", "session": 0, "run": run, "round": 0, "seat": seat})
 
 
 # -- normal replies and the wire format -------------------------------------------------------------
@@ -307,9 +306,14 @@ def test_retry_after_pauses_the_whole_provider(server: FakeLLMServer) -> None:
 def test_provider_survives_a_new_event_loop(server: FakeLLMServer) -> None:
     s = settings_for("openai", server)
     p = provider("openai", s)
-    assert asyncio.run(p.generate(MESSAGES, s)).text
-    assert asyncio.run(p.generate(MESSAGES, s)).text  # the Host may call asyncio.run more than once
-    asyncio.run(p.aclose())
+
+    async def once() -> str:
+        try:
+            return (await p.generate(MESSAGES, s)).text
+        finally:
+            await p.aclose()
+
+    assert asyncio.run(once()) and asyncio.run(once())  # the Host may call asyncio.run more than once
 
 
 def test_missing_model_fails_before_any_request(server: FakeLLMServer) -> None:
@@ -341,14 +345,16 @@ def test_cache_hit_on_repeat_and_miss_for_another_sample(name: str, server: Fake
         again = await agent.decide(request(seat=0))
         other_seat = await agent.decide(request(seat=1))  # same prompt, another player
         next_run = await agent.decide(request(seat=0, run=1))
-        return [first, again, other_seat, next_run]
+        other_seed = await agent.decide(request(seat=0, seed=8))  # a new experiment, not a resume
+        await close_all()
+        return [first, again, other_seat, next_run, other_seed]
 
-    first, again, other_seat, next_run = asyncio.run(play())
+    first, again, other_seat, next_run, other_seed = asyncio.run(play())
     assert not first.cached and again.cached
     assert again.text == first.text and again.tokens_out == first.tokens_out
     assert not other_seat.cached and other_seat.text != first.text
-    assert not next_run.cached
-    assert server.count() == 3
+    assert not next_run.cached and not other_seed.cached
+    assert server.count() == 4
 
 
 def test_cache_persists_across_processes_and_can_be_disabled(server: FakeLLMServer, tmp_path: Path) -> None:

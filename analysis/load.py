@@ -1,0 +1,283 @@
+"""Run directories -> tidy pandas frames, the one input every table, figure and comparison reads.
+
+Why frames: the metrics of ``analysis/metrics.py`` are per label for one directory; a paper needs the same
+quantities sliced by game, environment, history, prompt and configuration group across many directories,
+with the session as the resampling unit. Three frames carry that:
+
+- ``players``: one row per player and complete run (the unit every metric averages over);
+- ``runs``: one row per run (complete or not), with the drawn parameters;
+- ``decisions``: one row per decision (reply, violation kind, tokens, latency).
+
+Every row carries the directory's setting columns: ``run_dir, experiment, game, environment, history,
+prompt, group`` plus ``cluster`` (``run_dir|lineup|session``), the unit the bootstrap resamples.
+
+Configuration group (L/M/H, the paper's Figure 3): an ``[experiment] group`` key when the config has one;
+else a ``L``/``M``/``H`` token in the experiment name (``bc-groups-M``); else the game's scale, the median
+over sessions of the drawn beauty-contest upper bound (< 100 L, < 1000 M, else H, after the paper's
+[10,100) / [100,1000) / [1000,10000)) or of the auction assets (<= 100 L, <= 1000 M, else H, after the
+paper's A = 100 / 1000 / 10000). ``group_source`` says which rule decided.
+
+Roles: in the ``rational`` environment the hard-coded equilibrium opponents are ``role = "opponent"``;
+the player under test (the lineup's own label) and everyone elsewhere are ``"player"``. Per-label tables
+leave opponents out: they play the equilibrium by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from econarena.hosts.records import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SETTING_COLUMNS = ["run_dir", "experiment", "game", "environment", "history", "prompt", "group"]
+GROUPS = ("L", "M", "H")
+_GROUP_IN_NAME = re.compile(r"(?:^|[-_.])([LMH])(?:$|[-_.])")
+
+
+@dataclass
+class Frames:
+    """The loaded run directories; ``experiments`` has one row per directory."""
+
+    players: pd.DataFrame
+    runs: pd.DataFrame
+    decisions: pd.DataFrame
+    experiments: pd.DataFrame
+    dirs: list[str] = field(default_factory=list)
+
+    def subset(self, **where: Any) -> Frames:
+        """Frames restricted to rows whose setting columns match (a value or a list of values)."""
+
+        def keep(df: pd.DataFrame) -> pd.DataFrame:
+            mask = pd.Series(True, index=df.index)
+            for col, val in where.items():
+                vals = list(val) if isinstance(val, (list, tuple, set)) else [val]
+                mask &= df[col].isin(vals)
+            return df[mask]
+
+        exps = keep(self.experiments)
+        return Frames(keep(self.players), keep(self.runs), keep(self.decisions), exps,
+                      [d for d in self.dirs if d in set(exps["run_dir"])])
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / RUNS).is_file() and (path / CONFIG).is_file()
+
+
+def expand_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
+    """Run directories named directly, or found one level below a folder of them (``runs/paper``)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if is_run_dir(p):
+            out.append(p)
+        elif p.is_dir():
+            out += sorted(c for c in p.iterdir() if c.is_dir() and is_run_dir(c))
+    seen: set[Path] = set()
+    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+
+
+def _scale_group(game: str, scale: float | None) -> str | None:
+    if scale is None or math.isnan(scale):
+        return None
+    if game == "beauty_contest":
+        return "L" if scale < 100 else "M" if scale < 1000 else "H"
+    return "L" if scale <= 100 else "M" if scale <= 1000 else "H"
+
+
+def _mean(x: Any) -> float:
+    if isinstance(x, (list, tuple)):
+        vals = [float(v) for v in x if v is not None]
+        return float(np.mean(vals)) if vals else math.nan
+    return float(x) if x is not None else math.nan
+
+
+def _scale(game: str, params: dict[str, Any]) -> float:
+    """The size of the game's numbers: upper bound (beauty contest) or assets (auctions)."""
+    return _mean(params.get("upper_bound") if game == "beauty_contest" else params.get("assets"))
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x) if x is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _at(seq: Any, i: int) -> Any:
+    return seq[i] if isinstance(seq, (list, tuple)) and i < len(seq) else seq
+
+
+def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], list[dict], list[dict]]:
+    cfg = tomllib.loads((path / CONFIG).read_text(encoding="utf-8"))
+    exp = cfg.get("experiment", {})
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        manifest = {}
+    runs = read_jsonl(path / RUNS)
+    game = exp.get("game", "")
+    complete = [r for r in runs if r.get("complete", True)]
+    scales = [_scale(game, r.get("params") or {}) for r in complete]
+    scale = float(np.nanmedian(scales)) if scales and not all(math.isnan(s) for s in scales) else math.nan
+    group, source = exp.get("group"), "config"
+    if group not in GROUPS:
+        m = _GROUP_IN_NAME.search(exp.get("name", path.name))
+        group, source = (m.group(1), "name") if m else (_scale_group(game, scale), "scale")
+    info = {
+        "run_dir": str(path),
+        "experiment": exp.get("name", path.name),
+        "game": game,
+        "environment": exp.get("environment", "melee"),
+        "history": exp.get("history", "none"),
+        "prompt": exp.get("prompt", "default"),
+        "group": group or "?",
+        "group_source": source if group else "none",
+        "scale": scale,
+        "sessions": int(exp.get("sessions", 0)),
+        "runs_per_session": int(exp.get("runs", 1)),
+        "max_history": int(exp.get("max_history", 0)),
+        "players_per_game": int(exp.get("players_per_game", 0)),
+        "seed": exp.get("seed"),
+        "status": manifest.get("status", "unknown"),
+        "runs_complete": len(complete),
+        "runs_incomplete": len(runs) - len(complete),
+        "description": exp.get("description", ""),
+    }
+    keys = {run_key(r) for r in complete}
+    decisions = [d for d in read_jsonl(path / DECISIONS) if run_key(d) in keys]
+    if not messages:
+        for d in decisions:
+            d.pop("messages", None)
+    return info, runs, complete, decisions
+
+
+def _cluster(run_dir: str, lineup: str, session: int) -> str:
+    return f"{run_dir}|{lineup}|{session}"
+
+
+def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False) -> Frames:
+    """Load one or many run directories (or folders of them) into tidy frames.
+
+    ``messages=True`` keeps the prompt messages in ``decisions`` (as JSON text); they are large, so off by
+    default. Only complete runs enter ``players`` and ``decisions``; ``runs`` keeps every run with its
+    ``complete`` flag.
+    """
+    if isinstance(run_dirs, (str, Path)):
+        run_dirs = [run_dirs]
+    dirs = expand_run_dirs(run_dirs)
+    if not dirs:
+        raise FileNotFoundError(f"no run directories (with runs.jsonl and config.toml) in: "
+                                f"{', '.join(map(str, run_dirs))}")
+    exp_rows, run_rows, player_rows, dec_rows = [], [], [], []
+    for path in dirs:
+        info, runs, complete, decisions = _read_dir(path, messages)
+        exp_rows.append(info)
+        setting = {k: info[k] for k in SETTING_COLUMNS}
+        tokens: dict[tuple[str, int, int, int], list[float]] = {}
+        for d in decisions:
+            k = (*run_key(d), int(d["player"]))
+            acc = tokens.setdefault(k, [0, 0, 0, 0, 0.0])
+            acc[0] += 1
+            acc[1] += d.get("violation") is not None
+            acc[2] += d.get("tokens_in") or 0
+            acc[3] += d.get("tokens_out") or 0
+            acc[4] += d.get("latency_s") or 0.0
+        for r in runs:
+            lineup, session, run = run_key(r)
+            params = r.get("params") or {}
+            run_rows.append({
+                **setting, "lineup": lineup, "session": session, "run": run,
+                "cluster": _cluster(info["run_dir"], lineup, session),
+                "complete": bool(r.get("complete", True)), "void": bool(r.get("void", False)),
+                "rounds": r.get("rounds"), "n_players": len(r.get("labels", [])),
+                "scale": _scale(info["game"], params), "params": json.dumps(params, sort_keys=True),
+            })
+        for r in complete:
+            lineup, session, run = run_key(r)
+            params = r.get("params") or {}
+            winners = set(r.get("winners") or [])
+            n = len(r["labels"])
+            for i, label in enumerate(r["labels"]):
+                agent = _at(r.get("agents"), i)
+                role = "opponent" if info["environment"] == "rational" and label != lineup else "player"
+                if info["game"] == "beauty_contest":
+                    scale = _f(params.get("upper_bound"))
+                else:
+                    scale = _f(_at(r.get("private_values") or params.get("private_value"), i))
+                action, ne_action = _f(_at(r.get("actions"), i)), _f(_at(r.get("ne_actions"), i))
+                dec = tokens.get((lineup, session, run, i), [0, 0, 0, 0, 0.0])
+                player_rows.append({
+                    **setting, "lineup": lineup, "session": session, "run": run,
+                    "cluster": _cluster(info["run_dir"], lineup, session),
+                    "seat": i, "label": label, "agent": agent, "model": _at(r.get("models"), i),
+                    "role": role, "n_players": n,
+                    "action": action, "ne_action": ne_action,
+                    "scale": scale,
+                    "action_norm": action / scale if scale else math.nan,
+                    "ne_action_norm": ne_action / scale if scale else math.nan,
+                    "valid": bool(r["valid"][i]), "broke": not r["valid"][i],
+                    "payoff": _f(r["payoffs"][i]), "ne_payoff": _f(r["ne_payoffs"][i]),
+                    "deviation": _f(r["deviation"][i]), "win": i in winners, "void": bool(r.get("void")),
+                    "private_value": _f(_at(r.get("private_values"), i)),
+                    "assets": _f(_at(params.get("assets"), i)),
+                    "decisions": dec[0], "violations": dec[1], "tokens_in": dec[2], "tokens_out": dec[3],
+                    "latency_s": dec[4],
+                })
+        for d in decisions:
+            lineup, session, run = run_key(d)
+            label = d.get("label")
+            dec_rows.append({
+                **setting, "lineup": lineup, "session": session, "run": run, "round": d.get("round"),
+                "cluster": _cluster(info["run_dir"], lineup, session),
+                "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": d.get("model"),
+                "role": "opponent" if info["environment"] == "rational" and label != lineup else "player",
+                "template": d.get("template"), "response": d.get("response"),
+                "action": json.dumps(d.get("action")), "valid": bool(d.get("valid")),
+                "violation": d.get("violation"), "detail": d.get("detail"),
+                "latency_s": _f(d.get("latency_s")), "tokens_in": _f(d.get("tokens_in")),
+                "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": d.get("error"),
+                **({"messages": json.dumps(d.get("messages"))} if messages else {}),
+            })
+    players = pd.DataFrame(player_rows, columns=_PLAYER_COLUMNS)
+    runs_df = pd.DataFrame(run_rows, columns=_RUN_COLUMNS)
+    dec_cols = _DECISION_COLUMNS + (["messages"] if messages else [])
+    decisions_df = pd.DataFrame(dec_rows, columns=dec_cols)
+    for df in (players, runs_df, decisions_df):
+        for col in ("session", "run"):
+            df[col] = df[col].astype("int64")
+    return Frames(players, runs_df, decisions_df, pd.DataFrame(exp_rows), [str(d) for d in dirs])
+
+
+_PLAYER_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "seat", "label", "agent", "model",
+                   "role", "n_players", "action", "ne_action", "scale", "action_norm", "ne_action_norm", "valid",
+                   "broke", "payoff", "ne_payoff", "deviation", "win", "void", "private_value", "assets",
+                   "decisions", "violations", "tokens_in", "tokens_out", "latency_s"]
+_RUN_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "complete", "void", "rounds",
+                "n_players", "scale", "params"]
+_DECISION_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "round", "cluster", "player", "label", "agent",
+                     "model", "role", "template", "response", "action", "valid", "violation", "detail",
+                     "latency_s", "tokens_in", "tokens_out", "cached", "error"]
+
+
+def export(frames: Frames, out: str | Path) -> list[Path]:
+    """Write ``decisions.parquet`` and ``runs.parquet`` (runs = the per-player-run rows plus run rows)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in (("decisions.parquet", frames.decisions), ("runs.parquet", frames.players),
+                     ("run_index.parquet", frames.runs)):
+        df.to_parquet(out / name, index=False)
+        written.append(out / name)
+    return written

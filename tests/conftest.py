@@ -1,0 +1,86 @@
+"""Shared fixtures for the core tests: build experiments from dicts, run them, read the run directory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ECONARENA = str(Path(sys.executable).with_name("econarena"))
+
+
+def experiment_dict(game: str, players: list[dict[str, Any]], params: dict[str, Any] | None = None,
+                    **experiment: Any) -> dict[str, Any]:
+    """A parsed TOML document: ``[experiment]`` from keywords, ``[game]`` from ``params``."""
+    return {"experiment": {"name": "t", "game": game, **experiment}, "game": dict(params or {}),
+            "players": players}
+
+
+def to_toml(doc: dict[str, Any]) -> str:
+    """Enough TOML for the test documents (tables of scalars, lists, inline tables; [[players]])."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
+        raise TypeError(type(v))
+
+    lines = []
+    for table, body in doc.items():
+        entries = body if isinstance(body, list) else [body]
+        for entry in entries:
+            lines.append(f"[[{table}]]" if isinstance(body, list) else f"[{table}]")
+            lines += [f"{json.dumps(k)} = {value(v)}" for k, v in entry.items()]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def run_experiment(doc: dict[str, Any], out: Path, *, concurrency: int = 4):  # noqa: ANN201
+    """Validate and play ``doc`` in-process; returns the Host's result."""
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.host import Host, HostOptions
+
+    exp = parse_experiment(doc, "test.toml")
+    return asyncio.run(Host(exp, out, HostOptions(concurrency=concurrency, quiet=True)).run())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def sorted_runs(out: Path) -> list[dict[str, Any]]:
+    return sorted(read_jsonl(out / "runs.jsonl"), key=lambda r: (r["lineup"], r["session"], r["run"]))
+
+
+def sorted_decisions(out: Path) -> list[dict[str, Any]]:
+    return sorted(read_jsonl(out / "decisions.jsonl"),
+                  key=lambda d: (d["lineup"], d["session"], d["run"], d["round"], d["player"]))
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``econarena ARGS`` in a subprocess (no API keys in its environment)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return subprocess.run([ECONARENA, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def arena() -> SimpleNamespace:
+    """The helpers above (tests run with --import-mode=importlib, so conftest is not importable)."""
+    return SimpleNamespace(experiment_dict=experiment_dict, to_toml=to_toml, run_experiment=run_experiment,
+                           read_jsonl=read_jsonl, sorted_runs=sorted_runs, sorted_decisions=sorted_decisions,
+                           cli=cli, ECONARENA=ECONARENA, REPO=REPO)
