@@ -13,6 +13,7 @@ same decision in a resumed or repeated experiment hits the cache and any other d
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -104,10 +105,8 @@ class ResponseCache:
         log.warning("response cache %s disabled: %s", self.path, exc)
         db, self._db = self._db, None
         if db is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 db.close()
-            except sqlite3.Error:
-                pass
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:

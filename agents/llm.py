@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import importlib.util
+import ipaddress
 import os
 import re
 import sqlite3
@@ -23,9 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from econarena.agents.base import AgentError, DecisionRequest, Message, Reply
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from econarena.agents.cache import ResponseCache
@@ -178,7 +178,12 @@ def is_loopback(base_url: str | None) -> bool:
         host = urlsplit(base_url).hostname or ""
     except ValueError:
         return False
-    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _key_envs(provider: str, settings: LLMSettings) -> tuple[str, ...]:

@@ -9,7 +9,8 @@ with the session as the resampling unit. Three frames carry that:
 - ``decisions``: one row per decision (reply, violation kind, tokens, latency).
 
 Every row carries the directory's setting columns: ``run_dir, experiment, game, environment, history,
-prompt, group`` plus ``cluster`` (``run_dir|lineup|session``), the unit the bootstrap resamples.
+prompt, group`` plus ``cluster`` (``run_dir|lineup|session``), the unit the bootstrap resamples, and
+``stratum`` (``run_dir|lineup``), within which it resamples.
 
 Configuration group (L/M/H, the paper's Figure 3): an ``[experiment] group`` key when the config has one;
 else a ``L``/``M``/``H`` token in the experiment name (``bc-groups-M``); else the game's scale, the median
@@ -199,7 +200,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
             params = r.get("params") or {}
             run_rows.append({
                 **setting, "lineup": lineup, "session": session, "run": run,
-                "cluster": _cluster(info["run_dir"], lineup, session),
+                "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
                 "complete": bool(r.get("complete", True)), "void": bool(r.get("void", False)),
                 "rounds": r.get("rounds"), "n_players": len(r.get("labels", [])),
                 "scale": _scale(info["game"], params), "params": json.dumps(params, sort_keys=True),
@@ -220,7 +221,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                 dec = tokens.get((lineup, session, run, i), [0, 0, 0, 0, 0.0])
                 player_rows.append({
                     **setting, "lineup": lineup, "session": session, "run": run,
-                    "cluster": _cluster(info["run_dir"], lineup, session),
+                    "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
                     "seat": i, "label": label, "agent": agent, "model": _at(r.get("models"), i),
                     "role": role, "n_players": n,
                     "action": action, "ne_action": ne_action,
@@ -240,7 +241,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
             label = d.get("label")
             dec_rows.append({
                 **setting, "lineup": lineup, "session": session, "run": run, "round": d.get("round"),
-                "cluster": _cluster(info["run_dir"], lineup, session),
+                "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
                 "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": d.get("model"),
                 "role": "opponent" if info["environment"] == "rational" and label != lineup else "player",
                 "template": d.get("template"), "response": d.get("response"),
@@ -260,24 +261,26 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
     return Frames(players, runs_df, decisions_df, pd.DataFrame(exp_rows), [str(d) for d in dirs])
 
 
-_PLAYER_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "seat", "label", "agent", "model",
-                   "role", "n_players", "action", "ne_action", "scale", "action_norm", "ne_action_norm", "valid",
+_PLAYER_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "seat", "label", "agent",
+                   "model", "role", "n_players", "action", "ne_action", "scale", "action_norm", "ne_action_norm",
+                   "valid",
                    "broke", "payoff", "ne_payoff", "deviation", "win", "void", "private_value", "assets",
                    "decisions", "violations", "tokens_in", "tokens_out", "latency_s"]
-_RUN_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "complete", "void", "rounds",
+_RUN_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "complete", "void", "rounds",
                 "n_players", "scale", "params"]
-_DECISION_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "round", "cluster", "player", "label", "agent",
-                     "model", "role", "template", "response", "action", "valid", "violation", "detail",
+_DECISION_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "round", "cluster", "stratum", "player", "label",
+                     "agent", "model", "role", "template", "response", "action", "valid", "violation", "detail",
                      "latency_s", "tokens_in", "tokens_out", "cached", "error"]
 
 
 def export(frames: Frames, out: str | Path) -> list[Path]:
-    """Write ``decisions.parquet`` and ``runs.parquet`` (runs = the per-player-run rows plus run rows)."""
+    """Write ``decisions.parquet``, ``runs.parquet`` (one row per run) and ``players.parquet`` (one row per
+    player and complete run: the tidy table most analyses start from)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, df in (("decisions.parquet", frames.decisions), ("runs.parquet", frames.players),
-                     ("run_index.parquet", frames.runs)):
+    for name, df in (("decisions.parquet", frames.decisions), ("runs.parquet", frames.runs),
+                     ("players.parquet", frames.players)):
         df.to_parquet(out / name, index=False)
         written.append(out / name)
     return written

@@ -28,7 +28,8 @@ VIOLATIONS = ("parse_error", "schema_error", "rule_violation")
 
 def _mean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
-    return sum(xs) / len(xs) if xs else None
+    # fsum is exact, so the mean does not depend on the order of runs.jsonl (concurrency, resume)
+    return math.fsum(xs) / len(xs) if xs else None
 
 
 def summarize(run_dir: str | Path) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """Auctions of one item: sealed-bid second-price (Vickrey) and the English (ascending clock) auction.
 
 Shared parameters: ``private_value`` v_i and ``assets`` A_i (numbers, per-player lists, or
-``{normal=[mean, sd]}`` / ``{uniform=[low, high]}`` drawn once per session; normal private values are
-redrawn until they fall in (0, A_i]; drawn values are rounded to cents), ``entrance_fee`` (default 0),
-deducted from the assets of a player who breaks a rule. A payoff IS the final asset, as the paper's
-prompt defines it: remaining assets plus the value of an item won (A - price + v for the winner, A for
-the others, A - fee for a rule breaker). Deviation from equilibrium: ``|final asset / NE asset - 1|``.
+``{normal=[mean, sd]}`` / ``{uniform=[low, high]}`` drawn once per session; drawn assets are redrawn
+until positive and drawn private values until they fall in (0, A_i]; drawn values are rounded to cents),
+``entrance_fee`` (default 0), deducted from the assets of a player who breaks a rule. A payoff IS the
+final asset, as the paper's prompt defines it: remaining assets plus the value of an item won (A - price + v
+for the winner, A for the others, A - fee for a rule breaker). Deviation from equilibrium:
+``|final asset / NE asset - 1|``.
 
 second_price_auction
     Each bidder submits one bid in [0, A_i] (JSON key ``bid``). The highest valid bid wins, ties go to
@@ -27,6 +28,7 @@ english_auction
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -64,7 +66,7 @@ class EnglishAuctionParams(AuctionParams):
 
 
 def _draw_values(params: AuctionParams, n: int, rng: np.random.Generator) -> dict[str, Any]:
-    assets = draw_param("assets", params.assets, n, rng, per_player=True)
+    assets = draw_param("assets", params.assets, n, rng, per_player=True, positive_below=[math.inf] * n)
     values = draw_param("private_value", params.private_value, n, rng, per_player=True,
                         positive_below=assets)
     for i, (v, a) in enumerate(zip(values, assets)):

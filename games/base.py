@@ -29,9 +29,9 @@ Violation = Literal["parse_error", "schema_error", "rule_violation"]
 
 
 class GameParams(BaseModel):
-    """Base for every game's parameter model: unknown keys are errors."""
+    """Base for every game's parameter model: unknown keys are errors, and "0.5" is not a number."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 @dataclass(frozen=True)
@@ -182,9 +182,13 @@ class Game(abc.ABC):
                     return Judgement(None, SCHEMA_ERROR,
                                      f"{f.name!r} must be a number, got {json.dumps(value)[:80]}",
                                      _extras(obj, spec))
-                if not math.isfinite(value):
+                try:
+                    number = float(value)  # an int too large for a float overflows
+                except OverflowError:
+                    number = math.inf
+                if not math.isfinite(number):
                     return Judgement(None, SCHEMA_ERROR, f"{f.name!r} must be finite", _extras(obj, spec))
-                action[f.name] = float(value)
+                action[f.name] = number
             else:
                 if not isinstance(value, str):
                     return Judgement(None, SCHEMA_ERROR,
@@ -260,12 +264,32 @@ def extract_json(text: str) -> dict[str, Any] | None:
         obj = _loads(cand)
         if obj is not None:
             return obj
-    return None
+    # An unbalanced brace in the prose ("I pick { hmm ...") hides the answer from the scan above:
+    # decode from every "{" instead and keep the object that ends last (the outermost one on nesting).
+    best: tuple[int, dict[str, Any]] | None = None
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, end = _DECODER.raw_decode(text, m.start())
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and (best is None or end > best[0]):
+            best = (end, obj)
+    return best[1] if best else None
+
+
+def _finite_or_text(text: str) -> float | str:
+    x = float(text)
+    return x if math.isfinite(x) else text
+
+
+# NaN, Infinity and 1e999 stay as their text: a number key then fails as a schema error, and whatever the
+# reply carried can still be logged as strict JSON.
+_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_or_text)
 
 
 def _loads(s: str) -> dict[str, Any] | None:
     try:
-        obj = json.loads(s)
+        obj = _DECODER.decode(s)
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
@@ -288,8 +312,9 @@ def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_pl
                positive_below: Sequence[float] | None = None) -> float | list[float]:
     """Resolve one parameter. ``{normal=[mean, sd]}`` / ``{uniform=[lo, hi]}`` are drawn here.
 
-    With ``positive_below`` (per-player upper limits), normal draws are redrawn until they fall in
-    (0, limit] -- the auctions' rule that a private value is positive and not above the assets.
+    With ``positive_below`` (per-player upper limits, ``math.inf`` for "positive"), draws of either
+    distribution are redrawn until they fall in (0, limit] -- the auctions' rule that a private value is
+    positive and not above the assets -- so a session never fails on an unlucky draw.
     """
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
         return [float(spec)] * n if per_player else float(spec)
@@ -302,23 +327,19 @@ def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_pl
     if isinstance(spec, dict) and len(spec) == 1:
         (kind, args), = spec.items()
         count = n if per_player else 1
-        if kind == "normal":
-            mean, sd = args
-            out = []
-            for i in range(count):
-                limit = positive_below[i] if positive_below is not None else None
-                for _ in range(10_000):
-                    x = round(float(rng.normal(mean, sd)), DRAW_DECIMALS)
-                    if limit is None or 0 < x <= limit:
-                        break
-                else:
-                    raise ValueError(f"{name}: normal{args} never fell in (0, {limit}]")
-                out.append(x)
-        elif kind == "uniform":
-            lo, hi = args
-            out = [round(float(rng.uniform(lo, hi)), DRAW_DECIMALS) for _ in range(count)]
-        else:  # pragma: no cover - excluded by the schema
+        if kind not in ("normal", "uniform"):  # pragma: no cover - excluded by the schema
             raise ValueError(f"{name}: unknown distribution {kind!r}")
+        a, b = args
+        out = []
+        for i in range(count):
+            limit = positive_below[i] if positive_below is not None else None
+            for _ in range(10_000):
+                x = round(float(rng.normal(a, b) if kind == "normal" else rng.uniform(a, b)), DRAW_DECIMALS)
+                if limit is None or 0 < x <= limit:
+                    break
+            else:
+                raise ValueError(f"{name}: {kind}{args} never fell in (0, {fmt_num(limit)}]")
+            out.append(x)
         return out if per_player else out[0]
     raise ValueError(f"{name}: expected a number, a list or {{normal|uniform = [a, b]}}")
 

@@ -5,8 +5,8 @@ times the mean of the VALID choices. Winners are the valid choices closest to th
 the prize (``prize / #winners`` each, everyone else 0). Invalid choices (unparsable, wrong type, outside
 [0, upper_bound]) earn 0 and are left out of the mean. With no valid choice there is no winner.
 
-Parameters: ``upper_bound`` (number or distribution, drawn once per session), ``ratio`` (0 < ratio < 1),
-``prize`` (> 0).
+Parameters: ``upper_bound`` (number or distribution, drawn once per session and redrawn until > 0),
+``ratio`` (0 < ratio < 1), ``prize`` (> 0).
 
 Equilibrium: the unique Nash equilibrium is everyone choosing 0; all tie, each earns ``prize / n``.
 Deviation from equilibrium: ``|choice - 0| / upper_bound`` (the paper's ratio |pi(a)/pi(a*) - 1| is
@@ -18,6 +18,7 @@ so the four 10s (distance 14/3) beat the 0 (distance 16/3) and share the prize.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -77,7 +78,8 @@ class BeautyContest(Game):
     history_key: ClassVar[str] = "answer"
 
     def setup(self, params: BeautyContestParams, n_players: int, rng: np.random.Generator) -> Setup:
-        upper = draw_param("upper_bound", params.upper_bound, n_players, rng, per_player=False)
+        upper = draw_param("upper_bound", params.upper_bound, n_players, rng, per_player=False,
+                           positive_below=[math.inf])
         if upper <= 0:
             raise ValueError(f"upper_bound drew {upper}, must be > 0")
         return Setup(n_players, {"upper_bound": upper, "ratio": params.ratio, "prize": params.prize})
@@ -96,7 +98,7 @@ class BeautyContest(Game):
     def observation(self, state: BeautyContestState, player: int) -> dict[str, Any]:
         s = state.setup
         ratio = s["ratio"]
-        words = "two thirds" if abs(ratio - 2 / 3) < 1e-12 else f"{fmt_num(ratio)} times"
+        words = "two thirds of" if abs(ratio - 2 / 3) < 1e-12 else f"{fmt_num(ratio)} times"
         return {"n_players": s.n_players, "upper_bound": fmt_num(s["upper_bound"]), "prize": fmt_num(s["prize"]),
                 "ratio": fmt_num(ratio), "ratio_words": words}
 

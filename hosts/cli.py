@@ -131,11 +131,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = run_one(exp, d, concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
                              cache=not args.no_cache)
         except KeyboardInterrupt:
-            _err(f"interrupted; finished runs are kept: econarena run {exp.path} --resume")
+            _err(f"interrupted; finished runs are kept: {resume_command(exp, d)}")
             return EXIT_INTERRUPTED
         if result.status == "incomplete":
             worst = max(worst, EXIT_INCOMPLETE)
     return worst
+
+
+def resume_command(exp, out: Path) -> str:  # noqa: ANN001
+    """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
+    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
 
 
 def run_one(exp, out: Path, *, concurrency: int = 8, resume: bool = False, quiet: bool = False,  # noqa: ANN001
@@ -155,7 +160,7 @@ def run_one(exp, out: Path, *, concurrency: int = 8, resume: bool = False, quiet
           f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
     if result.status == "incomplete":
         _err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
-             f"retry them with: econarena run {exp.path} --resume")
+             f"retry them with: {resume_command(exp, out)}")
     return result
 
 

@@ -1,9 +1,255 @@
-"""Subcommands that turn run directories into reports: report, compare, suite (issue: reports)."""
+"""Subcommands that turn run directories into reports: ``report``, ``compare`` and ``suite``.
+
+pandas and matplotlib come with the ``report`` extra; they are imported only when one of these commands
+runs, so the core CLI starts fast and works without them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+_PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
+
+
+def _err(msg: str) -> None:
+    print(f"econarena: error: {msg}", file=sys.stderr)
+
+
+def _need_report_extra() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        _err(f"this command needs {exc.name}: pip install 'econarena[report]'")
+        return False
+    return True
+
+
+def _print_report(rep: Any) -> None:
+    print(f"report: {rep.html}")
+    for f in rep.figures:
+        print(f"  {f.png.name:<28} {f.title}")
+    for name, why in rep.skipped:
+        print(f"  (not shown) {name}: {why}")
+    print(f"exports: {', '.join(p.name for p in rep.files)} in {rep.out}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    if not _need_report_extra():
+        return EXIT_ERROR
+    from econarena.analysis.load import expand_run_dirs
+    from econarena.analysis.report import build_report
+
+    dirs = expand_run_dirs(args.run_dirs)
+    missing = [d for d in args.run_dirs if not Path(d).exists()]
+    if missing or not dirs:
+        _err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
+             "(a run directory holds runs.jsonl and config.toml)")
+        return EXIT_ERROR
+    if args.out:
+        out = Path(args.out)
+    elif len(args.run_dirs) == 1:
+        out = Path(args.run_dirs[0]) / "report"
+    else:
+        out = Path("report")
+    rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title)
+    _print_report(rep)
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if not _need_report_extra():
+        return EXIT_ERROR
+    from econarena.analysis.compare import COMPARE_METRICS, compare, format_compare
+    from econarena.analysis.load import load
+    from econarena.analysis.tables import METRICS
+
+    for m in args.metrics or ():
+        if m not in METRICS:
+            _err(f"unknown metric {m!r}; known: {', '.join(METRICS)}")
+            return EXIT_CONFIG
+    frames = []
+    for d in (args.dir_a, args.dir_b):
+        try:
+            frames.append(load(d))
+        except FileNotFoundError as exc:
+            _err(str(exc))
+            return EXIT_ERROR
+    a, b = frames
+    table = compare(a, b, tuple(args.metrics or COMPARE_METRICS), n_boot=args.boot, seed=args.seed)
+    names = []
+    for f, d in zip(frames, (args.dir_a, args.dir_b)):
+        names.append(", ".join(f.experiments["experiment"]) if len(f.experiments) <= 2 else str(d))
+    print(f"A = {args.dir_a}\nB = {args.dir_b}\n")
+    print(format_compare(table, names[0], names[1]))
+    if args.csv:
+        flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
+                               for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
+        flat.drop(columns=["a", "b", "diff"]).to_csv(args.csv, index=False)
+        print(f"\nwritten: {args.csv}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- suite
+
+def suite_files(paths: list[str]) -> list[Path]:
+    """Experiment files of a suite: the TOML files named, or those in a folder that have an [experiment]."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(f for f in p.glob("*.toml") if re.search(r"^\[experiment\]", f.read_text(
+                encoding="utf-8"), re.MULTILINE))
+        else:
+            out.append(p)
+    return out
+
+
+def paper_sessions(path: Path) -> int | None:
+    """The paper's session count, noted in the file as ``# paper: sessions = N``."""
+    m = _PAPER_SESSIONS.search(path.read_text(encoding="utf-8"))
+    return int(m.group(1)) if m else None
+
+
+def _sessions_arg(value: str) -> str:
+    if value != "paper" and not (value.isdigit() and int(value) >= 1):
+        raise argparse.ArgumentTypeError("expected a positive integer or 'paper'")
+    return value
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    from econarena.agents.llm import load_dotenv
+    from econarena.hosts.cli import run_one
+    from econarena.hosts.config import ConfigError, load_experiment, resolved_toml
+    from econarena.hosts.host import preflight_experiment
+    from econarena.hosts.records import read_jsonl
+
+    load_dotenv()
+    files = suite_files(args.paths)
+    if args.only:
+        files = [f for f in files if any(re.search(pat, f.stem) for pat in args.only)]
+    if not files:
+        _err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
+        return EXIT_CONFIG
+    if args.models and not Path(args.models).is_file():
+        _err(f"--models {args.models}: no such file")
+        return EXIT_CONFIG
+    exps, errors = [], []
+    for f in files:
+        overrides = None
+        if args.sessions == "paper":
+            n = paper_sessions(f)
+            if n is None:
+                errors.append(f"{f}: --sessions paper, but the file has no '# paper: sessions = N' line")
+                continue
+            overrides = {"sessions": n}
+        elif args.sessions:
+            overrides = {"sessions": int(args.sessions)}
+        try:
+            exps.append(load_experiment(f, models=args.models, overrides=overrides))
+        except ConfigError as exc:
+            errors.append(str(exc))
+    names = [e.name for e in exps]
+    errors += [f"two files share the experiment name {n!r}" for n in sorted({n for n in names if names.count(n) > 1})]
+    for exp in exps:
+        errors += preflight_experiment(exp)
+    if errors:
+        for e in errors:
+            _err(e)
+        return EXIT_CONFIG
+
+    out = Path(args.out)
+    worst, done = EXIT_OK, []
+    for i, exp in enumerate(exps, 1):
+        d = out / exp.name
+        resume = False
+        if (d / "manifest.json").exists() or (d / "runs.jsonl").exists():
+            old = (d / "config.toml").read_text(encoding="utf-8") if (d / "config.toml").exists() else None
+            if old != resolved_toml(exp):
+                _err(f"{d} holds a different experiment (its config.toml differs: other models, sessions or "
+                     f"settings); use another --out, or delete it to start over")
+                worst = max(worst, EXIT_CONFIG)
+                continue
+            runs = [r for r in read_jsonl(d / "runs.jsonl") if r.get("complete", True)]
+            total = len(exp.lineups()) * exp.experiment.sessions * exp.experiment.runs
+            if len(runs) >= total:
+                print(f"[{i}/{len(exps)}] {exp.name}: complete, skipped ({d})")
+                done.append(d)
+                continue
+            resume = True
+        print(f"[{i}/{len(exps)}] {exp.name}: {'resuming' if resume else 'running'} -> {d}")
+        try:
+            result = run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
+                             cache=not args.no_cache)
+        except KeyboardInterrupt:
+            _err("interrupted; finished runs are kept: run the same suite command again to continue")
+            return EXIT_INTERRUPTED
+        done.append(d)
+        if result.status != "complete":
+            worst = max(worst, EXIT_INCOMPLETE)
+    if args.no_report or not done:
+        return worst
+    if not _need_report_extra():
+        return max(worst, EXIT_ERROR)
+    from econarena.analysis.report import build_report
+
+    rep = build_report(done, Path(args.report_out) if args.report_out else out / "report", n_boot=args.boot,
+                       seed=args.seed, prices=args.prices, title=args.title)
+    _print_report(rep)
+    return worst
+
+
+def _analysis_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--boot", type=int, default=2000, metavar="N",
+                   help="bootstrap replicates for the 95%% intervals (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the report commands to the ``econarena`` parser."""
+    r = sub.add_parser("report", help="HTML report with the paper's figures and tables from run directories",
+                       description="Build report.html (self-contained), PNG/SVG figures, metrics.csv and "
+                                   "parquet exports from run directories (or folders of them).")
+    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    r.add_argument("--out", help="report folder (default: RUN_DIR/report for one directory, else ./report)")
+    r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
+    r.add_argument("--title", default="EconArena report")
+    _analysis_options(r)
+    r.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", help="two run directories side by side per label, with the difference",
+                       description="Print A, B and A - B per label with 95%% session-bootstrap intervals "
+                                   "(paired when both drew the same sessions).")
+    c.add_argument("dir_a", metavar="DIR_A")
+    c.add_argument("dir_b", metavar="DIR_B")
+    c.add_argument("--metrics", nargs="+", metavar="METRIC",
+                   help="metrics to compare (default: payoff_ratio mean_payoff mean_deviation win_rate "
+                        "rule_break_rate_pct)")
+    c.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    _analysis_options(c)
+    c.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("suite", help="run every experiment of a folder (resumable) and build one report",
+                       description="Run each experiment file of a folder (configs/paper) into OUT/<name>: "
+                                   "complete run directories are skipped, unfinished ones resumed. Then build "
+                                   "one combined report in OUT/report.")
+    s.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
+    s.add_argument("--models", metavar="FILE.toml", help="alias file (default: models.toml beside each file)")
+    s.add_argument("--sessions", type=_sessions_arg, metavar="N|paper",
+                   help="sessions per experiment: a number, or 'paper' for the paper's counts noted in each file")
+    s.add_argument("--only", nargs="+", metavar="REGEX", help="only files whose name matches one of these")
+    s.add_argument("--out", default="runs/paper", help="where the run directories go (default runs/paper)")
+    s.add_argument("--report-out", metavar="DIR", help="report folder (default OUT/report)")
+    s.add_argument("--no-report", action="store_true", help="run only; build no report")
+    s.add_argument("--concurrency", type=int, default=8, help="decisions in flight at once (default 8)")
+    s.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    s.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
+    s.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
+    s.add_argument("--title", default="EconArena: the paper's experiments")
+    _analysis_options(s)
+    s.set_defaults(func=cmd_suite)

@@ -41,7 +41,7 @@ def agent_names() -> list[str]:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # TOML is typed: "5" or true is not a count
 
 
 class ExperimentSection(_Strict):
@@ -211,9 +211,9 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     for key in data:
         if key not in TOP_KEYS:
             errors.append(f"{where}: unknown table '{key}' (expected {', '.join(sorted(TOP_KEYS))})")
-    exp_raw = dict(data.get("experiment") or {})
     if not isinstance(data.get("experiment"), dict):
         raise ConfigError(f"{where}: missing table [experiment]")
+    exp_raw = dict(data["experiment"])
     exp_raw.update(overrides or {})
     if seed is not None:
         exp_raw["seed"] = seed
@@ -241,6 +241,9 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         errors.append(f"{where}: [game] must be a table")
 
     llm_raw = data.get("llm") or {}
+    if not isinstance(llm_raw, dict):
+        errors.append(f"{where}: [llm] must be a table")
+        llm_raw = {}
     try:
         LLMSettings(**llm_raw)
     except ValidationError as err:
@@ -275,6 +278,9 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
 
     if (exp.environment == "rational" and players and not errors
             and not any(p.agent == "rational" for p in players)):
+        if "rational" in labels:
+            errors.append(f"{where}: players: the label 'rational' names the hard-coded rational opponents; "
+                          "give that entry another label")
         players.append(PlayerEntry(agent="rational", label="rational"))  # the hard-coded opponents
 
     prompts = data.get("prompts") or {}
@@ -288,10 +294,10 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         raise ConfigError("\n".join(errors))
     assert params is not None
     experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data)
+    _check_draws(experiment, where)  # first: the template check below draws a configuration too
     problems = check_template_overrides(experiment)
     if problems:
         raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
-    _check_draws(experiment, where)
     return experiment
 
 

@@ -25,6 +25,7 @@ from econarena.hosts.config import Experiment, Lineup, resolved_toml
 from econarena.hosts.prompts import Template
 from econarena.hosts.records import ResumeState, RunDirectory, now_iso
 
+
 @dataclass
 class HostOptions:
     concurrency: int = 8

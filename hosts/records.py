@@ -83,12 +83,13 @@ class RunDirectory:
     def start(self, config_text: str, seed: int, experiment: str, resume: bool) -> ResumeState:
         self.path.mkdir(parents=True, exist_ok=True)
         state = ResumeState()
+        old = self.read_manifest() if resume else {}
         if resume:
             state = self._clean_for_resume()
-            old = self.read_manifest()
+        if old:
             self.manifest = {**old, "status": "running", "resumed_at": now_iso(),
                              "resumes": int(old.get("resumes", 0)) + 1}
-        else:
+        else:  # a new directory (--resume on one that never started begins a normal run)
             self.manifest = {"schema_version": SCHEMA_VERSION, "econarena_version": __version__,
                              "experiment": experiment, "seed": seed, "started_at": now_iso(),
                              "status": "running"}

@@ -91,6 +91,7 @@ class FakeLLMServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.port = 0
+        self._epoch = 0
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -107,6 +108,7 @@ class FakeLLMServer:
             self.seen.clear()
             self.in_flight = 0
             self.max_in_flight = 0
+            self._epoch += 1
         self.latency = 0.0
         self.reply = default_reply
 
@@ -180,6 +182,7 @@ class FakeLLMServer:
             if self.record:
                 self.seen.append(Seen(t, protocol, request.path, dict(request.headers), body))
             action = self.actions.popleft() if self.actions else Action()
+            epoch = self._epoch
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -203,7 +206,8 @@ class FakeLLMServer:
             return web.json_response(self._ok_body(protocol, body or {}, text, mdl))
         finally:
             with self._lock:
-                self.in_flight -= 1
+                if epoch == self._epoch:  # a slow handler left over from before reset() does not count
+                    self.in_flight -= 1
 
     def app(self) -> web.Application:
         async def openai_h(r: web.Request) -> web.StreamResponse:

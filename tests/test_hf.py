@@ -18,12 +18,11 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hf_fixtures import build_tiny_llama  # noqa: E402
-
 from econarena.agents.base import AgentError, Message  # noqa: E402
 from econarena.agents.llm import PROVIDERS, LLMSettings  # noqa: E402
 from econarena.agents.providers import hf  # noqa: E402
 from econarena.agents.providers.hf import HFProvider  # noqa: E402
+from hf_fixtures import build_tiny_llama  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -232,8 +231,12 @@ def test_failed_batch_reaches_every_caller(tiny_model: Path) -> None:
         raise RuntimeError("out of memory")
 
     provider._model.generate = boom
-    results = asyncio.run(asyncio.gather(*(provider.generate(chat(p), provider.settings) for p in PROMPTS[:3]),
-                                         return_exceptions=True))
+
+    async def three() -> list[Any]:
+        calls = (provider.generate(chat(p), provider.settings) for p in PROMPTS[:3])
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(three())
     assert all(isinstance(r, RuntimeError) for r in results)
 
 
@@ -293,7 +296,11 @@ def test_smollm2_default_answers() -> None:
     cached = (hf.converted_dir(hf.bundled_gguf()) / "config.json").exists()
     messages = [Message("system", "You are a helpful assistant. Answer briefly."),
                 Message("user", "What is the capital of France?")]
-    gens = asyncio.run(asyncio.gather(*(provider.generate(messages, provider.settings) for _ in range(2))))
+
+    async def two() -> list[Any]:
+        return await asyncio.gather(*(provider.generate(messages, provider.settings) for _ in range(2)))
+
+    gens = asyncio.run(two())
     print(f"SmolLM2 load {provider.load_s:.1f}s ({'cached copy' if cached else 'converted GGUF'}): "
           f"{gens[0].text!r}")
     assert "paris" in gens[0].text.lower()

@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakeservers import FakeLLMServer, drop, ok, raw, status  # noqa: E402
-
 from econarena.agents import calls  # noqa: E402
 from econarena.agents.base import DecisionRequest, Message  # noqa: E402
 from econarena.agents.calls import CallError  # noqa: E402
@@ -31,8 +29,12 @@ from econarena.agents.llm import (  # noqa: E402
     build_llm_agent,
     close_all,
 )
+from fakeservers import FakeLLMServer, drop, ok, raw, status  # noqa: E402
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning"),
+]
 
 API = ["openai", "anthropic", "google", "zhipuai"]
 SUFFIX = {"openai": "/v1", "anthropic": "", "google": "", "zhipuai": "/api/paas/v4"}
@@ -88,6 +90,19 @@ def request(seat: int = 0, run: int = 0, text: str = "Your value is 10. Bid?", s
         messages=(Message("system", "You are a bidder."), Message("user", text)),
         player=seat, decision_index=run, strategy=lambda *a, **k: {}, seed=seed,
         coords={"lineup": "melee", "session": 0, "run": run, "round": 0, "seat": seat})
+
+
+def decide(agent: LLMAgent, *requests: DecisionRequest) -> Any:
+    """Run decisions in one event loop and close the agent's connections in that same loop."""
+
+    async def go() -> list[Any]:
+        try:
+            return [await agent.decide(r) for r in requests]
+        finally:
+            await agent.provider.aclose()
+
+    out = asyncio.run(go())
+    return out[0] if len(out) == 1 else out
 
 
 # -- normal replies and the wire format -------------------------------------------------------------
@@ -155,7 +170,7 @@ def test_malformed_reply_fails_fast(name: str, body: str, server: FakeLLMServer)
 def test_malformed_reply_becomes_an_error_reply_not_a_crash(server: FakeLLMServer) -> None:
     server.script(raw("<html>gateway</html>", content_type="text/html"))
     agent = build_llm_agent("openai", "gpt", settings_for("openai", server), RuntimeOptions(cache=False))
-    reply = asyncio.run(agent.decide(request()))
+    reply = decide(agent, request())
     assert reply.error and "malformed" in reply.error and reply.text == ""
 
 
@@ -174,7 +189,7 @@ def test_retry_after_ms_header(server: FakeLLMServer) -> None:
     server.script(status(429, {"retry-after-ms": "400", "Retry-After": "30"}))
     start = time.monotonic()
     gen("openai", settings_for("openai", server))
-    assert 0.4 <= server.seen[1].t - server.seen[0].t and time.monotonic() - start < 5
+    assert server.seen[1].t - server.seen[0].t >= 0.4 and time.monotonic() - start < 5
 
 
 def test_google_retry_info_in_error_body(server: FakeLLMServer) -> None:
@@ -264,7 +279,7 @@ def _echo_credentials(req: Any) -> dict[str, Any]:
 def test_auth_error_is_final_and_never_shows_the_key(name: str, server: FakeLLMServer) -> None:
     server.script(status(401, body=_echo_credentials))
     agent = build_llm_agent(name, "p", settings_for(name, server), RuntimeOptions(cache=False))
-    reply = asyncio.run(agent.decide(request()))
+    reply = decide(agent, request())
     assert reply.error and "401" in reply.error
     assert SECRET not in reply.error and SECRET[-12:] not in reply.error
     assert server.count() == 1
@@ -359,11 +374,11 @@ def test_cache_hit_on_repeat_and_miss_for_another_sample(name: str, server: Fake
 
 def test_cache_persists_across_processes_and_can_be_disabled(server: FakeLLMServer, tmp_path: Path) -> None:
     server.reply = _counting_reply()
-    first = asyncio.run(_agent("openai", server, tmp_path).decide(request()))
+    first = decide(_agent("openai", server, tmp_path), request())
     asyncio.run(close_all())  # as at the end of an experiment
-    resumed = asyncio.run(_agent("openai", server, tmp_path).decide(request()))
+    resumed = decide(_agent("openai", server, tmp_path), request())
     assert resumed.cached and resumed.text == first.text and server.count() == 1
-    fresh = asyncio.run(_agent("openai", server, tmp_path, cache=False).decide(request()))
+    fresh = decide(_agent("openai", server, tmp_path, cache=False), request())
     assert not fresh.cached and fresh.text != first.text and server.count() == 2
 
 
@@ -371,22 +386,22 @@ def test_cache_key_covers_settings_model_and_messages(server: FakeLLMServer, tmp
     server.reply = _counting_reply()
     for kw in ({}, {"temperature": 0.2}, {"model": "fake-2"}, {"max_tokens": 99}, {"seed": 3},
                {"system": "Be brief."}):
-        reply = asyncio.run(_agent("openai", server, tmp_path, **kw).decide(request()))
+        reply = decide(_agent("openai", server, tmp_path, **kw), request())
         assert not reply.cached, kw
-    asyncio.run(_agent("openai", server, tmp_path).decide(request(text="another prompt")))
+    decide(_agent("openai", server, tmp_path), request(text="another prompt"))
     assert server.count() == 7
 
 
 def test_errors_are_not_cached(server: FakeLLMServer, tmp_path: Path) -> None:
     server.script(status(400))
     agent = _agent("openai", server, tmp_path)
-    assert asyncio.run(agent.decide(request())).error
-    reply = asyncio.run(agent.decide(request()))
+    assert decide(agent, request()).error
+    reply = decide(agent, request())
     assert reply.error is None and not reply.cached and server.count() == 2
 
 
 def test_the_key_is_never_written_to_the_cache(server: FakeLLMServer, tmp_path: Path) -> None:
-    asyncio.run(_agent("openai", server, tmp_path).decide(request()))
+    decide(_agent("openai", server, tmp_path), request())
     asyncio.run(close_all())
     for f in tmp_path.iterdir():
         assert SECRET.encode() not in f.read_bytes()
@@ -394,6 +409,51 @@ def test_the_key_is_never_written_to_the_cache(server: FakeLLMServer, tmp_path: 
 
 def test_system_override_replaces_the_games_system_prompt(server: FakeLLMServer, tmp_path: Path) -> None:
     agent = _agent("openai", server, tmp_path, cache=False, system="Be brief.")
-    asyncio.run(agent.decide(request()))
+    decide(agent, request())
     msgs = server.seen[0].body["messages"]
     assert msgs[0] == {"role": "system", "content": "Be brief."} and len(msgs) == 2
+
+
+# -- a whole game through the Host -----------------------------------------------------------------
+
+def _melee(server: FakeLLMServer, runs: int = 2) -> dict[str, Any]:
+    players = [{"agent": name, "model": f"fake-{name}", "base_url": server.url + SUFFIX[name], "label": name,
+                "temperature": 0.7} for name in API]
+    return {"experiment": {"name": "all-api", "game": "beauty_contest", "environment": "melee", "sessions": 2,
+                           "runs": runs, "seed": 5, "history": "actions"},
+            "game": {"upper_bound": 100}, "players": players}
+
+
+def test_melee_game_with_every_api_provider(server: FakeLLMServer, tmp_path: Path) -> None:
+    import json
+
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.host import Host, HostOptions, preflight_experiment
+
+    server.reply = lambda protocol, body: '{"answer": 20}' if protocol == "google" else '{"answer": 30}'
+    exp = parse_experiment(_melee(server), "melee.toml")
+    assert preflight_experiment(exp) == []
+    runtime = RuntimeOptions(cache_path=str(tmp_path / "cache.sqlite"))
+
+    def play(out: Path) -> list[dict[str, Any]]:
+        result = asyncio.run(Host(exp, out, HostOptions(concurrency=8, quiet=True, runtime=runtime)).run())
+        assert result.status == "complete"
+        lines = (out / "decisions.jsonl").read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    decisions = play(tmp_path / "first")
+    assert len(decisions) == 2 * 2 * 4 and server.count() == 16
+    assert {d["label"] for d in decisions} == set(API)
+    assert all(d["error"] is None and d["valid"] and not d["cached"] for d in decisions)
+    assert all(d["tokens_in"] and d["tokens_out"] == 2 for d in decisions)
+    assert {d["model"] for d in decisions} == {f"fake-{n}" for n in API}
+    runs = [json.loads(x) for x in (tmp_path / "first" / "runs.jsonl").read_text().splitlines() if x.strip()]
+    assert all(r["winners"] == [2] for r in runs)  # 20 is nearest to 2/3 of the mean (28)
+
+    again = play(tmp_path / "second")  # the same experiment again costs nothing
+    assert server.count() == 16 and all(d["cached"] for d in again)
+    def key(d: dict[str, Any]) -> tuple[Any, ...]:
+        return d["session"], d["run"], d["round"], d["player"]
+
+    assert [(key(d), d["response"]) for d in sorted(again, key=key)] == \
+        [(key(d), d["response"]) for d in sorted(decisions, key=key)]

@@ -12,9 +12,6 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from google import genai
-from google.genai import errors, types
-
 from econarena.agents.base import Message
 from econarena.agents.calls import (
     Failure,
@@ -24,6 +21,8 @@ from econarena.agents.calls import (
     status_failure,
 )
 from econarena.agents.llm import Generation, LLMSettings
+from google import genai
+from google.genai import errors, types
 
 
 def _retry_info(details: Any) -> float | None:

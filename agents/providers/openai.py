@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import openai
-
 from econarena.agents.base import Message
 from econarena.agents.calls import (
     Failure,

@@ -1,0 +1,117 @@
+"""Two settings side by side per label: A, B and A - B, each with a session-bootstrap 95% interval.
+
+Used by ``econarena compare DIR_A DIR_B`` and by the report's comparison tables (melee vs rational, with vs
+without history, default vs chain-of-thought). When both sides come from one directory each and share
+their sessions (same session indices with the same drawn parameters: same seed and game settings), the
+difference is bootstrapped PAIRED on the session; otherwise the two sides are resampled independently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from econarena.analysis.load import Frames
+from econarena.analysis.stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
+from econarena.analysis.tables import METRICS, rows_for
+
+COMPARE_METRICS = ("payoff_ratio", "mean_payoff", "mean_deviation", "win_rate", "rule_break_rate_pct")
+
+
+def _session_params(frames: Frames) -> dict[int, str]:
+    """Session index -> drawn parameters of its first run (the configuration every table of it shares)."""
+    runs = frames.runs.sort_values(["session", "run", "lineup"])
+    return runs.groupby("session")["params"].first().to_dict()
+
+
+def is_paired(a: Frames, b: Frames) -> bool:
+    """Both sides one directory each, with the same sessions drawn identically."""
+    if len(a.experiments) != 1 or len(b.experiments) != 1:
+        return False
+    pa, pb = _session_params(a), _session_params(b)
+    common = set(pa) & set(pb)
+    return len(common) >= 2 and all(pa[s] == pb[s] for s in common)
+
+
+def compare(a: Frames, b: Frames, metrics: Sequence[str] = COMPARE_METRICS, *, by: str = "label",
+            n_boot: int = N_BOOT, seed: int = 0, paired: bool | None = None) -> pd.DataFrame:
+    """One row per label (present on either side) and metric: a, b, diff (a - b) with intervals."""
+    paired = is_paired(a, b) if paired is None else paired
+    out = []
+    for metric in metrics:
+        m = METRICS[metric]
+        ra, rb = rows_for(a, metric), rows_for(b, metric)
+        sides = []
+        for r in (ra, rb):
+            num, den = m.num(r).to_numpy(dtype=float), m.den(r).to_numpy(dtype=float)
+            sides.append((r.groupby(by).indices, num, den, r["cluster"].to_numpy(), r["stratum"].to_numpy()))
+        for key in sorted(set(ra[by]) | set(rb[by]), key=str):
+            sums = []
+            for groups, num, den, cluster, stratum in sides:
+                idx = groups.get(key, np.zeros(0, dtype=int))
+                sums.append(cluster_sums(num[idx], den[idx], cluster[idx], stratum[idx]))
+            sa, sb = sums
+            ea = bootstrap_ratio(sa, n_boot=n_boot, seed=seed, scale=m.scale)
+            eb = bootstrap_ratio(sb, n_boot=n_boot, seed=seed, scale=m.scale)
+            d = bootstrap_diff(sa, sb, paired=paired, n_boot=n_boot, seed=seed, scale=m.scale)
+            out.append({by: key, "metric": metric, "a": ea, "b": eb, "diff": d, "paired": paired})
+    return pd.DataFrame(out, columns=[by, "metric", "a", "b", "diff", "paired"])
+
+
+def _significant(d: Estimate) -> str:
+    if math.isnan(d.low):
+        return ""
+    return "*" if d.low > 0 or d.high < 0 else ""
+
+
+def format_compare(table: pd.DataFrame, name_a: str, name_b: str, digits: int = 3) -> str:
+    """A plain-text side-by-side table, one block per metric; * marks an interval that excludes 0."""
+    if table.empty:
+        return "nothing to compare (no labels with complete runs)"
+    lines = []
+    paired = bool(table["paired"].iloc[0])
+    for metric, part in table.groupby("metric", sort=False):
+        m = METRICS[str(metric)]
+        head = ["label", f"A: {name_a}", f"B: {name_b}", "A - B", ""]
+        rows = [[str(r["label"]), r["a"].fmt(digits), r["b"].fmt(digits), r["diff"].fmt(digits),
+                 _significant(r["diff"])] for _, r in part.iterrows()]
+        widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+        better = f", {m.better} is better" if m.better else ""
+        lines.append(f"== {m.title} ({m.unit}{better})")
+        fmt = "  ".join(("{:<%d}" if i == 0 else "{:>%d}") % w for i, w in enumerate(widths))
+        lines.append(fmt.format(*head).rstrip())
+        lines.append(fmt.format(*("-" * w for w in widths)).rstrip())
+        lines += [fmt.format(*r).rstrip() for r in rows]
+        lines.append("")
+    lines.append("value [95% CI]; intervals bootstrap sessions ("
+                 + ("paired: both sides share their sessions" if paired else "independent samples")
+                 + "); * = the interval of A - B excludes 0")
+    return "\n".join(lines)
+
+
+def setting_pairs(frames: Frames) -> list[tuple[str, str, str]]:
+    """Pairs of directories (A, B, what differs) of one game that differ in exactly one of environment,
+    history or prompt, with the same group and the same labels under test: the paper's comparisons."""
+    exps = frames.experiments
+    players = frames.players[frames.players["role"] != "opponent"]
+    labels = players.groupby("run_dir")["label"].agg(lambda s: frozenset(s)).to_dict()
+    out = []
+    rows = exps.to_dict("records")
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            if a["game"] != b["game"] or a["group"] != b["group"] or labels.get(a["run_dir"]) != labels.get(
+                    b["run_dir"]):
+                continue
+            diffs = [k for k in ("environment", "history", "prompt") if a[k] != b[k]]
+            if len(diffs) != 1:
+                continue
+            k = diffs[0]
+            # B is the baseline: no history, default prompt, the rational environment
+            base = {"environment": "rational", "history": "none", "prompt": "default"}[k]
+            first, second = (b, a) if a[k] == base else (a, b)
+            if k == "environment" and "rational" not in (a[k], b[k]):
+                first, second = a, b
+            out.append((first["run_dir"], second["run_dir"], f"{k}: {first[k]} vs {second[k]}"))
+    return out

@@ -1,0 +1,544 @@
+"""The report's figures (the paper's Figures 1-6 and Tables 1-2, plus win rates), drawn with matplotlib/Agg.
+
+Each ``figure_*`` function takes the loaded frames and returns a :class:`Figure` (PNG + SVG written to
+``out``) or raises :class:`Skip` with a sentence for the report when its data are absent. Readability
+rules applied everywhere: axes say what and in which unit, a legend names every colour, long labels are
+wrapped and rotated, bars carry 95% session-bootstrap intervals, and a footnote names the run directories
+the figure came from (so a PNG taken out of the report still says where it came from).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from econarena.analysis.load import Frames  # noqa: E402
+from econarena.analysis.stats import N_BOOT, bootstrap_mean  # noqa: E402
+from econarena.analysis.tables import estimate, running_mean  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+GAME_TITLES = {"beauty_contest": "Beauty contest", "second_price_auction": "Second-price auction",
+               "english_auction": "English auction"}
+ACTION_AXIS = {"beauty_contest": "chosen number / upper bound",
+               "second_price_auction": "bid / private value",
+               "english_auction": "drop-out price / private value"}
+NE_LINE = {"beauty_contest": "NE: 0", "second_price_auction": "NE: bid = value",
+           "english_auction": "NE: stay until the value"}
+GROUP_COLORS = {"L": "#9ecae1", "M": "#4292c6", "H": "#08306b", "?": "#bbbbbb"}
+CHECKPOINTS = (20, 60, 100)
+DPI = 130
+
+
+class Skip(Exception):
+    """The figure's data are absent; the message is shown in the report instead."""
+
+
+@dataclass
+class Figure:
+    key: str
+    title: str
+    caption: str
+    png: Path
+    svg: Path
+    sources: list[str]
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+
+
+def _setup() -> None:
+    plt.rcParams.update({
+        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+        "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True, "axes.spines.top": False,
+        "axes.spines.right": False, "svg.fonttype": "none", "figure.dpi": DPI,
+    })
+
+
+def game_title(game: str) -> str:
+    return GAME_TITLES.get(game, game.replace("_", " "))
+
+
+def setting_name(row: pd.Series | dict) -> str:
+    """A directory's legend entry: its experiment name and what sets it apart."""
+    bits = []
+    if row["history"] != "none":
+        bits.append(f"history: {row['history']}")
+    if row["prompt"] != "default":
+        bits.append(row["prompt"].upper() if row["prompt"] == "cot" else row["prompt"])
+    return f"{row['experiment']}" + (f" ({', '.join(bits)})" if bits else "")
+
+
+def _wrap(label: str, width: int = 14) -> str:
+    return "\n".join(textwrap.wrap(str(label), width)) or str(label)
+
+
+def _xticks(ax: plt.Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
+    wrapped = [_wrap(x) for x in labels]
+    crowded = sum(max(len(line) for line in w.split("\n")) for w in wrapped) > 6 * len(labels) or len(labels) > 8
+    ax.set_xticks(list(pos))
+    ax.set_xticklabels(wrapped, rotation=30 if crowded else 0, ha="right" if crowded else "center",
+                       rotation_mode="anchor")
+    ax.grid(False, axis="x")
+
+
+def _palette(n: int) -> list:
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def sources_text(sources: Sequence[str]) -> str:
+    """The run directories, shortened to ``parent/{a, b}`` when they share a parent folder."""
+    paths = [Path(s) for s in sources]
+    parents = {str(p.parent) for p in paths}
+    if len(paths) > 1 and len(parents) == 1:
+        return f"{parents.pop()}/{{{', '.join(p.name for p in paths)}}}"
+    return ", ".join(map(str, sources))
+
+
+def _sources_note(fig: plt.Figure, sources: Sequence[str]) -> None:
+    text = "Data: " + sources_text(sources)
+    width = max(60, int(fig.get_figwidth() * 15))
+    fig.text(0.01, -0.01, "\n".join(textwrap.wrap(text, width)), ha="left", va="top", fontsize=7.5,
+             color="#555555")
+
+
+def _save(fig: plt.Figure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
+    _sources_note(fig, sources)
+    out.mkdir(parents=True, exist_ok=True)
+    png, svg = out / f"{key}.png", out / f"{key}.svg"
+    fig.savefig(png, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(svg, bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    return png, svg
+
+
+def _dirs(df: pd.DataFrame) -> list[str]:
+    return sorted(set(df["run_dir"]))
+
+
+def _estimates(df: pd.DataFrame, by: Sequence[str], metric: str, n_boot: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for key, part in df.groupby(list(by), sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        e = estimate(part, metric, n_boot=n_boot, seed=seed)
+        rows.append({**dict(zip(by, key)), "value": e.value, "low": e.low, "high": e.high, "n": e.n,
+                     "sessions": e.sessions})
+    return pd.DataFrame(rows, columns=[*by, "value", "low", "high", "n", "sessions"])
+
+
+def _grouped_bars(ax: plt.Axes, est: pd.DataFrame, xs: list[str], hues: list[str], colors: dict[str, object],
+                  x: str = "label", hue: str = "hue") -> None:
+    width = 0.8 / max(len(hues), 1)
+    for j, h in enumerate(hues):
+        part = est[est[hue] == h].set_index(x)
+        pos, vals, err = [], [], [[], []]
+        for i, lab in enumerate(xs):
+            if lab not in part.index or math.isnan(part.loc[lab, "value"]):
+                continue
+            r = part.loc[lab]
+            pos.append(i - 0.4 + width * (j + 0.5))
+            vals.append(r["value"])
+            lo = r["value"] - r["low"] if not math.isnan(r["low"]) else 0.0
+            hi = r["high"] - r["value"] if not math.isnan(r["high"]) else 0.0
+            err[0].append(max(lo, 0.0))
+            err[1].append(max(hi, 0.0))
+        # the edge in the bar's own colour keeps a bar of height 0 visible (0 is data, a gap is not)
+        ax.bar(pos, vals, width * 0.92, color=colors[h], edgecolor=colors[h], linewidth=1.2, label=h, yerr=err,
+               capsize=2.5, error_kw={"elinewidth": 0.9, "ecolor": "#333333"})
+    _xticks(ax, xs, range(len(xs)))
+    ax.set_xlim(-0.6, len(xs) - 0.4)
+
+
+def _fig_size(n_x: int, n_hue: int, n_rows: int) -> tuple[float, float]:
+    w = min(16.0, max(6.5, n_x * (0.45 + 0.22 * n_hue) + 2.5))
+    return w, 3.4 * n_rows + 0.6
+
+
+def _players(frames: Frames) -> pd.DataFrame:
+    return frames.players[frames.players["role"] != "opponent"]
+
+
+def _explicit(frames: Frames) -> set[str]:
+    e = frames.experiments
+    return set(e.loc[e["group_source"].isin(["config", "name"]), "run_dir"])
+
+
+def _legend_right(fig: plt.Figure, handles: list, title: str) -> None:
+    fig.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
+
+
+def _legend_axis(ax: plt.Axes, handles: list, title: str) -> None:
+    ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+
+
+# --------------------------------------------------------------------------------------------- figures
+
+def figure_melee_payoff(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Figure 1a/2a/6: mean payoff (as a multiple of the NE payoff) per label in the melee environment."""
+    df = _players(frames)
+    df = df[df["environment"] == "melee"]
+    explicit = _explicit(frames)
+    parts = []
+    for _game, g in df.groupby("game", sort=True):
+        plain = g[~g["run_dir"].isin(explicit)]
+        parts.append(plain if not plain.empty else g)
+    if not parts:
+        raise Skip("no melee experiments among these run directories.")
+    df = pd.concat(parts)
+    exps = frames.experiments.set_index("run_dir")
+    df = df.assign(hue=[setting_name(exps.loc[d]) for d in df["run_dir"]])
+    games = sorted(df["game"].unique())
+    n_hue = max(df[df["game"] == g]["hue"].nunique() for g in games)
+    n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
+    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, n_hue, len(games)), squeeze=False,
+                             constrained_layout=True)
+    for ax, game in zip(axes[:, 0], games):
+        g = df[df["game"] == game]
+        est = _estimates(g, ["label", "hue"], "payoff_ratio", n_boot, seed)
+        xs = list(est.groupby("label")["value"].mean().sort_values(ascending=False).index)
+        hues = sorted(g["hue"].unique())
+        colors = dict(zip(hues, _palette(len(hues))))
+        _grouped_bars(ax, est, xs, hues, colors)
+        ax.axhline(1.0, color="black", lw=1, ls="--")
+        ax.set_title(f"{game_title(game)}: melee (players against each other)")
+        ax.set_ylabel("mean payoff / mean NE payoff")
+        ax.set_xlabel("player (label)")
+        ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
+        handles = [Patch(color=colors[h], label=h) for h in hues]
+        handles.append(plt.Line2D([], [], color="black", ls="--", label="NE payoff (ratio 1)"))
+        _legend_axis(ax, handles, "experiment")
+    sources = _dirs(df)
+    png, svg = _save(fig, out, "fig1_melee_payoff", sources)
+    return Figure("fig1_melee_payoff", "Mean payoff per player in the melee environment",
+                  "Bars: mean payoff divided by the mean Nash-equilibrium payoff over complete runs (1 = the "
+                  "equilibrium payoff; beauty contest: prize / n; auctions: final assets over NE final assets), "
+                  "with 95% bootstrap intervals over sessions. One colour per experiment (paper Figures 1a, 2a "
+                  "and, with history, 6).", png, svg, sources)
+
+
+def _violin(ax: plt.Axes, data: np.ndarray, pos: float, width: float, color: object) -> None:
+    data = data[~np.isnan(data)]
+    if data.size == 0:
+        return
+    if data.size >= 2 and np.ptp(data) > 1e-12:
+        parts = ax.violinplot([data], positions=[pos], widths=width, showextrema=False)
+        for body in parts["bodies"]:
+            body.set_facecolor(color)
+            body.set_edgecolor("#333333")
+            body.set_alpha(0.75)
+    else:  # every value the same: a KDE is undefined, draw the point mass as a bar
+        ax.hlines(data[0], pos - width / 2, pos + width / 2, color=color, lw=3)
+
+
+def figure_rational_deviation(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Figure 1b/2b/4: distribution of the deviation from NE per label, rational environment."""
+    df = _players(frames)
+    df = df[(df["environment"] == "rational") & df["deviation"].notna()]
+    if df.empty:
+        raise Skip("no rational-environment experiments (a player against equilibrium agents) with valid "
+                   "replies among these run directories.")
+    exps = frames.experiments.set_index("run_dir")
+    df = df.assign(hue=[setting_name(exps.loc[d]) for d in df["run_dir"]])
+    games = sorted(df["game"].unique())
+    n_hue = max(df[df["game"] == g]["hue"].nunique() for g in games)
+    n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
+    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, n_hue, len(games)), squeeze=False,
+                             constrained_layout=True)
+    for ax, game in zip(axes[:, 0], games):
+        g = df[df["game"] == game]
+        xs = list(g.groupby("label")["deviation"].mean().sort_values().index)
+        hues = sorted(g["hue"].unique())
+        colors = dict(zip(hues, _palette(len(hues))))
+        width = 0.8 / len(hues)
+        for i, lab in enumerate(xs):
+            for j, h in enumerate(hues):
+                part = g[(g["label"] == lab) & (g["hue"] == h)]
+                if part.empty:
+                    continue
+                pos = i - 0.4 + width * (j + 0.5)
+                _violin(ax, part["deviation"].to_numpy(dtype=float), pos, width * 0.9, colors[h])
+                e = bootstrap_mean(part["deviation"], part["cluster"], n_boot=n_boot, seed=seed)
+                yerr = None if math.isnan(e.low) else [[e.value - e.low], [e.high - e.value]]
+                ax.errorbar([pos], [e.value], yerr=yerr, fmt="o", color="black", ms=3.5, capsize=2, lw=0.9)
+        _xticks(ax, xs, range(len(xs)))
+        ax.set_xlim(-0.6, len(xs) - 0.4)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{game_title(game)}: rational environment (one player against equilibrium agents)")
+        ax.set_ylabel("deviation from NE" + (" (|choice| / upper)" if game == "beauty_contest"
+                                             else " (|asset / NE asset - 1|)"))
+        ax.set_xlabel("player (label)")
+        handles = [Patch(color=colors[h], alpha=0.75, label=h) for h in hues]
+        handles.append(plt.Line2D([], [], color="black", marker="o", ls="", ms=4, label="mean with 95% CI"))
+        _legend_axis(ax, handles, "experiment")
+    sources = _dirs(df)
+    png, svg = _save(fig, out, "fig2_rational_deviation", sources)
+    return Figure("fig2_rational_deviation", "Deviation from equilibrium in the rational environment",
+                  "Violins: distribution over player-runs of the deviation from the Nash equilibrium (0 = "
+                  "equilibrium play; auctions |final asset / NE asset - 1|, beauty contest |choice| / upper "
+                  "bound; invalid replies have no deviation and are left out). Dots: mean with 95% session-"
+                  "bootstrap interval. Paper Figures 1b, 2b and, with history, 4.", png, svg, sources)
+
+
+def figure_groups(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Figure 3: payoff per label by configuration group L/M/H (melee)."""
+    df = _players(frames)
+    df = df[df["environment"] == "melee"]
+    explicit = _explicit(frames)
+    exps = frames.experiments.set_index("run_dir")
+    parts = []
+    for _game, g in df.groupby("game", sort=True):
+        ex = g[g["run_dir"].isin(explicit)]
+        g = ex if ex["group"].nunique() >= 2 else g
+        if g["group"].nunique() >= 2:
+            parts.append(g)
+    if not parts:
+        raise Skip("needs melee experiments of one game in at least two configuration groups (L/M/H: the "
+                   "beauty contest's upper bound or the auctions' assets); there is at most one group per game.")
+    df = pd.concat(parts)
+    games = sorted(df["game"].unique())
+    n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
+    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, 3, len(games)), squeeze=False,
+                             constrained_layout=True)
+    for ax, game in zip(axes[:, 0], games):
+        g = df[df["game"] == game]
+        est = _estimates(g, ["label", "group"], "payoff_ratio", n_boot, seed)
+        xs = list(est.groupby("label")["value"].mean().sort_values(ascending=False).index)
+        groups = [x for x in ("L", "M", "H", "?") if x in set(g["group"])]
+        names = {}
+        for grp in groups:
+            scales = exps.loc[sorted(set(g.loc[g["group"] == grp, "run_dir"])), "scale"]
+            what = "upper bound" if game == "beauty_contest" else "assets"
+            names[grp] = f"{grp} ({what} ~ {np.nanmedian(scales.to_numpy(dtype=float)):,.0f})"
+        est = est.assign(hue=est["group"].map(names))
+        _grouped_bars(ax, est, xs, [names[x] for x in groups], {names[x]: GROUP_COLORS[x] for x in groups})
+        ax.axhline(1.0, color="black", lw=1, ls="--")
+        ax.set_title(f"{game_title(game)}: payoff by configuration group (melee)")
+        ax.set_ylabel("mean payoff / mean NE payoff")
+        ax.set_xlabel("player (label)")
+        ax.legend(title="group (median scale)", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    sources = _dirs(df)
+    png, svg = _save(fig, out, "fig3_groups", sources)
+    return Figure("fig3_groups", "Payoff by configuration group",
+                  "Mean payoff over mean NE payoff per player and configuration group (L/M/H: beauty-contest "
+                  "upper bound in [10,100) / [100,1000) / [1000,10000); auction assets 100 / 1000 / 10000 with "
+                  "values ~ N(50,10) / N(500,100) / N(5000,1000)), 95% session-bootstrap intervals; dashed "
+                  "line: the NE payoff. Paper Figure 3.", png, svg, sources)
+
+
+def figure_action_paths(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Figure 5: mean normalised action per run index of a session, per label, with the NE line."""
+    df = _players(frames)
+    multi = frames.experiments[frames.experiments["runs_per_session"] > 1]["run_dir"]
+    df = df[df["run_dir"].isin(multi) & df["action_norm"].notna()]
+    if df.empty or df["run"].max() < 1:
+        raise Skip("no experiment with several runs per session (history), so there are no action paths.")
+    exps = frames.experiments.set_index("run_dir")
+    dirs = sorted(df["run_dir"].unique(), key=lambda d: (exps.loc[d, "game"], exps.loc[d, "experiment"]))
+    labels = sorted(df["label"].unique())
+    colors = dict(zip(labels, _palette(len(labels))))
+    ncol = 2 if len(dirs) > 1 else 1
+    nrow = math.ceil(len(dirs) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(6.2 * ncol + 1.5, 3.6 * nrow + 0.4), squeeze=False,
+                             constrained_layout=True)
+    for ax in axes.flat[len(dirs):]:
+        ax.set_visible(False)
+    for ax, d in zip(axes.flat, dirs):
+        g = df[df["run_dir"] == d]
+        game = exps.loc[d, "game"]
+        runs = sorted(g["run"].unique())
+        for lab in sorted(g["label"].unique()):
+            part = g[g["label"] == lab]
+            ests = [bootstrap_mean(part.loc[part["run"] == r, "action_norm"], part.loc[part["run"] == r, "cluster"],
+                                   n_boot=n_boot, seed=seed) for r in runs]
+            x = np.array(runs) + 1
+            y = np.array([e.value for e in ests])
+            ax.plot(x, y, marker="o", ms=3.5, color=colors[lab], label=lab)
+            lo, hi = np.array([e.low for e in ests]), np.array([e.high for e in ests])
+            if not np.all(np.isnan(lo)):
+                ax.fill_between(x, lo, hi, color=colors[lab], alpha=0.12, lw=0)
+        ne = g.groupby("run")["ne_action_norm"].mean()
+        ax.plot(np.array(ne.index) + 1, ne.to_numpy(), color="black", ls="--", lw=1.2, zorder=1,
+                label=NE_LINE.get(game, "NE"))
+        ax.set_xticks(np.array(runs) + 1)
+        ax.set_xlabel("run within the session (history of earlier runs shown)")
+        ax.set_ylabel(ACTION_AXIS.get(game, "action (normalised)"))
+        e = exps.loc[d]
+        ax.set_title(_wrap(f"{game_title(game)}, {e['environment']}: {setting_name(e)}", 75))
+    handles = [plt.Line2D([], [], color=colors[lab], marker="o", ms=4, label=lab) for lab in labels]
+    handles.append(plt.Line2D([], [], color="black", ls="--", label="Nash equilibrium"))
+    _legend_right(fig, handles, "player (mean, 95% CI band)")
+    sources = [str(d) for d in dirs]
+    png, svg = _save(fig, out, "fig4_action_paths", sources)
+    return Figure("fig4_action_paths", "Action paths over the runs of a session",
+                  "Mean action per run index across sessions, normalised so that sessions with different draws "
+                  "are comparable (beauty contest: choice / upper bound, NE 0; auctions: bid or drop-out price / "
+                  "private value, NE about 1), with 95% session-bootstrap bands; dashed: the equilibrium action. "
+                  "Paper Figure 5.", png, svg, sources)
+
+
+def rule_break_table(frames: Frames, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """Table 2: % of player-runs with a rule break, by label x game x history given."""
+    df = _players(frames).assign(history_given=lambda d: np.where(d["history"] == "none", "no", "yes"))
+    return _estimates(df, ["label", "game", "history_given"], "rule_break_rate_pct", n_boot, seed)
+
+
+def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Table 2 as a heat map, plus the table with intervals and the per-kind decision counts."""
+    est = rule_break_table(frames, n_boot, seed)
+    if est.empty:
+        raise Skip("no complete runs.")
+    est = est.assign(column=[f"{game_title(g)}\nhistory: {h}" for g, h in zip(est["game"], est["history_given"])])
+    cols = sorted(est["column"].unique())
+    labels = sorted(est["label"].unique())
+    grid = est.pivot_table(index="label", columns="column", values="value").reindex(index=labels, columns=cols)
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.55 * len(cols) + 3.0), max(2.6, 0.42 * len(labels) + 1.6)),
+                           constrained_layout=True)
+    im = ax.imshow(grid.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=100, aspect="auto")
+    for i in range(len(labels)):
+        for j in range(len(cols)):
+            v = grid.iat[i, j]
+            if not (isinstance(v, float) and math.isnan(v)):
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=9,
+                        color="white" if v > 55 else "black")
+            else:
+                ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="#999999")
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels(cols)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels)
+    ax.grid(False)
+    ax.set_xlabel("game and whether history was given")
+    ax.set_ylabel("player (label)")
+    ax.set_title("Rule breaking (% of player-runs with an invalid reply)")
+    fig.colorbar(im, ax=ax, label="% of player-runs", shrink=0.9)
+    sources = _dirs(frames.players)
+    png, svg = _save(fig, out, "fig5_rule_breaking", sources)
+    table = est.assign(cell=[_cell(r) for _, r in est.iterrows()]).pivot_table(
+        index="label", columns="column", values="cell", aggfunc="first").reindex(index=labels, columns=cols)
+    table.columns = [c.replace("\n", ", ") for c in table.columns]
+    kinds = frames.decisions[frames.decisions["role"] != "opponent"]
+    kinds = (kinds.assign(kind=kinds["violation"].fillna("none"))
+             .pivot_table(index="label", columns="kind", values="run", aggfunc="count", fill_value=0))
+    kinds = kinds.reindex(columns=[c for c in ("none", "parse_error", "schema_error", "rule_violation")
+                                   if c in kinds.columns]).rename(columns={"none": "valid decisions"})
+    return Figure("fig5_rule_breaking", "Rule breaking by player, game and history",
+                  "Share of player-runs (all environments pooled, equilibrium opponents left out) in which the "
+                  "player gave at least one invalid reply: no parsable JSON, a wrong type, or an action against "
+                  "the rules (a number outside the range, a bid above the assets). Paper Table 2.", png, svg,
+                  sources, tables=[("Rule breaking, % of player-runs [95% CI]", table),
+                                   ("Decisions by kind of violation", kinds)])
+
+
+def _cell(r: pd.Series, digits: int = 1) -> str:
+    if math.isnan(r["value"]):
+        return "-"
+    s = f"{r['value']:.{digits}f}"
+    if not math.isnan(r["low"]):
+        s += f" [{r['low']:.{digits}f}, {r['high']:.{digits}f}]"
+    return s
+
+
+def figure_sessions(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Table 1: average payoff after the first 20 / 60 / 100 sessions (melee), and the running mean."""
+    df = _players(frames)
+    df = df[df["environment"] == "melee"]
+    counts = df.groupby("run_dir")["session"].nunique()
+    dirs = sorted(counts[counts >= CHECKPOINTS[0]].index)
+    if not dirs:
+        most = int(counts.max()) if len(counts) else 0
+        raise Skip(f"Table 1 (payoff after the first 20 / 60 / 100 sessions) needs a melee experiment with at "
+                   f"least {CHECKPOINTS[0]} complete sessions; the largest here has {most}. Run it with "
+                   f"--sessions 100 (paper: the senior environment, 100 sessions).")
+    exps = frames.experiments.set_index("run_dir")
+    labels = sorted(df[df["run_dir"].isin(dirs)]["label"].unique())
+    colors = dict(zip(labels, _palette(len(labels))))
+    fig, axes = plt.subplots(len(dirs), 1, figsize=(8.5, 3.2 * len(dirs) + 0.4), squeeze=False,
+                             constrained_layout=True)
+    rows = []
+    for ax, d in zip(axes[:, 0], dirs):
+        g = df[df["run_dir"] == d]
+        sessions = sorted(g["session"].unique())
+        for k in [c for c in CHECKPOINTS if c <= len(sessions)]:
+            first = g[g["session"].isin(sessions[:k])]
+            for lab, part in first.groupby("label"):
+                e = estimate(part, "payoff_ratio", n_boot=n_boot, seed=seed)
+                rows.append({"experiment": exps.loc[d, "experiment"], "game": game_title(exps.loc[d, "game"]),
+                             "label": lab, "sessions": k, "value": e.value, "low": e.low, "high": e.high})
+            ax.axvline(k, color="#888888", lw=0.8, ls=":")
+        rm = running_mean(g, "payoff_ratio")
+        for lab, part in rm.groupby("label"):
+            ax.plot(part["sessions"], part["value"], color=colors[lab], lw=1.4, label=lab)
+        ax.axhline(1.0, color="black", lw=1, ls="--")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("number of sessions averaged (first k)")
+        ax.set_ylabel("mean payoff / mean NE payoff")
+        e = exps.loc[d]
+        ax.set_title(f"{game_title(e['game'])}: {setting_name(e)}")
+    handles = [plt.Line2D([], [], color=colors[lab], label=lab) for lab in labels]
+    handles += [plt.Line2D([], [], color="black", ls="--", label="NE payoff"),
+                plt.Line2D([], [], color="#888888", ls=":", label="20 / 60 / 100 sessions")]
+    _legend_right(fig, handles, "player")
+    png, svg = _save(fig, out, "fig6_sessions", dirs)
+    est = pd.DataFrame(rows)
+    table = est.assign(cell=[_cell(r, 3) for _, r in est.iterrows()],
+                       after=[f"after {k} sessions" for k in est["sessions"]]).pivot_table(
+        index=["game", "experiment", "label"], columns="after", values="cell", aggfunc="first")
+    table = table.reindex(columns=[f"after {k} sessions" for k in CHECKPOINTS
+                                   if f"after {k} sessions" in table.columns])
+    return Figure("fig6_sessions", "Average payoff after the first 20 / 60 / 100 sessions",
+                  "Running mean payoff (over mean NE payoff) as sessions accumulate, in melee experiments with "
+                  "at least 20 sessions; the table gives the value after the first 20, 60 and 100 sessions "
+                  "with 95% session-bootstrap intervals. Paper Table 1 (senior environment).", png, svg, dirs,
+                  tables=[("Mean payoff / NE payoff after the first k sessions [95% CI]", table)])
+
+
+def figure_win_rates(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
+    """Win rates per label and environment, with the equal-share reference 1/n."""
+    df = _players(frames)
+    if df.empty:
+        raise Skip("no complete runs.")
+    games = sorted(df["game"].unique())
+    envs = sorted(df["environment"].unique())
+    colors = dict(zip(envs, _palette(len(envs))))
+    n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
+    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, len(envs), len(games)), squeeze=False,
+                             constrained_layout=True)
+    for ax, game in zip(axes[:, 0], games):
+        g = df[df["game"] == game].rename(columns={"environment": "hue"})
+        est = _estimates(g, ["label", "hue"], "win_rate", n_boot, seed)
+        xs = list(est.groupby("label")["value"].mean().sort_values(ascending=False).index)
+        _grouped_bars(ax, est, xs, [e for e in envs if e in set(g["hue"])], colors)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"{game_title(game)}: win rate")
+        ax.set_ylabel("share of player-runs won")
+        ax.set_xlabel("player (label)")
+    handles = [Patch(color=colors[e], label=e) for e in envs]
+    _legend_right(fig, handles, "environment")
+    sources = _dirs(df)
+    png, svg = _save(fig, out, "fig7_win_rates", sources)
+    return Figure("fig7_win_rates", "Win rates",
+                  "Share of player-runs the player won (a shared beauty-contest prize counts as a win; auctions: "
+                  "the player bought the item), pooled over experiments per environment, 95% session-bootstrap "
+                  "intervals; equilibrium opponents are left out.", png, svg, sources)
+
+
+FIGURES = (figure_melee_payoff, figure_rational_deviation, figure_groups, figure_action_paths,
+           figure_rule_breaking, figure_sessions, figure_win_rates)
+FIGURE_TITLES = {
+    "figure_melee_payoff": "Mean payoff per player in the melee environment",
+    "figure_rational_deviation": "Deviation from equilibrium in the rational environment",
+    "figure_groups": "Payoff by configuration group",
+    "figure_action_paths": "Action paths over the runs of a session",
+    "figure_rule_breaking": "Rule breaking by player, game and history",
+    "figure_sessions": "Average payoff after the first 20 / 60 / 100 sessions",
+    "figure_win_rates": "Win rates",
+}

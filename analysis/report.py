@@ -1,0 +1,266 @@
+"""``econarena report``: run directories -> one self-contained ``report.html`` plus figures and exports.
+
+Why self-contained: a report is mailed, archived and opened on planes; every figure is embedded as a
+base64 PNG (the PNG and SVG files also sit beside the HTML for papers and slides), the CSS is inline and
+nothing is fetched. A figure whose data are absent is replaced by a note saying what it would need.
+
+Written to ``out``: ``report.html``, ``figures/*.png|svg``, ``metrics.csv`` (every metric per setting and
+label with its 95% interval), ``decisions.parquet``, ``runs.parquet`` and ``players.parquet``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from econarena import __version__
+from econarena.analysis import figures as F
+from econarena.analysis.compare import compare, setting_pairs
+from econarena.analysis.load import SETTING_COLUMNS, Frames, export, load
+from econarena.analysis.stats import N_BOOT
+from econarena.analysis.tables import METRICS, metric_table, wide
+from econarena.hosts.config import BASELINES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LOCAL_AGENTS = set(BASELINES) | {"hf"}
+
+
+@dataclass
+class Report:
+    out: Path
+    html: Path
+    figures: list[F.Figure] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+
+def load_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
+    """USD per million (input, output) tokens by model name or label, from a TOML file::
+
+        ["gpt-4o"]
+        input_per_mtok = 2.5
+        output_per_mtok = 10.0
+
+    Prices change and differ by contract, so none are built in; local models and baselines cost 0.
+    """
+    if path is None:
+        return {}
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    out = {}
+    for name, v in data.items():
+        if isinstance(v, dict):
+            out[name] = (float(v.get("input_per_mtok", 0.0)), float(v.get("output_per_mtok", 0.0)))
+    return out
+
+
+def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+    """Tokens, latency and cost per label (the decisions of opponents left out)."""
+    prices = prices or {}
+    d = frames.decisions[frames.decisions["role"] != "opponent"]
+    rows = []
+    for (label, agent), part in d.groupby(["label", "agent"], sort=True, dropna=False):
+        models = sorted({str(m) for m in part["model"].dropna()})
+        tin, tout = part["tokens_in"].sum(min_count=1), part["tokens_out"].sum(min_count=1)
+        known = part["tokens_in"].notna() | part["tokens_out"].notna()
+        price = prices.get(str(label)) or next((prices[m] for m in models if m in prices), None)
+        if agent in LOCAL_AGENTS:
+            cost = "0 (local)"
+        elif price is not None and known.any():
+            usd = (0 if math.isnan(tin) else tin) * price[0] + (0 if math.isnan(tout) else tout) * price[1]
+            cost = f"{usd / 1e6:.4f}"
+        else:
+            cost = "-"
+        rows.append({
+            "label": label, "agent": agent, "model": ", ".join(models) or "-", "decisions": len(part),
+            "tokens in": "-" if math.isnan(tin) else f"{int(tin):,}",
+            "tokens out": "-" if math.isnan(tout) else f"{int(tout):,}",
+            "tokens out / decision": "-" if not known.any() else f"{part['tokens_out'].mean():.1f}",
+            "mean latency (s)": f"{part['latency_s'].mean():.3f}",
+            "cached %": f"{100 * part['cached'].mean():.1f}",
+            "API errors": int(part["error"].notna().sum()),
+            "cost (USD)": cost,
+        })
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------------ HTML
+
+CSS = """
+body{font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;margin:0 auto;max-width:1180px;
+padding:1.2rem 1.6rem 4rem;color:#1b1b1b;line-height:1.45}
+h1{font-size:1.6rem;margin-bottom:.2rem} h2{margin-top:2.4rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+.meta{color:#555;font-size:.9rem} figure{margin:1.2rem 0 2rem} figure img{max-width:100%;height:auto;
+border:1px solid #eee} figcaption{font-size:.9rem;color:#333;max-width:980px}
+figcaption .src{display:block;color:#666;font-size:.8rem;margin-top:.3rem;word-break:break-all}
+table{border-collapse:collapse;font-size:.82rem;margin:.6rem 0 1rem} th,td{border:1px solid #ddd;
+padding:.25rem .5rem;text-align:left;vertical-align:top} th{background:#f4f6f8}
+.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .8rem;margin:.8rem 0}
+details{margin:.5rem 0} summary{cursor:pointer;font-weight:600} .tablewrap{overflow-x:auto}
+nav a{margin-right:.9rem} code{background:#f4f4f4;padding:0 .2rem}
+"""
+
+# Marks the page once every image has decoded: a browser test reads it from the DOM.
+ONLOAD = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-images-total', String(imgs.length));
+  document.body.setAttribute('data-images-loaded', String(ok));
+});
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _table_html(df: pd.DataFrame, index: bool = True) -> str:
+    if df is None or df.empty:
+        return "<p class='meta'>(empty)</p>"
+    return "<div class='tablewrap'>" + df.to_html(index=index, na_rep="-", border=0, escape=True) + "</div>"
+
+
+def _figure_html(n: int, fig: F.Figure, out: Path) -> str:
+    data = base64.b64encode(fig.png.read_bytes()).decode("ascii")
+    rel_png, rel_svg = fig.png.relative_to(out).as_posix(), fig.svg.relative_to(out).as_posix()
+    parts = [f"<figure id='{fig.key}'>",
+             f"<img src='data:image/png;base64,{data}' alt='{_esc(fig.title)}' data-figure='{fig.key}'>",
+             f"<figcaption><b>Figure {n}. {_esc(fig.title)}.</b> {_esc(fig.caption)} "
+             f"Files: <a href='{_esc(rel_png)}'>PNG</a>, <a href='{_esc(rel_svg)}'>SVG</a>."
+             f"<span class='src'>Run directories: {_esc(F.sources_text(fig.sources))}</span></figcaption>"]
+    for title, table in fig.tables:
+        parts.append(f"<h3>{_esc(title)}</h3>{_table_html(table)}")
+    parts.append("</figure>")
+    return "\n".join(parts)
+
+
+def _experiments_html(frames: Frames) -> str:
+    cols = ["experiment", "game", "environment", "history", "prompt", "group", "group_source", "sessions",
+            "runs_per_session", "runs_complete", "runs_incomplete", "status", "run_dir"]
+    return _table_html(frames.experiments[cols].rename(columns={"group_source": "group from",
+                                                                "runs_per_session": "runs/session"}), index=False)
+
+
+def _comparisons_html(frames: Frames, n_boot: int, seed: int) -> str:
+    pairs = setting_pairs(frames)
+    if not pairs:
+        return ("<p class='note'>No pair of experiments differs in exactly one of environment, history or prompt "
+                "(same game, group and players), so there is nothing to compare here. Use <code>econarena "
+                "compare DIR_A DIR_B</code> for any two directories.</p>")
+    exps = frames.experiments.set_index("run_dir")
+    out = ["<p>Each table: A, B and A - B per player with 95% session-bootstrap intervals (paired on sessions "
+           "when both experiments drew the same sessions). <b>*</b>: the interval of the difference excludes 0."
+           "</p>"]
+    for a, b, what in pairs:
+        fa, fb = frames.subset(run_dir=a), frames.subset(run_dir=b)
+        t = compare(fa, fb, ("payoff_ratio", "mean_deviation", "rule_break_rate_pct"), n_boot=n_boot, seed=seed)
+        rows: dict[str, dict[str, str]] = {}
+        for _, r in t.iterrows():
+            m = METRICS[r["metric"]].title
+            d = r["diff"]
+            star = "*" if not math.isnan(d.low) and (d.low > 0 or d.high < 0) else ""
+            rows.setdefault(r["label"], {})
+            rows[r["label"]][f"{m}: A"] = r["a"].fmt(3, ci=False)
+            rows[r["label"]][f"{m}: B"] = r["b"].fmt(3, ci=False)
+            rows[r["label"]][f"{m}: A - B"] = d.fmt(3) + star
+        name_a, name_b = exps.loc[a, "experiment"], exps.loc[b, "experiment"]
+        game = F.game_title(exps.loc[a, "game"])
+        paired = " (paired)" if bool(t["paired"].iloc[0]) else ""
+        out.append(f"<details open><summary>{_esc(game)}: A = {_esc(name_a)} vs B = {_esc(name_b)} "
+                   f"&mdash; {_esc(what)}{paired}</summary>{_table_html(pd.DataFrame(rows).T)}</details>")
+    return "\n".join(out)
+
+
+def _summary_html(table: pd.DataFrame) -> str:
+    parts = []
+    for (exp, game), part in table.groupby(["experiment", "game"], sort=True):
+        w = wide(part, ["label"])
+        w.columns = [f"{METRICS[c].title} ({METRICS[c].unit})" for c in w.columns]
+        parts.append(f"<details><summary>{_esc(exp)} ({_esc(F.game_title(game))})</summary>{_table_html(w)}"
+                     "</details>")
+    return "\n".join(parts)
+
+
+DEFINITIONS = """
+<ul>
+<li><b>Payoff ratio</b>: mean payoff / mean Nash-equilibrium payoff over complete runs (beauty contest: NE payoff
+= prize / n; auctions: a payoff is the final assets, remaining assets plus the value of an item won).</li>
+<li><b>Deviation from NE</b>: auctions |final asset / NE asset - 1|; beauty contest |choice - 0| / upper bound
+(the paper's ratio is undefined when the NE action is 0). Invalid replies have no deviation.</li>
+<li><b>Win rate</b>: share of player-runs won (a shared beauty-contest prize counts).</li>
+<li><b>Rule breaking</b>: % of player-runs with at least one invalid reply (parse error, schema error or rule
+violation); per-decision shares are in <code>metrics.csv</code>.</li>
+<li><b>Intervals</b>: 95% percentile bootstrap, resampling sessions (the independent unit) within each run
+directory and table, seeded; none is shown with fewer than two sessions.</li>
+<li><b>Configuration group</b> L/M/H: an <code>[experiment] group</code> key, else an L/M/H token in the
+experiment name, else the drawn scale (beauty-contest upper bound &lt; 100 / &lt; 1000 / else; auction assets
+&le; 100 / &le; 1000 / else). The experiments table says which rule decided.</li>
+<li><b>Roles</b>: in the rational environment the equilibrium opponents are left out of every per-player
+figure and table.</li>
+</ul>
+"""
+
+
+def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
+                 prices: str | Path | None = None, title: str = "EconArena report") -> Report:
+    """Load the run directories and write the report, figures and exports into ``out``."""
+    frames = load(run_dirs)
+    out = Path(out)
+    figdir = out / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    F._setup()
+    report = Report(out, out / "report.html")
+    for fn in F.FIGURES:
+        try:
+            report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))
+        except F.Skip as exc:
+            report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
+    table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
+    table.to_csv(out / "metrics.csv", index=False)
+    report.files += [out / "metrics.csv", *export(frames, out)]
+    usage = usage_table(frames, load_prices(prices))
+
+    body = [f"<h1>{_esc(title)}</h1>",
+            f"<p class='meta'>econarena {__version__} &middot; generated {time.strftime('%Y-%m-%d %H:%M')} "
+            f"&middot; {len(frames.dirs)} run director{'y' if len(frames.dirs) == 1 else 'ies'} &middot; "
+            f"{len(frames.players):,} player-runs &middot; {len(frames.decisions):,} decisions &middot; "
+            f"intervals: {n_boot} bootstrap replicates, seed {seed}</p>",
+            "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {i}</a>" for i, f in enumerate(report.figures, 1))
+            + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
+            "<a href='#tables'>All metrics</a></nav>",
+            "<h2>Experiments</h2>", _experiments_html(frames)]
+    incomplete = frames.experiments[frames.experiments["runs_incomplete"] > 0]
+    for _, e in incomplete.iterrows():
+        body.append(f"<p class='note'>{_esc(e['experiment'])}: {e['runs_incomplete']} incomplete run(s) are left "
+                    f"out; finish them with <code>econarena run ... --resume</code>.</p>")
+    body.append("<h2>Figures</h2>")
+    for i, fig in enumerate(report.figures, 1):
+        body.append(_figure_html(i, fig, out))
+    for name, why in report.skipped:
+        body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
+    body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
+             "<h2 id='usage'>Tokens and cost per player</h2>",
+             "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "
+             "local models and baselines cost nothing; '-' = unknown.</p>", _table_html(usage, index=False),
+             "<h2 id='tables'>All metrics per experiment</h2>",
+             "<p>value [95% CI]; every metric, setting and label is also in <code>metrics.csv</code>.</p>",
+             _summary_html(table), "<h2>Definitions</h2>", DEFINITIONS,
+             "<h2>Files</h2><p>" + ", ".join(f"<a href='{_esc(p.name)}'>{_esc(p.name)}</a>" for p in report.files)
+             + "</p>"]
+    page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{_esc(title)}</title><style>{CSS}</style><script>{ONLOAD}</script></head>"
+            "<body>\n" + "\n".join(body) + "\n</body></html>\n")
+    report.html.write_text(page, encoding="utf-8")
+    return report

@@ -1,0 +1,189 @@
+"""Bootstrap confidence intervals that resample SESSIONS, the independent unit of an experiment.
+
+Why sessions: the runs of a session share drawn values and (with history) see each other, and the seats
+of a melee share one outcome, so player-runs are not independent; resampling them would give intervals
+that are too narrow. Every metric here is a ratio of sums (a mean is sum / count, the payoff ratio is
+sum of payoffs / sum of NE payoffs), so each session is reduced to its (numerator, denominator) sums and a
+replicate is the ratio of the resampled totals: exactly the estimator applied to a resampled data set.
+
+Sessions are resampled within strata (one stratum per run directory and table), so pooling several
+directories keeps each one's weight. Intervals are percentile intervals from ``n_boot`` replicates drawn
+from ``numpy.random.default_rng(seed)``: the same data and seed give the same interval, whatever else
+was computed before. With fewer than two sessions there is no interval (NaN), not a zero-width one.
+
+Differences between two settings resample both sides; when the two share their sessions (same seed and
+session indices, so the same drawn values: a paired design) the sessions are resampled jointly, which
+removes the draw-to-draw noise from the difference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+N_BOOT = 2000
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its interval; ``n`` rows from ``sessions`` resampling units."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    sessions: int
+
+    def fmt(self, digits: int = 3, ci: bool = True) -> str:
+        if self.value is None or math.isnan(self.value):
+            return "-"
+        s = f"{self.value:.{digits}f}"
+        if ci and not math.isnan(self.low):
+            s += f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+        return s
+
+
+NAN_ESTIMATE = Estimate(math.nan, math.nan, math.nan, 0, 0)
+
+
+@dataclass(frozen=True)
+class Sums:
+    """Per-session sums: ``num``, ``den`` and row counts ``n``, with each session's stratum code and key."""
+
+    num: np.ndarray
+    den: np.ndarray
+    n: np.ndarray
+    stratum: np.ndarray
+    keys: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.num)
+
+    @property
+    def empty(self) -> bool:
+        return len(self.num) == 0
+
+    def select(self, mask: np.ndarray) -> Sums:
+        return Sums(self.num[mask], self.den[mask], self.n[mask], self.stratum[mask], self.keys[mask])
+
+
+def cluster_sums(num: np.ndarray | pd.Series, den: np.ndarray | pd.Series, cluster: np.ndarray | pd.Series,
+                 stratum: np.ndarray | pd.Series | None = None) -> Sums:
+    """Per-session (numerator, denominator) sums, sessions in sorted order (determinism).
+
+    Rows whose numerator or denominator is NaN are dropped (a deviation that is undefined for an invalid
+    reply, tokens a provider did not report).
+    """
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    cluster = np.asarray(cluster)
+    keep = ~(np.isnan(num) | np.isnan(den))
+    num, den, cluster = num[keep], den[keep], cluster[keep]
+    strata = np.asarray(stratum)[keep] if stratum is not None else np.zeros(len(num), dtype=int)
+    if len(num) == 0:
+        e = np.zeros(0)
+        return Sums(e, e, e, e.astype(int), e.astype(object))
+    keys, codes = np.unique(cluster, return_inverse=True)
+    k = len(keys)
+    first = np.zeros(k, dtype=int)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]  # first row of each session gives its stratum
+    _, scodes = np.unique(strata[first], return_inverse=True)
+    return Sums(np.bincount(codes, weights=num, minlength=k), np.bincount(codes, weights=den, minlength=k),
+                np.bincount(codes, minlength=k).astype(float), scodes.astype(int), keys)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+
+
+def _replicates(sums: Sums, rng: np.random.Generator, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    num = np.zeros(n_boot)
+    den = np.zeros(n_boot)
+    for s in np.unique(sums.stratum):
+        part = np.flatnonzero(sums.stratum == s)
+        idx = part[rng.integers(0, len(part), size=(n_boot, len(part)))]
+        num += sums.num[idx].sum(axis=1)
+        den += sums.den[idx].sum(axis=1)
+    return num, den
+
+
+def _interval(reps: np.ndarray, level: float) -> tuple[float, float]:
+    reps = reps[~np.isnan(reps)]
+    if reps.size == 0:
+        return math.nan, math.nan
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(reps, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def _total(sums: Sums) -> float:
+    return float(_ratio(np.array([sums.num.sum()]), np.array([sums.den.sum()]))[0])
+
+
+def bootstrap_ratio(sums: Sums, *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL,
+                    scale: float = 1.0) -> Estimate:
+    """sum(num) / sum(den) x scale with a session-bootstrap percentile interval."""
+    if sums.empty:
+        return NAN_ESTIMATE
+    value = _total(sums) * scale
+    n, k = int(sums.n.sum()), len(sums)
+    if k < 2:
+        return Estimate(value, math.nan, math.nan, n, k)
+    rng = np.random.default_rng(seed)
+    num, den = _replicates(sums, rng, n_boot)
+    lo, hi = _interval(_ratio(num, den) * scale, level)
+    return Estimate(value, lo, hi, n, k)
+
+
+def bootstrap_mean(values: np.ndarray | pd.Series, cluster: np.ndarray | pd.Series, **kw: float) -> Estimate:
+    """Mean of ``values`` with sessions (``cluster``) as the resampling unit."""
+    values = np.asarray(values, dtype=float)
+    return bootstrap_ratio(cluster_sums(values, np.ones_like(values), cluster), **kw)  # type: ignore[arg-type]
+
+
+def _session_index(keys: np.ndarray) -> np.ndarray:
+    return np.array([int(str(k).rsplit("|", 1)[-1]) for k in keys], dtype=int)
+
+
+def _sum_by(session: np.ndarray, keys: np.ndarray, sums: Sums) -> tuple[np.ndarray, np.ndarray]:
+    """Sums per session index (several tables of one session add up), on the common ``keys`` only."""
+    mask = np.isin(session, keys)
+    idx = np.searchsorted(keys, session[mask])
+    return (np.bincount(idx, weights=sums.num[mask], minlength=len(keys)),
+            np.bincount(idx, weights=sums.den[mask], minlength=len(keys)))
+
+
+def bootstrap_diff(a: Sums, b: Sums, *, paired: bool = False, n_boot: int = N_BOOT, seed: int = 0,
+                   level: float = LEVEL, scale: float = 1.0) -> Estimate:
+    """(ratio of A) - (ratio of B), each side from :func:`cluster_sums`.
+
+    ``paired``: the sessions are matched on their session index (the last ``|`` field of the key, see
+    ``load``) and resampled together; sessions present on one side only are left out of the interval.
+    ``n`` and ``sessions`` report side A + side B.
+    """
+    if a.empty or b.empty:
+        return NAN_ESTIMATE
+    value = (_total(a) - _total(b)) * scale
+    n, k = int(a.n.sum() + b.n.sum()), len(a) + len(b)
+    rng = np.random.default_rng(seed)
+    if paired:
+        sa, sb = _session_index(a.keys), _session_index(b.keys)
+        keys = np.intersect1d(sa, sb)
+        if len(keys) < 2:
+            return Estimate(value, math.nan, math.nan, n, k)
+        na, da = _sum_by(sa, keys, a)
+        nb, db = _sum_by(sb, keys, b)
+        idx = rng.integers(0, len(keys), size=(n_boot, len(keys)))
+        ra = _ratio(na[idx].sum(1), da[idx].sum(1))
+        rb = _ratio(nb[idx].sum(1), db[idx].sum(1))
+    else:
+        if len(a) < 2 or len(b) < 2:
+            return Estimate(value, math.nan, math.nan, n, k)
+        ra = _ratio(*_replicates(a, rng, n_boot))
+        rb = _ratio(*_replicates(b, rng, n_boot))
+    lo, hi = _interval((ra - rb) * scale, level)
+    return Estimate(value, lo, hi, n, k)

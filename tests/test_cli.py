@@ -1,0 +1,184 @@
+"""``econarena`` end to end on TOML files: run, validate, list, summary, options and exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from econarena.hosts.cli import main
+
+EXPERIMENT = """\
+[experiment]
+name = "cli-bc"
+game = "beauty_contest"
+sessions = 3
+runs = 2
+seed = 5
+history = "actions"
+
+[game]
+upper_bound = { uniform = [10, 100] }
+
+[[players]]
+agent = "scripted"
+label = "S"
+responses = ['{"answer": 0}', 'no answer']
+
+[[players]]
+agent = "random"
+count = 2
+
+[[players]]
+agent = "level_k"
+label = "L1"
+"""
+
+BAD_FILES = {
+    "syntax.toml": ('[experiment]\nname = "x\n', r"syntax.toml: TOML syntax error: .*line 2, column"),
+    "key.toml": (EXPERIMENT.replace("seed = 5", "sead = 5"), "unknown key 'experiment.sead'"),
+    "game.toml": (EXPERIMENT.replace('"beauty_contest"', '"poker"'), "unknown game 'poker'"),
+    "agent.toml": (EXPERIMENT.replace('"level_k"', '"gpt9"'), "unknown agent 'gpt9'"),
+    "dist.toml": (EXPERIMENT.replace("uniform = [10, 100]", "gamma = [1, 2]"), "unknown distribution 'gamma'"),
+    "type.toml": (EXPERIMENT.replace("runs = 2", 'runs = "two"'), "'experiment.runs'"),
+    "shape.toml": ("experiment = 3\n", r"shape.toml: missing table \[experiment\]"),
+    "list.toml": (EXPERIMENT.replace("beauty_contest", "second_price_auction").replace(
+        "upper_bound = { uniform = [10, 100] }", "private_value = [1, 2]"), "list has 2 entries"),
+}
+
+
+@pytest.fixture
+def toml(tmp_path: Path) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(EXPERIMENT)
+    return path
+
+
+def test_run_writes_the_run_directory(toml: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "cli-bc: complete, 6/6 runs, 24 decisions" in stdout
+    assert "payoff" in stdout and "rule breaks %" in stdout  # the table is printed
+    assert {p.name for p in out.iterdir()} >= {"config.toml", "manifest.json", "decisions.jsonl", "runs.jsonl",
+                                               "summary.json", "summary.csv"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["seed"] == 5 and manifest["schema_version"] >= 1
+    assert manifest["started_at"] and manifest["ended_at"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["labels"]) == {"S", "random", "L1"}
+    assert summary["labels"]["S"]["rule_break_rate_pct"] == 50.0  # every second reply is garbage
+    assert (out / "summary.csv").read_text().startswith("label,")
+    assert "[experiment]" in (out / "config.toml").read_text()
+
+
+def test_run_default_directory_and_quiet(toml: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(toml), "--quiet"]) == 0
+    stdout = capsys.readouterr().out
+    assert "payoff" not in stdout  # no table with --quiet, just the outcome line
+    assert stdout.strip().endswith(str(Path("runs") / "cli-bc"))
+    assert (tmp_path / "runs" / "cli-bc" / "runs.jsonl").exists()
+
+
+def test_seed_override(toml: Path, tmp_path: Path, arena) -> None:
+    for name, seed in (("a", []), ("b", ["--seed", "5"]), ("c", ["--seed", "6"])):
+        assert main(["run", str(toml), "--out", str(tmp_path / name), "--quiet", *seed]) == 0
+    a, b, c = (arena.sorted_runs(tmp_path / n) for n in "abc")
+    assert a == b
+    assert [r["params"] for r in a] != [r["params"] for r in c]
+    assert json.loads((tmp_path / "c" / "manifest.json").read_text())["seed"] == 6
+    assert "seed = 6" in (tmp_path / "c" / "config.toml").read_text()
+
+
+def test_run_several_files(tmp_path: Path, toml: Path, monkeypatch, capsys) -> None:
+    other = tmp_path / "other.toml"
+    other.write_text(EXPERIMENT.replace('name = "cli-bc"', 'name = "cli-two"'))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(toml), str(other), "--quiet"]) == 0
+    assert (tmp_path / "runs" / "cli-bc" / "summary.json").exists()
+    assert (tmp_path / "runs" / "cli-two" / "summary.json").exists()
+    capsys.readouterr()
+    assert main(["run", str(toml), str(other), "--out", str(tmp_path / "x")]) == 2
+    assert "--out names one directory" in capsys.readouterr().err
+
+
+def test_validate(toml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(toml)]) == 0
+    assert "ok (beauty_contest, melee, 1 table(s) x 3 session(s) x 2 run(s))" in capsys.readouterr().out
+
+
+def test_validate_and_run_report_every_bad_file_without_traceback(tmp_path: Path, arena) -> None:
+    paths = []
+    for name, (text, _) in BAD_FILES.items():
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    for command in ("validate", "run"):
+        proc = arena.cli(command, *paths, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+        for name, (_, pattern) in BAD_FILES.items():
+            lines = [ln for ln in proc.stderr.splitlines() if name in ln]
+            assert lines, f"{name} not named in stderr"
+            assert any(re.search(pattern, ln) for ln in lines), pattern
+        assert proc.stderr.startswith("econarena: error: ")
+    assert not (tmp_path / "runs").exists()  # nothing started
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("beauty_contest", "second_price_auction", "english_auction", "rational", "random", "scripted",
+                 "level_k"):
+        line = next(ln for ln in out.splitlines() if ln.split() and ln.split()[0] == name)
+        assert len(line.split()) > 2  # one line of description each
+
+
+def test_summary(toml: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "label" in table and "win rate" in table and "complete runs: 6" in table
+    assert {ln.split()[0] for ln in table.splitlines()[3:6]} == {"S", "random", "L1"}
+    assert main(["summary", "--json", str(out)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["labels"]["L1"]["player_runs"] == 6
+    assert main(["summary", str(tmp_path)]) == 1
+    assert "not a run directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["run"], ["bogus"], ["run", "x.toml", "--concurrency", "many"], []])
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+
+
+def test_concurrency_must_be_positive(toml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(toml), "--concurrency", "0"]) == 2
+    assert "--concurrency must be >= 1" in capsys.readouterr().err
+
+
+def test_dry_run_plays_nothing(toml: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(toml), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "6 decisions (no API calls)" in out  # S: 3 sessions x 2 runs x 1 decision
+    assert not (tmp_path / "runs").exists()
+
+
+def test_console_script_end_to_end(toml: Path, tmp_path: Path, arena) -> None:
+    proc = arena.cli("run", str(toml), "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "cli-bc: complete, 6/6 runs" in proc.stdout
+    proc = arena.cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("econarena ")
+
+
+def test_shipped_configs_validate(arena, capsys: pytest.CaptureFixture[str]) -> None:
+    configs = sorted(str(p) for p in (arena.REPO / "configs").rglob("*.toml") if p.name != "models.toml")
+    assert configs
+    assert main(["validate", *configs]) == 0, capsys.readouterr().err

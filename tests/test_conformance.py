@@ -1,0 +1,200 @@
+"""One test suite run over EVERY registered game: what any game must guarantee to the Host and analysis.
+
+A new game joins these tests by being registered in ``econarena.games.GAMES``; it must also add its payoff
+bounds to ``BOUNDS`` below (the test fails until it does, on purpose).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from econarena.games import GAMES, get_game
+from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
+from econarena.hosts.prompts import Template
+
+NAMES = sorted(GAMES)
+SEEDS = range(40)
+MAX_STEPS = 10_000
+
+
+def _bc_bounds(setup: Setup, out: Outcome) -> None:
+    prize = setup["prize"]
+    assert all(0 <= p <= prize + 1e-9 for p in out.payoffs)
+    assert sum(out.payoffs) == pytest.approx(prize if out.winners else 0.0)
+
+
+def _auction_bounds(setup: Setup, out: Outcome) -> None:
+    # a winner pays at most its own (legal) bid <= A, so it ends with at least v; a rule breaker A - fee
+    for i, p in enumerate(out.payoffs):
+        a, v, fee = setup["assets"][i], setup["private_value"][i], setup["entrance_fee"]
+        assert min(a - fee, v) - 1e-9 <= p <= a + v + 1e-9
+        if i not in out.winners:
+            assert p == (a - fee if not out.valid[i] else a)
+
+
+BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
+    "beauty_contest": _bc_bounds,
+    "second_price_auction": _auction_bounds,
+    "english_auction": _auction_bounds,
+}
+
+GARBAGE = ["", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}']
+
+
+def _normalise(x: Any) -> Any:
+    """Tuples -> lists, the way JSON sees them."""
+    return json.loads(json.dumps(x))
+
+
+def _play(game: Game, setup: Setup, seed: int, garbage: float) -> tuple[Any, list[Any]]:
+    """Random legal play, with a share of garbage replies judged like an LLM's. Returns (end, states)."""
+    rng = np.random.default_rng(seed)
+    state = game.initial_state(setup)
+    states = [state]
+    for _ in range(MAX_STEPS):
+        movers = game.to_move(state)
+        if not movers:
+            return state, states
+        assert len(set(movers)) == len(movers) and all(0 <= m < setup.n_players for m in movers)
+        actions: dict[int, dict[str, Any] | None] = {}
+        for seat in movers:
+            bad = rng.random() < garbage
+            if bad:
+                text = GARBAGE[int(rng.integers(len(GARBAGE)))].replace("%s", game.action_key)
+            else:
+                text = json.dumps(game.strategy(state, seat, "random", rng=rng))
+            judged = game.judge(state, seat, text)
+            if not bad:
+                assert judged.valid, f"random legal action judged invalid: {text} -> {judged.detail}"
+            assert judged.violation in (None, PARSE_ERROR, SCHEMA_ERROR, RULE_VIOLATION)
+            actions[seat] = judged.action
+        snapshot = copy.deepcopy(state)
+        new = game.apply(state, actions)
+        assert state == snapshot, "apply() mutated the old state"
+        assert new is not state
+        state = new
+        states.append(state)
+    raise AssertionError(f"{game.name}: no terminal state after {MAX_STEPS} moves")
+
+
+@pytest.fixture(params=NAMES)
+def game(request: pytest.FixtureRequest) -> Game:
+    return GAMES[request.param]
+
+
+def test_registry_is_consistent() -> None:
+    assert NAMES == ["beauty_contest", "english_auction", "second_price_auction"]
+    for name in NAMES:
+        g = get_game(name)
+        assert g.name == name and g.version and g.description and g.action_key
+        doc = sys.modules[type(g).__module__].__doc__ or ""  # the module docstring states the rules
+        assert "parameters" in doc.lower() and "equilibrium" in doc.lower()
+    with pytest.raises(KeyError, match="known: beauty_contest, english_auction, second_price_auction"):
+        get_game("chess")
+
+
+def test_every_game_has_bounds_and_a_template(game: Game) -> None:
+    assert game.name in BOUNDS, f"add payoff bounds for {game.name} to BOUNDS"
+    Template(game)  # a built-in prompt template exists
+
+
+@pytest.mark.parametrize("garbage", [0.0, 0.3])
+def test_random_play_terminates_within_bounds(game: Game, garbage: float) -> None:
+    n_moves = []
+    for seed in SEEDS:
+        n = 2 + seed % 5
+        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+        end, states = _play(game, setup, seed, garbage)
+        out = game.outcome(end)
+        assert len(out.payoffs) == len(out.valid) == len(out.actions) == n
+        assert all(isinstance(p, float) and math.isfinite(p) for p in out.payoffs)
+        assert all(0 <= w < n for w in out.winners) and len(set(out.winners)) == len(out.winners)
+        assert out.void == (not out.winners)
+        assert all(out.valid[w] for w in out.winners), "a rule breaker never wins"
+        BOUNDS[game.name](setup, out)
+        n_moves.append(len(states) - 1)
+    assert max(n_moves) >= 1
+
+
+def test_equilibrium_is_valid_and_within_bounds(game: Game) -> None:
+    for seed in SEEDS:
+        n = 2 + seed % 5
+        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+        ne = game.equilibrium(setup)
+        assert ne.valid == (True,) * n
+        assert len(ne.payoffs) == n and ne.winners
+        BOUNDS[game.name](setup, ne)
+        assert game.equilibrium(setup) == ne  # deterministic
+        # playing the rational strategy through the judge reaches the equilibrium outcome
+        state = game.initial_state(setup)
+        while movers := game.to_move(state):
+            state = game.apply(state, {i: game.judge(state, i, json.dumps(game.strategy(state, i, "rational"))).action
+                                       for i in movers})
+        assert game.outcome(state).payoffs == pytest.approx(ne.payoffs)
+        assert all(game.deviation(setup, ne, ne, i) == 0 for i in range(n))
+
+
+def test_states_are_frozen_and_json_ready(game: Game) -> None:
+    setup = game.setup(game.Params(), 3, np.random.default_rng(1))
+    end, states = _play(game, setup, 1, 0.0)
+    for state in states:
+        assert dataclasses.is_dataclass(state)
+        field = dataclasses.fields(state)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(state, field, None)
+        for seat in range(3):
+            json.dumps(game.observation(state, seat))  # template fields are plain data
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.n_players = 4  # type: ignore[misc]
+    assert _normalise(setup.to_dict()) == setup.to_dict()
+
+
+def test_outcome_round_trips_through_json(game: Game) -> None:
+    for seed in range(10):
+        setup = game.setup(game.Params(), 4, np.random.default_rng(seed))
+        end, _ = _play(game, setup, seed, 0.3)
+        for out in (game.outcome(end), game.equilibrium(setup)):
+            d = dataclasses.asdict(out)
+            back = json.loads(json.dumps(d, allow_nan=False))
+            assert back == _normalise(d)
+            rebuilt = Outcome(**{k: tuple(v) if isinstance(v, list) else v for k, v in back.items()})
+            assert rebuilt.payoffs == out.payoffs and rebuilt.winners == out.winners
+
+
+def test_draws_depend_only_on_the_generator(game: Game) -> None:
+    a = game.setup(game.Params(), 4, np.random.default_rng(3))
+    b = game.setup(game.Params(), 4, np.random.default_rng(3))
+    assert a == b
+    assert game.initial_state(a) == game.initial_state(b)
+
+
+def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> None:
+    doc = arena.experiment_dict(game.name, [{"agent": "random", "count": 2},
+                                            {"agent": "scripted", "responses": [
+                                                '{"reason": NaN, "x": [-Infinity], "y": 1e999}', "garbage", "{}"]},
+                                            {"agent": "rational"}], sessions=3, runs=2, seed=5, history="full")
+    result = arena.run_experiment(doc, tmp_path)
+    assert result.status == "complete" and result.runs_done == 6
+    run_keys = {"session", "run", "params", "private_values", "labels", "actions", "valid", "payoffs", "winners",
+                "void", "ne_actions", "ne_payoffs", "payoff_ratio", "deviation"}
+    decision_keys = {"session", "run", "round", "player", "label", "agent", "model", "messages", "response",
+                     "action", "valid", "violation", "detail", "latency_s", "tokens_in", "tokens_out", "cached",
+                     "error"}
+    for name, keys in (("runs.jsonl", run_keys), ("decisions.jsonl", decision_keys)):
+        lines = (tmp_path / name).read_text(encoding="utf-8").splitlines()
+        assert lines
+        for line in lines:
+            rec = json.loads(line)
+            assert keys <= set(rec), keys - set(rec)
+            assert json.dumps(rec) == line  # written exactly as json.dumps writes it, so it round-trips
+            json.dumps(rec, allow_nan=False)  # strict JSON: no NaN or Infinity
+    scripted = [d for d in arena.read_jsonl(tmp_path / "decisions.jsonl") if d["agent"] == "scripted"]
+    assert scripted and all(d["violation"] == PARSE_ERROR and not d["valid"] for d in scripted)
