@@ -18,10 +18,11 @@ import contextlib
 import email.utils
 import random
 import re
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from econarena.agents.base import Message
 from econarena.agents.llm import Generation, LLMSettings, Provider, api_key
@@ -33,6 +34,8 @@ BACKOFF_CAP_S = 30.0
 # Status codes worth another attempt: request timeout, conflict/too-early (transient), rate limit, and
 # every 5xx (529 is Anthropic's "overloaded").
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+T = TypeVar("T")
 
 
 class CallError(Exception):
@@ -107,6 +110,15 @@ def redact(text: str, *secrets: str | None) -> str:
             text = text.replace(s, "***")
     # a bearer token or api-key header echoed by a proxy, whatever the key was
     return re.sub(r"(?i)(bearer\s+|api[-_]?key[\"'=:\s]+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
+
+
+async def _within(coro: Awaitable[T], seconds: float) -> T:
+    """A hard deadline on one attempt (SDK timeouts are per socket operation, not per call).
+    ``asyncio.timeout`` (3.11+) avoids the extra task that ``wait_for`` creates for every call."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await coro
+    return await asyncio.wait_for(coro, seconds)
 
 
 class RateLimiter:
@@ -214,8 +226,7 @@ class RemoteProvider(Provider):
                     await state.limiter.acquire()
                 t0 = time.perf_counter()
                 try:
-                    gen = await asyncio.wait_for(self._attempt(state.client, messages, settings),
-                                                 settings.timeout_s)
+                    gen = await _within(self._attempt(state.client, messages, settings), settings.timeout_s)
                 except Exception as exc:  # noqa: BLE001 - every failure is judged below
                     failure = self._failure(exc, settings.timeout_s)
                 else:

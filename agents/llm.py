@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from econarena.agents.base import AgentError, DecisionRequest, Message, Reply
 from pydantic import BaseModel, ConfigDict, Field
+
+from econarena.agents.base import AgentError, DecisionRequest, Message, Reply
 
 if TYPE_CHECKING:
     from econarena.agents.cache import ResponseCache

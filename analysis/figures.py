@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from econarena.analysis.load import Frames  # noqa: E402
-from econarena.analysis.stats import N_BOOT, bootstrap_mean  # noqa: E402
-from econarena.analysis.tables import estimate, running_mean  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import numpy as np
+import pandas as pd
+from econarena.analysis.load import Frames
+from econarena.analysis.stats import N_BOOT, bootstrap_mean
+from econarena.analysis.tables import estimate, running_mean
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 GAME_TITLES = {"beauty_contest": "Beauty contest", "second_price_auction": "Second-price auction",
                "english_auction": "English auction"}
@@ -55,12 +55,23 @@ class Figure:
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
 
 
-def _setup() -> None:
-    plt.rcParams.update({
-        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
-        "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True, "axes.spines.top": False,
-        "axes.spines.right": False, "svg.fonttype": "none", "figure.dpi": DPI,
-    })
+STYLE = {
+    "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+    "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True, "axes.spines.top": False,
+    "axes.spines.right": False, "svg.fonttype": "none", "figure.dpi": DPI,
+}
+
+
+def style() -> matplotlib.rc_context:
+    """The report's look, applied around drawing only (no global matplotlib state is changed)."""
+    return matplotlib.rc_context(STYLE)
+
+
+def _subplots(nrows: int, ncols: int, figsize: tuple[float, float]) -> tuple[MplFigure, np.ndarray]:
+    """A figure on the Agg canvas, outside pyplot: no GUI backend, no global figure registry."""
+    fig = MplFigure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
 
 
 def game_title(game: str) -> str:
@@ -81,7 +92,7 @@ def _wrap(label: str, width: int = 14) -> str:
     return "\n".join(textwrap.wrap(str(label), width)) or str(label)
 
 
-def _xticks(ax: plt.Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
+def _xticks(ax: Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
     wrapped = [_wrap(x) for x in labels]
     crowded = sum(max(len(line) for line in w.split("\n")) for w in wrapped) > 6 * len(labels) or len(labels) > 8
     ax.set_xticks(list(pos))
@@ -91,7 +102,7 @@ def _xticks(ax: plt.Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
 
 
 def _palette(n: int) -> list:
-    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
 
 
@@ -104,20 +115,19 @@ def sources_text(sources: Sequence[str]) -> str:
     return ", ".join(map(str, sources))
 
 
-def _sources_note(fig: plt.Figure, sources: Sequence[str]) -> None:
+def _sources_note(fig: MplFigure, sources: Sequence[str]) -> None:
     text = "Data: " + sources_text(sources)
     width = max(60, int(fig.get_figwidth() * 15))
     fig.text(0.01, -0.01, "\n".join(textwrap.wrap(text, width)), ha="left", va="top", fontsize=7.5,
              color="#555555")
 
 
-def _save(fig: plt.Figure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
+def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
     _sources_note(fig, sources)
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
     fig.savefig(png, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(svg, bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
     return png, svg
 
 
@@ -135,7 +145,7 @@ def _estimates(df: pd.DataFrame, by: Sequence[str], metric: str, n_boot: int, se
     return pd.DataFrame(rows, columns=[*by, "value", "low", "high", "n", "sessions"])
 
 
-def _grouped_bars(ax: plt.Axes, est: pd.DataFrame, xs: list[str], hues: list[str], colors: dict[str, object],
+def _grouped_bars(ax: Axes, est: pd.DataFrame, xs: list[str], hues: list[str], colors: dict[str, object],
                   x: str = "label", hue: str = "hue") -> None:
     width = 0.8 / max(len(hues), 1)
     for j, h in enumerate(hues):
@@ -172,11 +182,11 @@ def _explicit(frames: Frames) -> set[str]:
     return set(e.loc[e["group_source"].isin(["config", "name"]), "run_dir"])
 
 
-def _legend_right(fig: plt.Figure, handles: list, title: str) -> None:
+def _legend_right(fig: MplFigure, handles: list, title: str) -> None:
     fig.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
 
 
-def _legend_axis(ax: plt.Axes, handles: list, title: str) -> None:
+def _legend_axis(ax: Axes, handles: list, title: str) -> None:
     ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
 
 
@@ -199,8 +209,7 @@ def figure_melee_payoff(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
     games = sorted(df["game"].unique())
     n_hue = max(df[df["game"] == g]["hue"].nunique() for g in games)
     n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
-    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, n_hue, len(games)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = _subplots(len(games), 1, _fig_size(n_x, n_hue, len(games)))
     for ax, game in zip(axes[:, 0], games):
         g = df[df["game"] == game]
         est = _estimates(g, ["label", "hue"], "payoff_ratio", n_boot, seed)
@@ -214,7 +223,7 @@ def figure_melee_payoff(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
         ax.set_xlabel("player (label)")
         ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
         handles = [Patch(color=colors[h], label=h) for h in hues]
-        handles.append(plt.Line2D([], [], color="black", ls="--", label="NE payoff (ratio 1)"))
+        handles.append(Line2D([], [], color="black", ls="--", label="NE payoff (ratio 1)"))
         _legend_axis(ax, handles, "experiment")
     sources = _dirs(df)
     png, svg = _save(fig, out, "fig1_melee_payoff", sources)
@@ -225,7 +234,7 @@ def figure_melee_payoff(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
                   "and, with history, 6).", png, svg, sources)
 
 
-def _violin(ax: plt.Axes, data: np.ndarray, pos: float, width: float, color: object) -> None:
+def _violin(ax: Axes, data: np.ndarray, pos: float, width: float, color: object) -> None:
     data = data[~np.isnan(data)]
     if data.size == 0:
         return
@@ -251,8 +260,7 @@ def figure_rational_deviation(frames: Frames, out: Path, n_boot: int = N_BOOT, s
     games = sorted(df["game"].unique())
     n_hue = max(df[df["game"] == g]["hue"].nunique() for g in games)
     n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
-    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, n_hue, len(games)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = _subplots(len(games), 1, _fig_size(n_x, n_hue, len(games)))
     for ax, game in zip(axes[:, 0], games):
         g = df[df["game"] == game]
         xs = list(g.groupby("label")["deviation"].mean().sort_values().index)
@@ -277,7 +285,7 @@ def figure_rational_deviation(frames: Frames, out: Path, n_boot: int = N_BOOT, s
                                              else " (|asset / NE asset - 1|)"))
         ax.set_xlabel("player (label)")
         handles = [Patch(color=colors[h], alpha=0.75, label=h) for h in hues]
-        handles.append(plt.Line2D([], [], color="black", marker="o", ls="", ms=4, label="mean with 95% CI"))
+        handles.append(Line2D([], [], color="black", marker="o", ls="", ms=4, label="mean with 95% CI"))
         _legend_axis(ax, handles, "experiment")
     sources = _dirs(df)
     png, svg = _save(fig, out, "fig2_rational_deviation", sources)
@@ -306,8 +314,7 @@ def figure_groups(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0
     df = pd.concat(parts)
     games = sorted(df["game"].unique())
     n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
-    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, 3, len(games)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = _subplots(len(games), 1, _fig_size(n_x, 3, len(games)))
     for ax, game in zip(axes[:, 0], games):
         g = df[df["game"] == game]
         est = _estimates(g, ["label", "group"], "payoff_ratio", n_boot, seed)
@@ -347,8 +354,7 @@ def figure_action_paths(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
     colors = dict(zip(labels, _palette(len(labels))))
     ncol = 2 if len(dirs) > 1 else 1
     nrow = math.ceil(len(dirs) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(6.2 * ncol + 1.5, 3.6 * nrow + 0.4), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = _subplots(nrow, ncol, (4.7 * ncol + 2.0, 3.3 * nrow + 0.4))
     for ax in axes.flat[len(dirs):]:
         ax.set_visible(False)
     for ax, d in zip(axes.flat, dirs):
@@ -369,12 +375,12 @@ def figure_action_paths(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
         ax.plot(np.array(ne.index) + 1, ne.to_numpy(), color="black", ls="--", lw=1.2, zorder=1,
                 label=NE_LINE.get(game, "NE"))
         ax.set_xticks(np.array(runs) + 1)
-        ax.set_xlabel("run within the session (history of earlier runs shown)")
+        ax.set_xlabel("run within the session")
         ax.set_ylabel(ACTION_AXIS.get(game, "action (normalised)"))
         e = exps.loc[d]
-        ax.set_title(_wrap(f"{game_title(game)}, {e['environment']}: {setting_name(e)}", 75))
-    handles = [plt.Line2D([], [], color=colors[lab], marker="o", ms=4, label=lab) for lab in labels]
-    handles.append(plt.Line2D([], [], color="black", ls="--", label="Nash equilibrium"))
+        ax.set_title(f"{game_title(game)}, {e['environment']}\n{_wrap(setting_name(e), 60)}")
+    handles = [Line2D([], [], color=colors[lab], marker="o", ms=4, label=lab) for lab in labels]
+    handles.append(Line2D([], [], color="black", ls="--", label="Nash equilibrium"))
     _legend_right(fig, handles, "player (mean, 95% CI band)")
     sources = [str(d) for d in dirs]
     png, svg = _save(fig, out, "fig4_action_paths", sources)
@@ -400,8 +406,8 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
     cols = sorted(est["column"].unique())
     labels = sorted(est["label"].unique())
     grid = est.pivot_table(index="label", columns="column", values="value").reindex(index=labels, columns=cols)
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.55 * len(cols) + 3.0), max(2.6, 0.42 * len(labels) + 1.6)),
-                           constrained_layout=True)
+    fig, axes = _subplots(1, 1, (max(5.5, 1.55 * len(cols) + 3.0), max(2.6, 0.42 * len(labels) + 1.6)))
+    ax = axes[0, 0]
     im = ax.imshow(grid.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=100, aspect="auto")
     for i in range(len(labels)):
         for j in range(len(cols)):
@@ -430,6 +436,7 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
              .pivot_table(index="label", columns="kind", values="run", aggfunc="count", fill_value=0))
     kinds = kinds.reindex(columns=[c for c in ("none", "parse_error", "schema_error", "rule_violation")
                                    if c in kinds.columns]).rename(columns={"none": "valid decisions"})
+    kinds.columns.name = None
     return Figure("fig5_rule_breaking", "Rule breaking by player, game and history",
                   "Share of player-runs (all environments pooled, equilibrium opponents left out) in which the "
                   "player gave at least one invalid reply: no parsable JSON, a wrong type, or an action against "
@@ -461,8 +468,7 @@ def figure_sessions(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int =
     exps = frames.experiments.set_index("run_dir")
     labels = sorted(df[df["run_dir"].isin(dirs)]["label"].unique())
     colors = dict(zip(labels, _palette(len(labels))))
-    fig, axes = plt.subplots(len(dirs), 1, figsize=(8.5, 3.2 * len(dirs) + 0.4), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = _subplots(len(dirs), 1, (8.5, 3.2 * len(dirs) + 0.4))
     rows = []
     for ax, d in zip(axes[:, 0], dirs):
         g = df[df["run_dir"] == d]
@@ -483,9 +489,9 @@ def figure_sessions(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int =
         ax.set_ylabel("mean payoff / mean NE payoff")
         e = exps.loc[d]
         ax.set_title(f"{game_title(e['game'])}: {setting_name(e)}")
-    handles = [plt.Line2D([], [], color=colors[lab], label=lab) for lab in labels]
-    handles += [plt.Line2D([], [], color="black", ls="--", label="NE payoff"),
-                plt.Line2D([], [], color="#888888", ls=":", label="20 / 60 / 100 sessions")]
+    handles = [Line2D([], [], color=colors[lab], label=lab) for lab in labels]
+    handles += [Line2D([], [], color="black", ls="--", label="NE payoff"),
+                Line2D([], [], color="#888888", ls=":", label="20 / 60 / 100 sessions")]
     _legend_right(fig, handles, "player")
     png, svg = _save(fig, out, "fig6_sessions", dirs)
     est = pd.DataFrame(rows)
@@ -510,8 +516,7 @@ def figure_win_rates(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int 
     envs = sorted(df["environment"].unique())
     colors = dict(zip(envs, _palette(len(envs))))
     n_x = max(df[df["game"] == g]["label"].nunique() for g in games)
-    fig, axes = plt.subplots(len(games), 1, figsize=_fig_size(n_x, len(envs), len(games)), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = _subplots(len(games), 1, _fig_size(n_x, len(envs), len(games)))
     for ax, game in zip(axes[:, 0], games):
         g = df[df["game"] == game].rename(columns={"environment": "hue"})
         est = _estimates(g, ["label", "hue"], "win_rate", n_boot, seed)

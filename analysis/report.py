@@ -128,7 +128,9 @@ def _esc(x: Any) -> str:
 def _table_html(df: pd.DataFrame, index: bool = True) -> str:
     if df is None or df.empty:
         return "<p class='meta'>(empty)</p>"
-    return "<div class='tablewrap'>" + df.to_html(index=index, na_rep="-", border=0, escape=True) + "</div>"
+    if index:  # the index as ordinary columns: one header row instead of pandas' two
+        df = df.reset_index()
+    return "<div class='tablewrap'>" + df.to_html(index=False, na_rep="-", border=0, escape=True) + "</div>"
 
 
 def _figure_html(n: int, fig: F.Figure, out: Path) -> str:
@@ -219,13 +221,13 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     out = Path(out)
     figdir = out / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    F._setup()
     report = Report(out, out / "report.html")
-    for fn in F.FIGURES:
-        try:
-            report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))
-        except F.Skip as exc:
-            report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
+    with F.style():
+        for fn in F.FIGURES:
+            try:
+                report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))
+            except F.Skip as exc:
+                report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]

@@ -1,8 +1,10 @@
 """Local model throughput: 16 simultaneous decisions of the bundled SmolLM2, batched vs one at a time.
 
-Each decision is a realistic beauty-contest prompt (~250 tokens, slightly different per player) with
-greedy decoding, so both modes must produce the same replies; generated tokens per second are counted
-from the tokens actually produced. Goal: batched >= 5x one at a time on the 2-core reference machine.
+Each decision is a realistic beauty-contest prompt (~300 tokens: public rules and history, then the
+player's private details) with greedy decoding, so every mode should produce the same replies; generated
+tokens per second are counted from the tokens actually produced. Batching with the shared prompt prefix
+prefilled once is the provider's default; the run without prefix sharing shows what plain left-padded
+batching gives. Goal: batched >= 5x one at a time on the 2-core reference machine.
 """
 
 from __future__ import annotations
@@ -20,33 +22,31 @@ RULES = """You are playing a guessing game (a "beauty contest") with {n} players
 
 Rules:
 - Every player privately chooses a whole number between 0 and 100, inclusive.
-- All choices are revealed at the same time.
 - The target is two thirds (2/3) of the average of all chosen numbers.
 - The player whose number is closest to the target wins a prize of 100 points. If several players are
   equally close, they share the prize equally. Everyone else gets 0 points.
 - The game lasts 10 rounds. After each round every player sees the average, the target and the winning
   numbers, but not who chose them.
 
-You are player {player}. This is round {round}.
-
-History of previous rounds:
+This is round {round}. History of previous rounds:
 {history}
 
 Think about what the other players are likely to choose, and what they think you will choose. Give your
 reasoning in at most two short sentences, then answer on the last line with JSON only, exactly in this
-format: {{"number": <integer between 0 and 100>}}"""
+format: {{"number": <integer between 0 and 100>}}
+
+You are player {player}. Your own previous choices: {own}."""
 
 
-def decision(player: int, players: int) -> list[Message]:
-    rounds = 1 + player % 3  # histories of different lengths, as in a real session
-    history = "\n".join(
-        f"- Round {r}: average {50 - 9 * r - player % 4:.1f}, target {(50 - 9 * r - player % 4) * 2 / 3:.1f}, "
-        f"winning number {int((50 - 9 * r) * 2 / 3)}"
-        for r in range(1, rounds + 1)
-    )
+def decision(player: int, players: int, round_: int = 3) -> list[Message]:
+    """Public rules and history shared by everyone, private details last (as the Host renders them)."""
+    averages = [50.0 - 7.5 * r for r in range(1, round_)]
+    history = "\n".join(f"- Round {r}: average {a:.1f}, target {a * 2 / 3:.1f}, winning number {round(a * 2 / 3)}"
+                        for r, a in enumerate(averages, start=1))
+    own = ", ".join(str((37 * player + 11 * r) % 60 + 10) for r in range(1, round_))
     return [
         Message("system", "You are a careful, strategic player in an economic experiment."),
-        Message("user", RULES.format(n=players, player=player + 1, round=rounds + 1, history=history)),
+        Message("user", RULES.format(n=players, round=round_, history=history, player=player + 1, own=own)),
     ]
 
 
@@ -70,21 +70,24 @@ def main() -> None:
     prompts = [decision(i, args.decisions) for i in range(args.decisions)]
     asyncio.run(play(provider, prompts[:2]))  # warm-up: kernels, allocator
 
+    runs = (("batched", args.decisions, True), ("batched, no prefix sharing", args.decisions, False),
+            ("one at a time", 1, True))
     results = {}
-    for label, size in (("batched", args.decisions), ("one at a time", 1)):
-        provider.max_batch_size = size
+    for label, size, share in runs:
+        provider.max_batch_size, provider.share_prefix = size, share
         gens, secs = asyncio.run(play(provider, prompts))
-        results[label] = (gens, secs)
         tokens = sum(g.tokens_out or 0 for g in gens)
-        prompt_tokens = sum(g.tokens_in or 0 for g in gens)
-        print(f"hf {label:>13}: {len(gens)} decisions, {prompt_tokens / len(gens):.0f} prompt tokens each, "
-              f"{tokens} tokens generated in {secs:.2f}s = {tokens / secs:.1f} tokens/s")
+        results[label] = (gens, tokens / secs)
+        print(f"hf {label:>26}: {len(gens)} decisions x {sum(g.tokens_in or 0 for g in gens) / len(gens):.0f} "
+              f"prompt tokens, {tokens} tokens generated in {secs:.1f}s = {tokens / secs:.1f} tokens/s")
 
-    (batched, t_batched), (single, t_single) = results["batched"], results["one at a time"]
-    ratio = (sum(g.tokens_out or 0 for g in batched) / t_batched) / (sum(g.tokens_out or 0 for g in single) / t_single)
-    same = sum(a.text == b.text for a, b in zip(batched, single))
-    print(f"hf batched / one at a time: {ratio:.1f}x (goal >= 5x); identical greedy replies: {same}/{len(batched)}")
-    print(f"hf sample reply: {batched[0].text!r}")
+    single, single_rate = results["one at a time"]
+    for label in ("batched", "batched, no prefix sharing"):
+        gens, rate = results[label]
+        same = sum(a.text == b.text for a, b in zip(gens, single))
+        print(f"hf {label} / one at a time: {rate / single_rate:.1f}x (goal >= 5x); "
+              f"identical greedy replies: {same}/{len(gens)}")
+    print(f"hf sample reply: {results['batched'][0][0].text!r}")
 
 
 if __name__ == "__main__":

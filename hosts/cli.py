@@ -129,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for exp, d in zip(exps, dirs):
         try:
             result = run_one(exp, d, concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
-                             cache=not args.no_cache)
+                             cache=not args.no_cache, cache_dir=args.cache_dir)
         except KeyboardInterrupt:
             _err(f"interrupted; finished runs are kept: {resume_command(exp, d)}")
             return EXIT_INTERRUPTED
@@ -144,14 +144,14 @@ def resume_command(exp, out: Path) -> str:  # noqa: ANN001
 
 
 def run_one(exp, out: Path, *, concurrency: int = 8, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True):  # noqa: ANN201
+            cache: bool = True, cache_dir: str | None = None):  # noqa: ANN201
     """Play one validated experiment into ``out``, write its summary, print the outcome line."""
     from econarena.agents.llm import RuntimeOptions
     from econarena.analysis.metrics import format_table, write_summary
     from econarena.hosts.host import Host, HostOptions
 
     host = Host(exp, out, HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                                      runtime=RuntimeOptions(cache=cache)))
+                                      runtime=RuntimeOptions(cache=cache, cache_path=cache_dir)))
     result = asyncio.run(host.run())
     summary = write_summary(out)
     if not quiet:
@@ -177,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, help="override experiment.seed")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
+    r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
+                   "user cache directory)")
     r.add_argument("--dry-run", action="store_true", help="validate and print how many calls each label makes")
     r.set_defaults(func=cmd_run)
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from econarena.agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from econarena.games import GAMES, Game
 from econarena.games.base import GameParams
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from econarena.agents.base import Agent, DecisionRequest, Reply
 from econarena.agents.llm import RuntimeOptions, close_all, preflight
 from econarena.agents.registry import create_agent

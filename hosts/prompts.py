@@ -16,6 +16,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from econarena.agents.base import Message
 from econarena.games.base import ActionField, Game
 

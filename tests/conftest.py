@@ -14,6 +14,13 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep every test's response cache and converted models out of the user's real cache directory."""
+    import tempfile
+
+    os.environ["ECONARENA_CACHE_DIR"] = tempfile.mkdtemp(prefix="econarena-test-cache-")
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from econarena.hosts.config import ConfigError, load_experiment, parse_experiment, resolved_toml
 
 if sys.version_info >= (3, 11):

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from econarena.games import GAMES, get_game
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
 from econarena.hosts.prompts import Template

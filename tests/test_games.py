@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+
 from econarena.games import GAMES
 from econarena.games.auctions import EnglishAuction, SecondPriceAuction
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, draw_param, extract_json

@@ -72,6 +72,10 @@ async def run_all(provider: HFProvider, prompts: list[str], settings: LLMSetting
     return await asyncio.gather(*(provider.generate(chat(p), settings) for p in prompts))
 
 
+async def gather_chats(provider: HFProvider, chats: list[list[Message]], settings: LLMSettings) -> list[Any]:
+    return await asyncio.gather(*(provider.generate(c, settings) for c in chats))
+
+
 def test_registry_finds_the_provider() -> None:
     assert PROVIDERS["hf"].load() is HFProvider
 
@@ -118,6 +122,30 @@ def test_batched_greedy_equals_one_at_a_time(tiny_model: Path) -> None:
     assert [g.text for g in batched] == [g.text for g in single]
     assert [g.tokens_out for g in batched] == [g.tokens_out for g in single]
     assert [g.tokens_in for g in batched] == [g.tokens_in for g in single]
+
+
+RULES = ("you are a player in an economic game choose a number between 0 and 100 the winner is closest to "
+         "two thirds of the average reply with json only")
+
+
+def test_shared_prompt_prefix_is_prefilled_once_without_changing_replies(tiny_model: Path) -> None:
+    """Rows laid out as [shared rules][padding][own tokens] decode exactly as they would alone."""
+    provider = provider_for(tiny_model, max_tokens=16, dtype="float64")
+    own = ["player 1", "player 2 round 3 bid your value", "the highest bid wins and pays the second price",
+           "payoff 50", "rational"]
+    batched = asyncio.run(gather_chats(provider, [chat(p, RULES) for p in own], provider.settings))
+    assert list(provider.stats.sizes) == [5]
+    shared = provider.stats.shared_prefix_tokens // 4
+    assert shared >= provider.min_shared_prefix  # the whole system turn and more
+    hot = provider.settings.merged({"temperature": 1.0, "seed": 9})
+    sampled = asyncio.run(gather_chats(provider, [chat(p, RULES) for p in own], hot))
+
+    async def alone(settings: LLMSettings) -> list[Any]:
+        return [await provider.generate(chat(p, RULES), settings) for p in own]
+
+    assert [g.text for g in asyncio.run(alone(provider.settings))] == [g.text for g in batched]
+    assert [g.text for g in asyncio.run(alone(hot))] == [g.text for g in sampled]
+    assert provider.stats.shared_prefix_tokens == 2 * 4 * shared  # single calls share nothing
 
 
 def test_max_batch_size_is_respected(tiny_model: Path) -> None:

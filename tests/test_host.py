@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from econarena.agents.base import Reply
 from econarena.hosts.config import parse_experiment
 from econarena.hosts.host import Host, HostOptions

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from econarena.analysis.metrics import summarize, write_summary
 from econarena.hosts.cli import main
 

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from fakeservers import FakeLLMServer, drop, ok, raw, status  # noqa: E402
+
 from econarena.agents import calls  # noqa: E402
 from econarena.agents.base import DecisionRequest, Message  # noqa: E402
 from econarena.agents.calls import CallError  # noqa: E402
@@ -29,7 +31,6 @@ from econarena.agents.llm import (  # noqa: E402
     build_llm_agent,
     close_all,
 )
-from fakeservers import FakeLLMServer, drop, ok, raw, status  # noqa: E402
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -305,7 +306,7 @@ def test_max_connections_caps_requests_in_flight(name: str, server: FakeLLMServe
 def test_requests_per_minute_spaces_requests(server: FakeLLMServer) -> None:
     asyncio.run(_burst("openai", settings_for("openai", server, requests_per_minute=600), 4))
     times = sorted(s.t for s in server.seen)
-    assert times[-1] - times[0] >= 0.29  # 4 starts at least 0.1 s apart
+    assert times[-1] - times[0] >= 0.25  # 4 starts 0.1 s apart (0.3 s), less arrival jitter; unlimited: ~0
 
 
 def test_retry_after_pauses_the_whole_provider(server: FakeLLMServer) -> None:

@@ -12,6 +12,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
+
 from econarena.agents import calls
 from econarena.agents.base import Message
 from econarena.agents.cache import ResponseCache, cache_key, open_cache, resolve_cache_path, sample_index
@@ -242,6 +243,7 @@ def test_a_broken_cache_file_disables_the_cache_not_the_run(tmp_path: Path) -> N
 
 def test_zai_key_selects_the_international_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     import zai
+
     from econarena.agents.providers.zhipuai import ZhipuAIProvider
 
     monkeypatch.setenv("ZAI_API_KEY", "z-key")

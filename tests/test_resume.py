@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from econarena.hosts.cli import main
 
 SESSIONS, RUNS = 120, 2

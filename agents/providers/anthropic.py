@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import anthropic
+
 from econarena.agents.base import Message
 from econarena.agents.calls import (
     Failure,

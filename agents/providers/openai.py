@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import openai
+from openai.types.chat import ChatCompletion
+
 from econarena.agents.base import Message
 from econarena.agents.calls import (
     Failure,
@@ -51,19 +53,21 @@ class OpenAIProvider(RemoteProvider):
 
     async def _attempt(self, client: openai.AsyncOpenAI, messages: Sequence[Message],
                        settings: LLMSettings) -> Generation:
-        kwargs: dict[str, Any] = {}
+        body: dict[str, Any] = {"model": self._model(settings), "messages": [m.to_dict() for m in messages]}
         if settings.temperature is not None:
-            kwargs["temperature"] = settings.temperature
+            body["temperature"] = settings.temperature
         if settings.top_p is not None:
-            kwargs["top_p"] = settings.top_p
+            body["top_p"] = settings.top_p
         if settings.seed is not None:
-            kwargs["seed"] = settings.seed
+            body["seed"] = settings.seed
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); most
         # compatible servers only know max_tokens.
-        kwargs["max_completion_tokens" if _official(settings.base_url) else "max_tokens"] = settings.max_tokens
-        resp = await client.chat.completions.create(
-            model=self._model(settings), messages=[m.to_dict() for m in messages],  # type: ignore[misc]
-            timeout=settings.timeout_s, **kwargs)
+        body["max_completion_tokens" if _official(settings.base_url) else "max_tokens"] = settings.max_tokens
+        # The SDK's documented generic request (client.post) with the typed response: the same wire call
+        # as chat.completions.create without re-walking our already plain-JSON params through its
+        # TypedDict transforms, which cost about a third of the per-call CPU at high concurrency.
+        resp = await client.post("/chat/completions", body=body, cast_to=ChatCompletion,
+                                 options={"timeout": settings.timeout_s})
         try:
             choice = resp.choices[0]
             text = choice.message.content

@@ -16,6 +16,13 @@ from typing import Any, ClassVar
 
 import httpx
 import zai
+from zai.core._errors import (
+    APIConnectionError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+)
+
 from econarena.agents.base import Message
 from econarena.agents.calls import (
     Failure,
@@ -24,12 +31,6 @@ from econarena.agents.calls import (
     status_failure,
 )
 from econarena.agents.llm import Generation, LLMSettings, api_key_source
-from zai.core._errors import (
-    APIConnectionError,
-    APIResponseValidationError,
-    APIStatusError,
-    APITimeoutError,
-)
 
 
 class ZhipuAIProvider(RemoteProvider):
