@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
 from econarena.analysis.load import Frames
 from econarena.analysis.stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
 from econarena.analysis.tables import METRICS, rows_for

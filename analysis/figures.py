@@ -18,15 +18,16 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
-from econarena.analysis.load import Frames
-from econarena.analysis.stats import N_BOOT, bootstrap_mean
-from econarena.analysis.tables import estimate, running_mean
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
+
+from econarena.analysis.load import Frames
+from econarena.analysis.stats import N_BOOT, bootstrap_mean
+from econarena.analysis.tables import estimate, running_mean
 
 GAME_TITLES = {"beauty_contest": "Beauty contest", "second_price_auction": "Second-price auction",
                "english_auction": "English auction"}
@@ -94,7 +95,7 @@ def _wrap(label: str, width: int = 14) -> str:
 
 def _xticks(ax: Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
     wrapped = [_wrap(x) for x in labels]
-    crowded = sum(max(len(line) for line in w.split("\n")) for w in wrapped) > 6 * len(labels) or len(labels) > 8
+    crowded = sum(max(len(line) for line in w.split("\n")) for w in wrapped) > 10 * len(labels) or len(labels) > 8
     ax.set_xticks(list(pos))
     ax.set_xticklabels(wrapped, rotation=30 if crowded else 0, ha="right" if crowded else "center",
                        rotation_mode="anchor")

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from econarena.hosts.records import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
 
 if sys.version_info >= (3, 11):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from econarena import __version__
 from econarena.analysis import figures as F
 from econarena.analysis.compare import compare, setting_pairs

@@ -30,16 +30,34 @@ def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from econarena.hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
     from econarena.hosts.host import preflight_experiment
 
-    exps, errors = _load_all(args.files)
+    files, alias_ok, errors = [], [], []
+    for f in args.files:  # models files (alias -> player table) sit beside experiments: check them as such
+        try:
+            data = read_toml(Path(f))
+        except ConfigError as exc:
+            errors.append(str(exc))
+            continue
+        if is_alias_file(data):
+            problems = validate_alias_file(data, f)
+            errors += problems
+            if not problems:
+                alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
+        else:
+            files.append(f)
+    exps, more = _load_all(files)
+    errors += more
     for exp in exps:
         errors += preflight_experiment(exp) if args.check_keys else []
     if errors:
         for e in errors:
             _err(e)
         return EXIT_CONFIG
-    for exp, f in zip(exps, args.files):
+    for line in alias_ok:
+        print(line)
+    for exp, f in zip(exps, files):
         e = exp.experiment
         print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s) x {e.sessions} session(s) "
               f"x {e.runs} run(s))")

@@ -185,7 +185,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
         print(f"[{i}/{len(exps)}] {exp.name}: {'resuming' if resume else 'running'} -> {d}")
         try:
             result = run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                             cache=not args.no_cache)
+                             cache=not args.no_cache, cache_dir=args.cache_dir)
         except KeyboardInterrupt:
             _err("interrupted; finished runs are kept: run the same suite command again to continue")
             return EXIT_INTERRUPTED
@@ -249,6 +249,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--concurrency", type=int, default=8, help="decisions in flight at once (default 8)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     s.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
+    s.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the user "
+                   "cache directory)")
     s.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     s.add_argument("--title", default="EconArena: the paper's experiments")
     _analysis_options(s)

@@ -59,6 +59,7 @@ class ExperimentSection(_Strict):
     shuffle_seats: bool = False
     description: str = ""
     models: str | None = None  # alias file for [[players]] alias = "..."; default: models.toml beside the file
+    group: Literal["L", "M", "H"] | None = None  # configuration group (low/medium/high stakes), for reports
 
 
 class PlayerEntry(_Strict):
@@ -363,6 +364,21 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         errors.append(f"{where}: '{key}.k': expected an integer >= 0 (got {k!r})")
         return None
     return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm)
+
+
+def is_alias_file(data: dict[str, Any]) -> bool:
+    """A models file: no [experiment], and every top-level entry is a table naming an agent."""
+    return ("experiment" not in data and bool(data)
+            and all(isinstance(v, dict) and "agent" in v for v in data.values()))
+
+
+def validate_alias_file(data: dict[str, Any], where: str) -> list[str]:
+    """Check every alias as a player entry would be checked, so a typo fails at validate time."""
+    errors: list[str] = []
+    for alias, entry in data.items():
+        _parse_player({**entry, "label": entry.get("label", alias)}, 0, f"{where} [{alias}]", "melee", {},
+                      errors)
+    return [e.replace("players[0]", alias) for e in errors]
 
 
 # ---- writing the resolved experiment back out (config.toml in the run directory) ----

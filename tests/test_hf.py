@@ -18,11 +18,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).parent))
+from hf_fixtures import build_tiny_llama  # noqa: E402
+
 from econarena.agents.base import AgentError, Message  # noqa: E402
 from econarena.agents.llm import PROVIDERS, LLMSettings  # noqa: E402
 from econarena.agents.providers import hf  # noqa: E402
 from econarena.agents.providers.hf import HFProvider  # noqa: E402
-from hf_fixtures import build_tiny_llama  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -106,6 +107,22 @@ def test_concurrent_calls_become_one_generate_call(tiny_model: Path) -> None:
     assert sizes == [8]
     assert provider.stats.calls == 1 and list(provider.stats.sizes) == [8]
     assert all(g.raw["batch_size"] == 8 for g in gens)
+
+
+def test_a_staggered_burst_still_forms_one_batch(tiny_model: Path) -> None:
+    """Requests trickling in a few ms apart (cache lookups, rendering) keep the flush window open."""
+    provider = provider_for(tiny_model)
+    sizes = spy_generate(provider)
+
+    async def trickle(i: int, prompt: str) -> Any:
+        await asyncio.sleep(0.003 * i)
+        return await provider.generate(chat(prompt), provider.settings)
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(*(trickle(i, p) for i, p in enumerate(PROMPTS[:6])))
+
+    asyncio.run(burst())
+    assert sizes == [6]
 
 
 def test_batched_greedy_equals_one_at_a_time(tiny_model: Path) -> None:

@@ -199,7 +199,8 @@ class HFProvider(Provider):
     extra: ClassVar[str] = "hf"
     sdk_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
     default_model: ClassVar[str | None] = DEFAULT_MODEL
-    flush_s: ClassVar[float] = 0.005  # how long a free model waits for the rest of a burst
+    flush_s: ClassVar[float] = 0.005  # a free model waits this long for the rest of a burst...
+    flush_max_s: ClassVar[float] = 0.05  # ...and at most this long while requests keep arriving
     share_prefix: ClassVar[bool] = True  # prefill a batch's common prompt prefix once
     min_shared_prefix: ClassVar[int] = 16  # below this, sharing saves less than it costs
 
@@ -310,8 +311,13 @@ class HFProvider(Provider):
     async def _drain(self, state: _LoopState) -> None:
         """Run batches while requests wait; exits when the queue is empty (no task outlives its work)."""
         while state.pending:
-            if len(state.pending) < self.max_batch_size and self.flush_s > 0:
+            waited = 0.0  # a burst still arriving keeps the window open, a quiet one closes it
+            while len(state.pending) < self.max_batch_size and waited < self.flush_max_s:
+                before = len(state.pending)
                 await asyncio.sleep(self.flush_s)
+                waited += self.flush_s
+                if len(state.pending) == before:
+                    break
             batch = take_batch(state.pending, self.max_batch_size)
             if not batch:
                 continue
