@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import Field, field_validator
+
 from econarena.games.base import (
     ActionField,
     ActionSpec,
@@ -45,7 +47,6 @@ from econarena.games.base import (
     fmt_num,
     validate_param,
 )
-from pydantic import Field, field_validator
 
 
 class AuctionParams(GameParams):

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import Field, field_validator
+
 from econarena.games.base import (
     ActionField,
     ActionSpec,
@@ -35,7 +37,6 @@ from econarena.games.base import (
     fmt_num,
     validate_param,
 )
-from pydantic import Field, field_validator
 
 TIE_TOLERANCE = 1e-9  # relative to the range; absorbs float noise, nothing else
 
