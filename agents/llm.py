@@ -265,6 +265,15 @@ def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
     return loaded
 
 
+def decision_seed(seed: int, request: DecisionRequest) -> int:
+    """A stable 31-bit seed from the player's seed and the decision's coordinates."""
+    import hashlib
+
+    c = request.coords
+    text = f"{seed}|{c.get('lineup')}|{c.get('session')}|{c.get('run')}|{c.get('round')}|{request.player}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
 class LLMAgent:
     """An agent backed by a provider. Retries and rate limits live in the provider layer; the cache here."""
 
@@ -306,8 +315,11 @@ class LLMAgent:
                 return Reply(text=hit["text"], model=hit["model"] or self.model,
                              latency_s=time.perf_counter() - start, tokens_in=hit["tokens_in"],
                              tokens_out=hit["tokens_out"], cached=True)
+        settings = self.settings
+        if settings.seed is not None:  # one reproducible seed per decision, so seats do not echo each other
+            settings = settings.model_copy(update={"seed": decision_seed(settings.seed, request)})
         try:
-            gen = await self.provider.generate(messages, self.settings)
+            gen = await self.provider.generate(messages, settings)
         except Exception as exc:  # noqa: BLE001 - any failed call is an infrastructure error, not a rule break
             from econarena.agents.calls import redact
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 PROMPT_KEYS = frozenset({
     "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",
-    "action_description", "env_rational", "env_self", "player_id", "format_default", "format_cot",
+    "action_description", "env_rational", "env_self", "private", "format_default", "format_cot",
     "format_history", "history",
 })
 TEXT_KEYS = PROMPT_KEYS - {"keys_default", "keys_cot", "keys_history"}
@@ -94,7 +94,6 @@ class Template:
         parts = [self._fill("rules", fields)]
         if "fee_rule" in self.parts and float(fields.get("entrance_fee", "0")) > 0:
             parts[0] += "\n" + self._fill("fee_rule", fields)
-        parts[0] += "\n" + self._fill("player_id", fields)
         if environment in ("rational", "self"):
             parts[0] += "\n" + self._fill(f"env_{environment}", fields)
         if history:
@@ -106,6 +105,7 @@ class Template:
             parts.append(block)
         if "status" in self.parts:
             parts.append(self._fill("status", fields))
+        parts.append(self._fill("private", fields))
         keys = "history" if history and variant == "default" else variant
         actions = self.game.action_spec(state, player).fields
         parts.append("\n".join([self._fill(f"format_{keys}", fields), *self._key_lines(keys, actions)]))

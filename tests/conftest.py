@@ -21,6 +21,15 @@ def pytest_configure(config: pytest.Config) -> None:
     import tempfile
 
     os.environ["ECONARENA_CACHE_DIR"] = tempfile.mkdtemp(prefix="econarena-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The converted SmolLM2 copy alone is ~0.5 GB: never leave it behind in /tmp."""
+    import shutil
+
+    path = os.environ.get("ECONARENA_CACHE_DIR", "")
+    if "econarena-test-cache-" in path:
+        shutil.rmtree(path, ignore_errors=True)
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 
 

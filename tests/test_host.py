@@ -146,7 +146,7 @@ def test_history_actions_shows_past_choices_from_run_two(tmp_path: Path, arena) 
     ds = run_history(tmp_path, arena, "actions")
     assert "before" not in prompt(ds[0])
     assert "played 1 time(s) before" in prompt(ds[1])
-    assert "your player id is 0" in prompt(ds[1]) and "Your player id is 0." in prompt(ds[1])
+    assert "Your player id is 0." in prompt(ds[1]) and "players are listed by id" in prompt(ds[1])
     assert history_block(prompt(ds[1])) == [{"run": 1, "players": [{"player": 0, "bid": 11.0},
                                                                      {"player": 1, "bid": 45.0}]}]
     # run 5 sees runs 3 and 4 only (max_history = 2)
