@@ -94,12 +94,20 @@ def _wrap(label: str, width: int = 14) -> str:
 
 
 def _xticks(ax: Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
+    """Wrapped tick labels, rotated only when they would really overlap (measured, not guessed)."""
     wrapped = [_wrap(x) for x in labels]
-    crowded = sum(max(len(line) for line in w.split("\n")) for w in wrapped) > 10 * len(labels) or len(labels) > 8
     ax.set_xticks(list(pos))
-    ax.set_xticklabels(wrapped, rotation=30 if crowded else 0, ha="right" if crowded else "center",
-                       rotation_mode="anchor")
-    ax.grid(False, axis="x")
+    ax.set_xticklabels(wrapped, rotation=0, ha="center")
+    if len(wrapped) > 1 and _labels_overlap(ax):
+        ax.set_xticklabels(wrapped, rotation=30, ha="right", rotation_mode="anchor")
+
+
+def _labels_overlap(ax: Axes) -> bool:
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()),
+                   key=lambda b: b.x0)
+    gap = 4.0  # pixels of air between neighbours
+    return any(a.x1 + gap > b.x0 for a, b in zip(boxes, boxes[1:]))
 
 
 def _palette(n: int) -> list:
@@ -123,7 +131,18 @@ def _sources_note(fig: MplFigure, sources: Sequence[str]) -> None:
              color="#555555")
 
 
+def _rotate_crowded_ticks(fig: MplFigure) -> None:
+    """After the final layout (legends shrink the axes), rotate x labels that now overlap."""
+    fig.canvas.draw()
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        if len(labels) > 1 and labels[0].get_rotation() == 0 and _labels_overlap(ax):
+            ax.set_xticks(ax.get_xticks(), [t.get_text() for t in ax.get_xticklabels()], rotation=30,
+                          ha="right", rotation_mode="anchor")
+
+
 def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
+    _rotate_crowded_ticks(fig)
     _sources_note(fig, sources)
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
