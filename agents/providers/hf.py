@@ -226,6 +226,9 @@ class HFProvider(Provider):
             if self._model is not None:
                 return
             start = time.perf_counter()
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # the Host draws its own progress; keep run output clean
             dtype = _torch_dtype(self.settings.dtype, self.device)
             if self.settings.model is None:
                 model, tokenizer = _load_gguf(bundled_gguf(), dtype)
