@@ -31,7 +31,7 @@ Violation = Literal["parse_error", "schema_error", "rule_violation"]
 class GameParams(BaseModel):
     """Base for every game's parameter model: unknown keys are errors, and "0.5" is not a number."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -344,12 +344,24 @@ def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_pl
     raise ValueError(f"{name}: expected a number, a list or {{normal|uniform = [a, b]}}")
 
 
+def _all_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_all_finite(x) for x in value)
+    if isinstance(value, dict):
+        return all(_all_finite(x) for x in value.values())
+    return True
+
+
 def validate_param(value: Any, *, per_player: bool, positive: bool = False) -> Any:
     """Schema check used by the games' pydantic validators; messages say what was expected."""
     expected = ("a number" + (", a per-player list of numbers" if per_player else "")
                 + ", { normal = [mean, sd] } or { uniform = [low, high] }")
     if isinstance(value, bool):
         raise ValueError(f"expected {expected}")
+    if not _all_finite(value):  # TOML allows inf and nan; a prompt saying "inf" and NaN payoffs help nobody
+        raise ValueError("numbers must be finite (not inf or nan)")
     if isinstance(value, (int, float)):
         if positive and value <= 0:
             raise ValueError(f"must be > 0, got {value}")

@@ -102,6 +102,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from econarena.agents.base import AgentError
     from econarena.agents.llm import load_dotenv
     from econarena.hosts.host import planned_calls, preflight_experiment
 
@@ -151,6 +152,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _err(f"interrupted; finished runs are kept: {resume_command(exp, d)}")
             return EXIT_INTERRUPTED
+        except AgentError as exc:  # e.g. the response cache cannot be opened
+            _err(str(exc))
+            return EXIT_CONFIG
         if result.status == "incomplete":
             worst = max(worst, EXIT_INCOMPLETE)
     return worst

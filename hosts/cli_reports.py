@@ -31,6 +31,23 @@ def _need_report_extra() -> bool:
     return True
 
 
+def _prices_ok(path: str | None) -> bool:
+    """Read --prices up front: a typo must not surface as a traceback after a whole suite has run."""
+    if path is None:
+        return True
+    from econarena.analysis.report import load_prices
+
+    try:
+        load_prices(path)
+    except OSError as exc:
+        _err(f"--prices {path}: {exc.strerror or exc}")
+        return False
+    except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        _err(f"--prices {path}: {exc}")
+        return False
+    return True
+
+
 def _print_report(rep: Any) -> None:
     print(f"report: {rep.html}")
     for f in rep.figures:
@@ -46,6 +63,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from econarena.analysis.load import expand_run_dirs
     from econarena.analysis.report import build_report
 
+    if not _prices_ok(args.prices):
+        return EXIT_CONFIG
     dirs = expand_run_dirs(args.run_dirs)
     missing = [d for d in args.run_dirs if not Path(d).exists()]
     if missing or not dirs:
@@ -123,6 +142,7 @@ def _sessions_arg(value: str) -> str:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
+    from econarena.agents.base import AgentError
     from econarena.agents.llm import load_dotenv
     from econarena.hosts.cli import run_one
     from econarena.hosts.config import ConfigError, load_experiment, resolved_toml
@@ -135,6 +155,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
         files = [f for f in files if any(re.search(pat, f.stem) for pat in args.only)]
     if not files:
         _err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
+        return EXIT_CONFIG
+    if not args.no_report and not _prices_ok(args.prices):
         return EXIT_CONFIG
     if args.models and not Path(args.models).is_file():
         _err(f"--models {args.models}: no such file")
@@ -189,6 +211,9 @@ def cmd_suite(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _err("interrupted; finished runs are kept: run the same suite command again to continue")
             return EXIT_INTERRUPTED
+        except AgentError as exc:  # e.g. the response cache cannot be opened
+            _err(str(exc))
+            return EXIT_CONFIG
         done.append(d)
         if result.status != "complete":
             worst = max(worst, EXIT_INCOMPLETE)

@@ -309,7 +309,7 @@ def _check_draws(exp: Experiment, where: str) -> None:
 
     try:
         exp.game.setup(exp.params, exp.n_players(), np.random.default_rng(0))
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # numpy: a uniform range too wide for a double
         raise ConfigError(f"{where}: [game]: {exc}") from None
 
 

@@ -112,9 +112,13 @@ class Host:
     async def run(self) -> RunResult:
         e = self.exp.experiment
         total = len(self.lineups) * e.sessions * e.runs
+        try:  # before the run directory is touched: a failure here leaves no manifest stuck at "running"
+            self.agents = [create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                                        options=self.options.runtime) for p in self.exp.players]
+        except BaseException:
+            await close_all()
+            raise
         resume = self.dir.start(resolved_toml(self.exp), e.seed, e.name, self.options.resume)
-        self.agents = [create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
-                                    options=self.options.runtime) for p in self.exp.players]
         self._sem = asyncio.Semaphore(self.options.concurrency)
         progress = Progress(total, e.name, not self.options.quiet)
         self.done = len(resume.runs)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import string
 import sys
 from functools import cache
 from importlib import resources
@@ -66,12 +68,22 @@ class Template:
         self.game = game
 
     def _fill(self, key: str, fields: dict[str, Any]) -> str:
+        text = str(self.parts[key])
         try:
-            return str(self.parts[key]).format_map(_Fields(fields))
+            # "{x.attr}" / "{x[0]}" would reach into Python objects from a config file: plain names only
+            bad = next((f for _, f, _, _ in string.Formatter().parse(text) if f and re.search(r"[.\[]", f)),
+                       None)
+        except ValueError as exc:
+            raise TemplateError(f"prompts.{key}: malformed template text ({exc})") from None
+        if bad is not None:
+            raise TemplateError(f"prompts.{key}: placeholder {{{bad}}}: use a plain name such as "
+                                f"{{{re.split(r'[.[]', bad)[0]}}}; available: {', '.join(sorted(fields))}")
+        try:
+            return text.format_map(_Fields(fields))
         except KeyError as exc:
             raise TemplateError(f"prompts.{key}: unknown placeholder {{{exc.args[0]}}}; available: "
                                 f"{', '.join(sorted(fields))}") from None
-        except (ValueError, IndexError) as exc:
+        except (ValueError, IndexError, AttributeError, TypeError) as exc:
             raise TemplateError(f"prompts.{key}: malformed template text ({exc})") from None
 
     def _key_lines(self, variant: str, actions: tuple[ActionField, ...]) -> list[str]:

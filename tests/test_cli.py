@@ -183,3 +183,17 @@ def test_shipped_configs_validate(arena, capsys: pytest.CaptureFixture[str]) -> 
     configs = sorted(str(p) for p in (arena.REPO / "configs").rglob("*.toml") if p.name != "models.toml")
     assert configs
     assert main(["validate", *configs]) == 0, capsys.readouterr().err
+
+
+def test_unusable_cache_is_a_clear_error_before_the_run_directory(tmp_path: Path, capsys) -> None:
+    # An LLM player whose response cache cannot be opened used to print a traceback and leave
+    # manifest.json stuck at "running" (so the next plain run refused the directory).
+    path = tmp_path / "llm.toml"
+    path.write_text(EXPERIMENT.replace('agent = "level_k"\nlabel = "L1"',
+                                       'agent = "openai"\nlabel = "L1"\nmodel = "m"\n'
+                                       'base_url = "http://127.0.0.1:9/v1"'))
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--cache-dir", str(tmp_path / "afile" / "x")]) == 2
+    assert "cannot open the response cache" in capsys.readouterr().err
+    assert not (out / "manifest.json").exists()

@@ -246,3 +246,23 @@ def test_resolved_config_reloads_to_the_same_experiment(tmp_path: Path) -> None:
     assert resolved_toml(again) == text
     assert again.experiment == exp.experiment and again.params == exp.params
     assert "seed = 3" in text and "ratio = 0.6666666666666666" in text
+
+
+def test_non_finite_game_numbers_are_rejected(tmp_path: Path) -> None:
+    # TOML has inf and nan; they used to pass (upper_bound = nan validated; assets = inf crashed every run)
+    msg = error_of(tmp_path, GOOD.replace("{ uniform = [10, 100] }", "nan"))
+    assert "'game.upper_bound': numbers must be finite" in msg
+    spa = GOOD.replace('"beauty_contest"', '"second_price_auction"').replace(
+        "upper_bound = { uniform = [10, 100] }", "assets = [100, inf, 100]\nentrance_fee = inf").replace(
+        '{"answer": 1}', '{"bid": 1}')
+    msg = error_of(tmp_path, spa)
+    assert "'game.assets': numbers must be finite" in msg and "'game.entrance_fee'" in msg
+    assert "finite" in error_of(tmp_path, GOOD.replace("[10, 100]", "[10, inf]"))
+
+
+def test_prompt_placeholders_must_be_plain_names(tmp_path: Path) -> None:
+    # "{upper_bound.real}" used to raise AttributeError (a traceback); attribute/index access is refused
+    for bad in ("{upper_bound.real}", "{player_id.__class__}", "{upper_bound[0]}"):
+        msg = error_of(tmp_path, GOOD + f'\n[prompts]\nrules = "Pick up to {bad}."\n')
+        assert f"prompts.rules: placeholder {bad}: use a plain name such as {{" in msg
+    assert "malformed" in error_of(tmp_path, GOOD + '\n[prompts]\nrules = "Pick {upper_bound:d}."\n')

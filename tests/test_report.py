@@ -251,3 +251,13 @@ def test_usage_table_costs_from_a_price_file(tmp_path: Path) -> None:
     assert t.loc["api", "tokens in"] == "1,000" and t.loc["api", "cached %"] == "50.0"
     assert t.loc["local", "cost (USD)"] == "0 (local)"
     assert t.loc["unpriced", "cost (USD)"] == "-"
+
+
+def test_bad_prices_file_is_a_clear_error(corpus: list[Path], tmp_path: Path, capsys) -> None:
+    # A missing or malformed --prices file used to end in a traceback (for `suite`: after every run).
+    bad = tmp_path / "prices.toml"
+    bad.write_text("[x\n")
+    for prices in (str(tmp_path / "missing.toml"), str(bad)):
+        assert main(["report", str(corpus[0]), "--out", str(tmp_path / "rep"), "--prices", prices]) == 2
+        assert "--prices" in capsys.readouterr().err
+    assert main(["suite", str(tmp_path), "--prices", str(bad)]) == 2
