@@ -112,6 +112,25 @@ def redact(text: str, *secrets: str | None) -> str:
     return re.sub(r"(?i)(bearer\s+|api[-_]?key[\"'=:\s]+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
 
 
+def url_secrets(url: str | None) -> list[str]:
+    """Credentials a base_url may carry (``user:pass@`` or query values such as ``?key=...``)."""
+    if not url:
+        return []
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    found = [x for x in (parts.username, parts.password) if x]
+    found += [v for _, v in parse_qsl(parts.query) if v]
+    return found
+
+
+def public_url(url: str) -> str:
+    """The base_url with any credentials masked, for files and logs."""
+    for secret in url_secrets(url):
+        url = url.replace(secret, "***")
+    return url
+
+
 async def _within(coro: Awaitable[T], seconds: float) -> T:
     """A hard deadline on one attempt (SDK timeouts are per socket operation, not per call).
     ``asyncio.timeout`` (3.11+) avoids the extra task that ``wait_for`` creates for every call."""

@@ -321,10 +321,11 @@ class LLMAgent:
         try:
             gen = await self.provider.generate(messages, settings)
         except Exception as exc:  # noqa: BLE001 - any failed call is an infrastructure error, not a rule break
-            from econarena.agents.calls import redact
+            from econarena.agents.calls import redact, url_secrets
 
             return Reply(text="", model=self.model, latency_s=time.perf_counter() - start,
-                         error=redact(f"{type(exc).__name__}: {exc}", api_key(self.kind, self.settings)))
+                         error=redact(f"{type(exc).__name__}: {exc}", api_key(self.kind, self.settings),
+                                      *url_secrets(self.settings.base_url)))
         latency = gen.latency_s or (time.perf_counter() - start)
         if key is not None and self.cache is not None and not gen.cached:
             self.cache.put(key, text=gen.text, model=gen.model, tokens_in=gen.tokens_in,

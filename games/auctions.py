@@ -22,7 +22,8 @@ english_auction
     deducted. The auction ends when at most one bidder stays: a single stayer wins at the current price;
     if all remaining bidders drop in the same round, the lowest id among those who dropped validly wins at
     the previous price (if that happens in the first round, nobody accepted the start price: no sale).
-    After ``max_rounds`` rounds with two or more bidders still in, the auction ends with no sale.
+    After ``max_rounds`` rounds with two or more bidders still in, the auction ends with no sale (those
+    still in are recorded with the final clock price as their action).
     Equilibrium: stay while price < value, computed on the same price grid by playing those strategies.
 """
 
@@ -257,7 +258,8 @@ class EnglishAuction(Game):
             return replace(nxt, done=True, winner=min(valid_droppers), price_paid=prev,
                            end_reason="all remaining dropped together")
         if state.round + 1 >= state.setup["max_rounds"]:
-            return replace(nxt, done=True, end_reason="max_rounds reached")
+            still_in = tuple(price if i in stayers else p for i, p in enumerate(exit_price))
+            return replace(nxt, exit_price=still_in, done=True, end_reason="max_rounds reached")
         return replace(nxt, round=state.round + 1)
 
     def outcome(self, state: EnglishState) -> Outcome:

@@ -408,7 +408,11 @@ def resolved_toml(exp: Experiment) -> str:
     lines += ["", "[game]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in exp.params.model_dump().items()]
     if exp.llm_defaults:
-        lines += ["", "[llm]"] + [f"{k} = {_toml_value(v)}" for k, v in exp.llm_defaults.items()]
+        from econarena.agents.calls import public_url
+
+        llm = {k: public_url(v) if k == "base_url" and isinstance(v, str) else v
+               for k, v in exp.llm_defaults.items()}
+        lines += ["", "[llm]"] + [f"{k} = {_toml_value(v)}" for k, v in llm.items()]
     if exp.prompts:
         lines += ["", "[prompts]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in exp.prompts.items()]
     for p in exp.players:
@@ -419,5 +423,10 @@ def resolved_toml(exp: Experiment) -> str:
         if p.agent == "level_k":
             lines.append(f"k = {p.k}")
         if p.llm is not None:
-            lines += [f"{k} = {_toml_value(v)}" for k, v in p.llm.model_dump(exclude_none=True).items()]
+            from econarena.agents.calls import public_url
+
+            llm = p.llm.model_dump(exclude_none=True)
+            if "base_url" in llm:  # a gateway URL may carry credentials: never write them
+                llm["base_url"] = public_url(llm["base_url"])
+            lines += [f"{k} = {_toml_value(v)}" for k, v in llm.items()]
     return "\n".join(lines) + "\n"

@@ -288,6 +288,8 @@ def test_english_max_rounds_ends_without_a_sale() -> None:
     assert out.void and out.winners == ()
     assert out.extra["rounds"] == 3
     assert out.payoffs == (100.0, 100.0)
+    # both were still in at the third clock price: that price is their recorded action, and they are valid
+    assert out.actions == (20.0, 20.0) and out.valid == (True, True)
 
 
 def test_english_equilibrium_on_grid_equals_second_price_outcome() -> None:

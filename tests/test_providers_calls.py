@@ -253,3 +253,16 @@ def test_zai_key_selects_the_international_endpoint(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ZHIPUAI_API_KEY", "c-key")  # the first variable in the list wins
     client = ZhipuAIProvider(s)._make_client(s, "c-key")
     assert isinstance(client, zai.ZhipuAiClient) and "bigmodel.cn" in str(client.base_url)
+
+
+def test_credentials_in_a_base_url_never_reach_files_or_errors(tmp_path: Path) -> None:
+    from econarena.hosts.config import parse_experiment, resolved_toml
+
+    url = "http://alice:s3cr3t-pass@127.0.0.1:9/v1?key=sk-url-SECRET-123"
+    assert calls.url_secrets(url) == ["alice", "s3cr3t-pass", "sk-url-SECRET-123"]
+    doc = {"experiment": {"name": "u", "game": "beauty_contest"}, "llm": {"base_url": url},
+           "players": [{"agent": "openai", "model": "m", "base_url": url}, {"agent": "rational"}]}
+    text = resolved_toml(parse_experiment(doc, "u.toml"))
+    assert "s3cr3t-pass" not in text and "sk-url-SECRET-123" not in text and "127.0.0.1:9/v1" in text
+    err = calls.redact(f"cannot reach {url}", None, *calls.url_secrets(url))
+    assert "s3cr3t-pass" not in err and "sk-url-SECRET-123" not in err
