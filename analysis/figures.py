@@ -523,7 +523,9 @@ def figure_sessions(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int =
     return Figure("fig6_sessions", "Average payoff after the first 20 / 60 / 100 sessions",
                   "Running mean payoff (over mean NE payoff) as sessions accumulate, in melee experiments with "
                   "at least 20 sessions; the table gives the value after the first 20, 60 and 100 sessions "
-                  "with 95% session-bootstrap intervals. Paper Table 1 (senior environment).", png, svg, dirs,
+                  "with 95% session-bootstrap intervals; k counts complete sessions in session order (a session "
+                  "left incomplete by API errors is skipped, not counted). Paper Table 1 (senior environment).",
+                  png, svg, dirs,
                   tables=[("Mean payoff / NE payoff after the first k sessions [95% CI]", table)])
 
 

@@ -35,10 +35,10 @@ def _mean(xs: list[float]) -> float | None:
 def summarize(run_dir: str | Path) -> dict[str, Any]:
     """Summary of one run directory (see the module docstring for definitions)."""
     path = Path(run_dir)
-    runs_all = read_jsonl(path / RUNS)
+    runs_all = read_jsonl(path / RUNS, warn=True)
     runs = [r for r in runs_all if r.get("complete", True)]
     keys = {run_key(r) for r in runs}
-    decisions = [d for d in read_jsonl(path / DECISIONS) if run_key(d) in keys]
+    decisions = [d for d in read_jsonl(path / DECISIONS, warn=True) if run_key(d) in keys]
     per: dict[str, dict[str, Any]] = defaultdict(lambda: {
         "payoffs": [], "ne": [], "dev": [], "wins": 0, "player_runs": 0, "broke": 0,
         "dev_by_run": defaultdict(list), "decisions": 0, "violations": defaultdict(int),

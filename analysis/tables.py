@@ -143,7 +143,11 @@ def wide(table: pd.DataFrame, index: Sequence[str], digits: int = 3, ci: bool = 
 
 
 def running_mean(df: pd.DataFrame, metric: str = "payoff_ratio") -> pd.DataFrame:
-    """The metric over sessions 0..k-1 for every k (the paper's 20 / 60 / 100 sessions), per label."""
+    """The metric over the first k sessions present, for every k (the paper's 20 / 60 / 100), per label.
+
+    k counts the sessions in the frame in session order; incomplete sessions are not in it, so they are
+    skipped rather than counted.
+    """
     m = METRICS[metric]
     out = []
     for label, part in df.groupby("label", sort=True):

@@ -81,16 +81,20 @@ def preflight_experiment(exp: Experiment) -> list[str]:
     return problems
 
 
-def planned_calls(exp: Experiment) -> dict[str, tuple[int, bool]]:
-    """Decisions each label will make: (count, exact). English auctions give an upper bound."""
+def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:
+    """Decisions each label will make: (count, exact). English auctions give an upper bound.
+
+    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
+    """
     exact = exp.game.name != "english_auction"
     rounds = 1 if exact else exp.params.model_dump().get("max_rounds", 1)
     out: dict[str, tuple[int, bool]] = {}
     for lineup in exp.lineups():
+        finished = sum(1 for key in (done or ()) if key[0] == lineup.name)
+        left = exp.experiment.sessions * exp.experiment.runs - finished
         for seat in lineup.seats:
             label = exp.players[seat].label
-            n = exp.experiment.sessions * exp.experiment.runs * rounds
-            out[label] = (out.get(label, (0, exact))[0] + n, exact)
+            out[label] = (out.get(label, (0, exact))[0] + left * rounds, exact)
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -35,13 +36,18 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Read records, skipping a torn last line left by a killed process."""
+def read_jsonl(path: Path, *, warn: bool = False) -> list[dict[str, Any]]:
+    """Read records, skipping a torn last line left by a killed process.
+
+    A corrupt line elsewhere (edited by hand, a full disk) is skipped too; with ``warn`` it is reported
+    on stderr with its line number, so data never vanishes silently.
+    """
     if not path.exists():
         return []
     out = []
+    bad = []
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             if not line.endswith("\n"):
                 break  # torn write: the process died mid-line
             line = line.strip()
@@ -49,7 +55,10 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 try:
                     out.append(json.loads(line))
                 except json.JSONDecodeError:
-                    continue
+                    bad.append(number)
+    if bad and warn:
+        shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
+        print(f"econarena: warning: {path}: skipped {len(bad)} unreadable line(s): {shown}", file=sys.stderr)
     return out
 
 
@@ -111,8 +120,8 @@ class RunDirectory:
 
     def _clean_for_resume(self) -> ResumeState:
         """Keep complete runs and their decisions; move everything else aside."""
-        runs = read_jsonl(self.path / RUNS)
-        decisions = read_jsonl(self.path / DECISIONS)
+        runs = read_jsonl(self.path / RUNS, warn=True)
+        decisions = read_jsonl(self.path / DECISIONS, warn=True)
         complete = {}
         for r in runs:
             if r.get("complete", True):

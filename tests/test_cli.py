@@ -171,6 +171,18 @@ def test_dry_run_plays_nothing(toml: Path, tmp_path: Path, monkeypatch, capsys) 
     assert not (tmp_path / "runs").exists()
 
 
+def test_dry_run_with_resume_counts_only_what_is_left(toml: Path, tmp_path: Path, capsys) -> None:
+    out_dir = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out_dir), "--quiet"]) == 0
+    lines = (out_dir / "runs.jsonl").read_text().splitlines(keepends=True)
+    (out_dir / "runs.jsonl").write_text("".join(lines[:4]))  # 2 of the 6 runs are still to play
+    capsys.readouterr()
+    assert main(["run", str(toml), "--out", str(out_dir), "--resume", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "4 run(s) already complete" in out
+    assert "2 decisions (no API calls)" in out and "4 decisions (no API calls)" in out  # S; random (2 seats)
+
+
 def test_console_script_end_to_end(toml: Path, tmp_path: Path, arena) -> None:
     proc = arena.cli("run", str(toml), "--out", str(tmp_path / "out"), "--quiet")
     assert proc.returncode == 0, proc.stderr

@@ -203,3 +203,13 @@ def test_ctrl_c_exits_130_marks_the_run_interrupted_and_says_how_to_resume(tmp_p
     assert hint == f"econarena run {toml} --out {out} --seed 8 --resume"
     assert main(hint.split()[1:] + ["--quiet"]) == 0  # the hint works as printed
     assert len(arena.read_jsonl(out / "runs.jsonl")) == TOTAL
+
+
+def test_a_corrupt_line_in_the_middle_is_reported_not_silently_dropped(tmp_path: Path, capsys) -> None:
+    from econarena.hosts.records import read_jsonl
+
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"a": 1}\nnot json\n{"a": 2}\n{"a": 3')  # line 2 corrupt, line 4 torn
+    assert read_jsonl(path, warn=True) == [{"a": 1}, {"a": 2}]
+    err = capsys.readouterr().err
+    assert "skipped 1 unreadable line(s): 2" in err and str(path) in err
