@@ -47,28 +47,36 @@ class RunResult:
 
 
 class Progress:
-    """A one-line progress bar on a terminal; silent elsewhere (logs stay clean in CI)."""
+    """A one-line bar on a terminal; elsewhere (CI, nohup, a log file) a plain line every LOG_EVERY_S."""
+
+    LOG_EVERY_S = 30.0
 
     def __init__(self, total: int, label: str, enabled: bool) -> None:
         self.total, self.label = total, label
-        self.enabled = enabled and sys.stderr.isatty()
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
         self.done = 0
         self.start = time.perf_counter()
-        self._last = 0.0
+        self._last = self.start
 
     def step(self, n: int = 1) -> None:
         self.done += n
+        if not self.enabled:
+            return
         now = time.perf_counter()
-        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
+        rate = self.done / max(now - self.start, 1e-9)
+        if self.tty and (now - self._last > 0.1 or self.done == self.total):
             self._last = now
             frac = self.done / self.total if self.total else 1.0
             bar = "#" * int(frac * 30)
-            rate = self.done / max(now - self.start, 1e-9)
             sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.done}/{self.total} runs {rate:.1f}/s")
             sys.stderr.flush()
+        elif not self.tty and now - self._last >= self.LOG_EVERY_S:
+            self._last = now
+            print(f"{self.label}: {self.done}/{self.total} runs ({rate:.2f}/s)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and self.tty:
             sys.stderr.write("\n")
 
 

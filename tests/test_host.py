@@ -306,3 +306,18 @@ def test_prompt_templates_can_be_overridden_and_the_id_says_so(tmp_path: Path, a
     assert d["messages"][0] == {"role": "system", "content": "You are player 1 of 2."}
     assert "Reply in JSON with:\n- understanding: str" in d["messages"][1]["content"]
     assert re.fullmatch(r"beauty_contest/v1\+custom-[0-9a-f]{8}", d["template"])
+
+
+def test_progress_prints_plain_lines_when_not_on_a_terminal(monkeypatch, capsys) -> None:
+    from econarena.hosts.host import Progress
+
+    monkeypatch.setattr(Progress, "LOG_EVERY_S", 0.0)
+    p = Progress(4, "exp", enabled=True)
+    p.step()
+    p.step(3)
+    p.close()
+    err = capsys.readouterr().err
+    assert "exp: 1/4 runs" in err and "exp: 4/4 runs" in err and "\r" not in err
+    quiet = Progress(4, "exp", enabled=False)
+    quiet.step(4)
+    assert capsys.readouterr().err == ""
