@@ -171,7 +171,7 @@ def resume_command(exp, out: Path) -> str:  # noqa: ANN001
     return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
 
 
-def run_one(exp, out: Path, *, concurrency: int = 8, resume: bool = False, quiet: bool = False,  # noqa: ANN001
+def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
             cache: bool = True, cache_dir: str | None = None):  # noqa: ANN201
     """Play one validated experiment into ``out``, write its summary, print the outcome line."""
     from econarena.agents.llm import RuntimeOptions
@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run experiments from TOML files")
     r.add_argument("files", nargs="+", metavar="FILE.toml")
     r.add_argument("--out", help="run directory (default: runs/<experiment name>)")
-    r.add_argument("--concurrency", type=int, default=8, help="decisions in flight at once (default 8)")
+    r.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
     r.add_argument("--seed", type=int, help="override experiment.seed")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")

@@ -271,7 +271,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--out", default="runs/paper", help="where the run directories go (default runs/paper)")
     s.add_argument("--report-out", metavar="DIR", help="report folder (default OUT/report)")
     s.add_argument("--no-report", action="store_true", help="run only; build no report")
-    s.add_argument("--concurrency", type=int, default=8, help="decisions in flight at once (default 8)")
+    s.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     s.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     s.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the user "

@@ -29,7 +29,7 @@ from econarena.hosts.records import ResumeState, RunDirectory, now_iso
 
 @dataclass
 class HostOptions:
-    concurrency: int = 8
+    concurrency: int = 16
     resume: bool = False
     quiet: bool = False
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
