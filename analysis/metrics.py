@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from econarena.hosts.records import DECISIONS, RUNS, read_jsonl, run_key
+from econarena.hosts.records import DECISIONS, RUNS, complete_runs, read_jsonl, run_key
 
 CONVERGENCE_TOLERANCE = 0.05
 VIOLATIONS = ("parse_error", "schema_error", "rule_violation")
@@ -36,13 +36,14 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     """Summary of one run directory (see the module docstring for definitions)."""
     path = Path(run_dir)
     runs_all = read_jsonl(path / RUNS, warn=True)
-    runs = [r for r in runs_all if r.get("complete", True)]
-    keys = {run_key(r) for r in runs}
+    complete = complete_runs(runs_all)
+    runs = list(complete.values())
+    keys = set(complete)
     decisions = [d for d in read_jsonl(path / DECISIONS, warn=True) if run_key(d) in keys]
     per: dict[str, dict[str, Any]] = defaultdict(lambda: {
         "payoffs": [], "ne": [], "dev": [], "wins": 0, "player_runs": 0, "broke": 0,
         "dev_by_run": defaultdict(list), "decisions": 0, "violations": defaultdict(int),
-        "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [], "errors": 0,
+        "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [],
     })
     for r in runs:
         for i, label in enumerate(r["labels"]):
@@ -91,7 +92,7 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     return {
         "run_dir": str(path),
         "runs_complete": len(runs),
-        "runs_incomplete": len(runs_all) - len(runs),
+        "runs_incomplete": sum(not r.get("complete", True) for r in runs_all),
         "convergence_tolerance": CONVERGENCE_TOLERANCE,
         "labels": labels,
     }

@@ -122,14 +122,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(e)
         return EXIT_CONFIG
     if args.dry_run:
-        from econarena.hosts.records import RUNS, read_jsonl, run_key
+        from econarena.hosts.records import RUNS, complete_runs, read_jsonl
 
         for e in errors:
             print(f"note: {e}", file=sys.stderr)
         for exp in exps:
             out = Path(args.out) if args.out else Path("runs") / exp.name
-            done = ({run_key(r) for r in read_jsonl(out / RUNS) if r.get("complete", True)}
-                    if args.resume else set())
+            done = set(complete_runs(read_jsonl(out / RUNS))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
             print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{left}")
             for label, (n, exact) in planned_calls(exp, done).items():

@@ -147,7 +147,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from econarena.hosts.cli import run_one
     from econarena.hosts.config import ConfigError, load_experiment, resolved_toml
     from econarena.hosts.host import preflight_experiment
-    from econarena.hosts.records import read_jsonl
+    from econarena.hosts.records import complete_runs, read_jsonl
 
     load_dotenv()
     files = suite_files(args.paths)
@@ -197,7 +197,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
                      f"settings); use another --out, or delete it to start over")
                 worst = max(worst, EXIT_CONFIG)
                 continue
-            runs = [r for r in read_jsonl(d / "runs.jsonl") if r.get("complete", True)]
+            runs = complete_runs(read_jsonl(d / "runs.jsonl"))
             total = len(exp.lineups()) * exp.experiment.sessions * exp.experiment.runs
             if len(runs) >= total:
                 print(f"[{i}/{len(exps)}] {exp.name}: complete, skipped ({d})")

@@ -66,18 +66,21 @@ class Template:
         else:
             self.id = game_id
         self.game = game
+        self._checked: set[str] = set()
 
     def _fill(self, key: str, fields: dict[str, Any]) -> str:
         text = str(self.parts[key])
-        try:
-            # "{x.attr}" / "{x[0]}" would reach into Python objects from a config file: plain names only
-            bad = next((f for _, f, _, _ in string.Formatter().parse(text) if f and re.search(r"[.\[]", f)),
-                       None)
-        except ValueError as exc:
-            raise TemplateError(f"prompts.{key}: malformed template text ({exc})") from None
-        if bad is not None:
-            raise TemplateError(f"prompts.{key}: placeholder {{{bad}}}: use a plain name such as "
-                                f"{{{re.split(r'[.[]', bad)[0]}}}; available: {', '.join(sorted(fields))}")
+        if key not in self._checked:  # the texts are fixed per experiment: check each once, not per decision
+            try:
+                # "{x.attr}" / "{x[0]}" would reach into Python objects from a config file: plain names only
+                bad = next((f for _, f, _, _ in string.Formatter().parse(text) if f and re.search(r"[.\[]", f)),
+                           None)
+            except ValueError as exc:
+                raise TemplateError(f"prompts.{key}: malformed template text ({exc})") from None
+            if bad is not None:
+                raise TemplateError(f"prompts.{key}: placeholder {{{bad}}}: use a plain name such as "
+                                    f"{{{re.split(r'[.[]', bad)[0]}}}; available: {', '.join(sorted(fields))}")
+            self._checked.add(key)
         try:
             return text.format_map(_Fields(fields))
         except KeyError as exc:

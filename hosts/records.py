@@ -66,16 +66,30 @@ def run_key(rec: dict[str, Any]) -> tuple[str, int, int]:
     return (rec.get("lineup", "melee"), int(rec["session"]), int(rec["run"]))
 
 
+def complete_runs(runs: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """The complete runs by (lineup, session, run); the first record of a run wins, so none counts twice."""
+    out: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for r in runs:
+        if r.get("complete", True):
+            out.setdefault(run_key(r), r)
+    return out
+
+
 @dataclass
 class ResumeState:
     """What earlier attempts finished: complete runs and the decisions that belong to them."""
 
     runs: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
     decisions_per_seat: dict[tuple[str, int, int], int] = field(default_factory=lambda: defaultdict(int))
+    _by_session: dict[tuple[str, int], list[dict[str, Any]]] | None = field(default=None, repr=False)
 
     def session_runs(self, lineup: str, session: int) -> list[dict[str, Any]]:
-        return sorted((r for (lu, s, _), r in self.runs.items() if lu == lineup and s == session),
-                      key=lambda r: r["run"])
+        """A session's complete runs in run order (indexed once: resuming 10k sessions stays linear)."""
+        if self._by_session is None:
+            self._by_session = defaultdict(list)
+            for (lu, sess, _), r in sorted(self.runs.items(), key=lambda kv: kv[0][2]):
+                self._by_session[(lu, sess)].append(r)
+        return list(self._by_session.get((lineup, session), ()))
 
 
 class RunDirectory:
@@ -85,9 +99,6 @@ class RunDirectory:
         self._runs: TextIO | None = None
         self._last_flush = 0.0
         self.manifest: dict[str, Any] = {}
-
-    def has_results(self) -> bool:
-        return (self.path / MANIFEST).exists() or (self.path / RUNS).exists()
 
     def start(self, config_text: str, seed: int, experiment: str, resume: bool) -> ResumeState:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -122,10 +133,7 @@ class RunDirectory:
         """Keep complete runs and their decisions; move everything else aside."""
         runs = read_jsonl(self.path / RUNS, warn=True)
         decisions = read_jsonl(self.path / DECISIONS, warn=True)
-        complete = {}
-        for r in runs:
-            if r.get("complete", True):
-                complete.setdefault(run_key(r), r)  # a run is never counted twice
+        complete = complete_runs(runs)
         keep_runs = list(complete.values())
         drop_runs = [r for r in runs if run_key(r) not in complete or complete[run_key(r)] is not r]
         keep_dec, drop_dec = [], []
