@@ -41,6 +41,7 @@ from econarena.games.base import (
     ActionField,
     ActionSpec,
     Game,
+    GameInfo,
     GameParams,
     Outcome,
     Setup,
@@ -124,6 +125,10 @@ class SecondPriceAuction(Game):
     action_key: ClassVar[str] = "bid"
     history_key: ClassVar[str] = "bid"
     has_private_values: ClassVar[bool] = True
+    info: ClassVar[GameInfo] = GameInfo(
+        title="Second-price auction", scale_key="private_value", action_axis="bid / private value",
+        equilibrium_note="NE: bid = value", stakes_key="assets", stakes_inclusive=True,
+        deviation_note="|asset / NE asset - 1|", policies=("rational", "random", "level_k"))
 
     def setup(self, params: AuctionParams, n_players: int, rng: np.random.Generator) -> Setup:
         return Setup(n_players, _draw_values(params, n_players, rng))
@@ -141,10 +146,8 @@ class SecondPriceAuction(Game):
     def observation(self, state: SecondPriceState, player: int) -> dict[str, Any]:
         return _auction_observation(state.setup, player)
 
-    def check(self, state: SecondPriceState, player: int, action: dict[str, Any]) -> str | None:
-        return None  # [0, assets] is enforced by the action spec
-
-    def apply(self, state: SecondPriceState, actions: Mapping[int, dict[str, Any] | None]) -> SecondPriceState:
+    def apply(self, state: SecondPriceState, actions: Mapping[int, dict[str, Any] | None],
+              rng: np.random.Generator | None = None) -> SecondPriceState:
         n = state.setup.n_players
         return replace(state, bids=tuple(None if actions.get(i) is None else float(actions[i]["bid"])
                                          for i in range(n)))
@@ -201,11 +204,18 @@ class EnglishAuction(Game):
     action_key: ClassVar[str] = "decision"
     history_key: ClassVar[str] = "exit price"  # the price at which the bidder left (the winner: price paid)
     has_private_values: ClassVar[bool] = True
+    info: ClassVar[GameInfo] = GameInfo(
+        title="English auction", scale_key="private_value", action_axis="drop-out price / private value",
+        equilibrium_note="NE: stay until the value", stakes_key="assets", stakes_inclusive=True,
+        deviation_note="|asset / NE asset - 1|", policies=("rational", "random", "level_k"))
 
     def setup(self, params: EnglishAuctionParams, n_players: int, rng: np.random.Generator) -> Setup:
         values = _draw_values(params, n_players, rng)
         values.update(start_price=params.start_price, increment=params.increment, max_rounds=params.max_rounds)
         return Setup(n_players, values)
+
+    def max_moves(self, params: EnglishAuctionParams, n_players: int) -> tuple[int, bool]:
+        return params.max_rounds, False
 
     def initial_state(self, setup: Setup) -> EnglishState:
         n = setup.n_players
@@ -232,7 +242,8 @@ class EnglishAuction(Game):
                     f"{fmt_num(state.setup['assets'][player])}")
         return None
 
-    def apply(self, state: EnglishState, actions: Mapping[int, dict[str, Any] | None]) -> EnglishState:
+    def apply(self, state: EnglishState, actions: Mapping[int, dict[str, Any] | None],
+              rng: np.random.Generator | None = None) -> EnglishState:
         assert not state.done, "apply() on a finished auction"
         price = state.price()
         active, exit_price, broke = list(state.active), list(state.exit_price), list(state.broke)

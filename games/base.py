@@ -34,24 +34,54 @@ class GameParams(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+FieldKind = Literal["number", "choice", "text", "allocation", "target"]
+
+
 @dataclass(frozen=True)
 class ActionField:
-    """One key of the JSON reply that carries the action."""
+    """One key of the JSON reply. The kind decides how it is judged (see ``judge_value``).
+
+    - ``number``: ``low``/``high`` are rule bounds (inclusive, breaking them is a rule violation);
+      ``integer`` demands a whole number (a schema error otherwise); ``step`` a grid from ``low``.
+    - ``choice``: one of ``choices`` (case-insensitive).
+    - ``text``: a string of at most ``max_length`` characters; ``secret`` marks a private note that the
+      Host logs but never shows to other players.
+    - ``allocation``: an object over ``items`` (player ids or goods) of non-negative numbers summing to
+      ``total``; ``integer`` as for numbers.
+    - ``target``: the id of a player in ``targets``; ``allow_none`` lets ``null`` mean "nobody".
+    """
 
     name: str
-    kind: Literal["number", "choice"]
+    kind: FieldKind
     description: str
-    low: float | None = None  # rule bounds (inclusive); breaking them is a rule violation
+    low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    integer: bool = False
+    step: float | None = None
+    max_length: int | None = None
+    secret: bool = False
+    items: tuple[str, ...] = ()
+    total: float | None = None
+    targets: tuple[int, ...] = ()
+    allow_none: bool = False
 
     def type_name(self) -> str:
-        return "float" if self.kind == "number" else "str"
+        return {"number": "int" if self.integer else "float", "choice": "str", "text": "str",
+                "allocation": "object", "target": "int"}[self.kind]
 
     def format_hint(self) -> str:
         if self.kind == "choice":
             return " or ".join(f'"{c}"' for c in self.choices)
-        return "a number"
+        if self.kind == "number":
+            return "a whole number" if self.integer else "a number"
+        if self.kind == "text":
+            return f"a string of at most {self.max_length} characters" if self.max_length else "a string"
+        if self.kind == "allocation":
+            keys = ", ".join(f'"{k}": number' for k in self.items)
+            return f"{{{keys}}} summing to {fmt_num(self.total)}"
+        ids = ", ".join(str(t) for t in self.targets)
+        return f"one of the player ids {ids}" + (" or null" if self.allow_none else "")
 
 
 @dataclass(frozen=True)
@@ -107,12 +137,46 @@ class Outcome:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class GameInfo:
+    """What a game IS, declared once; the Host, prompts and analysis read this instead of game names.
+
+    ``rounds``: a run has several rounds with a report after each, and every player keeps one
+    conversation through the run (GAMA-Bench's shape). ``messages``: whether replies carry public text
+    (and secret notes). ``scale_key``: the setup key that normalises the action in figures (a number, or a
+    per-player list). ``score``: the game computes a 0-100 per-run score. ``policies``: baseline
+    strategies it offers. ``family`` groups games in reports.
+    """
+
+    title: str
+    moves: Literal["simultaneous", "sequential"] = "simultaneous"
+    rounds: bool = False
+    messages: Literal["none", "public", "public+secret"] = "none"
+    scale_key: str | None = None
+    action_axis: str = "action"
+    equilibrium_note: str = ""
+    score: bool = False
+    policies: tuple[str, ...] = ("rational", "random")
+    family: str = "econarena"
+    stakes_key: str | None = None  # the setup key whose size sorts sessions into stake groups (L/M/H)
+    stakes_inclusive: bool = False  # groups are L: stakes <(=) 100, M: <(=) 1000, H: above
+    deviation_note: str = ""  # how the deviation is measured, for axis labels
+    history_extra: tuple[str, ...] = ()  # outcome.extra keys shown with `history = "full"`
+    round_curve: str = ""  # the per-round quantity a report plots (a key of the round events)
+
+
 class Game(abc.ABC):
-    """Rules of one game. Subclasses are stateless; all state lives in the frozen state objects."""
+    """Rules of one game. Subclasses are stateless; all state lives in the frozen state objects.
+
+    Required: ``setup``, ``initial_state``, ``to_move``, ``action_spec``, ``observation``, ``apply`` and
+    ``outcome``. Optional capabilities: ``equilibrium``/``deviation`` (return None when the game has
+    none), ``strategy`` (baselines), ``report``/``events`` (rounds), ``score`` and ``metrics``.
+    """
 
     name: ClassVar[str]
     version: ClassVar[str]
     description: ClassVar[str]
+    info: ClassVar[GameInfo]
     Params: ClassVar[type[GameParams]]
     action_key: ClassVar[str]  # main JSON key, for summaries
     history_key: ClassVar[str]  # what a run's recorded action is called in history shown to players
@@ -136,13 +200,18 @@ class Game(abc.ABC):
     def observation(self, state: Any, player: int) -> dict[str, Any]:
         """The facts a player may see now, as template fields."""
 
-    @abc.abstractmethod
     def check(self, state: Any, player: int, action: dict[str, Any]) -> str | None:
-        """A rule violation's description, or None; runs after parsing and type checks."""
+        """A rule violation beyond the declared fields' own checks, or None."""
+        return None
 
     @abc.abstractmethod
-    def apply(self, state: Any, actions: Mapping[int, dict[str, Any] | None]) -> Any:
-        """Advance by one move. ``None`` marks a seat whose reply broke a rule; returns a new state."""
+    def apply(self, state: Any, actions: Mapping[int, dict[str, Any] | None],
+              rng: np.random.Generator | None = None) -> Any:
+        """Advance by one move. ``None`` marks a seat whose reply broke a rule; returns a new state.
+
+        ``rng`` is the move's chance generator, derived by the Host from the session, run and round, so
+        chance (who is hit, a round's valuations) does not depend on concurrency or resume.
+        """
 
     def is_terminal(self, state: Any) -> bool:
         return not self.to_move(state)
@@ -150,67 +219,172 @@ class Game(abc.ABC):
     @abc.abstractmethod
     def outcome(self, state: Any) -> Outcome: ...
 
-    @abc.abstractmethod
-    def equilibrium(self, setup: Setup) -> Outcome:
-        """Nash-equilibrium actions and payoffs for exactly this draw."""
+    # ---- optional capabilities ----
+    def equilibrium(self, setup: Setup) -> Outcome | None:
+        """Nash-equilibrium actions and payoffs for exactly this draw; None when the game declares none."""
+        return None
 
-    @abc.abstractmethod
     def deviation(self, setup: Setup, outcome: Outcome, ne: Outcome, player: int) -> float | None:
         """Distance from equilibrium for one seat (see the module docstrings for the formula)."""
+        return None
 
-    @abc.abstractmethod
     def strategy(self, state: Any, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:
-        """Reference actions for baseline agents: ``rational``, ``random``, ``level_k`` (with ``k``)."""
+        """Reference actions for baseline agents (``rational``, ``random``, ...); see ``info.policies``."""
+        raise ValueError(f"{self.name} offers no {kind!r} strategy")
+
+    def events(self, before: Any, after: Any, actions: Mapping[int, dict[str, Any] | None]) -> dict[str, Any]:
+        """The public record of one move (logged in the run record's ``rounds``; input to ``score``)."""
+        return {}
+
+    def report(self, before: Any, after: Any, actions: Mapping[int, dict[str, Any] | None],
+               player: int) -> dict[str, Any] | None:
+        """Template fields of the report one player gets after a round (``info.rounds`` games)."""
+        return None
+
+    def score(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> float | None:
+        """The run's 0-100 score from its round records (``{"round", "actions", "events"}``)."""
+        return None
+
+    def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The game's own per-run metrics from its round records (logged with the run)."""
+        return {}
+
+    def policies(self) -> tuple[str, ...]:
+        return self.info.policies
+
+    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
+        """Decisions per seat in one run: (count, exact); an upper bound when ``exact`` is False."""
+        return 1, True
 
     # ---- judging replies: generic, driven by the action spec ----
 
     def judge(self, state: Any, player: int, text: str) -> Judgement:
-        spec = self.action_spec(state, player)
-        obj = extract_json(text)
-        if obj is None:
-            return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
-        norm = {_norm_key(k): (k, v) for k, v in obj.items()}
-        action: dict[str, Any] = {}
-        for f in spec.fields:
-            hit = norm.get(_norm_key(f.name))
-            if hit is None:
-                return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", _extras(obj, spec))
-            value = hit[1]
-            if f.kind == "number":
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    return Judgement(None, SCHEMA_ERROR,
-                                     f"{f.name!r} must be a number, got {json.dumps(value)[:80]}",
-                                     _extras(obj, spec))
-                try:
-                    number = float(value)  # an int too large for a float overflows
-                except OverflowError:
-                    number = math.inf
-                if not math.isfinite(number):
-                    return Judgement(None, SCHEMA_ERROR, f"{f.name!r} must be finite", _extras(obj, spec))
-                action[f.name] = number
-            else:
-                if not isinstance(value, str):
-                    return Judgement(None, SCHEMA_ERROR,
-                                     f"{f.name!r} must be one of {f.format_hint()}, got "
-                                     f"{json.dumps(value)[:80]}", _extras(obj, spec))
-                choice = value.strip().lower()
-                if choice not in f.choices:
-                    return Judgement(None, SCHEMA_ERROR,
-                                     f"{f.name!r} must be one of {f.format_hint()}, got {value[:80]!r}",
-                                     _extras(obj, spec))
-                action[f.name] = choice
-        for f in spec.fields:
-            if f.kind == "number":
-                v = action[f.name]
-                if (f.low is not None and v < f.low) or (f.high is not None and v > f.high):
-                    return Judgement(None, RULE_VIOLATION,
-                                     f"{f.name} {fmt_num(v)} is outside [{fmt_num(f.low)}, {fmt_num(f.high)}]",
-                                     _extras(obj, spec) | {"attempted": action})
-        problem = self.check(state, player, action)
-        if problem:
-            return Judgement(None, RULE_VIOLATION, problem, _extras(obj, spec) | {"attempted": action})
-        return Judgement(action, None, None, _extras(obj, spec))
+        return judge_reply(self.action_spec(state, player), text,
+                           lambda action: self.check(state, player, action))
+
+
+def judge_reply(spec: ActionSpec, text: str, check: Any = None) -> Judgement:
+    """Parse, type-check and rule-check one raw reply against the declared fields, in that order."""
+    obj = extract_json(text)
+    if obj is None:
+        return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
+    norm = {_norm_key(k): (k, v) for k, v in obj.items()}
+    extras = _extras(obj, spec)
+    action: dict[str, Any] = {}
+    for f in spec.fields:
+        hit = norm.get(_norm_key(f.name))
+        if hit is None:
+            return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", extras)
+        value, problem = _typed(f, hit[1])
+        if problem is not None:
+            return Judgement(None, SCHEMA_ERROR, problem, extras)
+        action[f.name] = value
+    for f in spec.fields:
+        problem = _rule_problem(f, action[f.name])
+        if problem is not None:
+            return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
+    problem = check(action) if check is not None else None
+    if problem:
+        return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
+    return Judgement(action, None, None, extras)
+
+
+def _show(value: Any) -> str:
+    try:
+        return json.dumps(value)[:80]
+    except (TypeError, ValueError, RecursionError):
+        return type(value).__name__
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)  # an int too large for a float overflows
+    except OverflowError:
+        return math.inf
+
+
+def _typed(f: ActionField, value: Any) -> tuple[Any, str | None]:
+    """The value in its field's type, or a schema problem."""
+    if f.kind == "number":
+        number = _number(value)
+        if number is None:
+            return None, f"{f.name!r} must be {f.format_hint()}, got {_show(value)}"
+        if not math.isfinite(number):
+            return None, f"{f.name!r} must be finite"
+        if f.integer and not number.is_integer():
+            return None, f"{f.name!r} must be a whole number, got {_show(value)}"
+        return number, None
+    if f.kind == "choice":
+        if not isinstance(value, str) or value.strip().lower() not in f.choices:
+            return None, f"{f.name!r} must be one of {f.format_hint()}, got {_show(value)}"
+        return value.strip().lower(), None
+    if f.kind == "text":
+        if not isinstance(value, str):
+            return None, f"{f.name!r} must be a string, got {_show(value)}"
+        return value, None
+    if f.kind == "allocation":
+        return _allocation(f, value)
+    return _target(f, value)
+
+
+def _allocation(f: ActionField, value: Any) -> tuple[Any, str | None]:
+    if isinstance(value, list) and len(value) == len(f.items):
+        value = dict(zip(f.items, value))
+    if not isinstance(value, dict):
+        return None, f"{f.name!r} must be {f.format_hint()}, got {_show(value)}"
+    byname = {_norm_key(str(k)): v for k, v in value.items()}
+    wanted = {_norm_key(k): k for k in f.items}
+    if set(byname) != set(wanted):
+        return None, f"{f.name!r} must have exactly the keys {', '.join(f.items)}, got {_show(sorted(value))}"
+    out = {}
+    for nk, key in wanted.items():
+        number = _number(byname[nk])
+        if number is None or not math.isfinite(number):
+            return None, f"{f.name!r}.{key} must be a finite number, got {_show(byname[nk])}"
+        if f.integer and not number.is_integer():
+            return None, f"{f.name!r}.{key} must be a whole number, got {_show(byname[nk])}"
+        out[key] = number
+    return out, None
+
+
+_PLAYER_REF = re.compile(r"^\s*(?:player[\s_#-]*)?(-?\d{1,9})\s*$", re.I)
+
+
+def _target(f: ActionField, value: Any) -> tuple[Any, str | None]:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none")):
+        return (None, None) if f.allow_none else (None, f"{f.name!r} must name a player, got null")
+    if isinstance(value, str) and (m := _PLAYER_REF.match(value)):
+        value = int(m.group(1))
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None, f"{f.name!r} must be a player id (a whole number), got {_show(value)}"
+    if value == -1 and f.allow_none:
+        return None, None
+    return value, None
+
+
+def _rule_problem(f: ActionField, v: Any) -> str | None:
+    if f.kind == "number":
+        if (f.low is not None and v < f.low) or (f.high is not None and v > f.high):
+            return f"{f.name} {fmt_num(v)} is outside [{fmt_num(f.low)}, {fmt_num(f.high)}]"
+        if f.step and not math.isclose((v - (f.low or 0.0)) / f.step,
+                                       round((v - (f.low or 0.0)) / f.step), abs_tol=1e-9):
+            return f"{f.name} {fmt_num(v)} is not on the grid of step {fmt_num(f.step)}"
+    elif f.kind == "text":
+        if f.max_length is not None and len(v) > f.max_length:
+            return f"{f.name} has {len(v)} characters, more than the {f.max_length} allowed"
+    elif f.kind == "allocation":
+        if any(x < 0 for x in v.values()):
+            return f"{f.name} has a negative share"
+        if f.total is not None and not math.isclose(math.fsum(v.values()), f.total, rel_tol=1e-9, abs_tol=1e-9):
+            return f"{f.name} sums to {fmt_num(math.fsum(v.values()))}, not {fmt_num(f.total)}"
+    elif f.kind == "target" and v is not None and v not in f.targets:
+        return f"{f.name} {v} is not one of the players that can be named ({', '.join(map(str, f.targets))})"
+    return None
 
 
 def _norm_key(key: str) -> str:

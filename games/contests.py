@@ -30,6 +30,7 @@ from econarena.games.base import (
     ActionField,
     ActionSpec,
     Game,
+    GameInfo,
     GameParams,
     Outcome,
     Setup,
@@ -77,6 +78,10 @@ class BeautyContest(Game):
     Params = BeautyContestParams
     action_key: ClassVar[str] = "answer"
     history_key: ClassVar[str] = "answer"
+    info: ClassVar[GameInfo] = GameInfo(
+        title="Beauty contest", scale_key="upper_bound", action_axis="chosen number / upper bound",
+        equilibrium_note="NE: 0", stakes_key="upper_bound", deviation_note="|choice| / upper",
+        policies=("rational", "random", "level_k"), history_extra=("target",))
 
     def setup(self, params: BeautyContestParams, n_players: int, rng: np.random.Generator) -> Setup:
         upper = draw_param("upper_bound", params.upper_bound, n_players, rng, per_player=False,
@@ -103,10 +108,8 @@ class BeautyContest(Game):
         return {"n_players": s.n_players, "upper_bound": fmt_num(s["upper_bound"]), "prize": fmt_num(s["prize"]),
                 "ratio": fmt_num(ratio), "ratio_words": words}
 
-    def check(self, state: BeautyContestState, player: int, action: dict[str, Any]) -> str | None:
-        return None  # the range is enforced by the action spec
-
-    def apply(self, state: BeautyContestState, actions: Mapping[int, dict[str, Any] | None]) -> BeautyContestState:
+    def apply(self, state: BeautyContestState, actions: Mapping[int, dict[str, Any] | None],
+              rng: np.random.Generator | None = None) -> BeautyContestState:
         n = state.setup.n_players
         choices = tuple(None if actions.get(i) is None else float(actions[i]["answer"]) for i in range(n))
         return BeautyContestState(state.setup, choices)

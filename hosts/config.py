@@ -56,6 +56,7 @@ class ExperimentSection(_Strict):
     history: Literal["none", "actions", "full"] = "none"
     max_history: int = Field(default=3, ge=1)
     prompt: Literal["default", "cot"] = "default"
+    reask: int = Field(default=0, ge=0, le=20)  # ask again after an unusable reply, at most this often
     shuffle_seats: bool = False
     description: str = ""
     models: str | None = None  # alias file for [[players]] alias = "..."; default: models.toml beside the file
@@ -290,7 +291,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         errors.append(f"{where}: [prompts] must be a table")
         prompts = {}
     for key in prompts:
-        if key not in PROMPT_KEYS:
+        if key not in PROMPT_KEYS and not key.startswith("describe_"):
             errors.append(f"{where}: unknown key 'prompts.{key}' (known: {', '.join(sorted(PROMPT_KEYS))})")
     if errors:
         raise ConfigError("\n".join(errors))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from econarena.agents.base import Agent, DecisionRequest, Reply
+from econarena.agents.base import Agent, DecisionRequest, Message, Reply
 from econarena.agents.llm import RuntimeOptions, close_all, preflight
 from econarena.agents.registry import create_agent
 from econarena.games.base import Judgement, Outcome, Setup
@@ -94,8 +94,7 @@ def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None
 
     ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
     """
-    exact = exp.game.name != "english_auction"
-    rounds = 1 if exact else exp.params.model_dump().get("max_rounds", 1)
+    rounds, exact = exp.game.max_moves(exp.params, exp.n_players())
     out: dict[str, tuple[int, bool]] = {}
     for lineup in exp.lineups():
         finished = sum(1 for key in (done or ()) if key[0] == lineup.name)
@@ -188,7 +187,7 @@ class Host:
     async def _session(self, li: int, lineup: Lineup, session: int, resume: ResumeState) -> None:
         e = self.exp.experiment
         setup, seats = self.session_setup(session, lineup)
-        ne = self.game.equilibrium(setup)
+        ne = self.game.equilibrium(setup)  # None when the game declares no equilibrium
         past = resume.session_runs(lineup.name, session)
         counters = [resume.decisions_per_seat.get((lineup.name, session, i), 0) for i in range(len(seats))]
         done_runs = {r["run"] for r in past}
@@ -227,22 +226,38 @@ class Host:
         return out
 
     async def _play_run(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup,
-                        seats: tuple[int, ...], ne: Outcome, past: list[dict[str, Any]],
+                        seats: tuple[int, ...], ne: Outcome | None, past: list[dict[str, Any]],
                         counters: list[int]) -> dict[str, Any]:
         e = self.exp.experiment
         history = self._history(past) if e.history != "none" and past else None
         state = self.game.initial_state(setup)
+        talk = Conversations(self.game.info.rounds)
         rnd = 0
-        errors = []
+        errors: list[str] = []
+        round_log: list[dict[str, Any]] = []
+        first_valid = [True] * len(seats)
         start_counters = list(counters)
         while movers := self.game.to_move(state):
             results = await asyncio.gather(*(
-                self._decide(li, lineup, session, run, rnd, seat, seats[seat], state, counters, history, len(past))
+                self._decide(li, lineup, session, run, rnd, seat, seats[seat], state, counters, history,
+                             len(past), talk)
                 for seat in movers))
-            errors = [r.error for r, _ in results if r.error]
+            errors = [r.error for r, _, _ in results if r.error]
             if errors:
                 break
-            state = self.game.apply(state, {seat: j.action for seat, (_, j) in zip(movers, results)})
+            actions = {seat: j.action for seat, (_, j, _) in zip(movers, results)}
+            for seat, (_, _, first_ok) in zip(movers, results):
+                first_valid[seat] = first_valid[seat] and first_ok
+            chance = np.random.default_rng(np.random.SeedSequence(e.seed, spawn_key=(3, session, run, rnd)))
+            after = self.game.apply(state, actions, chance)
+            round_log.append({"round": rnd, "actions": [actions.get(i) for i in range(len(seats))],
+                              "events": self.game.events(state, after, actions)})
+            if talk.enabled:
+                for seat in range(len(seats)):
+                    fields = self.game.report(state, after, actions, seat)
+                    if fields is not None:
+                        talk.report(seat, self.template.report(fields, seat))
+            state = after
             rnd += 1
         labels = [self.exp.players[i].label for i in seats]
         base = {"lineup": lineup.name, "environment": lineup.environment, "session": session, "run": run,
@@ -252,46 +267,117 @@ class Host:
         if errors:
             counters[:] = start_counters  # the retried run will reuse the same decision indices
             return {**base, "complete": False, "error": errors[0], "rounds": rnd + 1}
+        return {**base, **self.run_result(setup, state, ne, round_log, first_valid)}
+
+    def run_result(self, setup: Setup, state: Any, ne: Outcome | None, round_log: list[dict[str, Any]],
+                   first_valid: list[bool]) -> dict[str, Any]:
+        """The finished run's record fields: outcome, equilibrium comparison, rounds, score, metrics."""
         out = self.game.outcome(state)
-        dev = [self.game.deviation(setup, out, ne, i) for i in range(len(seats))]
-        return {**base, "complete": True, "rounds": rnd, "actions": list(out.actions), "valid": list(out.valid),
+        n = len(out.payoffs)
+        if ne is not None:
+            dev = [self.game.deviation(setup, out, ne, i) for i in range(n)]
+            ratio = [p / q if q else None for p, q in zip(out.payoffs, ne.payoffs)]
+        return {"complete": True, "rounds": len(round_log), "actions": list(out.actions),
+                "valid": list(out.valid), "first_valid": first_valid,
                 "payoffs": list(out.payoffs), "winners": list(out.winners), "void": out.void,
-                "ne_actions": list(ne.actions), "ne_payoffs": list(ne.payoffs),
-                "payoff_ratio": [p / q if q else None for p, q in zip(out.payoffs, ne.payoffs)],
-                "deviation": dev, "extra": dict(out.extra)}
+                "ne_actions": list(ne.actions) if ne is not None else None,
+                "ne_payoffs": list(ne.payoffs) if ne is not None else None,
+                "payoff_ratio": ratio if ne is not None else [None] * n,
+                "deviation": dev if ne is not None else [None] * n, "extra": dict(out.extra),
+                "round_log": round_log, "score": self.game.score(setup, round_log),
+                "metrics": self.game.metrics(setup, round_log)}
 
     async def _decide(self, li: int, lineup: Lineup, session: int, run: int, rnd: int, seat: int, entry: int,
                       state: Any, counters: list[int], history: list[dict[str, Any]] | None,
-                      n_past: int) -> tuple[Reply, Judgement]:
+                      n_past: int, talk: Conversations) -> tuple[Reply, Judgement, bool]:
+        """One decision, re-asked up to ``reask`` times; returns the last reply, its judgement and
+        whether the FIRST attempt was valid (the paper metrics count first attempts)."""
         e = self.exp.experiment
         agent = self.agents[entry]
-        messages = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past)
-        index = counters[seat]
-        counters[seat] += 1
+        fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past)
+        messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
-        request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
-                                  e.seed, (2, li, session, seat, run, rnd), coords)
+        first_ok = True
+        logged_upto = talk.logged(seat)
+        for attempt in range(e.reask + 1):
+            index = counters[seat]
+            counters[seat] += 1
+            seed_key = (2, li, session, seat, run, rnd) + ((attempt,) if attempt else ())
+            request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
+                                      e.seed, seed_key, coords)
+            reply = await self._ask(agent, request)
+            judgement = Judgement(None, None, None) if reply.error else self.game.judge(state, seat, reply.text)
+            if attempt == 0:
+                first_ok = judgement.valid or bool(reply.error)
+            self._log_decision(lineup, session, run, rnd, seat, agent, index, attempt, messages[logged_upto:],
+                               logged_upto, reply, judgement)
+            logged_upto = len(messages) + 1  # the reply itself is this record's `response`
+            if reply.error or judgement.valid or attempt == e.reask:
+                break
+            messages = (*messages, Message("assistant", reply.text),
+                        Message("user", self.template.reask(judgement.detail or "", state, seat, e.prompt)))
+        talk.answered(seat, messages, reply.text, logged_upto)
+        return reply, judgement, first_ok
+
+    async def _ask(self, agent: Agent, request: DecisionRequest) -> Reply:
         assert self._sem is not None
         async with self._sem:
             try:
-                reply = await agent.decide(request)
+                return await agent.decide(request)
             except Exception as exc:  # an agent bug must not take the whole experiment down
-                reply = Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
-        if reply.error:
-            judgement = Judgement(None, None, None)
-        else:
-            judgement = self.game.judge(state, seat, reply.text)
+                return Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
+
+    def _log_decision(self, lineup: Lineup, session: int, run: int, rnd: int, seat: int, agent: Agent,
+                      index: int, attempt: int, new_messages: tuple[Message, ...], offset: int, reply: Reply,
+                      judgement: Judgement) -> None:
+        """One decision record. In a conversation only the messages new since the player's previous
+        record are logged (``messages_from`` says where they start), so a 20-round run stays linear."""
         key = self.game.action_key
         self.decisions += 1
         self.dir.decision({
             "lineup": lineup.name, "session": session, "run": run, "round": rnd, "player": seat,
             "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,
-            "template": self.template.id, "decision_index": index,
-            "messages": [m.to_dict() for m in messages], "response": reply.text,
+            "template": self.template.id, "decision_index": index, "attempt": attempt,
+            "messages": [m.to_dict() for m in new_messages], "messages_from": offset,
+            "response": reply.text,
             "action": judgement.action.get(key) if judgement.action else None,
+            "reply": judgement.action,
             "valid": judgement.valid and not reply.error, "violation": judgement.violation,
             "detail": judgement.detail, "extras": judgement.extras or None,
             "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
         })
-        return reply, judgement
+
+
+class Conversations:
+    """Each player's conversation through one run (games that declare ``rounds``).
+
+    A player's first request is the full prompt; each later one carries the round's report and the new
+    request, after the player's own earlier replies. Games without rounds get a fresh prompt each time.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.history: dict[int, tuple[Message, ...]] = {}
+        self.reports: dict[int, list[str]] = {}
+        self._logged: dict[int, int] = {}
+
+    def request(self, seat: int, fresh: tuple[Message, ...], follow_up: Any) -> tuple[Message, ...]:
+        past = self.history.get(seat)
+        if not self.enabled or past is None:
+            return fresh
+        text = "\n\n".join([*self.reports.pop(seat, []), follow_up()])
+        return (*past, Message("user", text))
+
+    def report(self, seat: int, text: str) -> None:
+        if seat in self.history:  # a report only means something to a player who has spoken
+            self.reports.setdefault(seat, []).append(text)
+
+    def logged(self, seat: int) -> int:
+        return self._logged.get(seat, 0) if self.enabled else 0
+
+    def answered(self, seat: int, messages: tuple[Message, ...], reply: str, logged_upto: int) -> None:
+        """Keep the conversation; ``logged_upto`` counts the messages already in decision records."""
+        if self.enabled:
+            self.history[seat] = (*messages, Message("assistant", reply))
+            self._logged[seat] = logged_upto

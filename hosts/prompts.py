@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 PROMPT_KEYS = frozenset({
     "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",
     "action_description", "env_rational", "env_self", "private", "format_default", "format_cot",
-    "format_history", "history",
+    "format_history", "history", "report", "reask", "request",
 })
 TEXT_KEYS = PROMPT_KEYS - {"keys_default", "keys_cot", "keys_history"}
 
@@ -94,18 +94,54 @@ class Template:
         for item in self.parts[f"keys_{variant}"]:
             if item == "{action}":
                 for f in actions:
-                    hint = f" ({f.format_hint()})" if f.kind == "choice" else ""
-                    lines.append(f"- {f.name}: {f.type_name()}{hint}, {self.parts['action_description']}")
+                    hint = "" if f.kind == "number" or (f.kind == "text" and not f.max_length) \
+                        else f" ({f.format_hint()})"
+                    lines.append(f"- {f.name}: {f.type_name()}{hint}, {self._describe(f)}")
             else:
                 key, typ, desc = item
                 lines.append(f"- {key}: {typ}, {desc}")
         return lines
 
+    def _describe(self, f: ActionField) -> str:
+        """A field's description: the template's ``describe_<name>``, the main key's
+        ``action_description``, else the game's own words."""
+        if f"describe_{f.name}" in self.parts:
+            return str(self.parts[f"describe_{f.name}"])
+        if f.name == self.game.action_key and "action_description" in self.parts:
+            return str(self.parts["action_description"])
+        return f.description
+
+    def _fields(self, state: Any, player: int) -> dict[str, Any]:
+        fields = dict(self.game.observation(state, player))
+        fields["player_id"] = player
+        return fields
+
+    def _format_block(self, state: Any, player: int, keys: str, fields: dict[str, Any]) -> str:
+        actions = self.game.action_spec(state, player).fields
+        return "\n".join([self._fill(f"format_{keys}", fields), *self._key_lines(keys, actions)])
+
+    def follow_up(self, state: Any, player: int, variant: str) -> str:
+        """A later round's request inside a conversation: the new status and the answer format."""
+        fields = self._fields(state, player)
+        key = "request" if "request" in self.parts else "status"
+        parts = [self._fill(key, fields)] if key in self.parts else []
+        return "\n\n".join([*parts, self._format_block(state, player, variant, fields)])
+
+    def report(self, fields: dict[str, Any], player: int) -> str:
+        """The report a player reads after a round (games that declare rounds)."""
+        return self._fill("report", {**fields, "player_id": player})
+
+    def reask(self, detail: str, state: Any, player: int, variant: str) -> str:
+        """The reminder after an unusable reply (``reask``): what was wrong, then the format again."""
+        fields = {**self._fields(state, player), "detail": detail}
+        actions = self.game.action_spec(state, player).fields
+        keys = "cot" if variant == "cot" else "default"
+        return "\n".join([self._fill("reask", fields), *self._key_lines(keys, actions)])
+
     def render(self, state: Any, player: int, environment: str, variant: str,
                history: list[dict[str, Any]] | None = None, n_past: int = 0) -> tuple[Message, ...]:
         """Messages for one decision. ``history`` is the visible record of earlier runs, if any."""
-        fields = dict(self.game.observation(state, player))
-        fields["player_id"] = player
+        fields = self._fields(state, player)
         parts = [self._fill("rules", fields)]
         if "fee_rule" in self.parts and float(fields.get("entrance_fee", "0")) > 0:
             parts[0] += "\n" + self._fill("fee_rule", fields)
@@ -122,8 +158,7 @@ class Template:
             parts.append(self._fill("status", fields))
         parts.append(self._fill("private", fields))
         keys = "history" if history and variant == "default" else variant
-        actions = self.game.action_spec(state, player).fields
-        parts.append("\n".join([self._fill(f"format_{keys}", fields), *self._key_lines(keys, actions)]))
+        parts.append(self._format_block(state, player, keys, fields))
         return (Message("system", self._fill("system", fields)), Message("user", "\n\n".join(parts)))
 
 
@@ -131,7 +166,7 @@ def check_template_overrides(exp: Experiment) -> list[str]:
     """Render every variant once with a real draw, so a bad override fails before any game starts."""
     problems = []
     for key, value in exp.prompts.items():
-        if key in TEXT_KEYS and not isinstance(value, str):
+        if (key in TEXT_KEYS or key.startswith("describe_")) and not isinstance(value, str):
             problems.append(f"prompts.{key}: expected a string")
         if key.startswith("keys_"):
             ok = isinstance(value, list) and all(
