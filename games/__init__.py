@@ -3,8 +3,12 @@
 from econarena.games.auctions import EnglishAuction, SecondPriceAuction
 from econarena.games.base import Game
 from econarena.games.contests import BeautyContest
+from econarena.games.guessing import GuessingGame
 
-GAMES: dict[str, Game] = {g.name: g for g in (BeautyContest(), SecondPriceAuction(), EnglishAuction())}
+GAMES: dict[str, Game] = {g.name: g for g in (
+    BeautyContest(), SecondPriceAuction(), EnglishAuction(),
+    GuessingGame(),
+)}
 
 
 def get_game(name: str) -> Game:

@@ -314,8 +314,10 @@ def _typed(f: ActionField, value: Any) -> tuple[Any, str | None]:
             return None, f"{f.name!r} must be {f.format_hint()}, got {_show(value)}"
         if not math.isfinite(number):
             return None, f"{f.name!r} must be finite"
-        if f.integer and not number.is_integer():
-            return None, f"{f.name!r} must be a whole number, got {_show(value)}"
+        if f.integer:
+            if not number.is_integer():
+                return None, f"{f.name!r} must be a whole number, got {_show(value)}"
+            return int(number), None
         return number, None
     if f.kind == "choice":
         if not isinstance(value, str) or value.strip().lower() not in f.choices:
@@ -346,7 +348,7 @@ def _allocation(f: ActionField, value: Any) -> tuple[Any, str | None]:
             return None, f"{f.name!r}.{key} must be a finite number, got {_show(byname[nk])}"
         if f.integer and not number.is_integer():
             return None, f"{f.name!r}.{key} must be a whole number, got {_show(byname[nk])}"
-        out[key] = number
+        out[key] = int(number) if f.integer else number
     return out, None
 
 

@@ -256,7 +256,7 @@ class Host:
                 for seat in range(len(seats)):
                     fields = self.game.report(state, after, actions, seat)
                     if fields is not None:
-                        talk.report(seat, self.template.report(fields, seat))
+                        talk.report(seat, self.template.report(fields, after, seat))
             state = after
             rnd += 1
         labels = [self.exp.players[i].label for i in seats]

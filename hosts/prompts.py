@@ -127,9 +127,10 @@ class Template:
         parts = [self._fill(key, fields)] if key in self.parts else []
         return "\n\n".join([*parts, self._format_block(state, player, variant, fields)])
 
-    def report(self, fields: dict[str, Any], player: int) -> str:
-        """The report a player reads after a round (games that declare rounds)."""
-        return self._fill("report", {**fields, "player_id": player})
+    def report(self, fields: dict[str, Any], state: Any, player: int) -> str:
+        """The report a player reads after a round (games that declare rounds); ``state`` is the state
+        after the round, whose observation fields the report may use too."""
+        return self._fill("report", {**self._fields(state, player), **fields})
 
     def reask(self, detail: str, state: Any, player: int, variant: str) -> str:
         """The reminder after an unusable reply (``reask``): what was wrong, then the format again."""
@@ -188,4 +189,26 @@ def check_template_overrides(exp: Experiment) -> list[str]:
                     tpl.render(state, 0, env, variant, hist, 1)
                 except TemplateError as exc:
                     return [str(exc)]
+    try:
+        _check_round_texts(exp.game, tpl, state)
+    except TemplateError as exc:
+        return [str(exc)]
     return []
+
+
+def _check_round_texts(game: Game, tpl: Template, state: Any) -> None:
+    """Play one move with the game's random policy and render what a later round shows."""
+    if not game.info.rounds or "random" not in game.policies():
+        return
+    rng = np.random.default_rng(0)
+    movers = game.to_move(state)
+    actions = {i: game.strategy(state, i, "random", rng=rng) for i in movers}
+    after = game.apply(state, actions, rng)
+    for seat in movers:
+        fields = game.report(state, after, actions, seat)
+        if fields is not None:
+            tpl.report(fields, after, seat)
+    for seat in game.to_move(after):
+        for variant in ("default", "cot"):
+            tpl.follow_up(after, seat, variant)
+            tpl.reask("a sample problem", after, seat, variant)
