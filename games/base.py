@@ -138,6 +138,21 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class ImportedRun:
+    """One run of another tool's released results, read into this game's terms (``from_reference``).
+
+    ``round_log`` has the Host's shape (``{"round", "actions": [per seat a reply dict or None],
+    "events": {...}}``) so the game's own ``score`` and ``metrics`` read imported and native runs alike.
+    """
+
+    params: dict[str, Any]  # keys of the game's Params
+    n_players: int
+    round_log: list[dict[str, Any]]
+    payoffs: list[float] | None = None  # per seat, when the source records them
+    messages: list[list[dict[str, Any]]] | None = None  # per seat, the stored chat, when present
+
+
+@dataclass(frozen=True)
 class GameInfo:
     """What a game IS, declared once; the Host, prompts and analysis read this instead of game names.
 
@@ -252,6 +267,10 @@ class Game(abc.ABC):
 
     def policies(self) -> tuple[str, ...]:
         return self.info.policies
+
+    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
+        """Read one result file of the reference implementation (already parsed JSON); pure, no I/O."""
+        raise NotImplementedError(f"{self.name} cannot read reference results")
 
     def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
         """Decisions per seat in one run: (count, exact); an upper bound when ``exact`` is False."""
