@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from collections.abc import Iterator
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from econarena.agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from econarena.games import GAMES, Game
 from econarena.games.base import GameParams
+from econarena.hosts.grid import Axis, Cell, GridError, count_cells, iter_cells, parse_grid
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -97,6 +100,7 @@ class Experiment:
     llm_defaults: dict[str, Any]
     prompts: dict[str, Any]
     raw: dict[str, Any] = field(default_factory=dict)
+    axes: tuple[Axis, ...] = ()  # [grid]: one cell per combination of values
 
     @property
     def name(self) -> str:
@@ -118,6 +122,16 @@ class Experiment:
             else:
                 out.append(Lineup(p.label, (i,) * e.players_per_game, "self"))
         return out
+
+    def cells(self) -> Iterator[Cell]:
+        return iter_cells(self.axes)
+
+    def n_cells(self) -> int:
+        return count_cells(self.axes)
+
+    def for_cell(self, cell: Cell) -> Experiment:
+        """This experiment with one grid cell's values set (itself when there is no grid)."""
+        return self if not self.axes else cell_experiment(self, cell)
 
     def n_players(self) -> int:
         return len(self.lineups()[0].seats)
@@ -159,7 +173,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
 
 
-TOP_KEYS = {"experiment", "game", "players", "llm", "prompts"}
+TOP_KEYS = {"experiment", "game", "players", "llm", "prompts", "grid"}
 
 
 def load_experiment(path: str | Path, *, seed: int | None = None, overrides: dict[str, Any] | None = None,
@@ -296,7 +310,12 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     if errors:
         raise ConfigError("\n".join(errors))
     assert params is not None
-    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data)
+    try:
+        axes = parse_grid(data.get("grid"))
+    except GridError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes)
+    _check_cells(experiment, where)
     _check_draws(experiment, where)  # first: the template check below draws a configuration too
     problems = check_template_overrides(experiment)
     if problems:
@@ -431,3 +450,48 @@ def resolved_toml(exp: Experiment) -> str:
                 llm["base_url"] = public_url(llm["base_url"])
             lines += [f"{k} = {_toml_value(v)}" for k, v in llm.items()]
     return "\n".join(lines) + "\n"
+
+
+# ---- [grid] cells ----
+
+def cell_experiment(exp: Experiment, cell: Cell) -> Experiment:
+    """Apply one cell's values; raises ValidationError for a value its table refuses."""
+    import dataclasses
+
+    section = ExperimentSection(**{**exp.experiment.model_dump(), **cell.section("experiment")})
+    game_raw = exp.raw.get("game") or {}
+    params = exp.game.Params(**{**game_raw, **cell.section("game")}) if cell.section("game") else exp.params
+    llm_cell = cell.section("llm")
+    players = exp.players
+    if llm_cell:
+        players = [p if p.llm is None else p.model_copy(update={"llm": LLMSettings(**{
+            **p.llm.model_dump(exclude_unset=True), **llm_cell})}) for p in exp.players]
+    return dataclasses.replace(exp, experiment=section, params=params, players=players,
+                               llm_defaults={**exp.llm_defaults, **llm_cell}, axes=())
+
+
+def _check_cells(exp: Experiment, where: str) -> None:
+    """Every cell's values are checked by their own tables now, so cell 900 cannot fail mid-run."""
+    if not exp.axes:
+        return
+    errors: list[str] = []
+    for cell in exp.cells():
+        try:
+            sub = cell_experiment(exp, cell)
+        except ValidationError as err:
+            sections = {path.split(".", 1)[0] for path, _ in cell.values}
+            title = err.title  # the pydantic model that refused: ExperimentSection, a Params or LLMSettings
+            prefix = ("grid.experiment" if title == "ExperimentSection" else "grid.llm" if title == "LLMSettings"
+                      else "grid.game" if "game" in sections else "grid")
+            errors += [f"{m} in grid cell {cell.index} ({cell.label})"
+                       for m in _pyd_errors(where, prefix, err)]
+        else:
+            if cell.section("game"):
+                try:
+                    _check_draws(sub, where)
+                except ConfigError as exc:
+                    errors.append(f"{exc} in grid cell {cell.index} ({cell.label})")
+        if len(errors) >= 10:
+            break
+    if errors:
+        raise ConfigError("\n".join(errors))
