@@ -59,8 +59,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(line)
     for exp, f in zip(exps, files):
         e = exp.experiment
-        print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s) x {e.sessions} session(s) "
-              f"x {e.runs} run(s))")
+        cells = f" x {exp.n_cells()} grid cells" if exp.axes else ""
+        print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
+              f"session(s) x {e.runs} run(s))")
     return EXIT_OK
 
 
