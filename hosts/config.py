@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
