@@ -226,12 +226,12 @@ class PirateGame(Game):
             request = (f"Player {state.alive[0]} proposes this split: {_plan_text(state.alive, state.proposal)}. "
                        f"You would get {mine} coin(s). Do you accept or reject the plan?")
         elif state.phase == "propose" and state.alive and state.alive[0] == player:
-            request = (f"You are the most senior pirate still aboard: propose how the {gold} coins are split "
-                       f"among the survivors ({', '.join(f'player {i}' for i in state.alive)}).")
+            request = f"You are the most senior pirate still aboard: propose how the {gold} coins are split."
         else:
             request = "You have nothing to decide right now."
         return {"n_players": s.n_players, "gold": gold, "rank": player + 1, "n_alive": len(state.alive),
-                "alive_list": ", ".join(f"player {i}" for i in state.alive), "proposal_no": state.proposals + 1,
+                "alive_list": ", ".join(f"player {i}" for i in state.alive),
+                "proposal_no": state.proposals + (state.phase == "propose"),
                 "request": request}
 
     def report(self, before: PirateState, after: PirateState,

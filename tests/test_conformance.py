@@ -134,7 +134,8 @@ def game(request: pytest.FixtureRequest) -> Game:
 
 
 def test_registry_is_consistent() -> None:
-    assert {"beauty_contest", "english_auction", "second_price_auction", "guessing_game"} <= set(NAMES)
+    assert {"beauty_contest", "english_auction", "second_price_auction", "guessing_game", "sealed_bid_auction",
+            "battle_royale", "pirate_game"} <= set(NAMES)
     for name in NAMES:
         g = get_game(name)
         assert g.name == name and g.version and g.description and g.action_key and g.info.title
@@ -143,7 +144,7 @@ def test_registry_is_consistent() -> None:
         if g.info.score:
             assert "score" in doc.lower()
         assert set(g.policies()) >= {"random"}, "every game offers a random baseline"
-    with pytest.raises(KeyError, match="known: beauty_contest, english_auction"):
+    with pytest.raises(KeyError, match="known: battle_royale, beauty_contest, english_auction"):
         get_game("chess")
 
 
