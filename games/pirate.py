@@ -331,9 +331,8 @@ class PirateGame(Game):
                                    "passed": passed}})
         payoffs = None
         if records:
-            last = records[-1]
             alive = list(range(len(records) - 1, n))
-            share = dict(zip(alive, last["gold_distribution"]))
+            share = dict(zip(alive, records[-1]["gold_distribution"])) if log[-1]["events"]["passed"] else {}
             payoffs = [float(share.get(i, 0)) for i in range(n)]
         players = raw["player_data"][:n]
         messages = [list(p["prompt"]) for p in players] if all("prompt" in p for p in players) else None

@@ -37,9 +37,9 @@ uniform valuations, an approximation of this draw. Deviation (second-price): |me
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from random import Random
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -74,7 +74,7 @@ class SealedBidParams(GameParams):
 @lru_cache(maxsize=4096)
 def round_valuations(lo: int, hi: int, step: int, seed: int, round_: int, n: int) -> tuple[int, ...]:
     """Round ``round_``'s valuations, player i gets element i (the reference's draw, reproduced exactly)."""
-    return tuple(random.Random(seed + round_).sample(range(lo, hi + step, step), n))
+    return tuple(Random(seed + round_).sample(range(lo, hi + step, step), n))
 
 
 def _valuations(setup: Setup, round_: int) -> tuple[int, ...]:
