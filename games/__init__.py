@@ -2,12 +2,15 @@
 
 from econarena.games.auctions import EnglishAuction, SecondPriceAuction
 from econarena.games.base import Game
+from econarena.games.battle_royale import BattleRoyale
 from econarena.games.contests import BeautyContest
 from econarena.games.guessing import GuessingGame
+from econarena.games.pirate import PirateGame
+from econarena.games.sealed_bid import SealedBidAuction
 
 GAMES: dict[str, Game] = {g.name: g for g in (
     BeautyContest(), SecondPriceAuction(), EnglishAuction(),
-    GuessingGame(),
+    GuessingGame(), SealedBidAuction(), BattleRoyale(), PirateGame(),
 )}
 
 

@@ -45,11 +45,35 @@ def _rounds_won_bounds(setup: Setup, out: Outcome) -> None:
     assert all(0 <= p <= setup["rounds"] for p in out.payoffs)
 
 
+def _sealed_bid_bounds(setup: Setup, out: Outcome) -> None:
+    # one item per round: a winner gains at most the top valuation; a legal (random) bid is at most
+    # valuation_max, so it loses at most valuation_max - 0 per round
+    vmax, k = setup["valuation_max"], setup["rounds"]
+    assert all(-k * vmax - 1e-9 <= p <= k * vmax + 1e-9 for p in out.payoffs)
+
+
+def _battle_bounds(setup: Setup, out: Outcome) -> None:
+    # the survivors split a prize of 1; nobody is out without being hit, so someone always survives
+    assert all(0 <= p <= 1 for p in out.payoffs)
+    assert sum(out.payoffs) == pytest.approx(1.0)
+    assert set(out.winners) == {i for i, p in enumerate(out.payoffs) if p > 0}
+
+
+def _pirate_bounds(setup: Setup, out: Outcome) -> None:
+    # a passed plan splits exactly the gold; without one nobody is paid
+    gold = setup["gold"]
+    assert all(0 <= p <= gold for p in out.payoffs)
+    assert sum(out.payoffs) == pytest.approx(0.0 if out.void else gold)
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "beauty_contest": _bc_bounds,
     "second_price_auction": _auction_bounds,
     "english_auction": _auction_bounds,
     "guessing_game": _rounds_won_bounds,
+    "sealed_bid_auction": _sealed_bid_bounds,
+    "battle_royale": _battle_bounds,
+    "pirate_game": _pirate_bounds,
 }
 
 GARBAGE = ["", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}']
@@ -110,7 +134,8 @@ def game(request: pytest.FixtureRequest) -> Game:
 
 
 def test_registry_is_consistent() -> None:
-    assert {"beauty_contest", "english_auction", "second_price_auction", "guessing_game"} <= set(NAMES)
+    assert {"beauty_contest", "english_auction", "second_price_auction", "guessing_game", "sealed_bid_auction",
+            "battle_royale", "pirate_game"} <= set(NAMES)
     for name in NAMES:
         g = get_game(name)
         assert g.name == name and g.version and g.description and g.action_key and g.info.title
@@ -119,7 +144,7 @@ def test_registry_is_consistent() -> None:
         if g.info.score:
             assert "score" in doc.lower()
         assert set(g.policies()) >= {"random"}, "every game offers a random baseline"
-    with pytest.raises(KeyError, match="known: beauty_contest, english_auction"):
+    with pytest.raises(KeyError, match="known: battle_royale, beauty_contest, english_auction"):
         get_game("chess")
 
 
