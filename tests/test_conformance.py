@@ -45,11 +45,38 @@ def _rounds_won_bounds(setup: Setup, out: Outcome) -> None:
     assert all(0 <= p <= setup["rounds"] for p in out.payoffs)
 
 
+def _bar_bounds(setup: Setup, out: Outcome) -> None:
+    # a round pays a goer min or max, a stayer home, a rule breaker 0; 0 <= min <= home <= max
+    assert all(0 <= p <= setup["max"] * setup["rounds"] for p in out.payoffs)
+
+
+def _dollar_bounds(setup: Setup, out: Outcome) -> None:
+    # a paid round pays each seat its bid and the bids sum to at most G, so the whole table gets <= G per round
+    assert all(p >= 0 for p in out.payoffs)
+    assert sum(out.payoffs) <= setup["golds"] * setup["rounds"] + 1e-9
+
+
+def _goods_bounds(setup: Setup, out: Outcome) -> None:
+    # T - c + R sum(c) / N lies in [0, T + R T] for c in [0, T]; a rule breaker earns 0
+    t, r, k = setup["tokens"], setup["ratio"], setup["rounds"]
+    assert all(-1e-9 <= p <= (t + r * t) * k + 1e-9 for p in out.payoffs)
+
+
+def _diner_bounds(setup: Setup, out: Outcome) -> None:
+    # worth - bill / N: the worth is at most the larger utility; the share is below the costly price
+    top = max(setup["cheap_utility"], setup["exp_utility"])
+    assert all(-setup["exp_cost"] * setup["rounds"] - 1e-9 <= p <= top * setup["rounds"] + 1e-9 for p in out.payoffs)
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "beauty_contest": _bc_bounds,
     "second_price_auction": _auction_bounds,
     "english_auction": _auction_bounds,
     "guessing_game": _rounds_won_bounds,
+    "el_farol_bar": _bar_bounds,
+    "divide_dollar": _dollar_bounds,
+    "public_goods": _goods_bounds,
+    "diners_dilemma": _diner_bounds,
 }
 
 GARBAGE = ["", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}']
@@ -119,7 +146,7 @@ def test_registry_is_consistent() -> None:
         if g.info.score:
             assert "score" in doc.lower()
         assert set(g.policies()) >= {"random"}, "every game offers a random baseline"
-    with pytest.raises(KeyError, match="known: beauty_contest, english_auction"):
+    with pytest.raises(KeyError, match="known: beauty_contest, .*english_auction"):
         get_game("chess")
 
 
