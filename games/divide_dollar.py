@@ -81,7 +81,7 @@ class DivideDollar(RepeatedGame):
         mine = after.choices[r][player]
         return {"round": r + 1, "total": extra["total"],
                 "verdict": "did not exceed" if extra["paid"] else "exceeded",
-                "your_bid": "no valid bid" if mine is None else str(mine),
+                "your_bid": "nothing valid" if mine is None else str(mine),
                 "your_payoff": fmt_num(after.payoffs[r][player])}
 
     # ---- capabilities ----
