@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -134,7 +133,8 @@ def test_from_reference_reads_records_in_player_order() -> None:
 def _cli_run(arena, tmp_path, mode: str):  # noqa: ANN001, ANN202
     doc = arena.experiment_dict("el_farol_bar", [
         {"agent": "rational"}, {"agent": "random", "count": 2},
-        {"agent": "scripted", "label": "S", "responses": ['{"decision": "go"}', "maybe later", '{"decision": "stay"}']}],
+        {"agent": "scripted", "label": "S",
+         "responses": ['{"decision": "go"}', "maybe later", '{"decision": "stay"}']}],
         {"rounds": 3, "mode": mode}, sessions=2, runs=1, seed=3)
     toml = tmp_path / "bar.toml"
     toml.write_text(arena.to_toml(doc))
