@@ -318,7 +318,7 @@ def _figure_rounds(data: Collected, rows: list[dict[str, Any]], figdir: Path, F:
                     color=colors[lab], label=lab)
         ax.set_title(data.titles.get(c, c))
         ax.set_xlabel("round")
-        ax.set_ylabel(data.curve_keys[c].replace("_", " "))
+        ax.set_ylabel(f"{data.curve_keys[c].replace('_', ' ')} (per round)")
         ax.xaxis.set_major_locator(F.MaxNLocator(integer=True))
     F._legend_right(fig, [Line2D([], [], color=colors[lab], marker="o", ms=3, label=lab) for lab in shown],
                     "label (mean over runs)")
@@ -327,4 +327,5 @@ def _figure_rounds(data: Collected, rows: list[dict[str, Any]], figdir: Path, F:
     keys = ", ".join(f"{data.titles.get(c, c)}: {data.curve_keys[c]}" for c in columns)
     return F.Figure("gama_rounds", ROUNDS_TITLE,
                     f"Per game, the round quantity it declares ({keys}), averaged per round over every run and "
-                    "session of each label." + note, png, svg, data.dirs)
+                    "session of each label; labels that sat at one table share its values (and their lines)." + note,
+                    png, svg, data.dirs)

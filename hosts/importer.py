@@ -203,6 +203,16 @@ def _run_record(game: Game, folder: Folder, imp: ImportedRun, label: str, model:
     return record, _decisions(game, imp, base, label, model)
 
 
+def _why(exc: BaseException) -> str:
+    """An exception as a short single line: a bad parameter names its key and what was expected."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ())) or "value"
+        return f"parameter {where}: {first.get('msg')}"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
+
+
 def _toml(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -262,7 +272,7 @@ def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "un
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            result.warnings.append(f"{path}: not readable JSON ({type(exc).__name__}: {str(exc)[:120]}); skipped")
+            result.warnings.append(f"{path}: not readable JSON ({_why(exc)}); skipped")
             continue
         if not isinstance(data, dict):
             result.warnings.append(f"{path}: expected a JSON object with meta, round_records and player_data; "
@@ -275,19 +285,12 @@ def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "un
             result.skipped[folder.game.name] = result.skipped.get(folder.game.name, 0) + 1
             continue
         except Exception as exc:  # hostile or truncated files: one line, never a traceback
-            result.warnings.append(f"{path}: not a readable {folder.game.name} result "
-                                   f"({type(exc).__name__}: {str(exc)[:160]}); skipped")
+            result.warnings.append(f"{path}: not a readable {folder.game.name} result ({_why(exc)}); skipped")
             continue
         try:
             record, decisions = _run_record(folder.game, folder, imp, label, model, session, rel)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first.get("loc", ())) or "params"
-            result.warnings.append(f"{path}: parameter {where}: {first.get('msg')}; skipped")
-            continue
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError) as exc:
-            result.warnings.append(f"{path}: cannot score this {folder.game.name} result "
-                                   f"({type(exc).__name__}: {str(exc)[:160]}); skipped")
+            result.warnings.append(f"{path}: cannot score this {folder.game.name} result ({_why(exc)}); skipped")
             continue
         key = (folder.path, label)
         runs = groups.setdefault(key, [])
