@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from econarena.analysis.metrics import broke
 from econarena.hosts.records import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
 
 if sys.version_info >= (3, 11):
@@ -229,8 +230,8 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                     "scale": scale,
                     "action_norm": action / scale if scale else math.nan,
                     "ne_action_norm": ne_action / scale if scale else math.nan,
-                    "valid": bool(r["valid"][i]), "broke": not r["valid"][i],
-                    "payoff": _f(r["payoffs"][i]), "ne_payoff": _f(r["ne_payoffs"][i]),
+                    "valid": bool(r["valid"][i]), "broke": broke(r, i),
+                    "payoff": _f(r["payoffs"][i]), "ne_payoff": _f(_at(r.get("ne_payoffs"), i)),
                     "deviation": _f(r["deviation"][i]), "win": i in winners, "void": bool(r.get("void")),
                     "private_value": _f(_at(r.get("private_values"), i)),
                     "assets": _f(_at(params.get("assets"), i)),

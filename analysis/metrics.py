@@ -6,7 +6,12 @@ Per label (a label may hold several seats), over COMPLETE runs only:
 - deviation d: auctions |final asset / NE asset - 1| (eq. 3); beauty contest |choice - 0| / upper bound
   (eq. 3 is undefined when the NE action is 0), averaged over player-runs with a valid choice.
 - win rate: share of player-runs the seat won (a shared beauty-contest prize counts as a win).
-- rule-break rate: % of player-runs with at least one invalid reply; per kind and per decision too.
+- rule-break rate: % of player-runs with at least one invalid reply; per kind and per decision too. With
+  ``reask`` a re-asked reply may end valid, so a run counts as broken when any FIRST attempt was invalid
+  (the record's ``first_valid``; logs written before it existed fall back to ``valid``).
+- score / score_std (games that declare a 0-100 score): mean and sample std (ddof = 1) of the run score
+  over the complete runs the label played in, each run once however many seats the label held; with
+  every seat one label (GAMA-Bench) this is the reference's per-game number.
 - convergence: mean deviation per run index, and the first run index whose mean is within 0.05 of NE.
 """
 
@@ -16,11 +21,17 @@ import csv
 import io
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from econarena.hosts.records import DECISIONS, RUNS, complete_runs, read_jsonl, run_key
+from econarena.hosts.records import CONFIG, DECISIONS, RUNS, complete_runs, read_jsonl, run_key
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 CONVERGENCE_TOLERANCE = 0.05
 VIOLATIONS = ("parse_error", "schema_error", "rule_violation")
@@ -30,6 +41,35 @@ def _mean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
     # fsum is exact, so the mean does not depend on the order of runs.jsonl (concurrency, resume)
     return math.fsum(xs) / len(xs) if xs else None
+
+
+def _std(xs: list[float | None]) -> float | None:
+    """Sample standard deviation (ddof = 1) of the known values; None with fewer than two."""
+    xs = [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+    if len(xs) < 2:
+        return None
+    m = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def broke(run: dict[str, Any], seat: int) -> bool:
+    """Whether the seat broke a rule in this run, counting first attempts (``first_valid``) when logged."""
+    first = run.get("first_valid")
+    first_ok = bool(first[seat]) if isinstance(first, list) and seat < len(first) else True
+    return not run["valid"][seat] or not first_ok
+
+
+def _declares_score(path: Path) -> bool:
+    """Whether the directory's game declares a 0-100 score (``GameInfo.score``)."""
+    from econarena.games import GAMES
+
+    try:
+        cfg = tomllib.loads((path / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    exp = cfg.get("experiment")
+    game = GAMES.get(exp.get("game")) if isinstance(exp, dict) and isinstance(exp.get("game"), str) else None
+    return game is not None and game.info.score
 
 
 def summarize(run_dir: str | Path) -> dict[str, Any]:
@@ -43,18 +83,22 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     per: dict[str, dict[str, Any]] = defaultdict(lambda: {
         "payoffs": [], "ne": [], "dev": [], "wins": 0, "player_runs": 0, "broke": 0,
         "dev_by_run": defaultdict(list), "decisions": 0, "violations": defaultdict(int),
-        "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [],
+        "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [], "scores": [],
     })
+    scored = _declares_score(path)
     for r in runs:
         for i, label in enumerate(r["labels"]):
             a = per[label]
             a["player_runs"] += 1
             a["payoffs"].append(r["payoffs"][i])
-            a["ne"].append(r["ne_payoffs"][i])
+            a["ne"].append(r["ne_payoffs"][i] if r.get("ne_payoffs") else None)  # None: no equilibrium
             a["dev"].append(r["deviation"][i])
             a["dev_by_run"][r["run"]].append(r["deviation"][i])
             a["wins"] += i in r["winners"]
-            a["broke"] += not r["valid"][i]
+            a["broke"] += broke(r, i)
+        if scored:
+            for label in set(r["labels"]):
+                per[label]["scores"].append(r.get("score"))
     for d in decisions:
         a = per[d["label"]]
         a["decisions"] += 1
@@ -88,6 +132,8 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
             "tokens_out": a["tokens_out"],
             "cached_decisions": a["cached"],
             "mean_latency_s": _mean(a["latency"]),
+            "score": _mean(a["scores"]) if scored else None,
+            "score_std": _std(a["scores"]) if scored else None,
         }
     return {
         "run_dir": str(path),
@@ -100,7 +146,7 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
 
 SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_ratio", "mean_deviation",
            "win_rate", "rule_break_rate_pct", "violations_per_decision_pct", "converged_at_run",
-           "tokens_in", "tokens_out", "cached_decisions", "mean_latency_s")
+           "tokens_in", "tokens_out", "cached_decisions", "mean_latency_s", "score", "score_std")
 
 
 def summary_csv(summary: dict[str, Any]) -> str:
@@ -138,6 +184,11 @@ def format_table(summary: dict[str, Any]) -> str:
     rows = [[label, _f(v["player_runs"]), _f(v["mean_payoff"], 2), _f(v["mean_ne_payoff"], 2),
              _f(v["payoff_ratio"]), _f(v["mean_deviation"]), _f(v["win_rate"]), _f(v["rule_break_rate_pct"], 1),
              _f(v["converged_at_run"])] for label, v in summary["labels"].items()]
+    if any(v.get("score") is not None for v in summary["labels"].values()):  # games with a 0-100 score
+        head.append("score (std)")
+        for row, v in zip(rows, summary["labels"].values()):
+            row.append("-" if v.get("score") is None else _f(v["score"], 1)
+                       + ("" if v.get("score_std") is None else f" ({v['score_std']:.1f})"))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from econarena import __version__
 from econarena.analysis import figures as F
+from econarena.analysis import gamabench
 from econarena.analysis.compare import compare, setting_pairs
 from econarena.analysis.load import SETTING_COLUMNS, Frames, export, load
 from econarena.analysis.stats import N_BOOT
@@ -215,6 +216,25 @@ figure and table.</li>
 """
 
 
+def _gamabench_html(gama: tuple[list[F.Figure], list[tuple[str, str]], pd.DataFrame, Path], report: Report,
+                    out: Path) -> str:
+    """The GAMA-Bench section: score table, the labels-across-games chart and the per-round curves."""
+    figs, skipped, table, csv_path = gama
+    first = len(report.figures) + 1
+    report.figures += figs
+    report.skipped += skipped
+    report.files.append(csv_path)
+    parts = ["<h2 id='gamabench'>GAMA-Bench</h2>",
+             "<p>Per-run scores (0-100) as the reference code computes them, mean &plusmn; standard deviation over "
+             "runs (ddof = 1) and the number of runs. Overall: the mean of the eight leaderboard games, only for "
+             "labels that have all of them; its &plusmn; is over the per-run overall means. Columns with "
+             "[key=value] are unscored modes. Also in <code>" + _esc(csv_path.name) + "</code>.</p>",
+             _table_html(table)]
+    parts += [_figure_html(i, fig, out) for i, fig in enumerate(figs, first)]
+    parts += [f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>" for name, why in skipped]
+    return "\n".join(parts)
+
+
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
                  prices: str | Path | None = None, title: str = "EconArena report") -> Report:
     """Load the run directories and write the report, figures and exports into ``out``."""
@@ -229,6 +249,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                 report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))
             except F.Skip as exc:
                 report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
+        gama = gamabench.report_section(frames.dirs, figdir, out)
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
@@ -240,6 +261,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             f"{len(frames.players):,} player-runs &middot; {len(frames.decisions):,} decisions &middot; "
             f"intervals: {n_boot} bootstrap replicates, seed {seed}</p>",
             "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {i}</a>" for i, f in enumerate(report.figures, 1))
+            + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#tables'>All metrics</a></nav>",
             "<h2>Experiments</h2>", _experiments_html(frames)]
@@ -252,6 +274,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         body.append(_figure_html(i, fig, out))
     for name, why in report.skipped:
         body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
+    if gama is not None:
+        body.append(_gamabench_html(gama, report, out))
     body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
              "<h2 id='usage'>Tokens and cost per player</h2>",
              "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "

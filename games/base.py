@@ -178,6 +178,11 @@ class GameInfo:
     deviation_note: str = ""  # how the deviation is measured, for axis labels
     history_extra: tuple[str, ...] = ()  # outcome.extra keys shown with `history = "full"`
     round_curve: str = ""  # the per-round quantity a report plots (a key of the round events)
+    # Where another tool's released results of this game lie and how they map onto Params: (folder under
+    # the reference's raw_results/, Params overrides), e.g. ("bar_game_implicit", {"mode": "implicit"}).
+    # The FIRST entry is the scored (leaderboard) setting; later entries are other modes, imported and
+    # scored under their own column. Read by ``econarena import``; empty: the game imports nothing.
+    reference: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 class Game(abc.ABC):

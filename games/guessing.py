@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from .base import ActionField, GameInfo, GameParams, Outcome, Setup, fmt_num
+from .base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
 from .repeated import RepeatedGame, RepeatedState, round_values
 
 
@@ -54,7 +54,8 @@ class GuessingGame(RepeatedGame):
     info: ClassVar[GameInfo] = GameInfo(
         title="Guess 2/3 of the average", rounds=True, score=True, family="gamabench",
         action_axis="mean number / max", scale_key="max", equilibrium_note="NE: min",
-        deviation_note="|mean number - NE| / (max - min)", round_curve="mean")
+        deviation_note="|mean number - NE| / (max - min)", round_curve="mean",
+        reference=(("guessing_game", {}),))
 
     def setup(self, params: GuessingParams, n_players: int, rng: np.random.Generator) -> Setup:
         return Setup(n_players, params.model_dump())
@@ -135,6 +136,49 @@ class GuessingGame(RepeatedGame):
     def score(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> float | None:
         return guessing_score(round_values(rounds, "chosen_number"), setup["min"], setup["max"],
                               setup["ratio"], setup.values.get("scoring", "code"))
+
+    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
+        """A GAMA-Bench ``guessing_game`` result: seat i's numbers are ``player_data[i].records`` (the
+        ``round_records`` responses were shuffled in place by the reference, so only their totals are kept
+        there). Meta keys missing from old files take the reference's defaults (0, 100, 2/3)."""
+        meta = raw.get("meta") or {}
+        players = raw.get("player_data")
+        if not isinstance(players, list) or not players or not all(isinstance(p, Mapping) for p in players):
+            raise ValueError("player_data must be a non-empty list of player objects")
+        rounds_raw = raw.get("round_records")
+        n_rounds = len(rounds_raw) if isinstance(rounds_raw, list) and rounds_raw else int(meta.get("round_id", 0))
+        if n_rounds < 1:
+            raise ValueError("no rounds: round_records is empty and meta.round_id is missing")
+        params = GuessingParams(min=int(meta.get("min", 0)), max=int(meta.get("max", 100)),
+                                ratio=float(meta.get("ratio", 2 / 3)), rounds=n_rounds)
+        setup = self.setup(params, len(players), np.random.default_rng(0))  # draws nothing
+        state = self.initial_state(setup)
+        log = []
+        for k in range(n_rounds):
+            actions = {i: _reference_number(p.get("records"), k) for i, p in enumerate(players)}
+            after = self.apply(state, actions)
+            log.append({"round": k, "actions": [actions[i] for i in range(len(players))],
+                        "events": self.events(state, after, actions)})
+            state = after
+        messages = [list(p["prompt"]) if isinstance(p.get("prompt"), list) else [] for p in players]
+        return ImportedRun(params=params.model_dump(), n_players=len(players), round_log=log,
+                           payoffs=list(self.outcome(state).payoffs),
+                           messages=messages if any(messages) else None)
+
+
+def _reference_number(records: Any, k: int) -> dict[str, Any] | None:
+    """Round k's number of one seat, or None where the file has none (the reference stores ints)."""
+    if not isinstance(records, list) or k >= len(records):
+        return None
+    x = records[k]
+    if isinstance(x, str):
+        try:
+            x = float(x.strip())
+        except ValueError:
+            return None
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x != int(x):
+        return None
+    return {"chosen_number": int(x)}
 
 
 def guessing_score(per_round: Sequence[Sequence[float]], lo: float, hi: float, ratio: float,

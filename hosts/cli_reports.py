@@ -1,4 +1,4 @@
-"""Subcommands that turn run directories into reports: ``report``, ``compare`` and ``suite``.
+"""Subcommands that turn run directories into reports: ``report``, ``compare``, ``suite`` and ``import``.
 
 pandas and matplotlib come with the ``report`` extra; they are imported only when one of these commands
 runs, so the core CLI starts fast and works without them.
@@ -229,6 +229,43 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return worst
 
 
+# --------------------------------------------------------------------------------------------- import
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Reference results -> run directories (hosts/importer.py), summaries and the score table (analysis)."""
+    from econarena.analysis import gamabench
+    from econarena.analysis.metrics import write_summary
+    from econarena.hosts.importer import ImportFailed, import_reference
+    from econarena.hosts.records import write_atomic
+
+    if not args.unnamed_model.strip():
+        _err("--unnamed-model must not be empty")
+        return EXIT_CONFIG
+    out = Path(args.out)
+    try:
+        result = import_reference(args.raw_dir, out, unnamed=args.unnamed_model)
+    except ImportFailed as exc:
+        _err(str(exc))
+        return EXIT_CONFIG
+    for w in result.warnings:
+        print(f"econarena: warning: {w}", file=sys.stderr)
+    for game, n in sorted(result.skipped.items()):
+        print(f"econarena: skipped: {game}: reading reference results is not implemented for this game yet "
+              f"({n} file(s))", file=sys.stderr)
+    if not result.dirs:
+        _err(f"no GAMA-Bench result files could be imported from {args.raw_dir}")
+        return EXIT_ERROR
+    for d in result.dirs:
+        write_summary(d)
+    rows = gamabench.score_table(gamabench.collect(result.dirs).scores)
+    csv_path = out / "gamabench_scores.csv"
+    write_atomic(csv_path, gamabench.scores_csv(rows))
+    print(gamabench.format_leaderboard(rows))
+    print(f"\nimported {result.runs} run(s) into {len(result.dirs)} run director"
+          f"{'y' if len(result.dirs) == 1 else 'ies'} under {out}; scores: {csv_path}")
+    return EXIT_OK
+
+
 def _analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boot", type=int, default=2000, metavar="N",
                    help="bootstrap replicates for the 95%% intervals (default 2000)")
@@ -258,6 +295,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     _analysis_options(c)
     c.set_defaults(func=cmd_compare)
+
+    im = sub.add_parser("import", help="turn another tool's released results into run directories and scores",
+                        description="Read a GAMA-Bench raw_results/ tree (or part of it) into one run directory per "
+                                    "game folder and label under --out, score every run with the games' own code, "
+                                    "write OUT/gamabench_scores.csv (model, game, score, std, runs) and print the "
+                                    "leaderboard.")
+    im.add_argument("source", choices=["gamabench"], help="whose results: gamabench (CUHK-ARISE/GAMABench)")
+    im.add_argument("raw_dir", metavar="RAW_DIR")
+    im.add_argument("--out", required=True, help="where the run directories and gamabench_scores.csv go")
+    im.add_argument("--unnamed-model", default="unnamed", metavar="NAME",
+                    help="label of files whose name has no model prefix (default: unnamed)")
+    im.set_defaults(func=cmd_import)
 
     s = sub.add_parser("suite", help="run every experiment of a folder (resumable) and build one report",
                        description="Run each experiment file of a folder (configs/paper) into OUT/<name>: "
