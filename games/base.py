@@ -273,6 +273,17 @@ class Game(abc.ABC):
     def policies(self) -> tuple[str, ...]:
         return self.info.policies
 
+    @staticmethod
+    def summary_action(values: Sequence[Any]) -> Any:
+        """One seat's run as one value, from its per-round values (None = no valid reply): the mean of
+        numbers, else the last value. Records, history and imported runs all use it."""
+        seen = [v for v in values if v is not None]
+        if not seen:
+            return None
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
+            return math.fsum(seen) / len(seen)
+        return seen[-1]
+
     def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
         """Read one result file of the reference implementation (already parsed JSON); pure, no I/O."""
         raise NotImplementedError(f"{self.name} cannot read reference results")

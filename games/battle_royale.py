@@ -95,6 +95,7 @@ class BattleRoyale(Game):
     history_key: ClassVar[str] = "share of shots at the strongest"
     info: ClassVar[GameInfo] = GameInfo(
         title="Battle Royale", moves="sequential", rounds=True, score=True, family="gamabench",
+        reference=(("battle_royale", {}),),
         action_axis="share of own turns aimed at the strongest", equilibrium_note="no equilibrium declared",
         round_curve="at_strongest")
 

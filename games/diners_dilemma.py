@@ -81,7 +81,8 @@ class DinersDilemma(RepeatedGame):
     action_key: ClassVar[str] = "chosen_dish"
     history_key: ClassVar[str] = "share of costly orders"
     info: ClassVar[GameInfo] = GameInfo(
-        title="Diner's Dilemma", rounds=True, score=True, family="gamabench", action_axis="share of costly orders",
+        title="Diner's Dilemma", rounds=True, score=True, family="gamabench",
+        reference=(("diner_dilemma", {}),), action_axis="share of costly orders",
         equilibrium_note="NE: everyone orders costly", deviation_note="share of orders off the NE dish",
         round_curve="costly_share")
 
@@ -132,7 +133,7 @@ class DinersDilemma(RepeatedGame):
 
     # ---- capabilities ----
     @staticmethod
-    def _summary_action(values: Sequence[Any]) -> Any:
+    def summary_action(values: Sequence[Any]) -> Any:
         """A seat's run in one number: the share of its valid orders that were costly."""
         seen = [v for v in values if v is not None]
         return sum(1 for v in seen if v != "cheap") / len(seen) if seen else None

@@ -46,7 +46,8 @@ class DivideDollar(RepeatedGame):
     action_key: ClassVar[str] = "bid_amount"
     history_key: ClassVar[str] = "mean bid"
     info: ClassVar[GameInfo] = GameInfo(
-        title="Divide the Dollar", rounds=True, score=True, family="gamabench", action_axis="mean bid / golds",
+        title="Divide the Dollar", rounds=True, score=True, family="gamabench",
+        reference=(("divide_dollar", {}),), action_axis="mean bid / golds",
         scale_key="golds", equilibrium_note="NE: bids summing to golds (even split declared)",
         deviation_note="|mean bid - even split| / golds", round_curve="total")
 
@@ -86,7 +87,7 @@ class DivideDollar(RepeatedGame):
 
     # ---- capabilities ----
     @staticmethod
-    def _summary_action(values: Sequence[Any]) -> Any:
+    def summary_action(values: Sequence[Any]) -> Any:
         """The mean valid bid; exact integer arithmetic, since a bid may be as large as 1e308."""
         seen = [v for v in values if v is not None]
         return sum(seen) / len(seen) if seen else None

@@ -66,7 +66,9 @@ class ElFarolBar(RepeatedGame):
     action_key: ClassVar[str] = "decision"
     history_key: ClassVar[str] = "share of rounds going"
     info: ClassVar[GameInfo] = GameInfo(
-        title="El Farol Bar", rounds=True, score=True, family="gamabench", action_axis="share of rounds going",
+        title="El Farol Bar", rounds=True, score=True, family="gamabench",
+        reference=(("bar_game_implicit", {"mode": "implicit"}),
+                   ("bar_game_explicit", {"mode": "explicit"})), action_axis="share of rounds going",
         equilibrium_note="mixed NE: go with probability ratio (none declared)", round_curve="go_ratio")
 
     def setup(self, params: BarParams, n_players: int, rng: np.random.Generator) -> Setup:
@@ -120,7 +122,7 @@ class ElFarolBar(RepeatedGame):
 
     # ---- capabilities ----
     @staticmethod
-    def _summary_action(values: Sequence[Any]) -> Any:
+    def summary_action(values: Sequence[Any]) -> Any:
         """A seat's run in one number: the share of its valid decisions that were ``go``."""
         seen = [v for v in values if v is not None]
         return sum(1 for v in seen if v == "go") / len(seen) if seen else None

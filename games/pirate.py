@@ -115,6 +115,7 @@ class PirateGame(Game):
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
         title="Pirate game", moves="sequential", rounds=True, score=True, family="gamabench",
+        reference=(("pirate_game", {}),),
         action_axis="gold received / gold", scale_key="gold",
         equilibrium_note="NE: senior keeps gold - floor((N-1)/2), 1 coin to every second pirate",
         deviation_note="|gold received - NE gold| / gold", round_curve="proposer_share")

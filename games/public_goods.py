@@ -47,6 +47,7 @@ class PublicGoods(RepeatedGame):
     history_key: ClassVar[str] = "mean contribution"
     info: ClassVar[GameInfo] = GameInfo(
         title="Public Goods", rounds=True, score=True, family="gamabench",
+        reference=(("public_goods", {}),),
         action_axis="mean contribution / tokens", scale_key="tokens",
         equilibrium_note="NE: contribute 0 (when ratio <= N)", deviation_note="|mean contribution - NE| / tokens",
         round_curve="mean_contribution")

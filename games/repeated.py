@@ -87,18 +87,10 @@ class RepeatedGame(Game):
         valid = tuple(all(c[i] is not None for c in state.choices) for i in range(n))
         best = max(totals) if totals else 0.0
         winners = tuple(i for i, t in enumerate(totals) if t == best) if state.payoffs else ()
-        return Outcome(actions=tuple(self._summary_action([c[i] for c in state.choices]) for i in range(n)),
+        return Outcome(actions=tuple(self.summary_action([c[i] for c in state.choices]) for i in range(n)),
                        valid=valid, payoffs=totals, winners=winners, void=False,
                        extra={"rounds": state.round})
 
-    @staticmethod
-    def _summary_action(values: Sequence[Any]) -> Any:
-        seen = [v for v in values if v is not None]
-        if not seen:
-            return None
-        if all(isinstance(v, (int, float)) for v in seen):
-            return math.fsum(seen) / len(seen)
-        return seen[-1]
 
 
 def round_values(rounds: Sequence[Mapping[str, Any]], key: str) -> list[list[Any]]:

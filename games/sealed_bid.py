@@ -92,6 +92,8 @@ class SealedBidAuction(RepeatedGame):
     has_private_values: ClassVar[bool] = True
     info: ClassVar[GameInfo] = GameInfo(
         title="Sealed-bid auction", rounds=True, score=True, family="gamabench",
+        reference=(("sealed_bid_auction/first_price", {"mode": "first"}),
+                   ("sealed_bid_auction/second_price", {"mode": "second"})),
         action_axis="mean bid / valuation_max", scale_key="valuation_max",
         equilibrium_note="NE (second price): bid = valuation; first price: none declared",
         deviation_note="|mean bid - mean valuation| / (max - min)", round_curve="bid_ratio")

@@ -159,15 +159,6 @@ def _decisions(game: Game, imp: ImportedRun, base: dict[str, Any], label: str, m
     return out
 
 
-def _summary_action(values: list[Any]) -> Any:
-    seen = [v for v in values if v is not None]
-    if not seen:
-        return None
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
-        return math.fsum(seen) / len(seen)
-    return seen[-1]
-
-
 def _run_record(game: Game, folder: Folder, imp: ImportedRun, label: str, model: str, session: int,
                 source: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run record (the Host's shape) and decisions of one imported file; raises ValueError if unusable."""
@@ -176,7 +167,7 @@ def _run_record(game: Game, folder: Folder, imp: ImportedRun, label: str, model:
     params = game.Params.model_validate({**imp.params, **folder.overrides})
     setup = game.setup(params, imp.n_players, np.random.default_rng(0))
     n = imp.n_players
-    actions = [_summary_action([(r["actions"][i] or {}).get(game.action_key) if i < len(r["actions"]) else None
+    actions = [game.summary_action([(r["actions"][i] or {}).get(game.action_key) if i < len(r["actions"]) else None
                                 for r in imp.round_log]) for i in range(n)]
     payoffs = list(imp.payoffs) if imp.payoffs is not None and len(imp.payoffs) == n else [None] * n
     ne = game.equilibrium(setup)
@@ -255,7 +246,8 @@ def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "un
         rel = path.relative_to(raw).as_posix()
         folder = _folder_of(path, folders)
         if folder is None:
-            unclaimed[path.parent] = unclaimed.get(path.parent, 0) + 1
+            if path.suffix == ".json":  # notes and READMEs beside the results are not results
+                unclaimed[path.parent] = unclaimed.get(path.parent, 0) + 1
             continue
         if path.suffix != ".json":
             result.warnings.append(f"{path}: not a .json result file; skipped")

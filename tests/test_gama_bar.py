@@ -162,8 +162,6 @@ def test_cli_run_both_modes(arena, tmp_path, mode: str) -> None:
     assert ("players went to the bar" in later) == (mode == "explicit")
 
 
-@pytest.mark.xfail(strict=True, reason="analysis/metrics.summarize crashes on ne_payoffs None (fixed on gamaC); "
-                                       "remove this marker once that fix is merged")
 def test_cli_summary_of_a_game_without_equilibrium(arena, tmp_path) -> None:
     proc = _cli_run(arena, tmp_path, "implicit")
     assert proc.returncode == 0, proc.stderr

@@ -162,9 +162,6 @@ def _doc(arena):
         params={"max_turns": 3}, sessions=2, seed=3)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="analysis/metrics.py summarize() indexes ne_payoffs, which is None for a game "
-                          "without a declared equilibrium; remove this mark once it is fixed there")
 def test_cli_run_writes_a_summary(tmp_path: Path, arena) -> None:
     path = tmp_path / "battle.toml"
     path.write_text(arena.to_toml(_doc(arena)))
@@ -172,7 +169,7 @@ def test_cli_run_writes_a_summary(tmp_path: Path, arena) -> None:
 
 
 def test_toml_run_with_baselines_and_a_script(tmp_path: Path, arena) -> None:
-    # the Host in-process (the CLI's own path up to the summary, see the xfail above)
+    # the Host in-process, to read its result object
     path = tmp_path / "battle.toml"
     path.write_text(arena.to_toml(_doc(arena)))
     result = asyncio.run(Host(load_experiment(path), tmp_path / "out", HostOptions(quiet=True)).run())
