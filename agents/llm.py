@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 class LLMSettings(BaseModel):
     """Generation and connection settings, merged: defaults < provider < TOML ``[llm]`` < player."""
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: TOML is typed, so max_tokens = true or timeout_s = "60" is a mistake, not a 1 or a 60
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = None
     base_url: str | None = None
