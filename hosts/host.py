@@ -86,7 +86,7 @@ class Progress:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
         done = self.before + self.runs
         left = ""
-        if 0 < self.runs and done < self.total:
+        if self.runs > 0 and done < self.total:
             left = f", about {_duration((self.total - done) * elapsed / self.runs)} left"
         return (f"{self.label}: {done}/{self.total} runs, {self.decisions} decisions "
                 f"({self.decisions / elapsed:.1f}/s){left}")
@@ -299,7 +299,9 @@ class Host:
         return {**base, "complete": True, "rounds": rnd, "actions": list(out.actions), "valid": list(out.valid),
                 "payoffs": list(out.payoffs), "winners": list(out.winners), "void": out.void,
                 "ne_actions": list(ne.actions), "ne_payoffs": list(ne.payoffs),
-                "payoff_ratio": [p / q if q else None for p, q in zip(out.payoffs, ne.payoffs)],
+                # scored like the metrics: a rule break scores 0 (see analysis/metrics.py)
+                "payoff_ratio": [(p if ok else 0.0) / q if q else None
+                                 for p, q, ok in zip(out.payoffs, ne.payoffs, out.valid)],
                 "deviation": dev, "extra": dict(out.extra),
                 # decisions per seat in this run: resume derives the next decision indices from these
                 "decisions": [c - s for c, s in zip(counters, start_counters)]}

@@ -63,7 +63,7 @@ def record_problem(rec: Any, kind: str) -> str | None:
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
         return "'labels' must be a non-empty list of strings"
     if rec.get("complete", True):
-        for key in ("payoffs", "ne_payoffs", "valid", "deviation", "actions"):
+        for key in ("payoffs", "ne_payoffs", "valid", "deviation"):
             if not isinstance(rec.get(key), list) or len(rec[key]) != len(labels):
                 return f"'{key}' must be a list with one entry per label"
         if not isinstance(rec.get("winners"), list) or not all(_is_int(w) for w in rec["winners"]):
