@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="run directory (default: runs/<experiment name>)")
     r.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
-    r.add_argument("--seed", type=int, help="override experiment.seed")
+    r.add_argument("--seed", type=int, help="override experiment.seed (an integer >= 0)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
