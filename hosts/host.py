@@ -326,7 +326,10 @@ class Host:
         if reply.error:
             judgement = Judgement(None, None, None)
         else:
-            judgement = self.game.judge(state, seat, reply.text)
+            try:
+                judgement = self.game.judge(state, seat, reply.text)
+            except Exception as exc:  # noqa: BLE001 - whatever a reply holds, it is a rule break, not a crash
+                judgement = Judgement(None, "parse_error", f"the reply could not be judged ({type(exc).__name__})")
         key = self.game.action_key
         self.decisions += 1
         self._progress.step(decisions=1)
