@@ -15,6 +15,7 @@ import html
 import math
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     figdir = out / "figures"
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.html")
-    with F.style():
+    with F.style(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")  # reported once, as a note
         for fn in F.FIGURES:
             try:
                 report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))

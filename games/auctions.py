@@ -53,7 +53,7 @@ from econarena.games.base import (
 class AuctionParams(GameParams):
     private_value: Any = Field(default_factory=lambda: {"normal": [50.0, 10.0]})
     assets: Any = 100.0
-    entrance_fee: float = Field(default=0.0, ge=0)
+    entrance_fee: float = Field(default=0.0, ge=0, le=1e12)
 
     @field_validator("private_value", "assets")
     @classmethod
@@ -62,8 +62,8 @@ class AuctionParams(GameParams):
 
 
 class EnglishAuctionParams(AuctionParams):
-    start_price: float = Field(default=0.0, ge=0)
-    increment: float = Field(default=1.0, gt=0)
+    start_price: float = Field(default=0.0, ge=0, le=1e12)
+    increment: float = Field(default=1.0, gt=0, le=1e12)
     max_rounds: int = Field(default=200, gt=0)
 
 

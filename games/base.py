@@ -401,9 +401,12 @@ def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_pl
     raise ValueError(f"{name}: expected a number, a list or {{normal|uniform = [a, b]}}")
 
 
+MAX_GAME_NUMBER = 1e12  # sums and means of a table must stay exact and finite in float64
+
+
 def _all_finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isfinite(value) and abs(value) <= MAX_GAME_NUMBER
     if isinstance(value, list):
         return all(_all_finite(x) for x in value)
     if isinstance(value, dict):
@@ -418,7 +421,7 @@ def validate_param(value: Any, *, per_player: bool, positive: bool = False) -> A
     if isinstance(value, bool):
         raise ValueError(f"expected {expected}")
     if not _all_finite(value):  # TOML allows inf and nan; a prompt saying "inf" and NaN payoffs help nobody
-        raise ValueError("numbers must be finite (not inf or nan)")
+        raise ValueError(f"numbers must be finite and at most {MAX_GAME_NUMBER:.0e} in size")
     if isinstance(value, (int, float)):
         if positive and value <= 0:
             raise ValueError(f"must be > 0, got {value}")

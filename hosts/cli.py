@@ -307,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
         _err(str(exc))
         return EXIT_CONFIG
+    except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
+        _err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
+        return EXIT_CONFIG
 
 
 if __name__ == "__main__":

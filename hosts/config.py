@@ -272,7 +272,9 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         errors.append(f"{where}: [llm] must be a table")
         llm_raw = {}
     try:
-        LLMSettings(**llm_raw)
+        defaults = LLMSettings(**llm_raw)
+        if defaults.base_url is not None and (problem := _url_problem(defaults.base_url)):
+            errors.append(f"{where}: 'llm.base_url': {problem}")
     except ValidationError as err:
         errors.extend(_pyd_errors(where, "llm", err))
 
@@ -338,6 +340,20 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     return experiment
 
 
+def _url_problem(url: str) -> str | None:
+    """Why a base_url cannot be used (never echoing it: it may hold a key), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http:// or https:// URL with a host"
+    return None
+
+
 def label_key(label: str) -> str:
     """What makes two labels the same player: case and surrounding spaces do not count."""
     return label.strip().casefold()
@@ -392,6 +408,13 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         label = agent if llm is None or not llm.model else f"{agent}/{llm.model}"
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
+        return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in label) or len(label) > 200:
+        errors.append(f"{where}: '{key}.label': {label[:40]!r}: at most 200 characters and no control characters "
+                      "(tabs, newlines): a label is a row and a column name in every table")
+        return None
+    if llm is not None and llm.base_url is not None and (problem := _url_problem(llm.base_url)):
+        errors.append(f"{where}: '{key}.base_url': {problem}")
         return None
     responses = raw.get("responses", [])
     if agent == "scripted" and (not isinstance(responses, list) or not responses

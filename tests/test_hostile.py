@@ -505,3 +505,64 @@ def test_pip_install_prints_no_packaging_warnings(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert {f"econarena/hosts/templates/{g}.toml" for g in ("common", "beauty_contest", "english_auction",
                                                            "second_price_auction")} <= set(names)
+
+
+# ----------------------------------------------------------- found by the adversarial pass of this change
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (('label = "A"', 'label = "A\\nB"'), "'players[0].label': 'A\\nB': at most 200 characters and no control"),
+    (('base_url = "http://127.0.0.1:9/v1"', 'base_url = "http://[::1"'), "'llm.base_url': not a valid URL"),
+    (('base_url = "http://127.0.0.1:9/v1"', 'base_url = "ftp://h/x"'), "'llm.base_url': expected an http://"),
+    (("seed = 3", "seed = 3\n[game]\nupper_bound = { uniform = [1e308, 1.7e308] }"),
+     "'game.upper_bound': numbers must be finite and at most 1e+12"),
+    (("seed = 3", "seed = 3\n[game]\nprize = 1e300"), "'game.prize': Input should be less than or equal to"),
+])
+def test_adversarial_values_get_one_clear_line(tmp_path: Path, capsys, edit: tuple[str, str], expected: str) -> None:
+    err = _err_of(capsys, ["validate", str(_write(tmp_path, GOOD.replace(*edit)))])
+    assert expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_binary_env_file_and_a_log_that_is_a_directory_give_no_traceback(tmp_path: Path, arena,
+                                                                             monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(b"\xff\xfeOPENAI_API_KEY=\x00\n")
+    toml = _write(tmp_path, GOOD)
+    capsys.readouterr()
+    assert main(["run", str(toml), "--out", "o", "--quiet"]) == 0
+    assert ".env: not read (not UTF-8 text)" in capsys.readouterr().err
+    (tmp_path / "o" / "decisions.jsonl").unlink()
+    (tmp_path / "o" / "decisions.jsonl").mkdir()
+    assert "o/decisions.jsonl: Is a directory" in _err_of(capsys, ["summary", "o"])
+
+
+def test_report_numbers_figures_as_their_files_and_notes_labels_no_font_can_draw(tmp_path: Path, arena) -> None:
+    pytest.importorskip("matplotlib")
+    from econarena.analysis.figures import missing_glyphs
+    from econarena.analysis.report import build_report, figure_number
+
+    doc = arena.experiment_dict("beauty_contest", [
+        {"agent": "scripted", "label": "模型", "responses": ['{"answer": 5}']}, {"agent": "rational"}],
+        sessions=2, environment="rational", players_per_game=3)
+    arena.run_experiment(doc, tmp_path / "r")
+    rep = build_report([tmp_path / "r"], tmp_path / "rep", n_boot=20)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    for fig in rep.figures:  # fig1 (melee) is skipped here, so a running count would call fig2 "Figure 1"
+        assert f"<b>Figure {figure_number(fig)}. " in html and fig.png.name.startswith(f"fig{figure_number(fig)}_")
+    assert "Figure 1." not in html and rep.figures[0].key == "fig2_rational_deviation"
+    boxes = missing_glyphs(["模型"])
+    assert bool(boxes) == any("'模型' use characters no installed font" in n for n in rep.notes)
+
+
+def test_table_1_has_no_empty_first_column_and_its_hint_names_real_flags(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    from econarena.analysis.report import _table_html
+
+    t = pd.DataFrame({"after": ["after 20 sessions"], "label": ["A"], "cell": ["1.0"]}).pivot_table(
+        index=["label"], columns="after", values="cell", aggfunc="first")
+    html = _table_html(t)
+    assert "<th></th>" not in html and "<th>after</th>" not in html and "<th>label</th>" in html
+    import inspect
+
+    from econarena.analysis import figures
+
+    assert "Run it with --sessions 100" not in inspect.getsource(figures.figure_sessions)
