@@ -126,13 +126,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(e)
         return EXIT_CONFIG
     if args.dry_run:
-        from econarena.hosts.records import RUNS, complete_runs, read_jsonl
+        from econarena.hosts.records import RUNS, complete_runs, read_jsonl, runnable_prefix
 
         for e in errors:
             print(f"note: {e}", file=sys.stderr)
         for exp in exps:
             out = Path(args.out) if args.out else Path("runs") / exp.name
-            done = set(complete_runs(read_jsonl(out / RUNS))) if args.resume else set()
+            # what a resume would keep: each session's complete runs up to its first gap
+            done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
             print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{left}")
             for label, (n, exact) in planned_calls(exp, done).items():

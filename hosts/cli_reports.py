@@ -182,7 +182,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from econarena.hosts.cli import out_dir_problem, resume_command, run_one, same_experiment, write_error
     from econarena.hosts.config import ConfigError, load_experiment
     from econarena.hosts.host import preflight_experiment
-    from econarena.hosts.records import RunDirectoryBusy, complete_runs, read_jsonl
+    from econarena.hosts.records import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
 
     load_dotenv()
     try:
@@ -243,7 +243,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
                      f"settings); use another --out, or delete it to start over")
                 worst = max(worst, EXIT_CONFIG)
                 continue
-            runs = complete_runs(read_jsonl(d / "runs.jsonl"))
+            runs = runnable_prefix(complete_runs(read_jsonl(d / "runs.jsonl", kind="runs")))
             total = len(exp.lineups()) * exp.experiment.sessions * exp.experiment.runs
             if len(runs) >= total:
                 print(f"[{i}/{len(exps)}] {exp.name}: complete, skipped ({d})")

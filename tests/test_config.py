@@ -265,4 +265,5 @@ def test_prompt_placeholders_must_be_plain_names(tmp_path: Path) -> None:
     for bad in ("{upper_bound.real}", "{player_id.__class__}", "{upper_bound[0]}"):
         msg = error_of(tmp_path, GOOD + f'\n[prompts]\nrules = "Pick up to {bad}."\n')
         assert f"prompts.rules: placeholder {bad}: use a plain name such as {{" in msg
-    assert "malformed" in error_of(tmp_path, GOOD + '\n[prompts]\nrules = "Pick {upper_bound:d}."\n')
+    assert "format specs and conversions are not allowed" in error_of(
+        tmp_path, GOOD + '\n[prompts]\nrules = "Pick {upper_bound:d}."\n')

@@ -485,7 +485,7 @@ def test_config_toml_round_trips_every_control_character(tmp_path: Path) -> None
 
     every = "".join(chr(c) for c in (*range(32), 127)) + 'quote " backslash \\ end'
     doc = {"experiment": {"name": "ctl", "game": "beauty_contest", "description": every},
-           "players": [{"agent": "scripted", "label": "S\r\n", "responses": [every, "\x00"]},
+           "players": [{"agent": "scripted", "label": "S", "responses": [every, "\x00"]},
                        {"agent": "rational"}]}
     exp = parse_experiment(doc, "ctl.toml")
     back = tomllib.loads(resolved_toml(exp))
