@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench lint install clean browser
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,20 @@ demo: $(STAMP)
 	@echo "Results: runs/quickstart-demo/ (decisions.jsonl, runs.jsonl, summary.csv, summary.json)"
 	@echo "Table again: $(VENV)/bin/econarena summary runs/quickstart-demo"
 
-test: $(STAMP)
+# One test renders the HTML report in headless Chromium. As root on Debian/Ubuntu (CI, containers) it is
+# installed here, as .ci/run does; otherwise a missing browser is announced, never skipped in silence.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	    || command -v google-chrome >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (the report's browser test needs it)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "WARNING: chromium is not installed, so the report's browser test will be SKIPPED."; \
+	  echo "         Install it first: sudo apt-get install chromium (Debian/Ubuntu), brew install chromium (macOS)."; \
+	fi
+
+test: $(STAMP) browser
 	$(PY) -m pytest
 
 lint: $(STAMP)

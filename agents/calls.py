@@ -112,23 +112,57 @@ def redact(text: str, *secrets: str | None) -> str:
     return re.sub(r"(?i)(bearer\s+|api[-_]?key[\"'=:\s]+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
 
 
+def _pieces(text: str) -> list[str]:
+    """Values of a query or fragment (``a=1&b=2;c``): every value, and a bare item as a whole."""
+    out = []
+    for item in re.split(r"[&;]", text):
+        key, sep, value = item.partition("=")
+        out.append(value if sep else key)
+    return [x for x in out if x]
+
+
 def url_secrets(url: str | None) -> list[str]:
-    """Credentials a base_url may carry (``user:pass@`` or query values such as ``?key=...``)."""
+    """Everything in a base_url that may be a credential: userinfo (``user:pass@``), every query value,
+    the fragment. Each as written and percent-decoded (``%2D``, ``+``), so :func:`redact` finds it in an
+    error message whichever form the SDK echoes."""
     if not url:
         return []
-    from urllib.parse import parse_qsl, urlsplit
+    from urllib.parse import unquote, unquote_plus, urlsplit
 
-    parts = urlsplit(url)
-    found = [x for x in (parts.username, parts.password) if x]
-    found += [v for _, v in parse_qsl(parts.query) if v]
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    raw = []
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        raw += [x for x in userinfo.split(":", 1) if x]
+    raw += _pieces(parts.query)
+    if parts.fragment:
+        raw += [*_pieces(parts.fragment), parts.fragment]
+    found: list[str] = []
+    for x in raw:
+        for form in (x, unquote(x), unquote_plus(x)):
+            if form and form not in found:
+                found.append(form)
     return found
 
 
 def public_url(url: str) -> str:
-    """The base_url with any credentials masked, for files and logs."""
-    for secret in url_secrets(url):
-        url = url.replace(secret, "***")
-    return url
+    """The base_url with any credentials masked, for files and logs: scheme, host, port and path stay;
+    userinfo, every query value and the fragment become ``***``, however they were encoded."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return "<base_url not shown: it does not parse as a URL>"
+    host = parts.netloc.rpartition("@")[2]
+    netloc = ("***@" if "@" in parts.netloc else "") + host
+    query = "&".join(f"{item.partition('=')[0]}=***" if "=" in item else "***"
+                     for item in re.split(r"[&;]", parts.query) if item)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
 
 
 async def _within(coro: Awaitable[T], seconds: float) -> T:

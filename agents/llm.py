@@ -17,6 +17,7 @@ import ipaddress
 import os
 import re
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 class LLMSettings(BaseModel):
     """Generation and connection settings, merged: defaults < provider < TOML ``[llm]`` < player."""
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: TOML is typed, so max_tokens = true or timeout_s = "60" is a mistake, not a 1 or a 60
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = None
     base_url: str | None = None
@@ -245,7 +247,13 @@ def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
     if not p.is_file():
         return []
     loaded = []
-    for line in p.read_text(encoding="utf-8-sig").splitlines():
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:  # a binary or unreadable .env must not stop a run
+        print(f"econarena: warning: {p}: not read ({getattr(exc, 'strerror', None) or 'not UTF-8 text'})",
+              file=sys.stderr)
+        return []
+    for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         m = _DOTENV_LINE.match(line)

@@ -19,6 +19,11 @@ from econarena.analysis.stats import N_BOOT, Estimate, bootstrap_diff, bootstrap
 from econarena.analysis.tables import METRICS, rows_for
 
 COMPARE_METRICS = ("payoff_ratio", "mean_payoff", "mean_deviation", "win_rate", "rule_break_rate_pct")
+# What means the same in every game, so may be compared between experiments of different games: how often
+# a player breaks the rules, and what its replies cost. Payoffs, deviations and win rates are game-specific.
+GAME_FREE_METRICS = ("rule_break_rate_pct", "violations_per_decision_pct", "parse_error_pct", "schema_error_pct",
+                     "rule_violation_pct", "tokens_in_per_decision", "tokens_out_per_decision",
+                     "latency_s_per_decision")
 
 
 def _session_params(frames: Frames) -> dict[int, str]:

@@ -63,9 +63,44 @@ STYLE = {
 }
 
 
+# Labels may be CJK or emoji; DejaVu Sans has neither. matplotlib falls back through a list of families
+# glyph by glyph, so any of these that is installed fills the gaps (none is shipped: the CJK fonts alone
+# are tens of MB). missing_glyphs() says which labels would still show boxes, and the report says so.
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK KR", "Source Han Sans", "WenQuanYi Zen Hei",
+                  "WenQuanYi Micro Hei", "Droid Sans Fallback", "Noto Emoji", "Symbola", "Segoe UI Emoji",
+                  "Apple Color Emoji")
+
+
+def font_families() -> list[str]:
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", *(f for f in FALLBACK_FONTS if f in installed)]
+
+
+def missing_glyphs(texts: Sequence[str]) -> dict[str, str]:
+    """Text -> the characters in it that no font of :func:`font_families` can draw (shown as boxes)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    chars: set[int] = set()
+    for fam in font_families():
+        try:
+            path = font_manager.findfont(font_manager.FontProperties(family=fam), fallback_to_default=False)
+            chars |= set(FT2Font(path).get_charmap())
+        except (ValueError, RuntimeError, OSError):
+            continue
+    out = {}
+    for t in texts:
+        bad = "".join(sorted({c for c in str(t) if not c.isspace() and ord(c) not in chars}))
+        if bad:
+            out[str(t)] = bad
+    return out
+
+
 def style() -> matplotlib.rc_context:
     """The report's look, applied around drawing only (no global matplotlib state is changed)."""
-    return matplotlib.rc_context(STYLE)
+    return matplotlib.rc_context({**STYLE, "font.family": font_families()})
 
 
 def _subplots(nrows: int, ncols: int, figsize: tuple[float, float]) -> tuple[MplFigure, np.ndarray]:
@@ -483,8 +518,9 @@ def figure_sessions(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int =
     if not dirs:
         most = int(counts.max()) if len(counts) else 0
         raise Skip(f"Table 1 (payoff after the first 20 / 60 / 100 sessions) needs a melee experiment with at "
-                   f"least {CHECKPOINTS[0]} complete sessions; the largest here has {most}. Run it with "
-                   f"--sessions 100 (paper: the senior environment, 100 sessions).")
+                   f"least {CHECKPOINTS[0]} complete sessions; the largest here has {most}. Set sessions = 100 "
+                   f"in its [experiment] table, or run the paper's suite with 'econarena suite configs/paper "
+                   f"--sessions paper' (paper: the senior environment, 100 sessions).")
     exps = frames.experiments.set_index("run_dir")
     labels = sorted(df[df["run_dir"].isin(dirs)]["label"].unique())
     colors = dict(zip(labels, _palette(len(labels))))

@@ -4,7 +4,10 @@ Why frames: the metrics of ``analysis/metrics.py`` are per label for one directo
 quantities sliced by game, environment, history, prompt and configuration group across many directories,
 with the session as the resampling unit. Three frames carry that:
 
-- ``players``: one row per player and complete run (the unit every metric averages over);
+- ``players``: one row per player and complete run (the unit every metric averages over). ``payoff`` is
+  the scored payoff (0 for a player-run with a rule break, in every game; ``game_payoff`` is the game's own
+  figure), and ``deviation`` and ``action`` are NaN for such a player-run: a player that never answers
+  validly must not look rational in any table or figure (see ``analysis/metrics.py``);
 - ``runs``: one row per run (complete or not), with the drawn parameters;
 - ``decisions``: one row per decision (reply, violation kind, tokens, latency).
 
@@ -129,7 +132,7 @@ def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], l
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError):
         manifest = {}
-    runs = read_jsonl(path / RUNS)
+    runs = read_jsonl(path / RUNS, kind="runs", strict=True)
     game = exp.get("game", "")
     complete = [r for r in runs if r.get("complete", True)]
     scales = [_scale(game, r.get("params") or {}) for r in complete]
@@ -159,7 +162,7 @@ def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], l
         "description": exp.get("description", ""),
     }
     keys = {run_key(r) for r in complete}
-    decisions = [d for d in read_jsonl(path / DECISIONS) if run_key(d) in keys]
+    decisions = [d for d in read_jsonl(path / DECISIONS, kind="decisions", strict=True) if run_key(d) in keys]
     if not messages:
         for d in decisions:
             d.pop("messages", None)
@@ -219,7 +222,11 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                     scale = _f(params.get("upper_bound"))
                 else:
                     scale = _f(_at(r.get("private_values") or params.get("private_value"), i))
-                action, ne_action = _f(_at(r.get("actions"), i)), _f(_at(r.get("ne_actions"), i))
+                valid = bool(r["valid"][i])
+                # a rule break: no action to plot (an English-auction breaker's exit price is not a choice),
+                # no deviation, and a scored payoff of 0 (see analysis/metrics.py)
+                action = _f(_at(r.get("actions"), i)) if valid else math.nan
+                ne_action = _f(_at(r.get("ne_actions"), i))
                 dec = tokens.get((lineup, session, run, i), [0, 0, 0, 0, 0.0])
                 player_rows.append({
                     **setting, "lineup": lineup, "session": session, "run": run,
@@ -230,9 +237,11 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                     "scale": scale,
                     "action_norm": action / scale if scale else math.nan,
                     "ne_action_norm": ne_action / scale if scale else math.nan,
-                    "valid": bool(r["valid"][i]), "broke": broke(r, i),
-                    "payoff": _f(r["payoffs"][i]), "ne_payoff": _f(_at(r.get("ne_payoffs"), i)),
-                    "deviation": _f(r["deviation"][i]), "win": i in winners, "void": bool(r.get("void")),
+                    "valid": valid, "broke": broke(r, i),
+                    "payoff": _f(r["payoffs"][i]) if valid else 0.0, "game_payoff": _f(r["payoffs"][i]),
+                    "ne_payoff": _f(_at(r.get("ne_payoffs"), i)),
+                    "deviation": _f(r["deviation"][i]) if valid else math.nan, "win": i in winners,
+                    "void": bool(r.get("void")),
                     "private_value": _f(_at(r.get("private_values"), i)),
                     "assets": _f(_at(params.get("assets"), i)),
                     "decisions": dec[0], "violations": dec[1], "tokens_in": dec[2], "tokens_out": dec[3],
@@ -266,7 +275,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
 _PLAYER_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "seat", "label", "agent",
                    "model", "role", "n_players", "action", "ne_action", "scale", "action_norm", "ne_action_norm",
                    "valid",
-                   "broke", "payoff", "ne_payoff", "deviation", "win", "void", "private_value", "assets",
+                   "broke", "payoff", "game_payoff", "ne_payoff", "deviation", "win", "void", "private_value", "assets",
                    "decisions", "violations", "tokens_in", "tokens_out", "latency_s"]
 _RUN_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "complete", "void", "rounds",
                 "n_players", "scale", "params"]

@@ -1,10 +1,15 @@
 """Metrics recomputed from a run directory alone, so a definition can change without re-running a model.
 
 Per label (a label may hold several seats), over COMPLETE runs only:
-- payoff ratio r = mean payoff / mean NE payoff (the paper's eq. 1 and 4). Beauty contest NE payoff is
-  prize / n; auctions: NE final asset.
+- scored payoff: the game's payoff, except that a player-run with any rule break scores 0, in every game.
+  The beauty contest already pays an invalid choice 0; in the auctions a rule breaker keeps its assets
+  (minus ``entrance_fee``, 0 by default), so without this a player that never answered validly would
+  score about the NE final asset and look rational. ``runs.jsonl`` keeps the game's own payoffs.
+- payoff ratio r = mean scored payoff / mean NE payoff (the paper's eq. 1 and 4). Beauty contest NE payoff
+  is prize / n; auctions: NE final asset.
 - deviation d: auctions |final asset / NE asset - 1| (eq. 3); beauty contest |choice - 0| / upper bound
-  (eq. 3 is undefined when the NE action is 0), averaged over player-runs with a valid choice.
+  (eq. 3 is undefined when the NE action is 0), averaged over player-runs WITHOUT a rule break; a label
+  with none has no deviation (None), no deviation curve and no convergence run.
 - win rate: share of player-runs the seat won (a shared beauty-contest prize counts as a win).
 - rule-break rate: % of player-runs with at least one invalid reply; per kind and per decision too. With
   ``reask`` a re-asked reply may end valid, so a run counts as broken when any FIRST attempt was invalid
@@ -75,11 +80,12 @@ def _declares_score(path: Path) -> bool:
 def summarize(run_dir: str | Path) -> dict[str, Any]:
     """Summary of one run directory (see the module docstring for definitions)."""
     path = Path(run_dir)
-    runs_all = read_jsonl(path / RUNS, warn=True)
+    runs_all = read_jsonl(path / RUNS, warn=True, kind="runs", strict=True)
     complete = complete_runs(runs_all)
     runs = list(complete.values())
     keys = set(complete)
-    decisions = [d for d in read_jsonl(path / DECISIONS, warn=True) if run_key(d) in keys]
+    decisions = [d for d in read_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True)
+                 if run_key(d) in keys]
     per: dict[str, dict[str, Any]] = defaultdict(lambda: {
         "payoffs": [], "ne": [], "dev": [], "wins": 0, "player_runs": 0, "broke": 0,
         "dev_by_run": defaultdict(list), "decisions": 0, "violations": defaultdict(int),
@@ -89,11 +95,13 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
     for r in runs:
         for i, label in enumerate(r["labels"]):
             a = per[label]
+            valid = bool(r["valid"][i])
             a["player_runs"] += 1
-            a["payoffs"].append(r["payoffs"][i])
+            a["payoffs"].append(r["payoffs"][i] if valid else 0.0)  # a rule break scores 0
             a["ne"].append(r["ne_payoffs"][i] if r.get("ne_payoffs") else None)  # None: no equilibrium
-            a["dev"].append(r["deviation"][i])
-            a["dev_by_run"][r["run"]].append(r["deviation"][i])
+            dev = r["deviation"][i] if valid else None  # no valid strategy: no distance to the equilibrium
+            a["dev"].append(dev)
+            a["dev_by_run"][r["run"]].append(dev)
             a["wins"] += i in r["winners"]
             a["broke"] += broke(r, i)
         if scored:

@@ -15,6 +15,7 @@ import html
 import math
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,13 @@ class Report:
     figures: list[F.Figure] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def figure_number(fig: F.Figure) -> int:
+    """The number in the file name (``fig4_action_paths`` is Figure 4), so the report and the PNGs agree
+    even when an earlier figure is skipped."""
+    return int(fig.key.split("_", 1)[0].removeprefix("fig"))
 
 
 def load_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
@@ -62,7 +70,13 @@ def load_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
     out = {}
     for name, v in data.items():
         if isinstance(v, dict):
-            out[name] = (float(v.get("input_per_mtok", 0.0)), float(v.get("output_per_mtok", 0.0)))
+            prices = []
+            for key in ("input_per_mtok", "output_per_mtok"):
+                x = v.get(key, 0.0)
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+                    raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
+                prices.append(float(x))
+            out[name] = (prices[0], prices[1])
     return out
 
 
@@ -132,6 +146,8 @@ def _table_html(df: pd.DataFrame, index: bool = True) -> str:
         return "<p class='meta'>(empty)</p>"
     if index:  # the index as ordinary columns: one header row instead of pandas' two
         df = df.reset_index()
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]  # a named column index (a pivot's) would add an empty column
     return "<div class='tablewrap'>" + df.to_html(index=False, na_rep="-", border=0, escape=True) + "</div>"
 
 
@@ -199,9 +215,11 @@ def _summary_html(table: pd.DataFrame) -> str:
 DEFINITIONS = """
 <ul>
 <li><b>Payoff ratio</b>: mean payoff / mean Nash-equilibrium payoff over complete runs (beauty contest: NE payoff
-= prize / n; auctions: a payoff is the final assets, remaining assets plus the value of an item won).</li>
+= prize / n; auctions: a payoff is the final assets, remaining assets plus the value of an item won). A player-run
+with a rule break scores 0, in every game, so a player that never answers validly has ratio 0.</li>
 <li><b>Deviation from NE</b>: auctions |final asset / NE asset - 1|; beauty contest |choice - 0| / upper bound
-(the paper's ratio is undefined when the NE action is 0). Invalid replies have no deviation.</li>
+(the paper's ratio is undefined when the NE action is 0). A player-run with a rule break has no deviation (and
+no action in the action paths); a player with no valid run has none at all.</li>
 <li><b>Win rate</b>: share of player-runs won (a shared beauty-contest prize counts).</li>
 <li><b>Rule breaking</b>: % of player-runs with at least one invalid reply (parse error, schema error or rule
 violation); per-decision shares are in <code>metrics.csv</code>.</li>
@@ -243,7 +261,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     figdir = out / "figures"
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.html")
-    with F.style():
+    with F.style(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")  # reported once, as a note
         for fn in F.FIGURES:
             try:
                 report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))
@@ -260,7 +279,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             f"&middot; {len(frames.dirs)} run director{'y' if len(frames.dirs) == 1 else 'ies'} &middot; "
             f"{len(frames.players):,} player-runs &middot; {len(frames.decisions):,} decisions &middot; "
             f"intervals: {n_boot} bootstrap replicates, seed {seed}</p>",
-            "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {i}</a>" for i, f in enumerate(report.figures, 1))
+            "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
             + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#tables'>All metrics</a></nav>",
@@ -269,9 +288,17 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     for _, e in incomplete.iterrows():
         body.append(f"<p class='note'>{_esc(e['experiment'])}: {e['runs_incomplete']} incomplete run(s) are left "
                     f"out; finish them with <code>econarena run ... --resume</code>.</p>")
+    boxes = F.missing_glyphs(sorted({str(x) for x in frames.players["label"].dropna()}))
+    if boxes:
+        report.notes.append("label(s) " + ", ".join(f"{k!r}" for k in boxes) + " use characters no installed font "
+                            "can draw (" + "".join(sorted(set("".join(boxes.values())))) + "): the figures show "
+                            "boxes for them, the tables are exact; install a font that has them (Debian: "
+                            "apt-get install fonts-noto-cjk) and run report again")
+    for note in report.notes:
+        body.append(f"<p class='note'>{_esc(note)}</p>")
     body.append("<h2>Figures</h2>")
-    for i, fig in enumerate(report.figures, 1):
-        body.append(_figure_html(i, fig, out))
+    for fig in report.figures:
+        body.append(_figure_html(figure_number(fig), fig, out))
     for name, why in report.skipped:
         body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
     if gama is not None:

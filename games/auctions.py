@@ -6,7 +6,7 @@ until positive and drawn private values until they fall in (0, A_i]; drawn value
 ``entrance_fee`` (default 0), deducted from the assets of a player who breaks a rule. A payoff IS the
 final asset, as the paper's prompt defines it: remaining assets plus the value of an item won (A - price + v
 for the winner, A for the others, A - fee for a rule breaker). Deviation from equilibrium:
-``|final asset / NE asset - 1|``.
+``|final asset / NE asset - 1|``, undefined (None) for a player who broke a rule in the run.
 
 second_price_auction
     Each bidder submits one bid in [0, A_i] (JSON key ``bid``). The highest valid bid wins, ties go to
@@ -54,7 +54,7 @@ from econarena.games.base import (
 class AuctionParams(GameParams):
     private_value: Any = Field(default_factory=lambda: {"normal": [50.0, 10.0]})
     assets: Any = 100.0
-    entrance_fee: float = Field(default=0.0, ge=0)
+    entrance_fee: float = Field(default=0.0, ge=0, le=1e12)
 
     @field_validator("private_value", "assets")
     @classmethod
@@ -63,8 +63,8 @@ class AuctionParams(GameParams):
 
 
 class EnglishAuctionParams(AuctionParams):
-    start_price: float = Field(default=0.0, ge=0)
-    increment: float = Field(default=1.0, gt=0)
+    start_price: float = Field(default=0.0, ge=0, le=1e12)
+    increment: float = Field(default=1.0, gt=0, le=1e12)
     max_rounds: int = Field(default=200, gt=0)
 
 
@@ -92,7 +92,11 @@ def _final_assets(setup: Setup, winner: int | None, price: float, broke: tuple[b
     return tuple(out)
 
 
-def _asset_deviation(outcome: Outcome, ne: Outcome, player: int) -> float:
+def _asset_deviation(outcome: Outcome, ne: Outcome, player: int) -> float | None:
+    """None for a rule breaker: with no usable bid there is no strategy to compare with the equilibrium
+    (with entrance_fee 0 its untouched assets would otherwise read as a near-perfect 0.0)."""
+    if not outcome.valid[player]:
+        return None
     return abs(outcome.payoffs[player] / ne.payoffs[player] - 1.0)
 
 
@@ -285,8 +289,31 @@ class EnglishAuction(Game):
     def equilibrium(self, setup: Setup) -> Outcome:
         state = self.initial_state(setup)
         while not state.done:
+            state = self._skip_to_next_drop(state)
             state = self.apply(state, {i: self.strategy(state, i, "rational") for i in self.to_move(state)})
         return self.outcome(state)
+
+    def _skip_to_next_drop(self, state: EnglishState) -> EnglishState:
+        """Jump the clock to the next round where an equilibrium bidder drops (or the last round).
+
+        In the rounds between, every active bidder stays and nothing but the round number changes, so
+        skipping them gives the same outcome as playing them; the equilibrium then costs one step per
+        bidder, not per clock tick (a tiny increment or a huge max_rounds no longer hangs the start).
+        """
+        s = state.setup
+        start, inc = s["start_price"], s["increment"]
+        target = s["max_rounds"] - 1
+        for i, active in enumerate(state.active):
+            if not active:
+                continue
+            v = s["private_value"][i]
+            k = max(state.round, math.ceil((v - start) / inc) - 1)  # first round with price >= v, near
+            while start + k * inc < v:
+                k += 1
+            while k > state.round and start + (k - 1) * inc >= v:
+                k -= 1
+            target = min(target, k)
+        return replace(state, round=target) if target > state.round else state
 
     def deviation(self, setup: Setup, outcome: Outcome, ne: Outcome, player: int) -> float | None:
         return _asset_deviation(outcome, ne, player)

@@ -430,10 +430,66 @@ def _norm_key(key: str) -> str:
 
 def _extras(obj: dict[str, Any], spec: ActionSpec) -> dict[str, Any]:
     names = {_norm_key(f.name) for f in spec.fields}
-    return {k: v for k, v in obj.items() if _norm_key(k) not in names}
+    return bounded_extras({k: v for k, v in obj.items() if _norm_key(k) not in names})
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S | re.I)
+EXTRAS_MAX_DEPTH = 8  # a reply's other keys are kept for reading, not for re-parsing: bound what they cost
+EXTRAS_MAX_CHARS = 20_000
+
+
+def _cut(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        if depth >= EXTRAS_MAX_DEPTH:
+            return f"<object nested deeper than {EXTRAS_MAX_DEPTH} levels, dropped: see the raw response>"
+        return {str(k): _cut(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        if depth >= EXTRAS_MAX_DEPTH:
+            return f"<list nested deeper than {EXTRAS_MAX_DEPTH} levels, dropped: see the raw response>"
+        return [_cut(v, depth + 1) for v in value]
+    return value
+
+
+def bounded_extras(extras: dict[str, Any]) -> dict[str, Any]:
+    """The reply's other keys, cut to EXTRAS_MAX_DEPTH levels and EXTRAS_MAX_CHARS of JSON.
+
+    A reply nested a thousand levels deep would otherwise be stored as-is and make every later
+    ``json.dumps`` of the decision record fail; the raw text is always kept in ``response``.
+    """
+    out = _cut(extras, 0)
+    text = json.dumps(out)
+    if len(text) > EXTRAS_MAX_CHARS:
+        return {"truncated_json": text[:EXTRAS_MAX_CHARS]}
+    return out
+
+
+def _short(value: Any) -> str:
+    """A value quoted in a detail message: at most 80 characters, whatever its depth."""
+    return json.dumps(_cut(value, EXTRAS_MAX_DEPTH - 2))[:80]
+
+
+FALLBACK_ATTEMPTS = 64  # decoding attempts from stray "{" positions: keeps judging linear in the reply
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """Bodies of ``` fences (an optional ``json`` tag dropped) that look like one object, in order.
+
+    Fences are paired left to right with ``str.find``: linear, where a lazy regex over the whole reply
+    was quadratic on a reply of many fences.
+    """
+    marks = []
+    pos = text.find("```")
+    while pos != -1:
+        marks.append(pos)
+        pos = text.find("```", pos + 3)
+    out = []
+    for a, b in zip(marks[0::2], marks[1::2]):
+        body = text[a + 3:b]
+        if body[:4].lower() == "json":
+            body = body[4:]
+        body = body.strip()
+        if body.startswith("{") and body.endswith("}"):
+            out.append(body)
+    return out
 
 
 def extract_json(text: str) -> dict[str, Any] | None:
@@ -443,7 +499,7 @@ def extract_json(text: str) -> dict[str, Any] | None:
     """
     if not text:
         return None
-    for block in reversed(_FENCE.findall(text)):
+    for block in reversed(_fenced_blocks(text)):
         obj = _loads(block)
         if obj is not None:
             return obj
@@ -478,9 +534,10 @@ def extract_json(text: str) -> dict[str, Any] | None:
     # An unbalanced brace in the prose ("I pick { hmm ...") hides the answer from the scan above:
     # decode from every "{" instead and keep the object that ends last (the outermost one on nesting).
     best: tuple[int, dict[str, Any]] | None = None
-    for m in re.finditer(r"\{", text):
+    starts = [m.start() for m in re.finditer(r"\{", text)][-FALLBACK_ATTEMPTS:]
+    for start in starts:
         try:
-            obj, end = _DECODER.raw_decode(text, m.start())
+            obj, end = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and (best is None or end > best[0]):
@@ -555,9 +612,12 @@ def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_pl
     raise ValueError(f"{name}: expected a number, a list or {{normal|uniform = [a, b]}}")
 
 
+MAX_GAME_NUMBER = 1e12  # sums and means of a table must stay exact and finite in float64
+
+
 def _all_finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isfinite(value) and abs(value) <= MAX_GAME_NUMBER
     if isinstance(value, list):
         return all(_all_finite(x) for x in value)
     if isinstance(value, dict):
@@ -572,7 +632,7 @@ def validate_param(value: Any, *, per_player: bool, positive: bool = False) -> A
     if isinstance(value, bool):
         raise ValueError(f"expected {expected}")
     if not _all_finite(value):  # TOML allows inf and nan; a prompt saying "inf" and NaN payoffs help nobody
-        raise ValueError("numbers must be finite (not inf or nan)")
+        raise ValueError(f"numbers must be finite and at most {MAX_GAME_NUMBER:.0e} in size")
     if isinstance(value, (int, float)):
         if positive and value <= 0:
             raise ValueError(f"must be > 0, got {value}")

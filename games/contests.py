@@ -45,7 +45,7 @@ TIE_TOLERANCE = 1e-9  # relative to the range; absorbs float noise, nothing else
 class BeautyContestParams(GameParams):
     upper_bound: Any = 100.0
     ratio: float = Field(default=2 / 3, gt=0, lt=1)
-    prize: float = Field(default=100.0, gt=0)
+    prize: float = Field(default=100.0, gt=0, le=1e12)
 
     @field_validator("upper_bound")
     @classmethod

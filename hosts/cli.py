@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from econarena import __version__
@@ -123,13 +127,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(e)
         return EXIT_CONFIG
     if args.dry_run:
-        from econarena.hosts.records import RUNS, complete_runs, read_jsonl
+        from econarena.hosts.records import RUNS, complete_runs, read_jsonl, runnable_prefix
 
         for e in errors:
             print(f"note: {e}", file=sys.stderr)
         for exp in exps:
             out = Path(args.out) if args.out else Path("runs") / exp.name
-            done = set(complete_runs(read_jsonl(out / RUNS))) if args.resume else set()
+            # what a resume would keep: each session's complete runs up to its first gap
+            done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
             print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{left}")
             for label, (n, exact) in planned_calls(exp, done).items():
@@ -139,18 +144,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     dirs = [Path(args.out) if args.out else Path("runs") / exp.name for exp in exps]
     for exp, d in zip(exps, dirs):
+        problem = out_dir_problem(d)
+        if problem:
+            _err(problem)
+            return EXIT_CONFIG
         if (d / "manifest.json").exists() and not args.resume:
             _err(f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one")
             return EXIT_CONFIG
-        if args.resume and (d / "config.toml").exists():
-            from econarena.hosts.config import resolved_toml
-
-            old = (d / "config.toml").read_text(encoding="utf-8")
-            if old != resolved_toml(exp):
-                _err(f"{d} holds a different experiment (its config.toml differs); "
-                     "use --out DIR, or resume with the same file and --seed")
-                return EXIT_CONFIG
+        if args.resume and not same_experiment(d, exp):
+            _err(f"{d} holds a different experiment (its config.toml differs); "
+                 "use --out DIR, or resume with the same file and --seed")
+            return EXIT_CONFIG
     worst = EXIT_OK
+    from econarena.hosts.records import RunDirectoryBusy
+
     for exp, d in zip(exps, dirs):
         try:
             result = run_one(exp, d, concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
@@ -158,12 +165,70 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _err(f"interrupted; finished runs are kept: {resume_command(exp, d)}")
             return EXIT_INTERRUPTED
-        except AgentError as exc:  # e.g. the response cache cannot be opened
+        except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
             _err(str(exc))
+            return EXIT_CONFIG
+        except OSError as exc:  # a full disk, a directory made read-only mid-run
+            _err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
             return EXIT_CONFIG
         if result.status == "incomplete":
             worst = max(worst, EXIT_INCOMPLETE)
     return worst
+
+
+def write_error(d: Path, exc: OSError) -> str:
+    """One line for a file-system failure: which path, and the system's reason (no traceback)."""
+    where = exc.filename or d
+    return f"cannot write to {where}: {exc.strerror or exc}"
+
+
+def out_dir_problem(d: Path) -> str | None:
+    """Why ``d`` cannot be a run directory (a file, unwritable, read-only file system), or None.
+
+    Checked before any game starts, by creating the directory and a file in it, because a permission or
+    space problem found after an hour of paid API calls is the worst time to find it.
+    """
+    if d.exists() and not d.is_dir():
+        return f"--out {d}: is a file, not a directory"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / f".write-test-{os.getpid()}"
+        probe.write_text("ok\n", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        return f"--out {d}: cannot write there ({exc.strerror or exc})"
+    return None
+
+
+def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
+    """Whether ``d`` (if it holds a config.toml) was made by this experiment, compared as TOML data.
+
+    Comparing parsed data, not text, lets a directory written by an older release (other quoting) resume.
+    """
+    from econarena.hosts.config import ConfigError, read_toml, resolved_data
+
+    if not (d / "config.toml").exists():
+        return True
+    try:
+        return read_toml(d / "config.toml") == resolved_data(exp)
+    except ConfigError:
+        return False
+
+
+@contextlib.contextmanager
+def sigterm_as_sigint() -> Iterator[None]:
+    """SIGTERM (kill, systemd, a batch scheduler) stops a run the way Ctrl-C does: manifest says
+    ``interrupted``, finished runs are kept, exit 130. The signal is re-raised as SIGINT so asyncio's own
+    Ctrl-C handling (cancel the main task, run every ``finally``) does the work."""
+    try:
+        old = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def resume_command(exp, out: Path) -> str:  # noqa: ANN001
@@ -180,7 +245,8 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
 
     host = Host(exp, out, HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
                                       runtime=RuntimeOptions(cache=cache, cache_path=cache_dir)))
-    result = asyncio.run(host.run())
+    with sigterm_as_sigint():
+        result = asyncio.run(host.run())
     summary = write_summary(out)
     if not quiet:
         print(format_table(summary))
@@ -202,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="run directory (default: runs/<experiment name>)")
     r.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
-    r.add_argument("--seed", type=int, help="override experiment.seed")
+    r.add_argument("--seed", type=int, help="override experiment.seed (an integer >= 0)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
@@ -234,10 +300,18 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
         _err("--concurrency must be >= 1")
         return EXIT_CONFIG
+    from econarena.hosts.records import LogError
+
     try:
         return args.func(args)
     except BrokenPipeError:
         return EXIT_OK
+    except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
+        _err(str(exc))
+        return EXIT_CONFIG
+    except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
+        _err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
+        return EXIT_CONFIG
 
 
 if __name__ == "__main__":

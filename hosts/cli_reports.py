@@ -54,6 +54,8 @@ def _print_report(rep: Any) -> None:
         print(f"  {f.png.name:<28} {f.title}")
     for name, why in rep.skipped:
         print(f"  (not shown) {name}: {why}")
+    for note in rep.notes:
+        print(f"  note: {note}")
     print(f"exports: {', '.join(p.name for p in rep.files)} in {rep.out}")
 
 
@@ -77,7 +79,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         out = Path(args.run_dirs[0]) / "report"
     else:
         out = Path("report")
-    rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title)
+    if out.exists() and not out.is_dir():
+        _err(f"--out {out}: is a file, not a directory")
+        return EXIT_CONFIG
+    try:
+        rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title)
+    except OSError as exc:
+        _err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
+        return EXIT_CONFIG
     _print_report(rep)
     return EXIT_OK
 
@@ -85,7 +94,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if not _need_report_extra():
         return EXIT_ERROR
-    from econarena.analysis.compare import COMPARE_METRICS, compare, format_compare
+    from econarena.analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
     from econarena.analysis.load import load
     from econarena.analysis.tables import METRICS
 
@@ -101,7 +110,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
             _err(str(exc))
             return EXIT_ERROR
     a, b = frames
-    table = compare(a, b, tuple(args.metrics or COMPARE_METRICS), n_boot=args.boot, seed=args.seed)
+    metrics = tuple(args.metrics or COMPARE_METRICS)
+    games = [sorted(set(f.experiments["game"])) for f in frames]
+    if games[0] != games[1] or len(games[0]) > 1:
+        # a beauty-contest payoff ratio and an auction's are different quantities: only behaviour that
+        # means the same in every game (rule breaking, tokens, latency) may be set side by side
+        bad = [m for m in metrics if m not in GAME_FREE_METRICS]
+        if args.metrics and bad:
+            _err(f"A ({', '.join(games[0])}) and B ({', '.join(games[1])}) are different games: "
+                 f"{', '.join(bad)} cannot be compared across games; comparable: {', '.join(GAME_FREE_METRICS)}")
+            return EXIT_CONFIG
+        metrics = tuple(m for m in metrics if m in GAME_FREE_METRICS) or GAME_FREE_METRICS
+        print(f"warning: A ({', '.join(games[0])}) and B ({', '.join(games[1])}) are different games; payoff, "
+              f"deviation and win rate mean different things in each, so only {', '.join(metrics)} are "
+              "compared", file=sys.stderr)
+    table = compare(a, b, metrics, n_boot=args.boot, seed=args.seed)
     names = []
     for f, d in zip(frames, (args.dir_a, args.dir_b)):
         names.append(", ".join(f.experiments["experiment"]) if len(f.experiments) <= 2 else str(d))
@@ -119,11 +142,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def suite_files(paths: list[str]) -> list[Path]:
     """Experiment files of a suite: the TOML files named, or those in a folder that have an [experiment]."""
+    from econarena.hosts.config import ConfigError
+
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(f for f in p.glob("*.toml") if re.search(r"^\[experiment\]", f.read_text(
-                encoding="utf-8"), re.MULTILINE))
+            for f in sorted(p.glob("*.toml")):
+                try:
+                    text = f.read_text(encoding="utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ConfigError(f"{f}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
+                except OSError as exc:
+                    raise ConfigError(f"{f}: cannot read ({exc.strerror})") from None
+                if re.search(r"^\[experiment\]", text, re.MULTILINE):
+                    out.append(f)
         else:
             out.append(p)
     return out
@@ -131,7 +163,10 @@ def suite_files(paths: list[str]) -> list[Path]:
 
 def paper_sessions(path: Path) -> int | None:
     """The paper's session count, noted in the file as ``# paper: sessions = N``."""
-    m = _PAPER_SESSIONS.search(path.read_text(encoding="utf-8"))
+    try:
+        m = _PAPER_SESSIONS.search(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None  # load_experiment reports the unreadable file with its reason
     return int(m.group(1)) if m else None
 
 
@@ -144,15 +179,23 @@ def _sessions_arg(value: str) -> str:
 def cmd_suite(args: argparse.Namespace) -> int:
     from econarena.agents.base import AgentError
     from econarena.agents.llm import load_dotenv
-    from econarena.hosts.cli import run_one
-    from econarena.hosts.config import ConfigError, load_experiment, resolved_toml
+    from econarena.hosts.cli import out_dir_problem, resume_command, run_one, same_experiment, write_error
+    from econarena.hosts.config import ConfigError, load_experiment
     from econarena.hosts.host import preflight_experiment
-    from econarena.hosts.records import complete_runs, read_jsonl
+    from econarena.hosts.records import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
 
     load_dotenv()
-    files = suite_files(args.paths)
-    if args.only:
-        files = [f for f in files if any(re.search(pat, f.stem) for pat in args.only)]
+    try:
+        files = suite_files(args.paths)
+        patterns = [re.compile(pat) for pat in args.only or ()]
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_CONFIG
+    except re.error as exc:
+        _err(f"--only {exc.pattern!r}: not a regular expression ({exc})")
+        return EXIT_CONFIG
+    if patterns:
+        files = [f for f in files if any(pat.search(f.stem) for pat in patterns)]
     if not files:
         _err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
         return EXIT_CONFIG
@@ -186,18 +229,21 @@ def cmd_suite(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
     out = Path(args.out)
+    problem = out_dir_problem(out)
+    if problem:
+        _err(problem)
+        return EXIT_CONFIG
     worst, done = EXIT_OK, []
     for i, exp in enumerate(exps, 1):
         d = out / exp.name
         resume = False
         if (d / "manifest.json").exists() or (d / "runs.jsonl").exists():
-            old = (d / "config.toml").read_text(encoding="utf-8") if (d / "config.toml").exists() else None
-            if old != resolved_toml(exp):
+            if not (d / "config.toml").exists() or not same_experiment(d, exp):
                 _err(f"{d} holds a different experiment (its config.toml differs: other models, sessions or "
                      f"settings); use another --out, or delete it to start over")
                 worst = max(worst, EXIT_CONFIG)
                 continue
-            runs = complete_runs(read_jsonl(d / "runs.jsonl"))
+            runs = runnable_prefix(complete_runs(read_jsonl(d / "runs.jsonl", kind="runs")))
             total = len(exp.lineups()) * exp.experiment.sessions * exp.experiment.runs
             if len(runs) >= total:
                 print(f"[{i}/{len(exps)}] {exp.name}: complete, skipped ({d})")
@@ -211,8 +257,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _err("interrupted; finished runs are kept: run the same suite command again to continue")
             return EXIT_INTERRUPTED
-        except AgentError as exc:  # e.g. the response cache cannot be opened
+        except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
             _err(str(exc))
+            return EXIT_CONFIG
+        except OSError as exc:  # a full disk, a directory made read-only mid-run
+            _err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
             return EXIT_CONFIG
         done.append(d)
         if result.status != "complete":
@@ -227,6 +276,18 @@ def cmd_suite(args: argparse.Namespace) -> int:
                        seed=args.seed, prices=args.prices, title=args.title)
     _print_report(rep)
     return worst
+
+
+def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, got {n}")
+        return n
+    return parse
 
 
 # --------------------------------------------------------------------------------------------- import
@@ -267,9 +328,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _analysis_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--boot", type=int, default=2000, metavar="N",
+    p.add_argument("--boot", type=_int_at_least(1, 1_000_000), default=2000, metavar="N",
                    help="bootstrap replicates for the 95%% intervals (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the bootstrap (default 0)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -320,7 +381,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--out", default="runs/paper", help="where the run directories go (default runs/paper)")
     s.add_argument("--report-out", metavar="DIR", help="report folder (default OUT/report)")
     s.add_argument("--no-report", action="store_true", help="run only; build no report")
-    s.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
+    s.add_argument("--concurrency", type=_int_at_least(1, 100_000), default=16,
+                   help="decisions in flight at once (default 16)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     s.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     s.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the user "

@@ -43,6 +43,10 @@ def agent_names() -> list[str]:
     return sorted(BASELINES) + sorted(PROVIDERS)
 
 
+MAX_INT = 2**63 - 1  # the largest integer TOML can hold: config.toml must be able to write it back
+MAX_SEATS = 1000  # players at one table: every decision renders and judges the whole table
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # TOML is typed: "5" or true is not a count
 
@@ -51,10 +55,10 @@ class ExperimentSection(_Strict):
     name: str = Field(min_length=1)
     game: str
     environment: Literal["melee", "rational", "self"] = "melee"
-    players_per_game: int = Field(default=5, ge=2)
-    sessions: int = Field(default=1, ge=1)
-    runs: int = Field(default=1, ge=1)
-    seed: int = 0
+    players_per_game: int = Field(default=5, ge=2, le=1000)
+    sessions: int = Field(default=1, ge=1, le=MAX_INT)
+    runs: int = Field(default=1, ge=1, le=MAX_INT)
+    seed: int = Field(default=0, ge=0, le=MAX_INT)  # numpy seeds are >= 0; TOML integers are 64-bit
     history: Literal["none", "actions", "full"] = "none"
     max_history: int = Field(default=3, ge=1)
     prompt: Literal["default", "cot"] = "default"
@@ -164,8 +168,12 @@ def read_toml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -207,15 +215,32 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
         if not isinstance(p, dict) or "alias" not in p:
             out.append(p)
             continue
-        alias = p["alias"]
+        try:
+            entry = follow_alias(table, p["alias"], str(mpath))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: players[{i}].alias: {exc}") from None
+        merged = {**entry, **{k: v for k, v in p.items() if k != "alias"}}
+        merged.setdefault("label", p["alias"])
+        out.append(merged)
+    return {**data, "players": out}
+
+
+def follow_alias(table: dict[str, Any], alias: Any, mpath: str) -> dict[str, Any]:
+    """The player table an alias stands for; an alias may name another alias, and a loop is refused."""
+    chain: list[str] = []
+    merged: dict[str, Any] = {}
+    while True:
         entry = table.get(alias) if isinstance(alias, str) else None
         if not isinstance(entry, dict):
             known = ", ".join(sorted(k for k, v in table.items() if isinstance(v, dict)))
-            raise ConfigError(f"{where}: players[{i}].alias: {alias!r} is not defined in {mpath} (known: {known})")
-        merged = {**entry, **{k: v for k, v in p.items() if k != "alias"}}
-        merged.setdefault("label", alias)
-        out.append(merged)
-    return {**data, "players": out}
+            raise ConfigError(f"{alias!r} is not defined in {mpath} (known: {known})")
+        if alias in chain:
+            raise ConfigError(f"alias loop in {mpath}: {' -> '.join([*chain, alias])}")
+        chain.append(alias)
+        merged = {**{k: v for k, v in entry.items() if k != "alias"}, **merged}
+        if "alias" not in entry:
+            return merged
+        alias = entry["alias"]
 
 
 def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = None, seed: int | None = None,
@@ -242,9 +267,9 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     if exp.game not in GAMES:
         raise ConfigError(f"{where}: experiment.game: unknown game {exp.game!r}; "
                           f"known: {', '.join(sorted(GAMES))}")
-    if not re.fullmatch(r"[A-Za-z0-9._\-]+", exp.name):
-        errors.append(f"{where}: experiment.name {exp.name!r}: use letters, digits, '.', '_' or '-' "
-                      "(it names the run directory)")
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._\-]*", exp.name) or len(exp.name) > 200:
+        errors.append(f"{where}: experiment.name {exp.name!r}: a plain file name (letters, digits, '.', '_' "
+                      "or '-', not starting with '.' or '-', at most 200 characters): it names the run directory")
     game = GAMES[exp.game]
 
     game_raw = data.get("game") or {}
@@ -261,7 +286,9 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         errors.append(f"{where}: [llm] must be a table")
         llm_raw = {}
     try:
-        LLMSettings(**llm_raw)
+        defaults = LLMSettings(**llm_raw)
+        if defaults.base_url is not None and (problem := _url_problem(defaults.base_url)):
+            errors.append(f"{where}: 'llm.base_url': {problem}")
     except ValidationError as err:
         errors.extend(_pyd_errors(where, "llm", err))
 
@@ -276,14 +303,24 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
             players.append(entry)
 
     labels = [p.label for p in players]
-    dup = sorted({x for x in labels if labels.count(x) > 1})
+    # "A" and "a " would be two rows in a table that readers (and spreadsheets) take for one player
+    seen: dict[str, str] = {}
+    dup = []
+    for x in labels:
+        key = label_key(x)
+        if key in seen:
+            dup.append(repr(x) if seen[key] == x else f"{seen[key]!r} and {x!r}")
+        seen.setdefault(key, x)
     if dup:
-        errors.append(f"{where}: players: duplicate label(s) {', '.join(dup)}; give each entry its own label")
+        errors.append(f"{where}: players: duplicate label(s) {', '.join(dup)} (labels are compared ignoring "
+                      "case and surrounding spaces); give each entry its own label")
     if players and len(players) == len(players_raw):
         if exp.environment == "melee":
             total = sum(p.count for p in players)
             if total < 2:
                 errors.append(f"{where}: a melee needs at least 2 players in all (counts add up to {total})")
+            if total > MAX_SEATS:
+                errors.append(f"{where}: a melee seats at most {MAX_SEATS} players (counts add up to {total})")
         elif exp.environment == "rational" and not any(p.agent != "rational" for p in players):
             errors.append(f"{where}: environment 'rational' needs at least one player that is not 'rational'")
         if exp.environment != "melee":
@@ -294,7 +331,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
 
     if (exp.environment == "rational" and players and not errors
             and not any(p.agent == "rational" for p in players)):
-        if "rational" in labels:
+        if "rational" in {label_key(x) for x in labels}:
             errors.append(f"{where}: players: the label 'rational' names the hard-coded rational opponents; "
                           "give that entry another label")
         players.append(PlayerEntry(agent="rational", label="rational"))  # the hard-coded opponents
@@ -320,6 +357,25 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     if problems:
         raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
     return experiment
+
+
+def _url_problem(url: str) -> str | None:
+    """Why a base_url cannot be used (never echoing it: it may hold a key), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http:// or https:// URL with a host"
+    return None
+
+
+def label_key(label: str) -> str:
+    """What makes two labels the same player: case and surrounding spaces do not count."""
+    return label.strip().casefold()
 
 
 def _check_draws(exp: Experiment, where: str) -> None:
@@ -355,8 +411,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if bad:
         return None
     count = raw.get("count", 1)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        errors.append(f"{where}: '{key}.count': expected an integer >= 1 (got {count!r})")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SEATS:
+        errors.append(f"{where}: '{key}.count': expected an integer from 1 to {MAX_SEATS} (got {count!r})")
         return None
     llm = None
     if agent in PROVIDERS:
@@ -372,6 +428,13 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in label) or len(label) > 200:
+        errors.append(f"{where}: '{key}.label': {label[:40]!r}: at most 200 characters and no control characters "
+                      "(tabs, newlines): a label is a row and a column name in every table")
+        return None
+    if llm is not None and llm.base_url is not None and (problem := _url_problem(llm.base_url)):
+        errors.append(f"{where}: '{key}.base_url': {problem}")
+        return None
     responses = raw.get("responses", [])
     if agent == "scripted" and (not isinstance(responses, list) or not responses
                                 or not all(isinstance(r, str) for r in responses)):
@@ -379,8 +442,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
                       "(the raw replies, e.g. ['{\"answer\": 10}'])")
         return None
     k = raw.get("k", 1)
-    if agent == "level_k" and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
-        errors.append(f"{where}: '{key}.k': expected an integer >= 0 (got {k!r})")
+    if agent == "level_k" and (isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 1000):
+        errors.append(f"{where}: '{key}.k': expected an integer from 0 to 1000 (got {k!r})")
         return None
     return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm)
 
@@ -388,13 +451,18 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
 def is_alias_file(data: dict[str, Any]) -> bool:
     """A models file: no [experiment], and every top-level entry is a table naming an agent."""
     return ("experiment" not in data and bool(data)
-            and all(isinstance(v, dict) and "agent" in v for v in data.values()))
+            and all(isinstance(v, dict) and ("agent" in v or "alias" in v) for v in data.values()))
 
 
 def validate_alias_file(data: dict[str, Any], where: str) -> list[str]:
     """Check every alias as a player entry would be checked, so a typo fails at validate time."""
     errors: list[str] = []
     for alias, entry in data.items():
+        try:
+            entry = follow_alias(data, alias, where)
+        except ConfigError as exc:
+            errors.append(f"{where} [{alias}]: {exc}")
+            continue
         _parse_player({**entry, "label": entry.get("label", alias)}, 0, f"{where} [{alias}]", "melee", {},
                       errors)
     return [e.replace("players[0]", alias) for e in errors]
@@ -402,53 +470,46 @@ def validate_alias_file(data: dict[str, Any], where: str) -> list[str]:
 
 # ---- writing the resolved experiment back out (config.toml in the run directory) ----
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+def resolved_data(exp: Experiment) -> dict[str, Any]:
+    """The experiment with every default filled in, as TOML data. Never a key: only variable names, and
+    a base_url with its credentials masked."""
+    from econarena.agents.calls import public_url
 
+    def masked(llm: dict[str, Any]) -> dict[str, Any]:
+        return {k: public_url(v) if k == "base_url" and isinstance(v, str) else v for k, v in llm.items()}
 
-def _toml_key(k: str) -> str:
-    return k if re.fullmatch(r"[A-Za-z0-9_\-]+", k) else _toml_value(k)
+    doc: dict[str, Any] = {"experiment": exp.experiment.model_dump(exclude_none=True),
+                           "game": exp.params.model_dump()}
+    if exp.llm_defaults:
+        doc["llm"] = masked(exp.llm_defaults)
+    if exp.prompts:
+        doc["prompts"] = dict(exp.prompts)
+    players = []
+    for p in exp.players:
+        entry: dict[str, Any] = {"agent": p.agent, "label": p.label, "count": p.count}
+        if p.agent == "scripted":
+            entry["responses"] = list(p.responses)
+        if p.agent == "level_k":
+            entry["k"] = p.k
+        if p.llm is not None:
+            entry.update(masked(p.llm.model_dump(exclude_none=True)))
+        players.append(entry)
+    doc["players"] = players
+    if exp.axes:
+        grid: dict[str, dict[str, Any]] = {}
+        for a in exp.axes:
+            values = [public_url(v) if a.key == "base_url" and isinstance(v, str) else v for v in a.values]
+            grid.setdefault(a.section, {})[a.key] = values
+        doc["grid"] = grid
+    return doc
 
 
 def resolved_toml(exp: Experiment) -> str:
-    """The experiment with every default filled in. API keys are never in it: only variable names."""
-    lines = ["# Resolved by econarena: every default filled in.", "[experiment]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in exp.experiment.model_dump(exclude_none=True).items()]
-    lines += ["", "[game]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in exp.params.model_dump().items()]
-    if exp.llm_defaults:
-        from econarena.agents.calls import public_url
+    """config.toml: :func:`resolved_data` written by tomli-w, which escapes every control character (a
+    hand-written writer let a carriage return or a NUL make the file unreadable for report and suite)."""
+    import tomli_w
 
-        llm = {k: public_url(v) if k == "base_url" and isinstance(v, str) else v
-               for k, v in exp.llm_defaults.items()}
-        lines += ["", "[llm]"] + [f"{k} = {_toml_value(v)}" for k, v in llm.items()]
-    if exp.prompts:
-        lines += ["", "[prompts]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in exp.prompts.items()]
-    for p in exp.players:
-        lines += ["", "[[players]]", f"agent = {_toml_value(p.agent)}", f"label = {_toml_value(p.label)}",
-                  f"count = {p.count}"]
-        if p.agent == "scripted":
-            lines.append(f"responses = {_toml_value(p.responses)}")
-        if p.agent == "level_k":
-            lines.append(f"k = {p.k}")
-        if p.llm is not None:
-            from econarena.agents.calls import public_url
-
-            llm = p.llm.model_dump(exclude_none=True)
-            if "base_url" in llm:  # a gateway URL may carry credentials: never write them
-                llm["base_url"] = public_url(llm["base_url"])
-            lines += [f"{k} = {_toml_value(v)}" for k, v in llm.items()]
-    return "\n".join(lines) + "\n"
+    return "# Resolved by econarena: every default filled in.\n" + tomli_w.dumps(resolved_data(exp))
 
 
 # ---- [grid] cells ----

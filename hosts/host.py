@@ -12,6 +12,8 @@ import asyncio
 import functools
 import sys
 import time
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,38 +48,69 @@ class RunResult:
     decisions: int
 
 
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 class Progress:
-    """A one-line bar on a terminal; elsewhere (CI, nohup, a log file) a plain line every LOG_EVERY_S."""
+    """What a long run is doing: runs and decisions done, decisions per second, time left.
+
+    On a terminal one live line, redrawn at most 10 times a second. Elsewhere (CI, nohup, a log file) plain
+    lines: the first at once, then after 2, 4, 8 ... seconds up to every LOG_EVERY_S, so a log shows the
+    run started and how fast it goes without flooding. Rates count only this process's work, never the
+    runs a resume found finished.
+    """
 
     LOG_EVERY_S = 30.0
+    FIRST_LOG_S = 2.0
 
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
+    def __init__(self, total: int, label: str, enabled: bool, done_before: int = 0) -> None:
         self.total, self.label = total, label
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
-        self.done = 0
+        self.before = done_before
+        self.runs = 0
+        self.decisions = 0
         self.start = time.perf_counter()
         self._last = self.start
+        self._gap = self.FIRST_LOG_S
+        if enabled and not self.tty:
+            resumed = f", {done_before} already complete" if done_before else ""
+            print(f"{label}: started, {total - done_before} of {total} runs to play{resumed}", file=sys.stderr,
+                  flush=True)
 
-    def step(self, n: int = 1) -> None:
-        self.done += n
+    def line(self) -> str:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        done = self.before + self.runs
+        left = ""
+        if self.runs > 0 and done < self.total:
+            left = f", about {_duration((self.total - done) * elapsed / self.runs)} left"
+        return (f"{self.label}: {done}/{self.total} runs, {self.decisions} decisions "
+                f"({self.decisions / elapsed:.1f}/s){left}")
+
+    def step(self, runs: int = 0, decisions: int = 0) -> None:
+        self.runs += runs
+        self.decisions += decisions
         if not self.enabled:
             return
         now = time.perf_counter()
-        rate = self.done / max(now - self.start, 1e-9)
-        if self.tty and (now - self._last > 0.1 or self.done == self.total):
+        finished = self.before + self.runs >= self.total
+        if self.tty and (now - self._last > 0.1 or (runs and finished)):
             self._last = now
-            frac = self.done / self.total if self.total else 1.0
-            bar = "#" * int(frac * 30)
-            sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.done}/{self.total} runs {rate:.1f}/s")
+            sys.stderr.write("\r\033[K" + self.line())
             sys.stderr.flush()
-        elif not self.tty and now - self._last >= self.LOG_EVERY_S:
+        elif not self.tty and now - self._last >= self._gap:
             self._last = now
-            print(f"{self.label}: {self.done}/{self.total} runs ({rate:.2f}/s)", file=sys.stderr, flush=True)
+            self._gap = min(self._gap * 2, self.LOG_EVERY_S)
+            print(self.line(), file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.enabled and self.tty:
-            sys.stderr.write("\n")
+            sys.stderr.write("\r\033[K" + self.line() + "\n")
+            sys.stderr.flush()
 
 
 def preflight_experiment(exp: Experiment) -> list[str]:
@@ -118,32 +151,42 @@ class Host:
         self.decisions = 0
         self.incomplete = 0
         self.done = 0
+        self._progress = Progress(0, "", enabled=False)
 
     # ---- top level ----
     async def run(self) -> RunResult:
         e = self.exp.experiment
         total = len(self.lineups) * e.sessions * e.runs
-        try:  # before the run directory is touched: a failure here leaves no manifest stuck at "running"
-            self.agents = [create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
-                                        options=self.options.runtime) for p in self.exp.players]
+        self.dir.lock()  # first: a second process on this directory stops here, before touching anything
+        try:
+            try:  # before the run directory is touched: a failure here leaves no manifest stuck at "running"
+                self.agents = [create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                                            options=self.options.runtime) for p in self.exp.players]
+            except BaseException:
+                await close_all()
+                raise
+            return await self._run_locked(total)
+        finally:
+            self.dir.unlock()
+
+    async def _run_locked(self, total: int) -> RunResult:
+        e = self.exp.experiment
+        try:
+            resume = self.dir.start(resolved_toml(self.exp), e.seed, e.name, self.options.resume)
         except BaseException:
             await close_all()
             raise
-        resume = self.dir.start(resolved_toml(self.exp), e.seed, e.name, self.options.resume)
         self._sem = asyncio.Semaphore(self.options.concurrency)
-        progress = Progress(total, e.name, not self.options.quiet)
         self.done = len(resume.runs)
-        progress.step(self.done)
-        self._progress = progress
+        self._progress = progress = Progress(total, e.name, not self.options.quiet, self.done)
         start = time.perf_counter()
         status = "failed"
         try:
-            queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
-            for s in range(e.sessions):
-                for li in range(len(self.lineups)):
-                    queue.put_nowait((li, s))
-            workers = [asyncio.create_task(self._worker(queue, resume))
-                       for _ in range(min(self.options.concurrency, queue.qsize()) or 1)]
+            # Lazily: (table, session) pairs are produced as workers ask, so memory does not grow with
+            # the number of sessions (10**12 sessions start at once and run in constant memory).
+            work = ((li, s) for s in range(e.sessions) for li in range(len(self.lineups)))
+            n_workers = max(1, min(self.options.concurrency, e.sessions * len(self.lineups)))
+            workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
             try:
                 await asyncio.gather(*workers)
             except BaseException:
@@ -157,20 +200,18 @@ class Host:
             raise
         finally:
             progress.close()
-            self.dir.close()
-            await close_all()
-            self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
-                                    runs_complete=self.done, runs_incomplete=self.incomplete,
-                                    elapsed_s=round(time.perf_counter() - start, 3))
+            try:
+                self.dir.close()
+            finally:
+                await close_all()
+                self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
+                                        runs_complete=self.done, runs_incomplete=self.incomplete,
+                                        elapsed_s=round(time.perf_counter() - start, 3))
         return RunResult(self.dir.path, status, total, self.done, self.incomplete,
                          time.perf_counter() - start, self.decisions)
 
-    async def _worker(self, queue: asyncio.Queue[tuple[int, int]], resume: ResumeState) -> None:
-        while True:
-            try:
-                li, s = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+    async def _worker(self, work: Iterator[tuple[int, int]], resume: ResumeState) -> None:
+        for li, s in work:  # one shared generator: each pair goes to exactly one worker
             await self._session(li, self.lineups[li], s, resume)
 
     # ---- one session: a fixed configuration, several runs ----
@@ -188,26 +229,27 @@ class Host:
         e = self.exp.experiment
         setup, seats = self.session_setup(session, lineup)
         ne = self.game.equilibrium(setup)  # None when the game declares no equilibrium
-        past = resume.session_runs(lineup.name, session)
+        prior = resume.session_runs(lineup.name, session)  # runs 0..k-1: resume keeps no gaps
         counters = [resume.decisions_per_seat.get((lineup.name, session, i), 0) for i in range(len(seats))]
-        done_runs = {r["run"] for r in past}
-        for run in range(e.runs):
-            if run in done_runs:
-                continue
-            record = await self._play_run(li, lineup, session, run, setup, seats, ne, past, counters)
+        # only the last max_history runs are ever shown: memory stays flat however many runs a session has
+        past: deque[dict[str, Any]] = deque(prior, maxlen=e.max_history)
+        n_past = len(prior)
+        for run in range(n_past, e.runs):
+            record = await self._play_run(li, lineup, session, run, setup, seats, ne, past, n_past, counters)
             self.dir.run(record)
             if not record["complete"]:
                 self.incomplete += 1
                 return  # later runs need this run's history; --resume retries from here
             past.append(record)
+            n_past += 1
             self.done += 1
-            self._progress.step()
+            self._progress.step(runs=1)
 
-    def _history(self, past: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _history(self, past: deque[dict[str, Any]]) -> list[dict[str, Any]]:
         mode = self.exp.experiment.history
         key = self.game.history_key
         out = []
-        for rec in past[-self.exp.experiment.max_history:]:
+        for rec in list(past)[-self.exp.experiment.max_history:]:
             players = []
             for i, act in enumerate(rec["actions"]):
                 item: dict[str, Any] = {"player": i, key: act if rec["valid"][i] else None}
@@ -226,7 +268,7 @@ class Host:
         return out
 
     async def _play_run(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup,
-                        seats: tuple[int, ...], ne: Outcome | None, past: list[dict[str, Any]],
+                        seats: tuple[int, ...], ne: Outcome | None, past: deque[dict[str, Any]], n_past: int,
                         counters: list[int]) -> dict[str, Any]:
         e = self.exp.experiment
         history = self._history(past) if e.history != "none" and past else None
@@ -240,7 +282,7 @@ class Host:
         while movers := self.game.to_move(state):
             results = await asyncio.gather(*(
                 self._decide(li, lineup, session, run, rnd, seat, seats[seat], state, counters, history,
-                             len(past), talk)
+                             n_past, talk)
                 for seat in movers))
             errors = [r.error for r, _, _ in results if r.error]
             if errors:
@@ -267,16 +309,18 @@ class Host:
         if errors:
             counters[:] = start_counters  # the retried run will reuse the same decision indices
             return {**base, "complete": False, "error": errors[0], "rounds": rnd + 1}
-        return {**base, **self.run_result(setup, state, ne, round_log, first_valid)}
+        decisions = [c - s for c, s in zip(counters, start_counters)]
+        return {**base, **self.run_result(setup, state, ne, round_log, first_valid, decisions)}
 
     def run_result(self, setup: Setup, state: Any, ne: Outcome | None, round_log: list[dict[str, Any]],
-                   first_valid: list[bool]) -> dict[str, Any]:
+                   first_valid: list[bool], decisions: list[int]) -> dict[str, Any]:
         """The finished run's record fields: outcome, equilibrium comparison, rounds, score, metrics."""
         out = self.game.outcome(state)
         n = len(out.payoffs)
         if ne is not None:
             dev = [self.game.deviation(setup, out, ne, i) for i in range(n)]
-            ratio = [p / q if q else None for p, q in zip(out.payoffs, ne.payoffs)]
+            # scored like the metrics: a rule break scores 0 (see analysis/metrics.py)
+            ratio = [(p if ok else 0.0) / q if q else None for p, q, ok in zip(out.payoffs, ne.payoffs, out.valid)]
         return {"complete": True, "rounds": len(round_log), "actions": list(out.actions),
                 "valid": list(out.valid), "first_valid": first_valid,
                 "payoffs": list(out.payoffs), "winners": list(out.winners), "void": out.void,
@@ -285,7 +329,9 @@ class Host:
                 "payoff_ratio": ratio if ne is not None else [None] * n,
                 "deviation": dev if ne is not None else [None] * n, "extra": dict(out.extra),
                 "round_log": round_log, "score": self.game.score(setup, round_log),
-                "metrics": self.game.metrics(setup, round_log)}
+                "metrics": self.game.metrics(setup, round_log),
+                # decisions per seat in this run: resume derives the next decision indices from these
+                "decisions": decisions}
 
     async def _decide(self, li: int, lineup: Lineup, session: int, run: int, rnd: int, seat: int, entry: int,
                       state: Any, counters: list[int], history: list[dict[str, Any]] | None,
@@ -306,7 +352,7 @@ class Host:
             request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
                                       e.seed, seed_key, coords)
             reply = await self._ask(agent, request)
-            judgement = Judgement(None, None, None) if reply.error else self.game.judge(state, seat, reply.text)
+            judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
             if attempt == 0:
                 first_ok = judgement.valid or bool(reply.error)
             self._log_decision(lineup, session, run, rnd, seat, agent, index, attempt, messages[logged_upto:],
@@ -327,6 +373,12 @@ class Host:
             except Exception as exc:  # an agent bug must not take the whole experiment down
                 return Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
 
+    def _judge(self, state: Any, seat: int, text: str) -> Judgement:
+        try:
+            return self.game.judge(state, seat, text)
+        except Exception as exc:  # noqa: BLE001 - whatever a reply holds, it is a rule break, not a crash
+            return Judgement(None, "parse_error", f"the reply could not be judged ({type(exc).__name__})")
+
     def _log_decision(self, lineup: Lineup, session: int, run: int, rnd: int, seat: int, agent: Agent,
                       index: int, attempt: int, new_messages: tuple[Message, ...], offset: int, reply: Reply,
                       judgement: Judgement) -> None:
@@ -334,6 +386,7 @@ class Host:
         record are logged (``messages_from`` says where they start), so a 20-round run stays linear."""
         key = self.game.action_key
         self.decisions += 1
+        self._progress.step(decisions=1)
         self.dir.decision({
             "lineup": lineup.name, "session": session, "run": run, "round": rnd, "player": seat,
             "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,

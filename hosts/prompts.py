@@ -80,6 +80,14 @@ class Template:
             if bad is not None:
                 raise TemplateError(f"prompts.{key}: placeholder {{{bad}}}: use a plain name such as "
                                     f"{{{re.split(r'[.[]', bad)[0]}}}; available: {', '.join(sorted(fields))}")
+            # "{upper_bound:>50000000}" would pad every prompt to 50 MB: a placeholder is filled as written
+            spec = next(((f, fs, cv) for _, f, fs, cv in string.Formatter().parse(text)
+                         if f is not None and (fs or cv)), None)
+            if spec is not None:
+                name, fs, cv = spec
+                raise TemplateError(f"prompts.{key}: placeholder {{{name}{'!' + cv if cv else ''}"
+                                    f"{':' + fs if fs else ''}}}: format specs and conversions are not allowed; "
+                                    f"write {{{name}}}")
             self._checked.add(key)
         try:
             return text.format_map(_Fields(fields))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 from collections import defaultdict
@@ -36,29 +37,103 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def read_jsonl(path: Path, *, warn: bool = False) -> list[dict[str, Any]]:
+class LogError(ValueError):
+    """A log line that parses as JSON but is not a record of the kind the file holds (edited by hand)."""
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def record_problem(rec: Any, kind: str) -> str | None:
+    """Why ``rec`` is not a well-formed ``kind`` ("runs" or "decisions") record, or None.
+
+    Only what the readers index on is checked, so an older or newer field set still reads.
+    """
+    if not isinstance(rec, dict):
+        return f"expected a JSON object, got {type(rec).__name__}"
+    if not isinstance(rec.get("lineup", "melee"), str):
+        return "'lineup' must be a string"
+    for key in ("session", "run") + (("player",) if kind == "decisions" else ()):
+        if not _is_int(rec.get(key)):
+            return f"'{key}' must be an integer >= 0 (got {json.dumps(rec.get(key))[:40]})"
+    if kind == "decisions":
+        return None if isinstance(rec.get("label"), str) else "'label' must be a string"
+    labels = rec.get("labels")
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
+        return "'labels' must be a non-empty list of strings"
+    if rec.get("complete", True):
+        for key in ("payoffs", "ne_payoffs", "valid", "deviation"):
+            if not isinstance(rec.get(key), list) or len(rec[key]) != len(labels):
+                return f"'{key}' must be a list with one entry per label"
+        if not isinstance(rec.get("winners"), list) or not all(_is_int(w) for w in rec["winners"]):
+            return "'winners' must be a list of seat numbers"
+        for key in ("payoffs", "ne_payoffs"):
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rec[key]):
+                return f"'{key}' must hold numbers"
+    return None
+
+
+@dataclass
+class BadLine:
+    """A line that could not be used: kept verbatim so resume can move it aside instead of losing it."""
+
+    number: int
+    text: str
+    why: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {"unreadable_line": self.number, "why": self.why, "text": self.text}
+
+
+def scan_jsonl(path: Path, kind: str | None = None) -> tuple[list[dict[str, Any]], list[BadLine]]:
+    """Records and unusable lines (not JSON, torn by a kill, or with ``kind`` the wrong shape)."""
+    if not path.exists():
+        return [], []
+    out: list[dict[str, Any]] = []
+    bad: list[BadLine] = []
+    with path.open(encoding="utf-8", errors="surrogateescape") as fh:
+        for number, line in enumerate(fh, 1):
+            text = line.rstrip("\n")
+            if not line.endswith("\n"):
+                if text.strip():
+                    bad.append(BadLine(number, text, "torn last line (the process died mid-write)"))
+                break
+            if not text.strip():
+                continue
+            try:
+                rec = json.loads(text)
+            except (ValueError, RecursionError):
+                bad.append(BadLine(number, text, "not JSON"))
+                continue
+            problem = record_problem(rec, kind) if kind else None
+            if problem:
+                bad.append(BadLine(number, text, problem))
+            else:
+                out.append(rec)
+    return out, bad
+
+
+def read_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
+               strict: bool = False) -> list[dict[str, Any]]:
     """Read records, skipping a torn last line left by a killed process.
 
-    A corrupt line elsewhere (edited by hand, a full disk) is skipped too; with ``warn`` it is reported
-    on stderr with its line number, so data never vanishes silently.
+    A line that is not JSON (edited by hand, a full disk) is skipped too; with ``warn`` it is reported
+    on stderr with its line number, so data never vanishes silently. With ``kind`` each record's shape is
+    checked: ``strict`` raises :class:`LogError` on a wrong-shape line (the analysis must not guess),
+    otherwise it is skipped like an unreadable one.
     """
-    if not path.exists():
-        return []
-    out = []
-    bad = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
-                break  # torn write: the process died mid-line
-            line = line.strip()
-            if line:
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    bad.append(number)
-    if bad and warn:
-        shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
-        print(f"econarena: warning: {path}: skipped {len(bad)} unreadable line(s): {shown}", file=sys.stderr)
+    out, bad = scan_jsonl(path, kind)
+    torn = [b for b in bad if b.why.startswith("torn")]
+    shape = [b for b in bad if b.why != "not JSON" and b not in torn]
+    if shape and strict:
+        b = shape[0]
+        raise LogError(f"{path}: line {b.number}: not a {kind} record: {b.why}; fix or delete the line "
+                       "(run --resume moves such lines to a .discarded.jsonl file)")
+    skipped = [b.number for b in bad if b not in torn]
+    if skipped and warn:
+        shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
+        print(f"econarena: warning: {path}: skipped {len(skipped)} unreadable line(s): {shown}", file=sys.stderr)
     return out
 
 
@@ -92,13 +167,72 @@ class ResumeState:
         return list(self._by_session.get((lineup, session), ()))
 
 
+def runnable_prefix(complete: dict[tuple[str, int, int], dict[str, Any]]) -> set[tuple[str, int, int]]:
+    """The complete runs a resume may keep: per session only runs 0..k-1 without a gap.
+
+    A run after a missing one was played with that run in its history and after its decisions; replaying
+    the missing run alone would give it another history and other decision indices, so the later runs are
+    replayed too (an LLM's replies come back from the cache: same coordinates, same sample).
+    """
+    by_session: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for lu, sess, run in complete:
+        by_session[(lu, sess)].add(run)
+    keep = set()
+    for (lu, sess), runs in by_session.items():
+        k = 0
+        while k in runs:
+            keep.add((lu, sess, k))
+            k += 1
+    return keep
+
+
+class RunDirectoryBusy(Exception):
+    """Another live process holds the run directory's lock."""
+
+
+LOCK = ".lock"
+
+
 class RunDirectory:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._dec: TextIO | None = None
         self._runs: TextIO | None = None
         self._last_flush = 0.0
+        self._lock: TextIO | None = None
         self.manifest: dict[str, Any] = {}
+
+    def lock(self) -> None:
+        """Hold an exclusive lock on the directory while this process writes it.
+
+        ``flock`` belongs to the open file: the kernel drops it when the process dies, however it dies, so
+        a killed run never leaves a stale lock. The file also names the holder, for the error message.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        fh = (self.path / LOCK).open("a+", encoding="utf-8")
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock, as before
+            self._lock = fh
+            return
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown process"
+            fh.close()
+            raise RunDirectoryBusy(f"{self.path} is in use by another econarena process ({holder}); wait for "
+                                   "it to finish or stop it, or use another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"PID {os.getpid()} on {socket.gethostname()}, since {now_iso()}\n")
+        fh.flush()
+        self._lock = fh
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing the file releases the flock
+            self._lock = None
 
     def start(self, config_text: str, seed: int, experiment: str, resume: bool) -> ResumeState:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -130,29 +264,51 @@ class RunDirectory:
         write_atomic(self.path / MANIFEST, json.dumps(self.manifest, indent=2) + "\n")
 
     def _clean_for_resume(self) -> ResumeState:
-        """Keep complete runs and their decisions; move everything else aside."""
-        runs = read_jsonl(self.path / RUNS, warn=True)
-        decisions = read_jsonl(self.path / DECISIONS, warn=True)
+        """Keep each session's complete runs up to the first gap, and their decisions; move the rest aside.
+
+        Lines that cannot be read (not JSON, torn, wrong shape) go to the ``*.discarded.jsonl`` files
+        verbatim, so nothing is lost and the replayed runs get the coordinates, decision indices and
+        history an uninterrupted run gave them.
+        """
+        runs, bad_runs = scan_jsonl(self.path / RUNS, "runs")
+        decisions, bad_dec = scan_jsonl(self.path / DECISIONS, "decisions")
+        for name, bad in ((RUNS, bad_runs), (DECISIONS, bad_dec)):
+            shown = [b.number for b in bad if not b.why.startswith("torn")]
+            if shown:
+                print(f"econarena: warning: {self.path / name}: {len(shown)} unreadable line(s) "
+                      f"({', '.join(map(str, shown[:10]))}{' ...' if len(shown) > 10 else ''}) moved to "
+                      f"{name.replace('.jsonl', '.discarded.jsonl')}", file=sys.stderr)
         complete = complete_runs(runs)
-        keep_runs = list(complete.values())
-        drop_runs = [r for r in runs if run_key(r) not in complete or complete[run_key(r)] is not r]
+        keys = runnable_prefix(complete)
+        complete = {k: r for k, r in complete.items() if k in keys}
+        keep_runs = [r for r in runs if complete.get(run_key(r)) is r]  # file order: a no-op resume rewrites nothing
+        drop_runs = [r for r in runs if complete.get(run_key(r)) is not r]
         keep_dec, drop_dec = [], []
         for d in decisions:
             (keep_dec if run_key(d) in complete else drop_dec).append(d)
         state = ResumeState(runs=complete)
-        for d in keep_dec:
-            state.decisions_per_seat[(d.get("lineup", "melee"), int(d["session"]), int(d["player"]))] += 1
-        for name, keep, drop in ((RUNS, keep_runs, drop_runs), (DECISIONS, keep_dec, drop_dec)):
-            if drop:
+        if all(isinstance(r.get("decisions"), list) for r in keep_runs):
+            for r in keep_runs:  # exact even when a decision line of a kept run was unreadable
+                for seat, n in enumerate(r["decisions"]):
+                    state.decisions_per_seat[(r.get("lineup", "melee"), int(r["session"]), seat)] += int(n)
+        else:  # logs written before runs recorded their decision counts
+            for d in keep_dec:
+                state.decisions_per_seat[(d.get("lineup", "melee"), int(d["session"]), int(d["player"]))] += 1
+        for name, keep, drop, bad in ((RUNS, keep_runs, drop_runs, bad_runs),
+                                      (DECISIONS, keep_dec, drop_dec, bad_dec)):
+            lines = [json.dumps(r) + "\n" for r in drop] + [json.dumps(b.to_record()) + "\n" for b in bad]
+            if lines:
                 with (self.path / name.replace(".jsonl", ".discarded.jsonl")).open("a", encoding="utf-8") as fh:
-                    fh.writelines(json.dumps(r) + "\n" for r in drop)
+                    fh.writelines(lines)
+                    fh.flush()
+                    os.fsync(fh.fileno())
             write_atomic(self.path / name, "".join(json.dumps(r) + "\n" for r in keep))
         return state
 
     def decision(self, rec: dict[str, Any]) -> None:
         """Buffered; flushed at least every FLUSH_S and always before the run record that needs it."""
         assert self._dec is not None
-        self._dec.write(json.dumps(rec) + "\n")
+        self._dec.write(_dumps_record(rec))
         now = time.monotonic()
         if now - self._last_flush > FLUSH_S:
             self._dec.flush()
@@ -166,7 +322,18 @@ class RunDirectory:
         self._runs.flush()
 
     def close(self) -> None:
-        for fh in (self._dec, self._runs):
-            if fh is not None:
-                fh.close()
-        self._dec = self._runs = None
+        try:
+            for fh in (self._dec, self._runs):
+                if fh is not None:
+                    fh.close()
+        finally:
+            self._dec = self._runs = None
+
+
+def _dumps_record(rec: dict[str, Any]) -> str:
+    """One JSON line, always: a reply's extras that cannot be written (too deep) become their repr."""
+    try:
+        return json.dumps(rec) + "\n"
+    except (ValueError, TypeError, RecursionError):
+        safe = {**rec, "extras": repr(rec.get("extras"))[:2000]}
+        return json.dumps(safe, default=repr) + "\n"

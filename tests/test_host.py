@@ -312,12 +312,15 @@ def test_progress_prints_plain_lines_when_not_on_a_terminal(monkeypatch, capsys)
     from econarena.hosts.host import Progress
 
     monkeypatch.setattr(Progress, "LOG_EVERY_S", 0.0)
+    monkeypatch.setattr(Progress, "FIRST_LOG_S", 0.0)
     p = Progress(4, "exp", enabled=True)
-    p.step()
-    p.step(3)
+    assert capsys.readouterr().err == "exp: started, 4 of 4 runs to play\n"  # at once, before any run ends
+    p.step(runs=1, decisions=5)
+    p.step(runs=3, decisions=15)
     p.close()
     err = capsys.readouterr().err
-    assert "exp: 1/4 runs" in err and "exp: 4/4 runs" in err and "\r" not in err
+    assert "exp: 1/4 runs, 5 decisions (" in err and "exp: 4/4 runs, 20 decisions" in err and "\r" not in err
+    assert "left" in err.splitlines()[0]
     quiet = Progress(4, "exp", enabled=False)
-    quiet.step(4)
+    quiet.step(runs=4)
     assert capsys.readouterr().err == ""

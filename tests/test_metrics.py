@@ -35,26 +35,28 @@ def test_second_price_summary(tmp_path: Path, arena) -> None:
     assert s["runs_complete"] == 3 and s["runs_incomplete"] == 0
     s1, s2, r = s["labels"]["S1"], s["labels"]["S2"], s["labels"]["R"]
 
-    # S1: payoffs 90, 130, 115 -> mean 335/3; NE 115; ratio 335/345 = 67/69
+    # S1: game payoffs 90 (rule break), 130, 115; a rule break scores 0 -> scored 0, 130, 115: mean 245/3;
+    # NE 115; ratio 245/345 = 49/69. Deviation only where valid: (3/23 + 0) / 2 = 3/46
     assert s1["player_runs"] == 3 and s1["decisions"] == 3
-    assert s1["mean_payoff"] == pytest.approx(111.66666666666667)
+    assert s1["mean_payoff"] == pytest.approx(245 / 3)
     assert s1["mean_ne_payoff"] == pytest.approx(115.0)
-    assert s1["payoff_ratio"] == pytest.approx(0.9710144927536232)
-    assert s1["mean_deviation"] == pytest.approx(0.11594202898550725)  # (5/23 + 3/23 + 0) / 3 = 8/69
+    assert s1["payoff_ratio"] == pytest.approx(49 / 69)
+    assert s1["mean_deviation"] == pytest.approx(3 / 46)
     assert s1["win_rate"] == pytest.approx(2 / 3)
     assert s1["rule_break_rate_pct"] == pytest.approx(33.333333333333336)
     assert s1["violations"] == {"parse_error": 1, "schema_error": 0, "rule_violation": 0}
-    assert s1["deviation_by_run"] == pytest.approx({"0": 0.21739130434782608, "1": 0.13043478260869565, "2": 0.0})
+    assert s1["deviation_by_run"] == {"0": None, "1": pytest.approx(3 / 23), "2": 0.0}
     assert s1["converged_at_run"] == 2
 
-    # S2: payoffs 115, 90, 100 -> mean 305/3; NE 100; ratio 61/60; deviations 0.15, 0.10, 0 -> 1/12
-    assert s2["mean_payoff"] == pytest.approx(101.66666666666667)
-    assert s2["payoff_ratio"] == pytest.approx(1.0166666666666667)
-    assert s2["mean_deviation"] == pytest.approx(0.08333333333333333)
+    # S2: game payoffs 115, 90 (rule break), 100 -> scored 115, 0, 100: mean 215/3; NE 100; ratio 43/60;
+    # deviations 0.15, -, 0 -> 0.075
+    assert s2["mean_payoff"] == pytest.approx(215 / 3)
+    assert s2["payoff_ratio"] == pytest.approx(43 / 60)
+    assert s2["mean_deviation"] == pytest.approx(0.075)
     assert s2["win_rate"] == pytest.approx(1 / 3)
     assert s2["rule_break_rate_pct"] == pytest.approx(33.333333333333336)
     assert s2["violations"] == {"parse_error": 0, "schema_error": 1, "rule_violation": 0}
-    assert s2["deviation_by_run"] == pytest.approx({"0": 0.15, "1": 0.1, "2": 0.0})
+    assert s2["deviation_by_run"] == {"0": pytest.approx(0.15), "1": None, "2": 0.0}
     assert s2["converged_at_run"] == 2
 
     # R: always 100 = NE
@@ -64,8 +66,8 @@ def test_second_price_summary(tmp_path: Path, arena) -> None:
     rows = list(csv.DictReader(io.StringIO((tmp_path / "summary.csv").read_text())))
     by_label = {row["label"]: row for row in rows}
     assert set(by_label) == {"S1", "S2", "R"}
-    assert float(by_label["S1"]["payoff_ratio"]) == pytest.approx(0.9710144927536232)
-    assert float(by_label["S2"]["deviation_run_1"]) == pytest.approx(0.1)
+    assert float(by_label["S1"]["payoff_ratio"]) == pytest.approx(49 / 69)
+    assert by_label["S2"]["deviation_run_1"] == "" and float(by_label["S2"]["deviation_run_0"]) == pytest.approx(0.15)
     assert by_label["S1"]["parse_error"] == "1"
 
 
@@ -116,11 +118,11 @@ def test_summary_uses_complete_runs_only(tmp_path: Path) -> None:
     # A: payoffs 20, 10 -> 15; NE 10 -> ratio 1.5; deviations 0.5, 0 -> 0.25; wins 1 of 2
     assert (a["mean_payoff"], a["payoff_ratio"], a["mean_deviation"], a["win_rate"]) == (15.0, 1.5, 0.25, 0.5)
     assert a["decisions"] == 2 and a["tokens_in"] == 14 and a["tokens_out"] == 6 and a["cached_decisions"] == 2
-    # B: payoffs 0, 4 -> 2; ratio 0.2; deviations 0.25, 0.75 -> 0.5; broke a rule in 1 of 2 runs
-    assert (b["mean_payoff"], b["payoff_ratio"], b["mean_deviation"], b["rule_break_rate_pct"]) == (2.0, 0.2, 0.5,
+    # B: payoffs 0, 4, but run 1 broke a rule: scored 0, 0 -> 0; ratio 0; deviation only run 0's 0.25
+    assert (b["mean_payoff"], b["payoff_ratio"], b["mean_deviation"], b["rule_break_rate_pct"]) == (0.0, 0.0, 0.25,
                                                                                                   50.0)
     assert b["violations_per_decision_pct"] == 50.0
-    assert b["deviation_by_run"] == {"0": 0.25, "1": 0.75} and b["converged_at_run"] is None
+    assert b["deviation_by_run"] == {"0": 0.25, "1": None} and b["converged_at_run"] is None
     assert b["mean_latency_s"] == 0.5
 
 

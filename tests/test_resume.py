@@ -169,6 +169,9 @@ def test_resume_drops_torn_lines_and_unfinished_runs(tmp_path: Path, capsys: pyt
     assert arena.sorted_decisions(out) == arena.sorted_decisions(ref)
     assert summary(out) == summary(ref)
     discarded = arena.read_jsonl(out / "decisions.discarded.jsonl")
+    torn = [d for d in discarded if "unreadable_line" in d]  # kept verbatim, not deleted
+    assert [d["text"] for d in torn] == ['{"session": 0, "ru']
+    discarded = [d for d in discarded if "unreadable_line" not in d]
     assert discarded and all((d["session"], d["run"]) in kept - {(r["session"], r["run"])
                                                                  for r in map(json.loads, runs[:2])}
                              for d in discarded)
