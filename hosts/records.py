@@ -64,12 +64,15 @@ def record_problem(rec: Any, kind: str) -> str | None:
         return "'labels' must be a non-empty list of strings"
     if rec.get("complete", True):
         for key in ("payoffs", "ne_payoffs", "valid", "deviation"):
+            if key == "ne_payoffs" and rec.get(key) is None:
+                continue  # a game without a declared equilibrium
             if not isinstance(rec.get(key), list) or len(rec[key]) != len(labels):
                 return f"'{key}' must be a list with one entry per label"
         if not isinstance(rec.get("winners"), list) or not all(_is_int(w) for w in rec["winners"]):
             return "'winners' must be a list of seat numbers"
-        for key in ("payoffs", "ne_payoffs"):
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rec[key]):
+        for key in ("payoffs", "ne_payoffs"):  # None: unknown (imported) or no equilibrium
+            if not all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+                       for x in rec.get(key) or ()):
                 return f"'{key}' must hold numbers"
     return None
 
