@@ -77,6 +77,14 @@ def _declares_score(path: Path) -> bool:
     return game is not None and game.info.score
 
 
+def _cell_suffix(run: dict[str, Any]) -> str:
+    """`` [ratio=0.5]`` for a run of a [grid] cell (its table's name ends with the cell), else ``""``."""
+    lineup = str(run.get("lineup", ""))
+    if not run.get("cell") or " [" not in lineup:
+        return ""
+    return lineup[lineup.index(" ["):]
+
+
 def summarize(run_dir: str | Path) -> dict[str, Any]:
     """Summary of one run directory (see the module docstring for definitions)."""
     path = Path(run_dir)
@@ -92,9 +100,10 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
         "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [], "scores": [],
     })
     scored = _declares_score(path)
+    cell_of = {r.get("lineup", "melee"): _cell_suffix(r) for r in runs}  # a [grid] cell is its own row
     for r in runs:
         for i, label in enumerate(r["labels"]):
-            a = per[label]
+            a = per[label + cell_of[r.get("lineup", "melee")]]
             valid = bool(r["valid"][i])
             a["player_runs"] += 1
             a["payoffs"].append(r["payoffs"][i] if valid else 0.0)  # a rule break scores 0
@@ -106,9 +115,9 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
             a["broke"] += broke(r, i)
         if scored:
             for label in set(r["labels"]):
-                per[label]["scores"].append(r.get("score"))
+                per[label + cell_of[r.get("lineup", "melee")]]["scores"].append(r.get("score"))
     for d in decisions:
-        a = per[d["label"]]
+        a = per[d["label"] + cell_of.get(d.get("lineup", "melee"), "")]
         a["decisions"] += 1
         if d.get("violation"):
             a["violations"][d["violation"]] += 1

@@ -244,7 +244,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
                 worst = max(worst, EXIT_CONFIG)
                 continue
             runs = runnable_prefix(complete_runs(read_jsonl(d / "runs.jsonl", kind="runs")))
-            total = len(exp.lineups()) * exp.experiment.sessions * exp.experiment.runs
+            total = exp.total_runs()
             if len(runs) >= total:
                 print(f"[{i}/{len(exps)}] {exp.name}: complete, skipped ({d})")
                 done.append(d)

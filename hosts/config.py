@@ -91,6 +91,10 @@ class Lineup:
     name: str
     seats: tuple[int, ...]
     environment: str
+    cell: dict[str, Any] | None = None  # the [grid] values of this table's cell, if any
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.seats, self.environment))
 
 
 @dataclass
@@ -135,6 +139,21 @@ class Experiment:
     def for_cell(self, cell: Cell) -> Experiment:
         """This experiment with one grid cell's values set (itself when there is no grid)."""
         return self if not self.axes else cell_experiment(self, cell)
+
+    def tables(self) -> list[tuple[Lineup, Experiment]]:
+        """Every table to play, each with the experiment as its grid cell sets it. With a grid, a table's
+        name carries its cell (``melee [ratio=0.5]``), so results of different cells never mix."""
+        if not self.axes:
+            return [(lineup, self) for lineup in self.lineups()]
+        out = []
+        for cell in self.cells():
+            sub = self.for_cell(cell)
+            for lu in sub.lineups():
+                out.append((Lineup(f"{lu.name} [{cell.label}]", lu.seats, lu.environment, cell.to_dict()), sub))
+        return out
+
+    def total_runs(self) -> int:
+        return sum(x.experiment.sessions * x.experiment.runs for _, x in self.tables())
 
     def n_players(self) -> int:
         return len(self.lineups()[0].seats)

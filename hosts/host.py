@@ -24,7 +24,7 @@ from econarena.agents.base import Agent, DecisionRequest, Message, Reply
 from econarena.agents.llm import RuntimeOptions, close_all, preflight
 from econarena.agents.registry import create_agent
 from econarena.games.base import Judgement, Outcome, Setup
-from econarena.hosts.config import Experiment, Lineup, resolved_toml
+from econarena.hosts.config import Experiment, ExperimentSection, Lineup, resolved_toml
 from econarena.hosts.prompts import Template
 from econarena.hosts.records import ResumeState, RunDirectory, now_iso
 
@@ -127,14 +127,17 @@ def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None
 
     ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
     """
-    rounds, exact = exp.game.max_moves(exp.params, exp.n_players())
     out: dict[str, tuple[int, bool]] = {}
-    for lineup in exp.lineups():
-        finished = sum(1 for key in (done or ()) if key[0] == lineup.name)
-        left = exp.experiment.sessions * exp.experiment.runs - finished
+    finished: dict[str, int] = {}
+    for key in done or ():
+        finished[key[0]] = finished.get(key[0], 0) + 1
+    for lineup, x in exp.tables():
+        rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
+        left = x.experiment.sessions * x.experiment.runs - finished.get(lineup.name, 0)
         for seat in lineup.seats:
-            label = exp.players[seat].label
-            out[label] = (out.get(label, (0, exact))[0] + left * rounds, exact)
+            label = x.players[seat].label
+            count, was_exact = out.get(label, (0, True))
+            out[label] = (count + left * rounds, was_exact and exact)
     return out
 
 
@@ -145,8 +148,10 @@ class Host:
         self.options = options or HostOptions()
         self.dir = RunDirectory(out)
         self.template = Template(exp.game, exp.prompts)
-        self.lineups = exp.lineups()
-        self.agents: list[Agent] = []
+        tables = exp.tables()  # one per lineup and [grid] cell, each with its cell's experiment
+        self.lineups = [lu for lu, _ in tables]
+        self.exps = [x for _, x in tables]
+        self.agents: list[list[Agent]] = []  # per table, per player entry
         self._sem: asyncio.Semaphore | None = None
         self.decisions = 0
         self.incomplete = 0
@@ -155,19 +160,33 @@ class Host:
 
     # ---- top level ----
     async def run(self) -> RunResult:
-        e = self.exp.experiment
-        total = len(self.lineups) * e.sessions * e.runs
+        total = sum(x.experiment.sessions * x.experiment.runs for x in self.exps)
         self.dir.lock()  # first: a second process on this directory stops here, before touching anything
         try:
             try:  # before the run directory is touched: a failure here leaves no manifest stuck at "running"
-                self.agents = [create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
-                                            options=self.options.runtime) for p in self.exp.players]
+                self.agents = self._create_agents()
             except BaseException:
                 await close_all()
                 raise
             return await self._run_locked(total)
         finally:
             self.dir.unlock()
+
+    def _create_agents(self) -> list[list[Agent]]:
+        """One agent per player entry and distinct settings: grid cells that change no LLM setting share
+        the same agents (and so their batching, rate limits and cache)."""
+        made: dict[tuple[int, str], Agent] = {}
+        out = []
+        for x in self.exps:
+            row = []
+            for i, p in enumerate(x.players):
+                key = (i, p.llm.model_dump_json() if p.llm is not None else "")
+                if key not in made:
+                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                                             options=self.options.runtime)
+                row.append(made[key])
+            out.append(row)
+        return out
 
     async def _run_locked(self, total: int) -> RunResult:
         e = self.exp.experiment
@@ -184,8 +203,9 @@ class Host:
         try:
             # Lazily: (table, session) pairs are produced as workers ask, so memory does not grow with
             # the number of sessions (10**12 sessions start at once and run in constant memory).
-            work = ((li, s) for s in range(e.sessions) for li in range(len(self.lineups)))
-            n_workers = max(1, min(self.options.concurrency, e.sessions * len(self.lineups)))
+            sessions = [x.experiment.sessions for x in self.exps]
+            work = ((li, s) for s in range(max(sessions)) for li in range(len(self.lineups)) if s < sessions[li])
+            n_workers = max(1, min(self.options.concurrency, sum(sessions)))
             workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
             try:
                 await asyncio.gather(*workers)
@@ -215,10 +235,11 @@ class Host:
             await self._session(li, self.lineups[li], s, resume)
 
     # ---- one session: a fixed configuration, several runs ----
-    def session_setup(self, session: int, lineup: Lineup) -> tuple[Setup, tuple[int, ...]]:
-        e = self.exp.experiment
+    def session_setup(self, session: int, lineup: Lineup, li: int = 0) -> tuple[Setup, tuple[int, ...]]:
+        x = self.exps[li]
+        e = x.experiment
         rng = np.random.default_rng(np.random.SeedSequence(e.seed, spawn_key=(0, session)))
-        setup = self.game.setup(self.exp.params, len(lineup.seats), rng)
+        setup = self.game.setup(x.params, len(lineup.seats), rng)
         seats = lineup.seats
         if e.shuffle_seats:
             perm = np.random.default_rng(np.random.SeedSequence(e.seed, spawn_key=(1, session))).permutation(len(seats))
@@ -226,8 +247,8 @@ class Host:
         return setup, seats
 
     async def _session(self, li: int, lineup: Lineup, session: int, resume: ResumeState) -> None:
-        e = self.exp.experiment
-        setup, seats = self.session_setup(session, lineup)
+        e = self.exps[li].experiment
+        setup, seats = self.session_setup(session, lineup, li)
         ne = self.game.equilibrium(setup)  # None when the game declares no equilibrium
         prior = resume.session_runs(lineup.name, session)  # runs 0..k-1: resume keeps no gaps
         counters = [resume.decisions_per_seat.get((lineup.name, session, i), 0) for i in range(len(seats))]
@@ -245,11 +266,11 @@ class Host:
             self.done += 1
             self._progress.step(runs=1)
 
-    def _history(self, past: deque[dict[str, Any]]) -> list[dict[str, Any]]:
-        mode = self.exp.experiment.history
+    def _history(self, past: deque[dict[str, Any]], e: ExperimentSection) -> list[dict[str, Any]]:
+        mode = e.history
         key = self.game.history_key
         out = []
-        for rec in list(past)[-self.exp.experiment.max_history:]:
+        for rec in list(past)[-e.max_history:]:
             players = []
             for i, act in enumerate(rec["actions"]):
                 item: dict[str, Any] = {"player": i, key: act if rec["valid"][i] else None}
@@ -270,8 +291,8 @@ class Host:
     async def _play_run(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup,
                         seats: tuple[int, ...], ne: Outcome | None, past: deque[dict[str, Any]], n_past: int,
                         counters: list[int]) -> dict[str, Any]:
-        e = self.exp.experiment
-        history = self._history(past) if e.history != "none" and past else None
+        e = self.exps[li].experiment
+        history = self._history(past, e) if e.history != "none" and past else None
         state = self.game.initial_state(setup)
         talk = Conversations(self.game.info.rounds)
         rnd = 0
@@ -304,8 +325,10 @@ class Host:
         labels = [self.exp.players[i].label for i in seats]
         base = {"lineup": lineup.name, "environment": lineup.environment, "session": session, "run": run,
                 "labels": labels, "agents": [self.exp.players[i].agent for i in seats],
-                "models": [self.agents[i].model for i in seats], "params": setup.to_dict(),
+                "models": [self.agents[li][i].model for i in seats], "params": setup.to_dict(),
                 "private_values": setup.values.get("private_value")}
+        if lineup.cell is not None:
+            base["cell"] = lineup.cell
         if errors:
             counters[:] = start_counters  # the retried run will reuse the same decision indices
             return {**base, "complete": False, "error": errors[0], "rounds": rnd + 1}
@@ -338,8 +361,8 @@ class Host:
                       n_past: int, talk: Conversations) -> tuple[Reply, Judgement, bool]:
         """One decision, re-asked up to ``reask`` times; returns the last reply, its judgement and
         whether the FIRST attempt was valid (the paper metrics count first attempts)."""
-        e = self.exp.experiment
-        agent = self.agents[entry]
+        e = self.exps[li].experiment
+        agent = self.agents[li][entry]
         fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past)
         messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}

@@ -139,3 +139,27 @@ def test_grid_cells_are_counted_and_checked(arena, tmp_path: Path) -> None:
     proc = arena.cli("validate", str(path))
     assert proc.returncode == 2
     assert "'grid.game.ratio'" in proc.stderr and "ratio=-1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_grid_cells_play_as_their_own_tables(arena, tmp_path: Path) -> None:
+    from econarena.analysis.metrics import summarize
+
+    doc = arena.experiment_dict("guessing_game", [{"agent": "rational", "count": 2}, {"agent": "random"}],
+                                {"rounds": 2}, sessions=2, seed=4)
+    doc["grid"] = {"game": {"ratio": [0.5, 1.5]}, "experiment": {"runs": [1, 2]}}
+    result = arena.run_experiment(doc, tmp_path)
+    # cells: (0.5, 1 run), (0.5, 2 runs), (1.5, 1 run), (1.5, 2 runs); 2 sessions each
+    assert result.status == "complete" and result.runs_total == 2 * (1 + 2 + 1 + 2)
+    runs = arena.read_jsonl(tmp_path / "runs.jsonl")
+    names = {r["lineup"] for r in runs}
+    assert names == {"melee [ratio=0.5,runs=1]", "melee [ratio=0.5,runs=2]", "melee [ratio=1.5,runs=1]",
+                     "melee [ratio=1.5,runs=2]"}
+    for r in runs:
+        assert r["params"]["ratio"] == r["cell"]["game.ratio"]
+        if r["cell"]["game.ratio"] == 1.5:  # ratio > 1: the rational number is the maximum
+            assert all(a == {"chosen_number": 100} for a in r["round_log"][0]["actions"][:2])
+    rows = summarize(tmp_path)["labels"]
+    assert rows["rational [ratio=1.5,runs=2]"]["player_runs"] == 2 * 2 * 2  # 2 seats x 2 sessions x 2 runs
+    # the same session draws are shared by every cell: a paired comparison across the grid
+    toml = (tmp_path / "config.toml").read_text(encoding="utf-8")
+    assert "[grid.game]" in toml and "[grid.experiment]" in toml
