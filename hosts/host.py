@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from econarena.agents.base import Agent, DecisionRequest, Reply
-from econarena.agents.llm import RuntimeOptions, close_all, preflight
+from econarena.agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from econarena.agents.registry import create_agent
-from econarena.games.base import Judgement, Outcome, Setup
+from econarena.games.base import ActionSpec, Judgement, Outcome, Setup
+from econarena.games.schema import json_schema, reasoning_chars
 from econarena.hosts.config import Experiment, Lineup, resolved_toml
 from econarena.hosts.prompts import Template
 from econarena.hosts.records import ResumeState, RunDirectory, now_iso
@@ -86,6 +87,21 @@ def preflight_experiment(exp: Experiment) -> list[str]:
     for i, p in enumerate(exp.players):
         if p.llm is not None:
             problems += preflight(p.agent, p.llm, f"players[{i}] ({p.label})")
+    return problems
+
+
+@functools.lru_cache(maxsize=256)
+def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> dict[str, Any]:
+    """Schemas repeat across decisions (same spec, same mode): build each once."""
+    return json_schema(spec, mode, reasoning, chars)  # type: ignore[arg-type]
+
+
+def settings_problems_of(exp: Experiment) -> list[str]:
+    """What ``validate`` can find without keys or loading a model: structured modes, local model paths."""
+    problems = []
+    for i, p in enumerate(exp.players):
+        if p.llm is not None:
+            problems += settings_problems(p.agent, p.llm, f"players[{i}] ({p.label})")
     return problems
 
 
@@ -269,8 +285,14 @@ class Host:
         index = counters[seat]
         counters[seat] += 1
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
+        llm = self.exp.players[entry].llm
+        structured = llm.structured if llm is not None else None
+        schema = None
+        if llm is not None and llm.structured != "off":
+            schema = _reply_schema(self.game.action_spec(state, seat), llm.structured, e.prompt == "cot",
+                                   reasoning_chars(llm.max_tokens))
         request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
-                                  e.seed, (2, li, session, seat, run, rnd), coords)
+                                  e.seed, (2, li, session, seat, run, rnd), coords, schema)
         assert self._sem is not None
         async with self._sem:
             try:
@@ -293,5 +315,6 @@ class Host:
             "detail": judgement.detail, "extras": judgement.extras or None,
             "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
+            "structured": structured,
         })
         return reply, judgement
