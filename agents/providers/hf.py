@@ -433,8 +433,8 @@ class HFProvider(Provider):
                 stop_token_ids=self._eos or None)
             self._compiler = xgr.GrammarCompiler(info, max_threads=1)
         # no free whitespace and compact separators: nothing for a small model to ramble into
-        grammar = self._compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"),
-                                                     strict_mode=True)
+        grammar = self._compiler.compile_json_schema(_bounded_strings(json.loads(schema)), any_whitespace=False,
+                                                     separators=(",", ":"), strict_mode=True)
         self._grammars[schema] = grammar
         self.stats.compile_s += time.perf_counter() - t0
         return grammar
@@ -507,6 +507,21 @@ def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:
     else:
         rest.insert(0, {"role": "user", "content": system})
     return rest
+
+
+def _bounded_strings(schema: Any) -> Any:
+    """Length-bounded strings as a pattern of plain characters: xgrammar's own ``maxLength`` rule lets
+    control characters through, which strict JSON (and so the judge) rejects."""
+    if isinstance(schema, list):
+        return [_bounded_strings(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _bounded_strings(v) for k, v in schema.items()}
+    if out.get("type") == "string" and "maxLength" in out and "enum" not in out and "pattern" not in out:
+        n = int(out.pop("maxLength"))
+        lo = int(out.pop("minLength", 0))
+        out["pattern"] = f'^[^"\\\\\\x00-\\x1f]{{{lo},{n}}}$'
+    return out
 
 
 DEFAULT_THREADS = 2  # see cpu_threads
