@@ -46,11 +46,12 @@ import logging
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -146,9 +147,12 @@ def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any]:
         except Exception as exc:  # a cache from an incompatible version: convert again
             log.warning("converted model cache %s unusable (%s); converting again", target, exc)
             shutil.rmtree(target, ignore_errors=True)
-    log.info("converting %s (first use; later loads read %s)", gguf.name, target)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
+    # Said once, on the terminal and in logs alike: the first run otherwise sits silent for half a minute.
+    print(f"hf: first use of {gguf.name}: converting it to a safetensors copy (about 20-30 s, only this once; "
+          f"cached in {target})", file=sys.stderr, flush=True)
+    with _quiet_gguf_progress():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
     # The weights are now plain dequantised tensors; only the GGUF marker stops save_pretrained.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -158,6 +162,26 @@ def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any]:
     except OSError as exc:  # a read-only cache only costs speed
         log.warning("could not cache the converted model in %s: %s", target, exc)
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def _quiet_gguf_progress() -> Iterator[None]:
+    """transformers' GGUF reader draws a tqdm bar that ignores ``disable_progress_bar()``; in a log file
+    it becomes hundreds of lines. Swap it for a plain iteration while converting."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # pragma: no cover - layout of another transformers version
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is None:
+        yield
+        return
+    gguf_utils.tqdm = lambda iterable, *a, **kw: iterable  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original  # type: ignore[attr-defined]
 
 
 def _load_named(name: str, dtype: Any) -> tuple[Any, Any]:
