@@ -447,7 +447,7 @@ def test_threads_setting_reaches_torch(tiny_model: Path) -> None:
     try:
         provider_for(tiny_model, threads=1).load()
         assert torch.get_num_threads() == 1
-        assert hf.cpu_threads(None) == min(hf.DEFAULT_THREADS, os.cpu_count() or 1) and hf.cpu_threads(3) == 3
+        assert hf.cpu_threads(None) == max(1, min(4, (os.cpu_count() or 1) // 2)) and hf.cpu_threads(3) == 3
     finally:
         torch.set_num_threads(before)
 
