@@ -252,9 +252,8 @@ class RemoteProvider(Provider):
                     await state.limiter.acquire()
                 t0 = time.perf_counter()
                 try:
-                    attempt_ = self._attempt(state.client, messages, settings, schema) if schema is not None \
-                        else self._attempt(state.client, messages, settings)
-                    gen = await _within(attempt_, settings.timeout_s)
+                    gen = await _within(self._attempt(state.client, messages, settings, schema),
+                                        settings.timeout_s)
                 except Exception as exc:  # noqa: BLE001 - every failure is judged below
                     failure = self._failure(exc, settings.timeout_s)
                 else:

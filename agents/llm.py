@@ -394,8 +394,7 @@ class LLMAgent:
             settings = settings.model_copy(update={"seed": decision_seed(settings.seed, request)})
         try:
             schema = dict(request.schema) if request.schema is not None else None
-            gen = await self.provider.generate(messages, settings, schema) if schema else \
-                await self.provider.generate(messages, settings)
+            gen = await self.provider.generate(messages, settings, schema)
         except Exception as exc:  # noqa: BLE001 - any failed call is an infrastructure error, not a rule break
             from econarena.agents.calls import redact, url_secrets
 

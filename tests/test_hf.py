@@ -482,3 +482,5 @@ def test_validate_reports_a_bad_local_model_without_loading(tmp_path: Path,
     assert main(["validate", str(f)]) == 2
     err = capsys.readouterr().err
     assert "dtype = 'float7'" in err and "device = 'gpu'" in err and "Traceback" not in err
+    assert main(["run", str(f), "--out", str(tmp_path / "out"), "--quiet"]) == 2  # before any game starts
+    assert "device = 'gpu'" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -231,3 +231,11 @@ def test_host_sends_the_games_schema_and_logs_the_mode(server: FakeLLMServer, tm
     assert modes == {"S": "strict", "F": "off", "level-1" if "level-1" in modes else "level_k": None}
     s_line = next(d for d in lines if d["label"] == "S")
     assert s_line["valid"] and s_line["extras"] == {"reasoning": "two thirds"}
+    # the rule-breaking table (paper Table 2) lists the structured player apart
+    from econarena.analysis.figures import rule_break_table
+    from econarena.analysis.load import load
+
+    frames = load(tmp_path / "s")
+    assert set(frames.decisions["structured"].dropna()) == {"strict", "off"}
+    table = rule_break_table(frames, n_boot=50)
+    assert {"S [strict]", "F"} <= set(table["label"]) and "S" not in set(table["label"])
