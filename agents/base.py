@@ -44,6 +44,8 @@ class DecisionRequest:
     seed: int = 0
     seed_key: tuple[int, ...] = ()
     coords: Mapping[str, Any] = field(default_factory=dict)  # lineup/session/run/round/seat
+    # the reply's JSON Schema, set by the Host for LLM players with ``structured`` on (see games/schema.py)
+    schema: Mapping[str, Any] | None = None
 
     @cached_property
     def rng(self) -> np.random.Generator:

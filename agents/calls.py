@@ -220,8 +220,10 @@ class RemoteProvider(Provider):
         """Build the SDK client with its own retries off; called inside the running event loop."""
 
     @abc.abstractmethod
-    async def _attempt(self, client: Any, messages: Sequence[Message], settings: LLMSettings) -> Generation:
-        """Send one request; raise the SDK's exception or :class:`MalformedResponse` on failure."""
+    async def _attempt(self, client: Any, messages: Sequence[Message], settings: LLMSettings,
+                       schema: dict[str, Any] | None = None) -> Generation:
+        """Send one request (constrained to ``schema`` when given); raise the SDK's exception or
+        :class:`MalformedResponse` on failure."""
 
     def _judge(self, exc: BaseException) -> Failure | None:
         """Classify an SDK exception; ``None`` leaves it to the generic rules."""
@@ -249,6 +251,10 @@ class RemoteProvider(Provider):
     def _failure(self, exc: BaseException, timeout_s: float) -> Failure:
         if isinstance(exc, MalformedResponse):
             return Failure(False, f"malformed response: {exc}")
+        if _refused(exc):  # before the SDK's own reading: some transports call a refusal a timeout
+            where = public_url(self.settings.base_url) if self.settings.base_url else "the server"
+            return Failure(True, f"connection refused by {where} (nothing is listening there; is the server "
+                                 "running?)")
         if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError from 3.11
             return Failure(True, f"timed out after {timeout_s:g} s")
         judged = self._judge(exc)
@@ -264,7 +270,8 @@ class RemoteProvider(Provider):
             raise CallError(f"{self.name}: no model set (model = \"...\")")
         return model
 
-    async def generate(self, messages: Sequence[Message], settings: LLMSettings) -> Generation:
+    async def generate(self, messages: Sequence[Message], settings: LLMSettings,
+                       schema: dict[str, Any] | None = None) -> Generation:
         self._model(settings)  # fail before any request when no model is set
         state = self._state()
         start = time.monotonic()
@@ -279,7 +286,8 @@ class RemoteProvider(Provider):
                     await state.limiter.acquire()
                 t0 = time.perf_counter()
                 try:
-                    gen = await _within(self._attempt(state.client, messages, settings), settings.timeout_s)
+                    gen = await _within(self._attempt(state.client, messages, settings, schema),
+                                        settings.timeout_s)
                 except Exception as exc:  # noqa: BLE001 - every failure is judged below
                     failure = self._failure(exc, settings.timeout_s)
                 else:
@@ -315,6 +323,40 @@ class RemoteProvider(Provider):
                 # closing must not mask the experiment's result
                 with contextlib.suppress(Exception):
                     await self._close_client(state.client)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a refused TCP connection lies anywhere in the exception's cause chain."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError):
+            return True
+        if any(isinstance(a, ConnectionRefusedError) for a in getattr(cur, "args", ())):
+            return True  # aiohttp keeps the OSError in args (ClientConnectorError(key, os_error))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def server_detail(body: Any) -> str | None:
+    """The server's own explanation in an error body: OpenAI's ``error.message`` or FastAPI's ``detail``
+    (transformers serve, vLLM), so a 400 says what the server disliked."""
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        return err["message"]
+    if isinstance(err, str):
+        return err
+    detail = body.get("detail", body.get("message"))
+    if isinstance(detail, str):
+        return detail
+    if detail is not None:
+        import json
+
+        return json.dumps(detail)[:500]
+    return None
 
 
 def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:

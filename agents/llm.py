@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,10 +52,16 @@ class LLMSettings(BaseModel):
     system: str | None = None
     max_retries: int = Field(default=5, ge=0)
     retry_max_wait_s: float = Field(default=120.0, gt=0)
+    # structured output: "format" constrains keys, types and number lengths; "strict" also the rule bounds
+    structured: Literal["off", "format", "strict"] = "off"
+    # how the openai provider asks for it: OpenAI's json_schema, or {"type": "json_object", "schema": ...}
+    # (llama.cpp's server, which answers json_schema with HTTP 500)
+    response_format: Literal["json_schema", "json_object"] = "json_schema"
     # local (hf) models only
     device: str | None = None
     dtype: str | None = None
     max_batch_size: int = Field(default=16, gt=0)
+    threads: int | None = Field(default=None, gt=0)
 
     def merged(self, *layers: dict[str, Any]) -> LLMSettings:
         data = self.model_dump(exclude_unset=True)
@@ -93,7 +99,9 @@ class Provider(abc.ABC):
         self.settings = settings
 
     @abc.abstractmethod
-    async def generate(self, messages: Sequence[Message], settings: LLMSettings) -> Generation: ...
+    async def generate(self, messages: Sequence[Message], settings: LLMSettings,
+                       schema: dict[str, Any] | None = None) -> Generation:
+        """One reply; ``schema`` (a JSON Schema) is set for players with ``structured`` on."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the Host calls it once at the end."""
@@ -110,6 +118,8 @@ class ProviderInfo:
     key_envs: tuple[str, ...]
     load: Callable[[], type[Provider]]
     needs_model: bool = True  # API providers have no sensible default model; a local one does
+    structured: tuple[str, ...] = ("format", "strict")  # the structured modes this backend can honour
+    structured_note: str = ""  # why a mode is missing, for the error message
 
 
 def _load_openai() -> type[Provider]:
@@ -149,7 +159,8 @@ PROVIDERS: dict[str, ProviderInfo] = {
     ),
     "anthropic": ProviderInfo(
         "anthropic", "Anthropic Messages API (Claude)", "anthropic", ("anthropic",),
-        ("ANTHROPIC_API_KEY",), _load_anthropic,
+        ("ANTHROPIC_API_KEY",), _load_anthropic, structured=("format",),
+        structured_note="Anthropic's structured outputs do not enforce numeric bounds (minimum/maximum)",
     ),
     "google": ProviderInfo(
         "google", "Google Gemini through google-genai", "google", ("google.genai",),
@@ -157,7 +168,8 @@ PROVIDERS: dict[str, ProviderInfo] = {
     ),
     "zhipuai": ProviderInfo(
         "zhipuai", "ZhipuAI / Z.ai GLM models through zai-sdk", "zhipuai", ("zai",),
-        ("ZHIPUAI_API_KEY", "ZAI_API_KEY"), _load_zhipuai,
+        ("ZHIPUAI_API_KEY", "ZAI_API_KEY"), _load_zhipuai, structured=("format",),
+        structured_note="the GLM API has a JSON mode but takes no schema, so bounds cannot be enforced",
     ),
     "hf": ProviderInfo(
         "hf", "local Hugging Face transformers model (default: bundled SmolLM2-135M-Instruct)", "hf",
@@ -217,7 +229,66 @@ def preflight(provider: str, settings: LLMSettings, where: str) -> list[str]:
                         " (in the environment or in .env)")
     if info.needs_model and not settings.model:
         problems.append(f"{where}: agent '{provider}' needs a model: set model = \"...\"")
+    return problems + settings_problems(provider, settings, where)
+
+
+def settings_problems(provider: str, settings: LLMSettings, where: str) -> list[str]:
+    """Settings this provider cannot honour (a structured mode, a local model's path, device, dtype).
+
+    Needs no key and loads no model, so ``validate`` runs it for every file.
+    """
+    info = PROVIDERS[provider]
+    problems = []
+    if settings.structured != "off" and settings.structured not in info.structured:
+        modes = " or ".join(f'"{m}"' for m in ("off", *info.structured))
+        problems.append(f"{where}: structured = \"{settings.structured}\" is not available for agent "
+                        f"'{provider}' ({info.structured_note}); use structured = {modes}")
+    if provider == "hf":
+        problems += local_model_problems(settings, where)
     return problems
+
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
+
+
+def local_model_problems(settings: LLMSettings, where: str) -> list[str]:
+    """What is wrong with an hf player's model, device or dtype, found without loading anything."""
+    problems = []
+    if settings.dtype is not None and settings.dtype not in _DTYPES:
+        problems.append(f"{where}: dtype = {settings.dtype!r} is not a dtype the hf provider knows "
+                        f"(expected one of {', '.join(_DTYPES)})")
+    model = settings.model
+    if model:
+        path = Path(model).expanduser()
+        # "org/name" is a hub id unless it exists here; an explicit path or a .gguf file must exist
+        explicit = model.endswith(".gguf") or model.startswith(("./", "../", "/", "~"))
+        if explicit and not path.exists():
+            problems.append(f"{where}: model = {model!r}: no such file or folder")
+        elif path.is_dir() and not (path / "config.json").is_file():
+            problems.append(f"{where}: model = {model!r}: the folder has no config.json (not a transformers "
+                            "model folder)")
+    device = (settings.device or "cpu").strip()
+    if not re.fullmatch(r"(cpu|cuda|mps|xpu)(:\d+)?|auto", device):
+        problems.append(f"{where}: device = {device!r}: expected cpu, cuda, cuda:N, mps or xpu")
+    elif device.startswith(("cuda", "mps", "xpu")) and _module_available("torch"):
+        problems += _device_problems(device, where)
+    return problems
+
+
+def _device_problems(device: str, where: str) -> list[str]:
+    """Ask torch (already needed for hf) whether the accelerator exists; cheap, loads no model."""
+    import torch
+
+    kind, _, index = device.partition(":")
+    backend = {"cuda": torch.cuda, "mps": getattr(torch.backends, "mps", None),
+               "xpu": getattr(torch, "xpu", None)}[kind]
+    available = bool(backend is not None and backend.is_available())
+    if not available:
+        return [f"{where}: device = {device!r}, but torch sees no {kind} device on this machine "
+                "(use device = \"cpu\")"]
+    if index and kind != "mps" and int(index) >= backend.device_count():
+        return [f"{where}: device = {device!r}, but torch sees only {backend.device_count()} {kind} device(s)"]
+    return []
 
 
 def api_key_source(provider: str, settings: LLMSettings) -> tuple[str, str] | None:
@@ -307,7 +378,10 @@ class LLMAgent:
         return cache_key(
             provider=self.kind, model=self.model, base_url=s.base_url, messages=messages,
             settings={"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens,
-                      "seed": s.seed, "system": s.system},
+                      "seed": s.seed, "system": s.system,
+                      # a constrained reply is another sample than a free one; old keys stay valid when off
+                      **({"structured": s.structured, "schema": request.schema,
+                          "response_format": s.response_format} if request.schema is not None else {})},
             sample=sample_index(request.coords, request.player, request.decision_index,
                                 getattr(request, "seed", None)),
         )
@@ -327,7 +401,8 @@ class LLMAgent:
         if settings.seed is not None:  # one reproducible seed per decision, so seats do not echo each other
             settings = settings.model_copy(update={"seed": decision_seed(settings.seed, request)})
         try:
-            gen = await self.provider.generate(messages, settings)
+            schema = dict(request.schema) if request.schema is not None else None
+            gen = await self.provider.generate(messages, settings, schema)
         except Exception as exc:  # noqa: BLE001 - any failed call is an infrastructure error, not a rule break
             from econarena.agents.calls import redact, url_secrets
 

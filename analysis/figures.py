@@ -447,9 +447,24 @@ def figure_action_paths(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
 
 
 def rule_break_table(frames: Frames, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
-    """Table 2: % of player-runs with a rule break, by label x game x history given."""
+    """Table 2: % of player-runs with a rule break, by label x game x history given.
+
+    Player-runs decoded under a schema (``structured``) are listed apart as ``label [format]`` or
+    ``label [strict]``: their parse and schema errors were prevented, not avoided, so pooling them with
+    free replies would flatter the label.
+    """
     df = _players(frames).assign(history_given=lambda d: np.where(d["history"] == "none", "no", "yes"))
-    return _estimates(df, ["label", "game", "history_given"], "rule_break_rate_pct", n_boot, seed)
+    return _estimates(_structured_apart(df), ["label", "game", "history_given"], "rule_break_rate_pct", n_boot,
+                      seed)
+
+
+def _structured_apart(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of constrained replies get their mode in the label (``S [format]``)."""
+    if "structured" not in df.columns:
+        return df
+    labels = [lab if not isinstance(m, str) or m == "off" else f"{lab} [{m}]"
+              for lab, m in zip(df["label"], df["structured"])]
+    return df.assign(label=labels)
 
 
 def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0) -> Figure:
@@ -486,7 +501,7 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
     table = est.assign(cell=[_cell(r) for _, r in est.iterrows()]).pivot_table(
         index="label", columns="column", values="cell", aggfunc="first").reindex(index=labels, columns=cols)
     table.columns = [c.replace("\n", ", ") for c in table.columns]
-    kinds = frames.decisions[frames.decisions["role"] != "opponent"]
+    kinds = _structured_apart(frames.decisions[frames.decisions["role"] != "opponent"])
     kinds = (kinds.assign(kind=kinds["violation"].fillna("none"))
              .pivot_table(index="label", columns="kind", values="run", aggfunc="count", fill_value=0))
     kinds = kinds.reindex(columns=[c for c in ("none", "parse_error", "schema_error", "rule_violation")

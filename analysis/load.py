@@ -192,8 +192,11 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
         exp_rows.append(info)
         setting = {k: info[k] for k in SETTING_COLUMNS}
         tokens: dict[tuple[str, int, int, int], list[float]] = {}
+        structured: dict[tuple[str, int, int, int], str] = {}  # a player-run's mode, if constrained
         for d in decisions:
             k = (*run_key(d), int(d["player"]))
+            if d.get("structured") not in (None, "off"):
+                structured[k] = d["structured"]
             acc = tokens.setdefault(k, [0, 0, 0, 0, 0.0])
             acc[0] += 1
             acc[1] += d.get("violation") is not None
@@ -245,7 +248,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                     "private_value": _f(_at(r.get("private_values"), i)),
                     "assets": _f(_at(params.get("assets"), i)),
                     "decisions": dec[0], "violations": dec[1], "tokens_in": dec[2], "tokens_out": dec[3],
-                    "latency_s": dec[4],
+                    "latency_s": dec[4], "structured": structured.get((lineup, session, run, i)),
                 })
         for d in decisions:
             lineup, session, run = run_key(d)
@@ -260,6 +263,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                 "violation": d.get("violation"), "detail": d.get("detail"),
                 "latency_s": _f(d.get("latency_s")), "tokens_in": _f(d.get("tokens_in")),
                 "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": d.get("error"),
+                "structured": d.get("structured"),
                 **({"messages": json.dumps(d.get("messages"))} if messages else {}),
             })
     players = pd.DataFrame(player_rows, columns=_PLAYER_COLUMNS)
@@ -276,12 +280,12 @@ _PLAYER_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "str
                    "model", "role", "n_players", "action", "ne_action", "scale", "action_norm", "ne_action_norm",
                    "valid",
                    "broke", "payoff", "game_payoff", "ne_payoff", "deviation", "win", "void", "private_value", "assets",
-                   "decisions", "violations", "tokens_in", "tokens_out", "latency_s"]
+                   "decisions", "violations", "tokens_in", "tokens_out", "latency_s", "structured"]
 _RUN_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "complete", "void", "rounds",
                 "n_players", "scale", "params"]
 _DECISION_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "round", "cluster", "stratum", "player", "label",
                      "agent", "model", "role", "template", "response", "action", "valid", "violation", "detail",
-                     "latency_s", "tokens_in", "tokens_out", "cached", "error"]
+                     "latency_s", "tokens_in", "tokens_out", "cached", "error", "structured"]
 
 
 def export(frames: Frames, out: str | Path) -> list[Path]:

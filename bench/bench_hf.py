@@ -5,6 +5,10 @@ player's private details) with greedy decoding, so every mode should produce the
 tokens per second are counted from the tokens actually produced. Batching with the shared prompt prefix
 prefilled once is the provider's default; the run without prefix sharing shows what plain left-padded
 batching gives. Goal: batched >= 5x one at a time on the 2-core reference machine.
+
+Constrained decoding (``structured = "format"``): the same 16 decisions batched under the beauty contest's
+reply schema; the grammar's share of the decode time (matching plus masking, per step of 16 rows) is the
+cost per token. Goal: under 5%.
 """
 
 from __future__ import annotations
@@ -50,10 +54,53 @@ def decision(player: int, players: int, round_: int = 3) -> list[Message]:
     ]
 
 
-async def play(provider: HFProvider, prompts: list[list[Message]]) -> tuple[list[Generation], float]:
+async def play(provider: HFProvider, prompts: list[list[Message]],
+               schema: dict | None = None) -> tuple[list[Generation], float]:
     start = time.perf_counter()
-    gens = await asyncio.gather(*(provider.generate(p, provider.settings) for p in prompts))
+    gens = await asyncio.gather(*(provider.generate(p, provider.settings, schema) for p in prompts))
     return list(gens), time.perf_counter() - start
+
+
+def constrained(provider: HFProvider, prompts: list[list[Message]]) -> None:
+    """Cost of the grammar per decode step at batch size len(prompts), and how valid the replies are."""
+    import json
+
+    from econarena.games.base import ActionField, ActionSpec
+    from econarena.games.schema import json_schema
+
+    schema = json_schema(ActionSpec((ActionField("number", "number", "your number", 0.0, 100.0),)), "format")
+    provider.max_batch_size, provider.share_prefix = len(prompts), True
+    asyncio.run(play(provider, prompts[:2], schema))  # compiles the grammar (once per schema)
+    stats = provider.stats
+    before = (stats.generate_s, stats.grammar_s, stats.grammar_steps)
+    gens, secs = asyncio.run(play(provider, prompts, schema))
+    gen_s, grammar_s, steps = (a - b for a, b in zip((stats.generate_s, stats.grammar_s, stats.grammar_steps),
+                                                     before))
+    # the prefill (one step, no decoding) of the same batch, so the share is of decode time alone
+    one = provider.settings.merged({"max_tokens": 1})
+    t0 = stats.generate_s
+
+    async def prefill_only() -> None:
+        await asyncio.gather(*(provider.generate(p, one, schema) for p in prompts))
+
+    asyncio.run(prefill_only())
+    prefill_s = stats.generate_s - t0
+    decode_step_s = (gen_s - prefill_s) / max(steps - 1, 1)
+    tokens = sum(g.tokens_out or 0 for g in gens)
+    valid = sum(1 for g in gens if _is_json(g.text, json))
+    print(f"hf {'batched, structured=format':>26}: {len(gens)} decisions, {tokens} tokens generated in {secs:.1f}s "
+          f"= {tokens / secs:.1f} tokens/s; {valid}/{len(gens)} replies are JSON")
+    per_step = grammar_s / max(steps, 1)
+    print(f"hf grammar cost per token at batch {len(prompts)}: {1000 * per_step:.2f} ms per decode step of "
+          f"{1000 * decode_step_s:.0f} ms = {100 * per_step / decode_step_s:.2f}% (goal < 5%); prefill "
+          f"{prefill_s:.1f}s; schema compiled once in {1000 * stats.compile_s:.0f} ms")
+
+
+def _is_json(text: str, json: object) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)  # type: ignore[attr-defined]
+    except ValueError:
+        return False
 
 
 def main() -> None:
@@ -88,6 +135,7 @@ def main() -> None:
         print(f"hf {label} / one at a time: {rate / single_rate:.1f}x (goal >= 5x); "
               f"identical greedy replies: {same}/{len(gens)}")
     print(f"hf sample reply: {results['batched'][0][0].text!r}")
+    constrained(provider, prompts)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from econarena.hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
-    from econarena.hosts.host import preflight_experiment
+    from econarena.hosts.host import preflight_experiment, settings_problems_of
 
     files, alias_ok, errors = [], [], []
     for f in args.files:  # models files (alias -> player table) sit beside experiments: check them as such
@@ -54,7 +54,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     exps, more = _load_all(files)
     errors += more
     for exp in exps:
-        errors += preflight_experiment(exp) if args.check_keys else []
+        errors += preflight_experiment(exp) if args.check_keys else settings_problems_of(exp)
     if errors:
         for e in errors:
             _err(e)

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from econarena.agents.base import Agent, DecisionRequest, Message, Reply
-from econarena.agents.llm import RuntimeOptions, close_all, preflight
+from econarena.agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from econarena.agents.registry import create_agent
-from econarena.games.base import Judgement, Outcome, Setup
+from econarena.games.base import ActionSpec, Judgement, Outcome, Setup
+from econarena.games.schema import json_schema, reasoning_chars
 from econarena.hosts.config import Experiment, ExperimentSection, Lineup, resolved_toml
 from econarena.hosts.prompts import Template
 from econarena.hosts.records import ResumeState, RunDirectory, now_iso
@@ -119,6 +120,21 @@ def preflight_experiment(exp: Experiment) -> list[str]:
     for i, p in enumerate(exp.players):
         if p.llm is not None:
             problems += preflight(p.agent, p.llm, f"players[{i}] ({p.label})")
+    return problems
+
+
+@functools.lru_cache(maxsize=256)
+def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> dict[str, Any]:
+    """Schemas repeat across decisions (same spec, same mode): build each once."""
+    return json_schema(spec, mode, reasoning, chars)  # type: ignore[arg-type]
+
+
+def settings_problems_of(exp: Experiment) -> list[str]:
+    """What ``validate`` can find without keys or loading a model: structured modes, local model paths."""
+    problems = []
+    for i, p in enumerate(exp.players):
+        if p.llm is not None:
+            problems += settings_problems(p.agent, p.llm, f"players[{i}] ({p.label})")
     return problems
 
 
@@ -366,6 +382,12 @@ class Host:
         fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past)
         messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
+        llm = self.exps[li].players[entry].llm
+        structured = llm.structured if llm is not None else None
+        schema = None
+        if llm is not None and llm.structured != "off":
+            schema = _reply_schema(self.game.action_spec(state, seat), llm.structured, e.prompt == "cot",
+                                   reasoning_chars(llm.max_tokens))
         first_ok = True
         logged_upto = talk.logged(seat)
         for attempt in range(e.reask + 1):
@@ -373,13 +395,13 @@ class Host:
             counters[seat] += 1
             seed_key = (2, li, session, seat, run, rnd) + ((attempt,) if attempt else ())
             request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
-                                      e.seed, seed_key, coords)
+                                      e.seed, seed_key, coords, schema)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
             if attempt == 0:
                 first_ok = judgement.valid or bool(reply.error)
             self._log_decision(lineup, session, run, rnd, seat, agent, index, attempt, messages[logged_upto:],
-                               logged_upto, reply, judgement)
+                               logged_upto, reply, judgement, structured)
             logged_upto = len(messages) + 1  # the reply itself is this record's `response`
             if reply.error or judgement.valid or attempt == e.reask:
                 break
@@ -404,7 +426,7 @@ class Host:
 
     def _log_decision(self, lineup: Lineup, session: int, run: int, rnd: int, seat: int, agent: Agent,
                       index: int, attempt: int, new_messages: tuple[Message, ...], offset: int, reply: Reply,
-                      judgement: Judgement) -> None:
+                      judgement: Judgement, structured: str | None) -> None:
         """One decision record. In a conversation only the messages new since the player's previous
         record are logged (``messages_from`` says where they start), so a 20-round run stays linear."""
         key = self.game.action_key
@@ -422,6 +444,7 @@ class Host:
             "detail": judgement.detail, "extras": judgement.extras or None,
             "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
+            "structured": structured,
         })
 
 

@@ -21,15 +21,28 @@ CORPUS = [
 ]
 
 
-def build_tiny_llama(path: Path, *, hidden: int = 32, layers: int = 2, seed: int = 0) -> Path:
-    """Save a word-level tokenizer with a chat template and a random Llama into ``path``."""
+def build_tiny_llama(path: Path, *, hidden: int = 32, layers: int = 2, seed: int = 0,
+                     byte_level: bool = False) -> Path:
+    """Save a tokenizer with a chat template and a random Llama into ``path``.
+
+    The default word-level tokenizer is quick and readable; ``byte_level=True`` trains a byte-level BPE
+    instead, which can spell any text (JSON keys included), as constrained decoding needs.
+    """
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    raw = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    raw.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=SPECIALS))
+    if byte_level:
+        raw = Tokenizer(models.BPE())
+        raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        raw.decoder = decoders.ByteLevel()
+        raw.train_from_iterator(CORPUS + ['{"answer":12.5,"bid":3,"decision":"stay","reasoning":"drop"}'],
+                                trainers.BpeTrainer(vocab_size=420, special_tokens=SPECIALS,
+                                                    initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    else:
+        raw = Tokenizer(models.WordLevel(unk_token="<unk>"))
+        raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        raw.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=SPECIALS))
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=raw, pad_token="<pad>", unk_token="<unk>", bos_token="<|im_start|>",
         eos_token="<|im_end|>",

@@ -7,6 +7,7 @@ One test, marked ``slow``, loads the real bundled SmolLM2 default and asks it fo
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -352,3 +353,134 @@ def test_smollm2_default_answers() -> None:
     assert gens[0].text == gens[1].text and gens[0].raw["batch_size"] == 2
     assert gens[0].tokens_in > 10 and 0 < gens[0].tokens_out <= 24
     assert (hf.converted_dir(hf.bundled_gguf()) / "config.json").exists()
+
+
+# -- constrained decoding (structured = "format" / "strict") -------------------------------------------
+
+@pytest.fixture(scope="session")
+def byte_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama whose byte-level tokenizer can spell any JSON (the word-level one cannot)."""
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-bytes"), byte_level=True)
+
+
+def _schemas() -> list[dict[str, Any] | None]:
+    from econarena.games.base import ActionField, ActionSpec
+    from econarena.games.schema import json_schema
+
+    answer = ActionSpec((ActionField("answer", "number", "your number", 0.0, 100.0),))
+    bid = ActionSpec((ActionField("bid", "number", "your bid", 0.0, 37.5),))
+    stay = ActionSpec((ActionField("decision", "choice", "stay or drop", choices=("stay", "drop")),))
+    return [json_schema(answer, "format"), json_schema(bid, "strict"), json_schema(stay, "format"),
+            json_schema(answer, "strict", reasoning=True, reasoning_chars=30), None]
+
+
+def _follows(text: str, schema: dict[str, Any]) -> None:
+    """The reply is compact JSON with exactly the schema's keys, in order, of the right types and sizes."""
+    import json
+
+    obj = json.loads(text)
+    assert list(obj) == schema["required"] == list(schema["properties"]), text
+    assert " " not in text.replace(obj.get("reasoning", ""), ""), text  # no free whitespace
+    for key, sub in schema["properties"].items():
+        value = obj[key]
+        if sub["type"] == "number":
+            assert isinstance(value, (int, float)) and not isinstance(value, bool), text
+            assert sub["minimum"] <= value <= sub["maximum"], text
+        elif "enum" in sub:
+            assert value in sub["enum"], text
+        else:
+            assert isinstance(value, str) and len(value) <= sub["maxLength"], text
+
+
+def test_constrained_replies_always_follow_their_schema(byte_model: Path) -> None:
+    """Random weights want to emit garbage; the grammar must still make every reply valid JSON."""
+    provider = provider_for(byte_model, max_tokens=60)
+    schemas = _schemas()
+
+    async def batch(settings: LLMSettings) -> list[Any]:
+        calls = [provider.generate(chat(p), settings, schemas[i % len(schemas)]) for i, p in enumerate(PROMPTS)]
+        return await asyncio.gather(*calls)
+
+    for settings in (provider.settings, provider.settings.merged({"temperature": 1.3, "seed": 5})):
+        gens = asyncio.run(batch(settings))
+        for i, g in enumerate(gens):
+            schema = schemas[i % len(schemas)]
+            if schema is None:
+                with pytest.raises(ValueError):  # the unconstrained row is left to the random model
+                    import json
+
+                    json.loads(g.text)
+            else:
+                _follows(g.text, schema)
+                assert g.tokens_out < 60  # it stopped after the object rather than at the limit
+    assert list(provider.stats.sizes) == [8, 8]
+    assert provider.stats.grammar_steps > 0 and 0 < provider.stats.grammar_s < provider.stats.generate_s
+
+
+def test_constrained_batched_greedy_equals_one_at_a_time(byte_model: Path) -> None:
+    """Per-row matchers with different schemas (and a free row) composed with padding and the shared prefix."""
+    provider = provider_for(byte_model, max_tokens=80, dtype="float64")
+    schemas = _schemas()
+    own = ["player 1", "player 2 round 3 bid your value", "the highest bid wins", "payoff 50", "rational"]
+    chats = [chat(p, RULES) for p in own]
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(provider.generate(c, provider.settings, s) for c, s in zip(chats, schemas)))
+
+    async def alone() -> list[Any]:
+        return [await provider.generate(c, provider.settings, s) for c, s in zip(chats, schemas)]
+
+    batched = asyncio.run(together())
+    assert list(provider.stats.sizes) == [5] and provider.stats.shared_prefix_tokens > 0
+    single = asyncio.run(alone())
+    assert [g.text for g in batched] == [g.text for g in single]
+    assert [g.tokens_out for g in batched] == [g.tokens_out for g in single]
+    for g, s in zip(batched[:4], schemas[:4]):
+        assert s is not None
+        _follows(g.text, s)
+
+
+def test_threads_setting_reaches_torch(tiny_model: Path) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        provider_for(tiny_model, threads=1).load()
+        assert torch.get_num_threads() == 1
+        assert hf.cpu_threads(None) == max(1, min(4, (os.cpu_count() or 1) // 2)) and hf.cpu_threads(3) == 3
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_bad_local_model_settings_are_found_before_loading(tmp_path: Path) -> None:
+    from econarena.agents.llm import settings_problems
+
+    def problems(**kw: Any) -> list[str]:
+        return settings_problems("hf", LLMSettings(**kw), "players[0] (L)")
+
+    assert problems() == []
+    assert "dtype = 'float7'" in problems(dtype="float7")[0]
+    assert "no such file or folder" in problems(model=str(tmp_path / "missing.gguf"))[0]
+    assert "no such file or folder" in problems(model="./nowhere/model")[0]
+    (tmp_path / "empty").mkdir()
+    assert "no config.json" in problems(model=str(tmp_path / "empty"))[0]
+    assert problems(model="org/name") == []  # a hub id: the loader (and HF_HUB_OFFLINE) decide
+    assert "expected cpu, cuda" in problems(device="gpu")[0]
+    import torch
+
+    if not torch.cuda.is_available():
+        assert "torch sees no cuda device" in problems(device="cuda")[0]
+
+
+def test_validate_reports_a_bad_local_model_without_loading(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from econarena.hosts.cli import main
+
+    f = tmp_path / "bad.toml"
+    f.write_text('[experiment]\ngame = "beauty_contest"\n[[players]]\nagent = "hf"\ndtype = "float7"\n'
+                 'device = "gpu"\n[[players]]\nagent = "random"\n')
+    assert main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "dtype = 'float7'" in err and "device = 'gpu'" in err and "Traceback" not in err
+    assert main(["run", str(f), "--out", str(tmp_path / "out"), "--quiet"]) == 2  # before any game starts
+    assert "device = 'gpu'" in capsys.readouterr().err and not (tmp_path / "out").exists()

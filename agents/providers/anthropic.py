@@ -40,6 +40,21 @@ def _http_client(settings: LLMSettings) -> Any | None:
         return None
 
 
+_UNSUPPORTED = frozenset({"minimum", "maximum", "maxLength"})
+
+
+def anthropic_schema(schema: Any) -> Any:
+    """The schema without the keywords Anthropic's structured outputs do not enforce (numeric bounds,
+    string lengths): keys, types and choices stay, which is all ``structured = "format"`` promises here."""
+    if isinstance(schema, dict):
+        # a number under one of these names is the keyword; a property called "minimum" holds a dict
+        return {k: anthropic_schema(v) for k, v in schema.items()
+                if k not in _UNSUPPORTED or not isinstance(v, (int, float))}
+    if isinstance(schema, list):
+        return [anthropic_schema(v) for v in schema]
+    return schema
+
+
 class AnthropicProvider(RemoteProvider):
     name: ClassVar[str] = "anthropic"
     extra: ClassVar[str] = "anthropic"
@@ -54,11 +69,13 @@ class AnthropicProvider(RemoteProvider):
                                         open_telemetry=False)
 
     async def _attempt(self, client: anthropic.AsyncAnthropic, messages: Sequence[Message],
-                       settings: LLMSettings) -> Generation:
+                       settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:
         system, turns = split_system(messages)
         kwargs: dict[str, Any] = {}
         if system:
             kwargs["system"] = system
+        if schema is not None:
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": anthropic_schema(schema)}}
         if not self._warned and (settings.temperature is not None or settings.top_p is not None
                                  or settings.seed is not None):
             self._warned = True

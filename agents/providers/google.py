@@ -60,9 +60,12 @@ class GoogleProvider(RemoteProvider):
         await client.aio.aclose()
 
     async def _attempt(self, client: genai.Client, messages: Sequence[Message],
-                       settings: LLMSettings) -> Generation:
+                       settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:
         system, turns = split_system(messages)
-        config = types.GenerateContentConfig(
+        structured: dict[str, Any] = {}
+        if schema is not None:  # Gemini takes plain JSON Schema here, bounds and lengths included
+            structured = {"response_mime_type": "application/json", "response_json_schema": schema}
+        config = types.GenerateContentConfig(**structured,
             system_instruction=system, temperature=settings.temperature, top_p=settings.top_p,
             max_output_tokens=settings.max_tokens, seed=settings.seed,
             # per request: players sharing this client may have different timeouts

@@ -19,6 +19,7 @@ from econarena.agents.calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
+    server_detail,
     status_failure,
 )
 from econarena.agents.llm import Generation, LLMSettings
@@ -41,6 +42,29 @@ def _official(base_url: str | None) -> bool:
     return not base_url or (urlsplit(base_url).hostname or "").endswith("openai.com")
 
 
+def _without(schema: Any, keyword: str) -> Any:
+    """A copy of the schema with one keyword removed everywhere."""
+    if isinstance(schema, dict):
+        return {k: _without(v, keyword) for k, v in schema.items() if k != keyword}
+    if isinstance(schema, list):
+        return [_without(v, keyword) for v in schema]
+    return schema
+
+
+def response_format(schema: dict[str, Any], settings: LLMSettings) -> dict[str, Any]:
+    """The ``response_format`` for a reply schema: OpenAI's strict ``json_schema`` (vLLM and SGLang take
+    it too), or ``{"type": "json_object", "schema": ...}`` for servers such as llama.cpp's.
+
+    OpenAI's strict mode rejects string ``maxLength``, so it is dropped for api.openai.com only; local
+    servers keep it, since it is what stops a small model's reasoning from running to the token limit.
+    """
+    if settings.response_format == "json_object":
+        return {"type": "json_object", "schema": schema}
+    if _official(settings.base_url):
+        schema = _without(schema, "maxLength")
+    return {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
+
+
 class OpenAIProvider(RemoteProvider):
     name: ClassVar[str] = "openai"
     extra: ClassVar[str] = "openai"
@@ -52,7 +76,7 @@ class OpenAIProvider(RemoteProvider):
                                   timeout=settings.timeout_s, http_client=_http_client(settings))
 
     async def _attempt(self, client: openai.AsyncOpenAI, messages: Sequence[Message],
-                       settings: LLMSettings) -> Generation:
+                       settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:
         body: dict[str, Any] = {"model": self._model(settings), "messages": [m.to_dict() for m in messages]}
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
@@ -63,6 +87,8 @@ class OpenAIProvider(RemoteProvider):
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); most
         # compatible servers only know max_tokens.
         body["max_completion_tokens" if _official(settings.base_url) else "max_tokens"] = settings.max_tokens
+        if schema is not None:
+            body["response_format"] = response_format(schema, settings)
         # The SDK's documented generic request (client.post) with the typed response: the same wire call
         # as chat.completions.create without re-walking our already plain-JSON params through its
         # TypedDict transforms, which cost about a third of the per-call CPU at high concurrency.
@@ -85,7 +111,9 @@ class OpenAIProvider(RemoteProvider):
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, openai.APIStatusError):
-            return status_failure(exc.status_code, exc.message, exc.response.headers)
+            detail = server_detail(exc.body)
+            message = exc.message if detail is None or detail in exc.message else f"{exc.message}: {detail}"
+            return status_failure(exc.status_code, message, exc.response.headers)
         if isinstance(exc, openai.APITimeoutError):
             return Failure(True, "timed out")
         if isinstance(exc, openai.APIConnectionError):

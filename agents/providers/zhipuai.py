@@ -64,8 +64,12 @@ class ZhipuAIProvider(RemoteProvider):
         await asyncio.get_running_loop().run_in_executor(self._executor(), client.close)
 
     @staticmethod
-    def _send(client: Any, model: str, messages: list[dict[str, str]], settings: LLMSettings) -> Any:
+    def _send(client: Any, model: str, messages: list[dict[str, str]], settings: LLMSettings,
+              schema: dict[str, Any] | None = None) -> Any:
         kwargs: dict[str, Any] = {}
+        if schema is not None:
+            # GLM's JSON mode: a JSON object is guaranteed, the keys come from the prompt (no schema field)
+            kwargs["response_format"] = {"type": "json_object"}
         if settings.temperature is not None:
             kwargs["temperature"] = settings.temperature
         if settings.top_p is not None:
@@ -75,9 +79,10 @@ class ZhipuAIProvider(RemoteProvider):
         return client.chat.completions.create(model=model, messages=messages, max_tokens=settings.max_tokens,
                                               stream=False, timeout=settings.timeout_s, **kwargs)
 
-    async def _attempt(self, client: Any, messages: Sequence[Message], settings: LLMSettings) -> Generation:
+    async def _attempt(self, client: Any, messages: Sequence[Message], settings: LLMSettings,
+                       schema: dict[str, Any] | None = None) -> Generation:
         call = functools.partial(self._send, client, self._model(settings), [m.to_dict() for m in messages],
-                                 settings)
+                                 settings, schema)
         resp = await asyncio.get_running_loop().run_in_executor(self._executor(), call)
         try:
             text = resp.choices[0].message.content
