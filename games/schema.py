@@ -17,8 +17,8 @@ With ``reasoning=True`` (chain-of-thought prompts) a ``reasoning`` string comes 
 think before it commits to the answer keys; its length is bounded (``reasoning_chars``) so a rambling
 model still closes the object before its token limit.
 
-New field kinds (the protocol redesign adds text, allocation, target) are one function each in
-:data:`KINDS`: it maps an :class:`ActionField` and the mode to the field's schema.
+Each field kind (number, choice, text, allocation, target) is one function in :data:`KINDS`: it maps an
+:class:`ActionField` and the mode to the field's schema.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def number_limit(field: ActionField) -> float:
 
 def _number(field: ActionField, mode: Mode) -> dict[str, Any]:
     limit = number_limit(field)
-    out: dict[str, Any] = {"type": "number", "description": field.description,
+    out: dict[str, Any] = {"type": "integer" if field.integer else "number", "description": field.description,
                            "minimum": -limit, "maximum": limit}
     if mode == "strict":
         if field.low is not None:
@@ -61,9 +61,45 @@ def _choice(field: ActionField, mode: Mode) -> dict[str, Any]:
     return {"type": "string", "description": field.description, "enum": list(field.choices)}
 
 
+TEXT_FORMAT_CHARS = 2000  # format mode: free text is bounded only so a rambling model closes the object
+
+
+def _text(field: ActionField, mode: Mode) -> dict[str, Any]:
+    """``strict`` enforces the game's length rule; ``format`` only a generous bound (twice the rule), so
+    an over-long message stays possible and is judged as the rule break it is."""
+    rule = field.max_length
+    limit = rule if mode == "strict" and rule else (2 * rule if rule else TEXT_FORMAT_CHARS)
+    return {"type": "string", "description": field.description, "maxLength": int(limit)}
+
+
+def _allocation(field: ActionField, mode: Mode) -> dict[str, Any]:
+    """An object with exactly the declared items. The sum rule cannot be said in JSON Schema, so even
+    ``strict`` leaves a wrong total possible (it is judged as a rule violation)."""
+    share = _number(ActionField(field.name, "number", "", 0.0 if mode == "strict" else None,
+                                field.total if mode == "strict" else None, integer=field.integer), mode)
+    share.pop("description")
+    props = {item: dict(share) for item in field.items}
+    return {"type": "object", "description": field.description, "properties": props,
+            "required": list(field.items), "additionalProperties": False}
+
+
+def _target(field: ActionField, mode: Mode) -> dict[str, Any]:
+    """``strict``: exactly the players that may be named; ``format``: any whole number (or null)."""
+    if mode == "strict":
+        return {"description": field.description,
+                "enum": [*field.targets, *([None] if field.allow_none else [])]}
+    base = {"type": "integer", "minimum": -999, "maximum": 999}
+    if field.allow_none:
+        return {"description": field.description, "anyOf": [base, {"type": "null"}]}
+    return {**base, "description": field.description}
+
+
 KINDS: dict[str, Callable[[ActionField, Mode], dict[str, Any]]] = {
     "number": _number,
     "choice": _choice,
+    "text": _text,
+    "allocation": _allocation,
+    "target": _target,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -239,3 +240,67 @@ def test_host_sends_the_games_schema_and_logs_the_mode(server: FakeLLMServer, tm
     assert set(frames.decisions["structured"].dropna()) == {"strict", "off"}
     table = rule_break_table(frames, n_boot=50)
     assert {"S [strict]", "F"} <= set(table["label"]) and "S" not in set(table["label"])
+
+
+def _conforms(value: object, schema: dict) -> bool:
+    """A small JSON Schema check for the keywords json_schema() emits."""
+    if "anyOf" in schema:
+        return any(_conforms(value, s) for s in schema["anyOf"])
+    if "enum" in schema:
+        return value in schema["enum"]
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema["properties"]
+        return (isinstance(value, dict) and set(value) == set(schema["required"]) <= set(props)
+                and all(_conforms(v, props[k]) for k, v in value.items()))
+    if kind in ("number", "integer"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if kind == "integer" and not float(value).is_integer():
+            return False
+        return schema.get("minimum", -math.inf) <= value <= schema.get("maximum", math.inf)
+    if kind == "string":
+        return isinstance(value, str) and len(value) <= schema.get("maxLength", math.inf)
+    if kind == "null":
+        return value is None
+    raise AssertionError(f"unexpected schema {schema}")
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_every_state_of_every_game_has_a_schema_its_legal_replies_satisfy(game: str) -> None:
+    """Random play through each game: at every decision, in both modes, the legal replies of the random
+    and rational baselines satisfy the schema, and xgrammar compiles it (hf constrained decoding)."""
+    xgr = pytest.importorskip("xgrammar")
+    from econarena.agents.providers.hf import _bounded_strings
+
+    tokenizer = xgr.TokenizerInfo([f"t{i}" for i in range(64)] + list('{}[]:,"0123456789-.abcdefghijklmnopqrstuvwxyz_ '))
+    compiler = xgr.GrammarCompiler(tokenizer, max_threads=1)
+    g = GAMES[game]
+    seen = 0
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        setup = g.setup(g.Params(), 4, rng)
+        state = g.initial_state(setup)
+        for _ in range(60):
+            movers = g.to_move(state)
+            if not movers:
+                break
+            actions = {}
+            for seat in movers:
+                spec = g.action_spec(state, seat)
+                for mode in ("format", "strict"):
+                    schema = json_schema(spec, mode)
+                    compiler.compile_json_schema(json.dumps(_bounded_strings(schema)), any_whitespace=False)
+                    for kind in ("random", "rational"):
+                        if kind in g.policies():
+                            try:
+                                reply = g.strategy(state, seat, kind, rng=rng)
+                            except ValueError:
+                                continue
+                            judged = g.judge(state, seat, json.dumps(reply))
+                            if judged.valid:
+                                assert _conforms(reply, schema), (game, mode, reply, schema)
+                                seen += 1
+                actions[seat] = g.judge(state, seat, json.dumps(g.strategy(state, seat, "random", rng=rng))).action
+            state = g.apply(state, actions, rng)
+    assert seen > 0
