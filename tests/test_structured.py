@@ -273,7 +273,8 @@ def test_every_state_of_every_game_has_a_schema_its_legal_replies_satisfy(game: 
     xgr = pytest.importorskip("xgrammar")
     from econarena.agents.providers.hf import _bounded_strings
 
-    tokenizer = xgr.TokenizerInfo([f"t{i}" for i in range(64)] + list('{}[]:,"0123456789-.abcdefghijklmnopqrstuvwxyz_ '))
+    vocab = [f"t{i}" for i in range(64)] + list('{}[]:,"0123456789-.abcdefghijklmnopqrstuvwxyz_ ')
+    tokenizer = xgr.TokenizerInfo(vocab)
     compiler = xgr.GrammarCompiler(tokenizer, max_threads=1)
     g = GAMES[game]
     seen = 0
