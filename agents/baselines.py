@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from econarena.agents.base import DecisionRequest, Reply
+from .base import DecisionRequest, Reply
 
 
 class _StrategyAgent:

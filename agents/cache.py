@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from econarena.agents.base import Message
+from .base import Message
 
 log = logging.getLogger(__name__)
 

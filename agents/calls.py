@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from econarena.agents.base import Message
-from econarena.agents.llm import Generation, LLMSettings, Provider, api_key
+from .base import Message
+from .llm import Generation, LLMSettings, Provider, api_key
 
 # Backoff without Retry-After: base * 2**retry, capped, with "equal jitter" (half fixed, half random),
 # so clients that failed together do not come back together. Module-level so tests can shorten them.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from econarena.agents.base import Agent, AgentError
-from econarena.agents.baselines import LevelKAgent, RandomAgent, RationalAgent, ScriptedAgent
-from econarena.agents.llm import PROVIDERS, LLMSettings, RuntimeOptions, build_llm_agent
+from .base import Agent, AgentError
+from .baselines import LevelKAgent, RandomAgent, RationalAgent, ScriptedAgent
+from .llm import PROVIDERS, LLMSettings, RuntimeOptions, build_llm_agent
 
 
 def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: int = 1,

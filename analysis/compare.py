@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from econarena.analysis.load import Frames
-from econarena.analysis.stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
-from econarena.analysis.tables import METRICS, rows_for
+from .load import Frames
+from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
+from .tables import METRICS, rows_for
 
 COMPARE_METRICS = ("payoff_ratio", "mean_payoff", "mean_deviation", "win_rate", "rule_break_rate_pct")
 # What means the same in every game, so may be compared between experiments of different games: how often

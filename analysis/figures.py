@@ -25,17 +25,17 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from econarena.analysis.load import Frames
-from econarena.analysis.stats import N_BOOT, bootstrap_mean
-from econarena.analysis.tables import estimate, running_mean
+from ..games import GAMES
+from ..games.base import GameInfo
+from .load import Frames
+from .stats import N_BOOT, bootstrap_mean
+from .tables import estimate, running_mean
 
-GAME_TITLES = {"beauty_contest": "Beauty contest", "second_price_auction": "Second-price auction",
-               "english_auction": "English auction"}
-ACTION_AXIS = {"beauty_contest": "chosen number / upper bound",
-               "second_price_auction": "bid / private value",
-               "english_auction": "drop-out price / private value"}
-NE_LINE = {"beauty_contest": "NE: 0", "second_price_auction": "NE: bid = value",
-           "english_auction": "NE: stay until the value"}
+
+def _declared(game: str) -> GameInfo | None:
+    """What the game declares about itself (titles, axes); None for a game this install does not know."""
+    found = GAMES.get(game)
+    return found.info if found is not None else None
 GROUP_COLORS = {"L": "#9ecae1", "M": "#4292c6", "H": "#08306b", "?": "#bbbbbb"}
 CHECKPOINTS = (20, 60, 100)
 DPI = 130
@@ -111,7 +111,8 @@ def _subplots(nrows: int, ncols: int, figsize: tuple[float, float]) -> tuple[Mpl
 
 
 def game_title(game: str) -> str:
-    return GAME_TITLES.get(game, game.replace("_", " "))
+    info = _declared(game)
+    return info.title if info is not None else game.replace("_", " ")
 
 
 def setting_name(row: pd.Series | dict) -> str:
@@ -336,8 +337,8 @@ def figure_rational_deviation(frames: Frames, out: Path, n_boot: int = N_BOOT, s
         ax.set_xlim(-0.6, len(xs) - 0.4)
         ax.set_ylim(bottom=0)
         ax.set_title(f"{game_title(game)}: rational environment (one player against equilibrium agents)")
-        ax.set_ylabel("deviation from NE" + (" (|choice| / upper)" if game == "beauty_contest"
-                                             else " (|asset / NE asset - 1|)"))
+        note = (_declared(game) or GameInfo("")).deviation_note
+        ax.set_ylabel("deviation from NE" + (f" ({note})" if note else ""))
         ax.set_xlabel("player (label)")
         handles = [Patch(color=colors[h], alpha=0.75, label=h) for h in hues]
         handles.append(Line2D([], [], color="black", marker="o", ls="", ms=4, label="mean with 95% CI"))
@@ -378,7 +379,7 @@ def figure_groups(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: int = 0
         names = {}
         for grp in groups:
             scales = exps.loc[sorted(set(g.loc[g["group"] == grp, "run_dir"])), "scale"]
-            what = "upper bound" if game == "beauty_contest" else "assets"
+            what = ((_declared(game) or GameInfo("")).stakes_key or "stakes").replace("_", " ")
             names[grp] = f"{grp} ({what} ~ {np.nanmedian(scales.to_numpy(dtype=float)):,.0f})"
         est = est.assign(hue=est["group"].map(names))
         _grouped_bars(ax, est, xs, [names[x] for x in groups], {names[x]: GROUP_COLORS[x] for x in groups})
@@ -428,10 +429,10 @@ def figure_action_paths(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
                 ax.fill_between(x, lo, hi, color=colors[lab], alpha=0.12, lw=0)
         ne = g.groupby("run")["ne_action_norm"].mean()
         ax.plot(np.array(ne.index) + 1, ne.to_numpy(), color="black", ls="--", lw=1.2, zorder=1,
-                label=NE_LINE.get(game, "NE"))
+                label=(_declared(game) or GameInfo("")).equilibrium_note or "NE")
         ax.set_xticks(np.array(runs) + 1)
         ax.set_xlabel("run within the session")
-        ax.set_ylabel(ACTION_AXIS.get(game, "action (normalised)"))
+        ax.set_ylabel((_declared(game) or GameInfo("")).action_axis or "action (normalised)")
         e = exps.loc[d]
         ax.set_title(f"{game_title(game)}, {e['environment']}\n{_wrap(setting_name(e), 60)}")
     handles = [Line2D([], [], color=colors[lab], marker="o", ms=4, label=lab) for lab in labels]

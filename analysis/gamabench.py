@@ -31,7 +31,7 @@ from typing import Any
 
 from ..games import GAMES
 from ..games.base import Game
-from ..hosts.records import CONFIG, RUNS, complete_runs, read_jsonl
+from ..rundir import CONFIG, RUNS, complete_runs, read_jsonl
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -40,8 +40,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from econarena.analysis.metrics import broke
-from econarena.hosts.records import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
+from ..games import GAMES
+from ..games.base import GameInfo
+from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
+from .metrics import broke
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -94,12 +96,19 @@ def expand_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
 
 
+def _info(game: str) -> GameInfo | None:
+    found = GAMES.get(game)
+    return found.info if found is not None else None
+
+
 def _scale_group(game: str, scale: float | None) -> str | None:
+    """Stake group by the size of the game's numbers (its declared ``stakes_key``)."""
     if scale is None or math.isnan(scale):
         return None
-    if game == "beauty_contest":
-        return "L" if scale < 100 else "M" if scale < 1000 else "H"
-    return "L" if scale <= 100 else "M" if scale <= 1000 else "H"
+    info = _info(game)
+    if info is not None and info.stakes_inclusive:
+        return "L" if scale <= 100 else "M" if scale <= 1000 else "H"
+    return "L" if scale < 100 else "M" if scale < 1000 else "H"
 
 
 def _mean(x: Any) -> float:
@@ -110,8 +119,22 @@ def _mean(x: Any) -> float:
 
 
 def _scale(game: str, params: dict[str, Any]) -> float:
-    """The size of the game's numbers: upper bound (beauty contest) or assets (auctions)."""
-    return _mean(params.get("upper_bound") if game == "beauty_contest" else params.get("assets"))
+    """The size of the game's numbers: the setup key the game declares as its stakes."""
+    info = _info(game)
+    key = info.stakes_key if info is not None else None
+    return _mean(params.get(key)) if key else math.nan
+
+
+def _action_scale(game: str, run: dict[str, Any], params: dict[str, Any], seat: int) -> float:
+    """What normalises a seat's action in figures: the game's ``scale_key`` (a number or per seat)."""
+    info = _info(game)
+    key = info.scale_key if info is not None else None
+    if key is None:
+        return math.nan
+    value = params.get(key)
+    if isinstance(value, list):
+        return _f(_at(value, seat))
+    return _f(value)
 
 
 def _f(x: Any) -> float:
@@ -221,10 +244,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
             for i, label in enumerate(r["labels"]):
                 agent = _at(r.get("agents"), i)
                 role = "opponent" if info["environment"] == "rational" and label != lineup else "player"
-                if info["game"] == "beauty_contest":
-                    scale = _f(params.get("upper_bound"))
-                else:
-                    scale = _f(_at(r.get("private_values") or params.get("private_value"), i))
+                scale = _action_scale(info["game"], r, params, i)
                 valid = bool(r["valid"][i])
                 # a rule break: no action to plot (an English-auction breaker's exit price is not a choice),
                 # no deviation, and a scored payoff of 0 (see analysis/metrics.py)

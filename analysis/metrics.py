@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from econarena.hosts.records import CONFIG, DECISIONS, RUNS, complete_runs, read_jsonl, run_key
+from ..rundir import CONFIG, DECISIONS, RUNS, complete_runs, read_jsonl, run_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,7 +66,7 @@ def broke(run: dict[str, Any], seat: int) -> bool:
 
 def _declares_score(path: Path) -> bool:
     """Whether the directory's game declares a 0-100 score (``GameInfo.score``)."""
-    from econarena.games import GAMES
+    from ..games import GAMES
 
     try:
         cfg = tomllib.loads((path / CONFIG).read_text(encoding="utf-8"))
@@ -178,7 +178,7 @@ def summary_csv(summary: dict[str, Any]) -> str:
 
 
 def write_summary(run_dir: str | Path) -> dict[str, Any]:
-    from econarena.hosts.records import write_atomic
+    from ..rundir import write_atomic
 
     path = Path(run_dir)
     summary = summarize(path)

@@ -22,21 +22,21 @@ from typing import Any
 
 import pandas as pd
 
-from econarena import __version__
-from econarena.analysis import figures as F
-from econarena.analysis import gamabench
-from econarena.analysis.compare import compare, setting_pairs
-from econarena.analysis.load import SETTING_COLUMNS, Frames, export, load
-from econarena.analysis.stats import N_BOOT
-from econarena.analysis.tables import METRICS, metric_table, wide
-from econarena.hosts.config import BASELINES
+from .. import __version__
+from ..rundir import BASELINE_AGENTS
+from . import figures as F
+from . import gamabench
+from .compare import compare, setting_pairs
+from .load import SETTING_COLUMNS, Frames, export, load
+from .stats import N_BOOT
+from .tables import METRICS, metric_table, wide
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-LOCAL_AGENTS = set(BASELINES) | {"hf"}
+LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
 
 
 @dataclass

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from econarena.analysis.load import SETTING_COLUMNS, Frames
-from econarena.analysis.stats import N_BOOT, Estimate, Sums, bootstrap_ratio, cluster_sums
+from .load import SETTING_COLUMNS, Frames
+from .stats import N_BOOT, Estimate, Sums, bootstrap_ratio, cluster_sums
 
 
 @dataclass(frozen=True)

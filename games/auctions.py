@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from econarena.games.base import (
+from .base import (
     ActionField,
     ActionSpec,
     Game,

@@ -1,4 +1,4 @@
-"""TOML experiment files: parsing, validation with errors that name the file and key, and expansion.
+"""TOML experiment files: parsing and validation, with errors that name the file and key.
 
 Everything is checked before any game starts: syntax (file, line, column), unknown keys, types, game and
 agent names (listing the valid ones), game parameters, prompt-template overrides. Nothing from a config
@@ -9,17 +9,32 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from econarena.agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
-from econarena.games import GAMES, Game
-from econarena.games.base import GameParams
-from econarena.hosts.grid import Axis, Cell, GridError, count_cells, iter_cells, parse_grid
+from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
+from ..games import GAMES
+from .experiment import (
+    BASELINES,
+    MAX_INT,
+    MAX_SEATS,
+    Experiment,
+    ExperimentSection,
+    Lineup,
+    PlayerEntry,
+    agent_names,
+    cell_experiment,
+)
+from .grid import GridError, parse_grid
+from .resolved import resolved_data, resolved_toml
+
+__all__ = [
+    "BASELINES", "MAX_INT", "MAX_SEATS", "ConfigError", "Experiment", "ExperimentSection", "Lineup",
+    "PlayerEntry", "agent_names", "cell_experiment", "is_alias_file", "load_experiment", "parse_experiment",
+    "read_toml", "resolved_data", "resolved_toml", "validate_alias_file",
+]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,134 +44,6 @@ else:  # pragma: no cover
 
 class ConfigError(Exception):
     """A problem in a TOML file; the message is meant for the user, not a traceback."""
-
-
-BASELINES = {
-    "rational": "plays the Nash equilibrium for its own private information",
-    "random": "uniform over legal actions, reproducible from the seed",
-    "scripted": "replays fixed raw replies (responses = [...]): test prompts, parsing and rule breaks",
-    "level_k": "level-k reasoning with k (default 1): beauty contest upper/2 x ratio^k; auctions: value",
-}
-
-
-def agent_names() -> list[str]:
-    return sorted(BASELINES) + sorted(PROVIDERS)
-
-
-MAX_INT = 2**63 - 1  # the largest integer TOML can hold: config.toml must be able to write it back
-MAX_SEATS = 1000  # players at one table: every decision renders and judges the whole table
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)  # TOML is typed: "5" or true is not a count
-
-
-class ExperimentSection(_Strict):
-    name: str = Field(min_length=1)
-    game: str
-    environment: Literal["melee", "rational", "self"] = "melee"
-    players_per_game: int = Field(default=5, ge=2, le=1000)
-    sessions: int = Field(default=1, ge=1, le=MAX_INT)
-    runs: int = Field(default=1, ge=1, le=MAX_INT)
-    seed: int = Field(default=0, ge=0, le=MAX_INT)  # numpy seeds are >= 0; TOML integers are 64-bit
-    history: Literal["none", "actions", "full"] = "none"
-    max_history: int = Field(default=3, ge=1)
-    prompt: Literal["default", "cot"] = "default"
-    reask: int = Field(default=0, ge=0, le=20)  # ask again after an unusable reply, at most this often
-    shuffle_seats: bool = False
-    description: str = ""
-    models: str | None = None  # alias file for [[players]] alias = "..."; default: models.toml beside the file
-    group: Literal["L", "M", "H"] | None = None  # configuration group (low/medium/high stakes), for reports
-
-
-class PlayerEntry(_Strict):
-    """One ``[[players]]`` entry after validation; ``settings`` holds LLM settings or baseline options."""
-
-    agent: str
-    label: str
-    count: int = 1
-    responses: list[str] = Field(default_factory=list)
-    k: int = 1
-    llm: LLMSettings | None = None
-
-    @property
-    def is_llm(self) -> bool:
-        return self.agent in PROVIDERS
-
-
-@dataclass(frozen=True)
-class Lineup:
-    """One table of players that plays every session: seat -> entry index."""
-
-    name: str
-    seats: tuple[int, ...]
-    environment: str
-    cell: dict[str, Any] | None = None  # the [grid] values of this table's cell, if any
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.seats, self.environment))
-
-
-@dataclass
-class Experiment:
-    path: Path | None
-    experiment: ExperimentSection
-    game: Game
-    params: GameParams
-    players: list[PlayerEntry]
-    llm_defaults: dict[str, Any]
-    prompts: dict[str, Any]
-    raw: dict[str, Any] = field(default_factory=dict)
-    axes: tuple[Axis, ...] = ()  # [grid]: one cell per combination of values
-
-    @property
-    def name(self) -> str:
-        return self.experiment.name
-
-    def lineups(self) -> list[Lineup]:
-        """Expand the environment into tables of seats (indices into ``players``)."""
-        e = self.experiment
-        if e.environment == "melee":
-            seats = tuple(i for i, p in enumerate(self.players) for _ in range(p.count))
-            return [Lineup("melee", seats, "melee")]
-        out = []
-        for i, p in enumerate(self.players):
-            if e.environment == "rational":
-                if p.agent == "rational":
-                    continue
-                rational = next(j for j, q in enumerate(self.players) if q.agent == "rational")
-                out.append(Lineup(p.label, (i,) + (rational,) * (e.players_per_game - 1), "rational"))
-            else:
-                out.append(Lineup(p.label, (i,) * e.players_per_game, "self"))
-        return out
-
-    def cells(self) -> Iterator[Cell]:
-        return iter_cells(self.axes)
-
-    def n_cells(self) -> int:
-        return count_cells(self.axes)
-
-    def for_cell(self, cell: Cell) -> Experiment:
-        """This experiment with one grid cell's values set (itself when there is no grid)."""
-        return self if not self.axes else cell_experiment(self, cell)
-
-    def tables(self) -> list[tuple[Lineup, Experiment]]:
-        """Every table to play, each with the experiment as its grid cell sets it. With a grid, a table's
-        name carries its cell (``melee [ratio=0.5]``), so results of different cells never mix."""
-        if not self.axes:
-            return [(lineup, self) for lineup in self.lineups()]
-        out = []
-        for cell in self.cells():
-            sub = self.for_cell(cell)
-            for lu in sub.lineups():
-                out.append((Lineup(f"{lu.name} [{cell.label}]", lu.seats, lu.environment, cell.to_dict()), sub))
-        return out
-
-    def total_runs(self) -> int:
-        return sum(x.experiment.sessions * x.experiment.runs for _, x in self.tables())
-
-    def n_players(self) -> int:
-        return len(self.lineups()[0].seats)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -265,7 +152,7 @@ def follow_alias(table: dict[str, Any], alias: Any, mpath: str) -> dict[str, Any
 def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = None, seed: int | None = None,
                      overrides: dict[str, Any] | None = None) -> Experiment:
     """Validate a parsed TOML document; collects every problem it can before raising."""
-    from econarena.hosts.prompts import PROMPT_KEYS, check_template_overrides
+    from .prompts import PROMPT_KEYS, check_template_overrides
 
     errors: list[str] = []
     for key in data:
@@ -487,67 +374,7 @@ def validate_alias_file(data: dict[str, Any], where: str) -> list[str]:
     return [e.replace("players[0]", alias) for e in errors]
 
 
-# ---- writing the resolved experiment back out (config.toml in the run directory) ----
-
-def resolved_data(exp: Experiment) -> dict[str, Any]:
-    """The experiment with every default filled in, as TOML data. Never a key: only variable names, and
-    a base_url with its credentials masked."""
-    from econarena.agents.calls import public_url
-
-    def masked(llm: dict[str, Any]) -> dict[str, Any]:
-        return {k: public_url(v) if k == "base_url" and isinstance(v, str) else v for k, v in llm.items()}
-
-    doc: dict[str, Any] = {"experiment": exp.experiment.model_dump(exclude_none=True),
-                           "game": exp.params.model_dump()}
-    if exp.llm_defaults:
-        doc["llm"] = masked(exp.llm_defaults)
-    if exp.prompts:
-        doc["prompts"] = dict(exp.prompts)
-    players = []
-    for p in exp.players:
-        entry: dict[str, Any] = {"agent": p.agent, "label": p.label, "count": p.count}
-        if p.agent == "scripted":
-            entry["responses"] = list(p.responses)
-        if p.agent == "level_k":
-            entry["k"] = p.k
-        if p.llm is not None:
-            entry.update(masked(p.llm.model_dump(exclude_none=True)))
-        players.append(entry)
-    doc["players"] = players
-    if exp.axes:
-        grid: dict[str, dict[str, Any]] = {}
-        for a in exp.axes:
-            values = [public_url(v) if a.key == "base_url" and isinstance(v, str) else v for v in a.values]
-            grid.setdefault(a.section, {})[a.key] = values
-        doc["grid"] = grid
-    return doc
-
-
-def resolved_toml(exp: Experiment) -> str:
-    """config.toml: :func:`resolved_data` written by tomli-w, which escapes every control character (a
-    hand-written writer let a carriage return or a NUL make the file unreadable for report and suite)."""
-    import tomli_w
-
-    return "# Resolved by econarena: every default filled in.\n" + tomli_w.dumps(resolved_data(exp))
-
-
 # ---- [grid] cells ----
-
-def cell_experiment(exp: Experiment, cell: Cell) -> Experiment:
-    """Apply one cell's values; raises ValidationError for a value its table refuses."""
-    import dataclasses
-
-    section = ExperimentSection(**{**exp.experiment.model_dump(), **cell.section("experiment")})
-    game_raw = exp.raw.get("game") or {}
-    params = exp.game.Params(**{**game_raw, **cell.section("game")}) if cell.section("game") else exp.params
-    llm_cell = cell.section("llm")
-    players = exp.players
-    if llm_cell:
-        players = [p if p.llm is None else p.model_copy(update={"llm": LLMSettings(**{
-            **p.llm.model_dump(exclude_unset=True), **llm_cell})}) for p in exp.players]
-    return dataclasses.replace(exp, experiment=section, params=params, players=players,
-                               llm_defaults={**exp.llm_defaults, **llm_cell}, axes=())
-
 
 def _check_cells(exp: Experiment, where: str) -> None:
     """Every cell's values are checked by their own tables now, so cell 900 cannot fail mid-run."""

@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from econarena.agents.base import Agent, DecisionRequest, Message, Reply
-from econarena.agents.llm import RuntimeOptions, close_all, preflight, settings_problems
-from econarena.agents.registry import create_agent
-from econarena.games.base import ActionSpec, Judgement, Outcome, Setup
-from econarena.games.schema import json_schema, reasoning_chars
-from econarena.hosts.config import Experiment, ExperimentSection, Lineup, resolved_toml
-from econarena.hosts.prompts import Template
-from econarena.hosts.records import ResumeState, RunDirectory, now_iso
+from ..agents.base import Agent, DecisionRequest, Message, Reply
+from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
+from ..agents.registry import create_agent
+from ..games.base import ActionSpec, Judgement, Outcome, Setup
+from ..games.schema import json_schema, reasoning_chars
+from ..rundir import ResumeState, RunDirectory, now_iso
+from .config import Experiment, ExperimentSection, Lineup, resolved_toml
+from .prompts import Template
 
 
 @dataclass

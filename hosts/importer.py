@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Outcome
-from .records import DECISIONS, MANIFEST, RUNS, RunDirectory, now_iso
+from ..rundir import DECISIONS, MANIFEST, RUNS, RunDirectory, now_iso
 
 SOURCE = "GAMA-Bench raw_results"
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from econarena.agents.base import Message
-from econarena.games.base import ActionField, Game
+from ..agents.base import Message
+from ..games.base import ActionField, Game
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 if TYPE_CHECKING:
-    from econarena.hosts.config import Experiment
+    from .config import Experiment
 
 PROMPT_KEYS = frozenset({
     "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",

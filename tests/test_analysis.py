@@ -19,7 +19,7 @@ from econarena.analysis.load import expand_run_dirs, export, load  # noqa: E402
 from econarena.analysis.metrics import summarize  # noqa: E402
 from econarena.analysis.stats import bootstrap_diff, bootstrap_mean, bootstrap_ratio, cluster_sums  # noqa: E402
 from econarena.analysis.tables import METRICS, metric_table, running_mean  # noqa: E402
-from econarena.hosts.cli import main  # noqa: E402
+from econarena.cli import main  # noqa: E402
 
 BC_SCRIPTED = """
 [experiment]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from econarena.hosts.cli import main
+from econarena.cli import main
 
 EXPERIMENT = """\
 [experiment]

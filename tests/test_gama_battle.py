@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from econarena.cli import main
 from econarena.games import get_game
 from econarena.games.battle_royale import BattleParams, battle_score
-from econarena.hosts.cli import main
 from econarena.hosts.config import load_experiment
 from econarena.hosts.host import Host, HostOptions
 

@@ -18,10 +18,10 @@ import pytest
 
 from econarena.analysis import gamabench
 from econarena.analysis.metrics import summarize
+from econarena.cli import main
 from econarena.games import GAMES, get_game
 from econarena.games.base import Game
 from econarena.games.guessing import GuessingGame
-from econarena.hosts.cli import main
 from econarena.hosts.importer import Folder, import_reference, parse_file_name
 
 GAME = get_game("guessing_game")

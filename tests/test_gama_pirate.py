@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from econarena.cli import main
 from econarena.games import get_game
 from econarena.games.pirate import PirateParams, optimal_plan, pirate_score
-from econarena.hosts.cli import main
 
 GAME = get_game("pirate_game")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from econarena.cli import main
 from econarena.games import get_game
 from econarena.games.sealed_bid import SealedBidParams, round_valuations, sealed_bid_score
-from econarena.hosts.cli import main
 
 GAME = get_game("sealed_bid_auction")
 

@@ -474,7 +474,7 @@ def test_bad_local_model_settings_are_found_before_loading(tmp_path: Path) -> No
 
 def test_validate_reports_a_bad_local_model_without_loading(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from econarena.hosts.cli import main
+    from econarena.cli import main
 
     f = tmp_path / "bad.toml"
     f.write_text('[experiment]\ngame = "beauty_contest"\n[[players]]\nagent = "hf"\ndtype = "float7"\n'

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from econarena.hosts.cli import main
+from econarena.cli import main
 
 SCRIPTED_AUCTION = """\
 [experiment]
@@ -210,7 +210,7 @@ def test_a_full_disk_mid_run_is_one_clear_line_and_leaves_the_manifest_resumable
         tmp_path: Path, capsys, monkeypatch) -> None:
     import errno
 
-    from econarena.hosts.records import RunDirectory
+    from econarena.rundir import RunDirectory
 
     toml = _write(tmp_path, RESUMABLE)
     out = tmp_path / "out"
@@ -395,7 +395,7 @@ def test_an_alias_loop_says_it_is_a_loop_and_chains_resolve(tmp_path: Path, caps
 # ----------------------------------------------------------------------------------------------- bounded work
 
 def test_a_deeply_nested_reply_is_recorded_and_resumable(tmp_path: Path, arena) -> None:
-    from econarena.games.base import EXTRAS_MAX_CHARS
+    from econarena.games.fields import EXTRAS_MAX_CHARS
 
     for depth in (900, 5000):
         deep = '{"answer": 10, "why": ' + "[" * depth + "]" * depth + "}"

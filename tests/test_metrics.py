@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from econarena.analysis.metrics import summarize, write_summary
-from econarena.hosts.cli import main
+from econarena.cli import main
 
 
 def run_and_summarize(tmp_path: Path, arena, doc: dict) -> dict:

@@ -20,7 +20,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 
-from econarena.hosts.cli import main  # noqa: E402
+from econarena.cli import main  # noqa: E402
 
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 FIGURES = ["fig1_melee_payoff", "fig2_rational_deviation", "fig3_groups", "fig4_action_paths",

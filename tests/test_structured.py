@@ -64,8 +64,8 @@ def test_choices_become_an_enum_and_reasoning_comes_first() -> None:
 
 
 def test_unknown_kind_and_mode_are_clear_errors() -> None:
-    odd = ActionSpec((ActionField("split", "allocation", "x"),))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="no JSON Schema for kind 'allocation'"):
+    odd = ActionSpec((ActionField("split", "vote", "x"),))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no JSON Schema for kind 'vote'"):
         json_schema(odd, "format")
     with pytest.raises(ValueError, match="expected one of format, strict"):
         json_schema(BID, "loose")  # type: ignore[arg-type]

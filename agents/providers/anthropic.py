@@ -15,15 +15,15 @@ from typing import Any, ClassVar
 
 import anthropic
 
-from econarena.agents.base import Message
-from econarena.agents.calls import (
+from ..base import Message
+from ..calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
     split_system,
     status_failure,
 )
-from econarena.agents.llm import Generation, LLMSettings
+from ..llm import Generation, LLMSettings
 
 log = logging.getLogger(__name__)
 

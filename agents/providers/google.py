@@ -15,15 +15,15 @@ from typing import Any, ClassVar
 from google import genai
 from google.genai import errors, types
 
-from econarena.agents.base import Message
-from econarena.agents.calls import (
+from ..base import Message
+from ..calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
     split_system,
     status_failure,
 )
-from econarena.agents.llm import Generation, LLMSettings
+from ..llm import Generation, LLMSettings
 
 
 def _retry_info(details: Any) -> float | None:

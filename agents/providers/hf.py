@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from econarena.agents.base import AgentError, Message
-from econarena.agents.llm import Generation, LLMSettings, Provider
+from ..base import AgentError, Message
+from ..llm import Generation, LLMSettings, Provider
 
 log = logging.getLogger(__name__)
 

@@ -14,15 +14,15 @@ from urllib.parse import urlsplit
 import openai
 from openai.types.chat import ChatCompletion
 
-from econarena.agents.base import Message
-from econarena.agents.calls import (
+from ..base import Message
+from ..calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
     server_detail,
     status_failure,
 )
-from econarena.agents.llm import Generation, LLMSettings
+from ..llm import Generation, LLMSettings
 
 
 def _http_client(settings: LLMSettings) -> Any | None:

@@ -23,14 +23,14 @@ from zai.core._errors import (
     APITimeoutError,
 )
 
-from econarena.agents.base import Message
-from econarena.agents.calls import (
+from ..base import Message
+from ..calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
     status_failure,
 )
-from econarena.agents.llm import Generation, LLMSettings, api_key_source
+from ..llm import Generation, LLMSettings, api_key_source
 
 
 class ZhipuAIProvider(RemoteProvider):

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from econarena import __version__
+from . import __version__
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -22,7 +22,7 @@ def _err(msg: str) -> None:
 
 
 def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
-    from econarena.hosts.config import ConfigError, load_experiment
+    from .hosts.config import ConfigError, load_experiment
 
     exps, errors = [], []
     for f in files:
@@ -34,8 +34,8 @@ def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from econarena.hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
-    from econarena.hosts.host import preflight_experiment, settings_problems_of
+    from .hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
+    from .hosts.host import preflight_experiment, settings_problems_of
 
     files, alias_ok, errors = [], [], []
     for f in args.files:  # models files (alias -> player table) sit beside experiments: check them as such
@@ -70,9 +70,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from econarena.agents.llm import PROVIDERS
-    from econarena.games import GAMES
-    from econarena.hosts.config import BASELINES
+    from .agents.llm import PROVIDERS
+    from .games import GAMES
+    from .hosts.config import BASELINES
 
     print("games:")
     for name, g in sorted(GAMES.items()):
@@ -88,7 +88,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from econarena.analysis.metrics import format_table, summarize
+    from .analysis.metrics import format_table, summarize
 
     status = EXIT_OK
     for d in args.run_dirs:
@@ -107,9 +107,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from econarena.agents.base import AgentError
-    from econarena.agents.llm import load_dotenv
-    from econarena.hosts.host import planned_calls, preflight_experiment
+    from .agents.base import AgentError
+    from .agents.llm import load_dotenv
+    from .hosts.host import planned_calls, preflight_experiment
 
     load_dotenv()
     exps, errors = _load_all(args.files, args.seed)
@@ -127,7 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(e)
         return EXIT_CONFIG
     if args.dry_run:
-        from econarena.hosts.records import RUNS, complete_runs, read_jsonl, runnable_prefix
+        from .rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
 
         for e in errors:
             print(f"note: {e}", file=sys.stderr)
@@ -156,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  "use --out DIR, or resume with the same file and --seed")
             return EXIT_CONFIG
     worst = EXIT_OK
-    from econarena.hosts.records import RunDirectoryBusy
+    from .rundir import RunDirectoryBusy
 
     for exp, d in zip(exps, dirs):
         try:
@@ -205,7 +205,7 @@ def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
 
     Comparing parsed data, not text, lets a directory written by an older release (other quoting) resume.
     """
-    from econarena.hosts.config import ConfigError, read_toml, resolved_data
+    from .hosts.config import ConfigError, read_toml, resolved_data
 
     if not (d / "config.toml").exists():
         return True
@@ -239,9 +239,9 @@ def resume_command(exp, out: Path) -> str:  # noqa: ANN001
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
             cache: bool = True, cache_dir: str | None = None):  # noqa: ANN201
     """Play one validated experiment into ``out``, write its summary, print the outcome line."""
-    from econarena.agents.llm import RuntimeOptions
-    from econarena.analysis.metrics import format_table, write_summary
-    from econarena.hosts.host import Host, HostOptions
+    from .agents.llm import RuntimeOptions
+    from .analysis.metrics import format_table, write_summary
+    from .hosts.host import Host, HostOptions
 
     host = Host(exp, out, HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
                                       runtime=RuntimeOptions(cache=cache, cache_path=cache_dir)))
@@ -289,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
 
-    from econarena.hosts import cli_reports  # report, compare, suite
+    from . import cli_reports  # report, compare, suite
 
     cli_reports.register(sub)
     return p
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
         _err("--concurrency must be >= 1")
         return EXIT_CONFIG
-    from econarena.hosts.records import LogError
+    from .rundir import LogError
 
     try:
         return args.func(args)

@@ -35,7 +35,7 @@ def _prices_ok(path: str | None) -> bool:
     """Read --prices up front: a typo must not surface as a traceback after a whole suite has run."""
     if path is None:
         return True
-    from econarena.analysis.report import load_prices
+    from .analysis.report import load_prices
 
     try:
         load_prices(path)
@@ -62,8 +62,8 @@ def _print_report(rep: Any) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     if not _need_report_extra():
         return EXIT_ERROR
-    from econarena.analysis.load import expand_run_dirs
-    from econarena.analysis.report import build_report
+    from .analysis.load import expand_run_dirs
+    from .analysis.report import build_report
 
     if not _prices_ok(args.prices):
         return EXIT_CONFIG
@@ -94,9 +94,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if not _need_report_extra():
         return EXIT_ERROR
-    from econarena.analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
-    from econarena.analysis.load import load
-    from econarena.analysis.tables import METRICS
+    from .analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
+    from .analysis.load import load
+    from .analysis.tables import METRICS
 
     for m in args.metrics or ():
         if m not in METRICS:
@@ -142,7 +142,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def suite_files(paths: list[str]) -> list[Path]:
     """Experiment files of a suite: the TOML files named, or those in a folder that have an [experiment]."""
-    from econarena.hosts.config import ConfigError
+    from .hosts.config import ConfigError
 
     out: list[Path] = []
     for p in map(Path, paths):
@@ -177,12 +177,12 @@ def _sessions_arg(value: str) -> str:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from econarena.agents.base import AgentError
-    from econarena.agents.llm import load_dotenv
-    from econarena.hosts.cli import out_dir_problem, resume_command, run_one, same_experiment, write_error
-    from econarena.hosts.config import ConfigError, load_experiment
-    from econarena.hosts.host import preflight_experiment
-    from econarena.hosts.records import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
+    from .agents.base import AgentError
+    from .agents.llm import load_dotenv
+    from .cli import out_dir_problem, resume_command, run_one, same_experiment, write_error
+    from .hosts.config import ConfigError, load_experiment
+    from .hosts.host import preflight_experiment
+    from .rundir import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
 
     load_dotenv()
     try:
@@ -270,7 +270,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
         return worst
     if not _need_report_extra():
         return max(worst, EXIT_ERROR)
-    from econarena.analysis.report import build_report
+    from .analysis.report import build_report
 
     rep = build_report(done, Path(args.report_out) if args.report_out else out / "report", n_boot=args.boot,
                        seed=args.seed, prices=args.prices, title=args.title)
@@ -294,10 +294,10 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Reference results -> run directories (hosts/importer.py), summaries and the score table (analysis)."""
-    from econarena.analysis import gamabench
-    from econarena.analysis.metrics import write_summary
-    from econarena.hosts.importer import ImportFailed, import_reference
-    from econarena.hosts.records import write_atomic
+    from .analysis import gamabench
+    from .analysis.metrics import write_summary
+    from .hosts.importer import ImportFailed, import_reference
+    from .rundir import write_atomic
 
     if not args.unnamed_model.strip():
         _err("--unnamed-model must not be empty")

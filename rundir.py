@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from econarena import SCHEMA_VERSION, __version__
+from . import SCHEMA_VERSION, __version__
 
 DECISIONS = "decisions.jsonl"
 RUNS = "runs.jsonl"
+# `agents` values in run records that call no model API (the Host's baselines, and imported runs)
+BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "human", "imported"})
 MANIFEST = "manifest.json"
 CONFIG = "config.toml"
 FLUSH_S = 0.25  # decisions of an unfinished run are redone on resume (LLM replies come from the cache)

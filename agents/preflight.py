@@ -1,0 +1,188 @@
+"""Checks before a run: SDKs installed, keys present, local model settings sane; ``.env`` files.
+
+Everything here runs before any game starts, so a missing key or a wrong device is one clear line, not a
+run that stops on API errors. Keys are looked up, never printed or written.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from .providers import PROVIDERS
+from .settings import LLMSettings
+
+if TYPE_CHECKING:
+    pass
+
+
+def _module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """A server on this machine (vLLM, Ollama, llama.cpp, a test fake) usually takes no key."""
+    if not base_url:
+        return False
+    try:
+        host = urlsplit(base_url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _key_envs(provider: str, settings: LLMSettings) -> tuple[str, ...]:
+    return (settings.api_key_env,) if settings.api_key_env else PROVIDERS[provider].key_envs
+
+
+def _key_optional(settings: LLMSettings) -> bool:
+    """No key is demanded from a loopback server unless the player names a variable explicitly."""
+    return not settings.api_key_env and is_loopback(settings.base_url)
+
+
+def preflight(provider: str, settings: LLMSettings, where: str) -> list[str]:
+    """Problems that would stop this player, found before any request: missing SDK, key or model.
+
+    Messages name the variable or the pip extra, never a key's value.
+    """
+    info = PROVIDERS[provider]
+    problems = []
+    missing = [m for m in info.sdk_modules if not _module_available(m)]
+    if missing:
+        problems.append(
+            f"{where}: agent '{provider}' needs {', '.join(missing)}: "
+            f"pip install 'econarena[{info.extra}]'"
+        )
+    envs = _key_envs(provider, settings)
+    if envs and not _key_optional(settings) and api_key(provider, settings) is None:
+        problems.append(f"{where}: agent '{provider}' needs an API key: set {' or '.join(envs)}"
+                        " (in the environment or in .env)")
+    if info.needs_model and not settings.model:
+        problems.append(f"{where}: agent '{provider}' needs a model: set model = \"...\"")
+    return problems + settings_problems(provider, settings, where)
+
+
+def settings_problems(provider: str, settings: LLMSettings, where: str) -> list[str]:
+    """Settings this provider cannot honour (a structured mode, a local model's path, device, dtype).
+
+    Needs no key and loads no model, so ``validate`` runs it for every file.
+    """
+    info = PROVIDERS[provider]
+    problems = []
+    if settings.structured != "off" and settings.structured not in info.structured:
+        modes = " or ".join(f'"{m}"' for m in ("off", *info.structured))
+        problems.append(f"{where}: structured = \"{settings.structured}\" is not available for agent "
+                        f"'{provider}' ({info.structured_note}); use structured = {modes}")
+    if provider == "hf":
+        problems += local_model_problems(settings, where)
+    return problems
+
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
+
+
+def local_model_problems(settings: LLMSettings, where: str) -> list[str]:
+    """What is wrong with an hf player's model, device or dtype, found without loading anything."""
+    problems = []
+    if settings.dtype is not None and settings.dtype not in _DTYPES:
+        problems.append(f"{where}: dtype = {settings.dtype!r} is not a dtype the hf provider knows "
+                        f"(expected one of {', '.join(_DTYPES)})")
+    model = settings.model
+    if model:
+        path = Path(model).expanduser()
+        # "org/name" is a hub id unless it exists here; an explicit path or a .gguf file must exist
+        explicit = model.endswith(".gguf") or model.startswith(("./", "../", "/", "~"))
+        if explicit and not path.exists():
+            problems.append(f"{where}: model = {model!r}: no such file or folder")
+        elif path.is_dir() and not (path / "config.json").is_file():
+            problems.append(f"{where}: model = {model!r}: the folder has no config.json (not a transformers "
+                            "model folder)")
+    device = (settings.device or "cpu").strip()
+    if not re.fullmatch(r"(cpu|cuda|mps|xpu)(:\d+)?|auto", device):
+        problems.append(f"{where}: device = {device!r}: expected cpu, cuda, cuda:N, mps or xpu")
+    elif device.startswith(("cuda", "mps", "xpu")) and _module_available("torch"):
+        problems += _device_problems(device, where)
+    return problems
+
+
+def _device_problems(device: str, where: str) -> list[str]:
+    """Ask torch (already needed for hf) whether the accelerator exists; cheap, loads no model."""
+    import torch
+
+    kind, _, index = device.partition(":")
+    backend = {"cuda": torch.cuda, "mps": getattr(torch.backends, "mps", None),
+               "xpu": getattr(torch, "xpu", None)}[kind]
+    available = bool(backend is not None and backend.is_available())
+    if not available:
+        return [f"{where}: device = {device!r}, but torch sees no {kind} device on this machine "
+                "(use device = \"cpu\")"]
+    if index and kind != "mps" and int(index) >= backend.device_count():
+        return [f"{where}: device = {device!r}, but torch sees only {backend.device_count()} {kind} device(s)"]
+    return []
+
+
+def api_key_source(provider: str, settings: LLMSettings) -> tuple[str, str] | None:
+    """(variable, value) of the key this player uses, first set variable wins."""
+    for env in _key_envs(provider, settings):
+        value = os.environ.get(env, "").strip()
+        if value:
+            return env, value
+    return None
+
+
+def api_key(provider: str, settings: LLMSettings) -> str | None:
+    found = api_key_source(provider, settings)
+    return found[1] if found else None
+
+
+_DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
+    """Read ``KEY=VALUE`` lines into the environment without overriding what is already set.
+
+    A variable that is set but empty counts as unset (as it does for keys). Supports ``export``,
+    quotes and ``#`` comments. Returns the names it set, never values, so the caller may log them.
+    """
+    p = Path(path)
+    if not p.is_file():
+        return []
+    loaded = []
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:  # a binary or unreadable .env must not stop a run
+        print(f"econarena: warning: {p}: not read ({getattr(exc, 'strerror', None) or 'not UTF-8 text'})",
+              file=sys.stderr)
+        return []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _DOTENV_LINE.match(line)
+        if not m:
+            continue
+        name, value = m.group(1), m.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+            if m.group(2)[0] == '"':
+                value = value.replace("\\n", "\n").replace('\\"', '"')
+        else:
+            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
+        if os.environ.get(name, "").strip():
+            continue
+        os.environ[name] = value
+        loaded.append(name)
+    return loaded

@@ -1,0 +1,363 @@
+"""Reply fields and judging: what a player must answer, and the three kinds of failure.
+
+Replies are judged in three steps, kept apart because the rule-breaking metric needs them:
+``parse_error`` (no JSON object, or a key is missing), ``schema_error`` (a value of the wrong type),
+``rule_violation`` (well-formed but against the rules, e.g. a bid above one's assets). Judging is linear in
+the reply's length and bounds what a reply can make us store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .params import fmt_num
+
+PARSE_ERROR = "parse_error"
+SCHEMA_ERROR = "schema_error"
+RULE_VIOLATION = "rule_violation"
+Violation = Literal["parse_error", "schema_error", "rule_violation"]
+
+
+FieldKind = Literal["number", "choice", "text", "allocation", "target"]
+
+
+@dataclass(frozen=True)
+class ActionField:
+    """One key of the JSON reply. The kind decides how it is judged (see ``judge_value``).
+
+    - ``number``: ``low``/``high`` are rule bounds (inclusive, breaking them is a rule violation);
+      ``integer`` demands a whole number (a schema error otherwise); ``step`` a grid from ``low``.
+    - ``choice``: one of ``choices`` (case-insensitive).
+    - ``text``: a string of at most ``max_length`` characters; ``secret`` marks a private note that the
+      Host logs but never shows to other players.
+    - ``allocation``: an object over ``items`` (player ids or goods) of non-negative numbers summing to
+      ``total``; ``integer`` as for numbers.
+    - ``target``: the id of a player in ``targets``; ``allow_none`` lets ``null`` mean "nobody".
+    """
+
+    name: str
+    kind: FieldKind
+    description: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    integer: bool = False
+    step: float | None = None
+    max_length: int | None = None
+    secret: bool = False
+    items: tuple[str, ...] = ()
+    total: float | None = None
+    targets: tuple[int, ...] = ()
+    allow_none: bool = False
+
+    def type_name(self) -> str:
+        return {"number": "int" if self.integer else "float", "choice": "str", "text": "str",
+                "allocation": "object", "target": "int"}[self.kind]
+
+    def format_hint(self) -> str:
+        if self.kind == "choice":
+            return " or ".join(f'"{c}"' for c in self.choices)
+        if self.kind == "number":
+            return "a whole number" if self.integer else "a number"
+        if self.kind == "text":
+            return f"a string of at most {self.max_length} characters" if self.max_length else "a string"
+        if self.kind == "allocation":
+            keys = ", ".join(f'"{k}": number' for k in self.items)
+            return f"{{{keys}}} summing to {fmt_num(self.total)}"
+        ids = ", ".join(str(t) for t in self.targets)
+        return f"one of the player ids {ids}" + (" or null" if self.allow_none else "")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """What a player must answer at this state; prompts, parsing and validation all derive from it."""
+
+    fields: tuple[ActionField, ...]
+
+    def field(self, name: str) -> ActionField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The Host's reading of one reply."""
+
+    action: dict[str, Any] | None
+    violation: Violation | None
+    detail: str | None
+    extras: dict[str, Any] = field(default_factory=dict)  # other keys the reply carried (logged)
+
+    @property
+    def valid(self) -> bool:
+        return self.violation is None
+
+
+def judge_reply(spec: ActionSpec, text: str, check: Any = None) -> Judgement:
+    """Parse, type-check and rule-check one raw reply against the declared fields, in that order."""
+    obj = extract_json(text)
+    if obj is None:
+        return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
+    norm = {_norm_key(k): (k, v) for k, v in obj.items()}
+    extras = _extras(obj, spec)
+    action: dict[str, Any] = {}
+    for f in spec.fields:
+        hit = norm.get(_norm_key(f.name))
+        if hit is None:
+            return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", extras)
+        value, problem = _typed(f, hit[1])
+        if problem is not None:
+            return Judgement(None, SCHEMA_ERROR, problem, extras)
+        action[f.name] = value
+    for f in spec.fields:
+        problem = _rule_problem(f, action[f.name])
+        if problem is not None:
+            return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
+    problem = check(action) if check is not None else None
+    if problem:
+        return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
+    return Judgement(action, None, None, extras)
+
+
+def _show(value: Any) -> str:
+    try:
+        return json.dumps(value)[:80]
+    except (TypeError, ValueError, RecursionError):
+        return type(value).__name__
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)  # an int too large for a float overflows
+    except OverflowError:
+        return math.inf
+
+
+def _typed(f: ActionField, value: Any) -> tuple[Any, str | None]:
+    """The value in its field's type, or a schema problem."""
+    if f.kind == "number":
+        number = _number(value)
+        if number is None:
+            return None, f"{f.name!r} must be {f.format_hint()}, got {_show(value)}"
+        if not math.isfinite(number):
+            return None, f"{f.name!r} must be finite"
+        if f.integer:
+            if not number.is_integer():
+                return None, f"{f.name!r} must be a whole number, got {_show(value)}"
+            return int(number), None
+        return number, None
+    if f.kind == "choice":
+        if not isinstance(value, str) or value.strip().lower() not in f.choices:
+            return None, f"{f.name!r} must be one of {f.format_hint()}, got {_show(value)}"
+        return value.strip().lower(), None
+    if f.kind == "text":
+        if not isinstance(value, str):
+            return None, f"{f.name!r} must be a string, got {_show(value)}"
+        return value, None
+    if f.kind == "allocation":
+        return _allocation(f, value)
+    return _target(f, value)
+
+
+def _allocation(f: ActionField, value: Any) -> tuple[Any, str | None]:
+    if isinstance(value, list) and len(value) == len(f.items):
+        value = dict(zip(f.items, value))
+    if not isinstance(value, dict):
+        return None, f"{f.name!r} must be {f.format_hint()}, got {_show(value)}"
+    byname = {_norm_key(str(k)): v for k, v in value.items()}
+    wanted = {_norm_key(k): k for k in f.items}
+    if set(byname) != set(wanted):
+        return None, f"{f.name!r} must have exactly the keys {', '.join(f.items)}, got {_show(sorted(value))}"
+    out = {}
+    for nk, key in wanted.items():
+        number = _number(byname[nk])
+        if number is None or not math.isfinite(number):
+            return None, f"{f.name!r}.{key} must be a finite number, got {_show(byname[nk])}"
+        if f.integer and not number.is_integer():
+            return None, f"{f.name!r}.{key} must be a whole number, got {_show(byname[nk])}"
+        out[key] = int(number) if f.integer else number
+    return out, None
+
+
+_PLAYER_REF = re.compile(r"^\s*(?:player[\s_#-]*)?(-?\d{1,9})\s*$", re.I)
+
+
+def _target(f: ActionField, value: Any) -> tuple[Any, str | None]:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none")):
+        return (None, None) if f.allow_none else (None, f"{f.name!r} must name a player, got null")
+    if isinstance(value, str) and (m := _PLAYER_REF.match(value)):
+        value = int(m.group(1))
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None, f"{f.name!r} must be a player id (a whole number), got {_show(value)}"
+    if value == -1 and f.allow_none:
+        return None, None
+    return value, None
+
+
+def _rule_problem(f: ActionField, v: Any) -> str | None:
+    if f.kind == "number":
+        if (f.low is not None and v < f.low) or (f.high is not None and v > f.high):
+            return f"{f.name} {fmt_num(v)} is outside [{fmt_num(f.low)}, {fmt_num(f.high)}]"
+        if f.step and not math.isclose((v - (f.low or 0.0)) / f.step,
+                                       round((v - (f.low or 0.0)) / f.step), abs_tol=1e-9):
+            return f"{f.name} {fmt_num(v)} is not on the grid of step {fmt_num(f.step)}"
+    elif f.kind == "text":
+        if f.max_length is not None and len(v) > f.max_length:
+            return f"{f.name} has {len(v)} characters, more than the {f.max_length} allowed"
+    elif f.kind == "allocation":
+        if any(x < 0 for x in v.values()):
+            return f"{f.name} has a negative share"
+        if f.total is not None and not math.isclose(math.fsum(v.values()), f.total, rel_tol=1e-9, abs_tol=1e-9):
+            return f"{f.name} sums to {fmt_num(math.fsum(v.values()))}, not {fmt_num(f.total)}"
+    elif f.kind == "target" and v is not None and v not in f.targets:
+        return f"{f.name} {v} is not one of the players that can be named ({', '.join(map(str, f.targets))})"
+    return None
+
+
+def _norm_key(key: str) -> str:
+    return re.sub(r"[\s_\-]+", " ", key.strip().lower())
+
+
+def _extras(obj: dict[str, Any], spec: ActionSpec) -> dict[str, Any]:
+    names = {_norm_key(f.name) for f in spec.fields}
+    return bounded_extras({k: v for k, v in obj.items() if _norm_key(k) not in names})
+
+
+EXTRAS_MAX_DEPTH = 8  # a reply's other keys are kept for reading, not for re-parsing: bound what they cost
+EXTRAS_MAX_CHARS = 20_000
+
+
+def _cut(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        if depth >= EXTRAS_MAX_DEPTH:
+            return f"<object nested deeper than {EXTRAS_MAX_DEPTH} levels, dropped: see the raw response>"
+        return {str(k): _cut(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        if depth >= EXTRAS_MAX_DEPTH:
+            return f"<list nested deeper than {EXTRAS_MAX_DEPTH} levels, dropped: see the raw response>"
+        return [_cut(v, depth + 1) for v in value]
+    return value
+
+
+def bounded_extras(extras: dict[str, Any]) -> dict[str, Any]:
+    """The reply's other keys, cut to EXTRAS_MAX_DEPTH levels and EXTRAS_MAX_CHARS of JSON.
+
+    A reply nested a thousand levels deep would otherwise be stored as-is and make every later
+    ``json.dumps`` of the decision record fail; the raw text is always kept in ``response``.
+    """
+    out = _cut(extras, 0)
+    text = json.dumps(out)
+    if len(text) > EXTRAS_MAX_CHARS:
+        return {"truncated_json": text[:EXTRAS_MAX_CHARS]}
+    return out
+
+
+def _short(value: Any) -> str:
+    """A value quoted in a detail message: at most 80 characters, whatever its depth."""
+    return json.dumps(_cut(value, EXTRAS_MAX_DEPTH - 2))[:80]
+
+
+FALLBACK_ATTEMPTS = 64  # decoding attempts from stray "{" positions: keeps judging linear in the reply
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """Bodies of ``` fences (an optional ``json`` tag dropped) that look like one object, in order.
+
+    Fences are paired left to right with ``str.find``: linear, where a lazy regex over the whole reply
+    was quadratic on a reply of many fences.
+    """
+    marks = []
+    pos = text.find("```")
+    while pos != -1:
+        marks.append(pos)
+        pos = text.find("```", pos + 3)
+    out = []
+    for a, b in zip(marks[0::2], marks[1::2]):
+        body = text[a + 3:b]
+        if body[:4].lower() == "json":
+            body = body[4:]
+        body = body.strip()
+        if body.startswith("{") and body.endswith("}"):
+            out.append(body)
+    return out
+
+
+def extract_json(text: str) -> dict[str, Any] | None:
+    """The reply's JSON object: a fenced block if any, else the LAST balanced ``{...}`` that parses.
+
+    The last one wins because chain-of-thought replies reason first and answer at the end.
+    """
+    if not text:
+        return None
+    for block in reversed(_fenced_blocks(text)):
+        obj = _loads(block)
+        if obj is not None:
+            return obj
+    candidates = []
+    depth = 0
+    start = -1
+    in_str = False
+    escape = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                candidates.append(text[start:i + 1])
+    for cand in reversed(candidates):
+        obj = _loads(cand)
+        if obj is not None:
+            return obj
+    # An unbalanced brace in the prose ("I pick { hmm ...") hides the answer from the scan above:
+    # decode from every "{" instead and keep the object that ends last (the outermost one on nesting).
+    best: tuple[int, dict[str, Any]] | None = None
+    starts = [m.start() for m in re.finditer(r"\{", text)][-FALLBACK_ATTEMPTS:]
+    for start in starts:
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and (best is None or end > best[0]):
+            best = (end, obj)
+    return best[1] if best else None
+
+
+def _finite_or_text(text: str) -> float | str:
+    x = float(text)
+    return x if math.isfinite(x) else text
+
+
+# NaN, Infinity and 1e999 stay as their text: a number key then fails as a schema error, and whatever the
+# reply carried can still be logged as strict JSON.
+_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_or_text)
+
+
+def _loads(s: str) -> dict[str, Any] | None:
+    try:
+        obj = _DECODER.decode(s)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None

@@ -1,0 +1,49 @@
+"""config.toml: the resolved experiment written back out, every default filled in and no secret."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .experiment import Experiment
+
+
+def resolved_data(exp: Experiment) -> dict[str, Any]:
+    """The experiment with every default filled in, as TOML data. Never a key: only variable names, and
+    a base_url with its credentials masked."""
+    from ..agents.calls import public_url
+
+    def masked(llm: dict[str, Any]) -> dict[str, Any]:
+        return {k: public_url(v) if k == "base_url" and isinstance(v, str) else v for k, v in llm.items()}
+
+    doc: dict[str, Any] = {"experiment": exp.experiment.model_dump(exclude_none=True),
+                           "game": exp.params.model_dump()}
+    if exp.llm_defaults:
+        doc["llm"] = masked(exp.llm_defaults)
+    if exp.prompts:
+        doc["prompts"] = dict(exp.prompts)
+    players = []
+    for p in exp.players:
+        entry: dict[str, Any] = {"agent": p.agent, "label": p.label, "count": p.count}
+        if p.agent == "scripted":
+            entry["responses"] = list(p.responses)
+        if p.agent == "level_k":
+            entry["k"] = p.k
+        if p.llm is not None:
+            entry.update(masked(p.llm.model_dump(exclude_none=True)))
+        players.append(entry)
+    doc["players"] = players
+    if exp.axes:
+        grid: dict[str, dict[str, Any]] = {}
+        for a in exp.axes:
+            values = [public_url(v) if a.key == "base_url" and isinstance(v, str) else v for v in a.values]
+            grid.setdefault(a.section, {})[a.key] = values
+        doc["grid"] = grid
+    return doc
+
+
+def resolved_toml(exp: Experiment) -> str:
+    """config.toml: :func:`resolved_data` written by tomli-w, which escapes every control character (a
+    hand-written writer let a carriage return or a NUL make the file unreadable for report and suite)."""
+    import tomli_w
+
+    return "# Resolved by econarena: every default filled in.\n" + tomli_w.dumps(resolved_data(exp))
