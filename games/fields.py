@@ -8,6 +8,7 @@ the reply's length and bounds what a reply can make us store.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -224,8 +225,18 @@ def _rule_problem(f: ActionField, v: Any) -> str | None:
     return None
 
 
+_KEY_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _norm_key_cached(key: str) -> str:
+    return _KEY_SEPARATORS.sub(" ", key.strip().lower())
+
+
 def _norm_key(key: str) -> str:
-    return re.sub(r"[\s_\-]+", " ", key.strip().lower())
+    """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``); the
+    few distinct keys repeat across decisions, so the normal forms are cached (long keys are not)."""
+    return _norm_key_cached(key) if len(key) <= 64 else _KEY_SEPARATORS.sub(" ", key.strip().lower())
 
 
 def _extras(obj: dict[str, Any], spec: ActionSpec) -> dict[str, Any]:

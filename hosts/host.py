@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..agents.base import Agent, DecisionRequest, Message, Reply
+from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
 from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import ActionSpec, Judgement, Outcome, Setup
@@ -327,7 +327,7 @@ class Host:
             actions = {seat: j.action for seat, (_, j, _) in zip(movers, results)}
             for seat, (_, _, first_ok) in zip(movers, results):
                 first_valid[seat] = first_valid[seat] and first_ok
-            chance = np.random.default_rng(np.random.SeedSequence(e.seed, spawn_key=(3, session, run, rnd)))
+            chance: Any = LazyGenerator(e.seed, (3, session, run, rnd))  # built only if the game draws
             after = self.game.apply(state, actions, chance)
             round_log.append({"round": rnd, "actions": [actions.get(i) for i in range(len(seats))],
                               "events": self.game.events(state, after, actions)})
