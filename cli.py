@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 
@@ -107,7 +108,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .agents.base import AgentError
     from .agents.llm import load_dotenv
     from .hosts.host import planned_calls, preflight_experiment
 
@@ -156,21 +156,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                  "use --out DIR, or resume with the same file and --seed")
             return EXIT_CONFIG
     worst = EXIT_OK
-    from .rundir import RunDirectoryBusy
-
     for exp, d in zip(exps, dirs):
-        try:
-            result = run_one(exp, d, concurrency=args.concurrency, resume=args.resume, quiet=args.quiet,
-                             cache=not args.no_cache, cache_dir=args.cache_dir)
-        except KeyboardInterrupt:
-            _err(f"interrupted; finished runs are kept: {resume_command(exp, d)}")
-            return EXIT_INTERRUPTED
-        except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
-            _err(str(exc))
-            return EXIT_CONFIG
-        except OSError as exc:  # a full disk, a directory made read-only mid-run
-            _err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
-            return EXIT_CONFIG
+        result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d))
+        if isinstance(result, int):
+            return result
         if result.status == "incomplete":
             worst = max(worst, EXIT_INCOMPLETE)
     return worst
@@ -234,6 +223,26 @@ def sigterm_as_sigint() -> Iterator[None]:
 def resume_command(exp, out: Path) -> str:  # noqa: ANN001
     """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
     return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
+
+
+def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str) -> Any:  # noqa: ANN001
+    """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
+    an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
+    from .agents.base import AgentError
+    from .rundir import RunDirectoryBusy
+
+    try:
+        return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
+                       cache=not args.no_cache, cache_dir=args.cache_dir)
+    except KeyboardInterrupt:
+        _err(f"interrupted; finished runs are kept: {on_interrupt}")
+        return EXIT_INTERRUPTED
+    except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
+        _err(str(exc))
+        return EXIT_CONFIG
+    except OSError as exc:  # a full disk, a directory made read-only mid-run
+        _err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
+        return EXIT_CONFIG
 
 
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001

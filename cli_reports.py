@@ -177,12 +177,11 @@ def _sessions_arg(value: str) -> str:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from .agents.base import AgentError
     from .agents.llm import load_dotenv
-    from .cli import out_dir_problem, resume_command, run_one, same_experiment, write_error
+    from .cli import out_dir_problem, run_guarded, same_experiment
     from .hosts.config import ConfigError, load_experiment
     from .hosts.host import preflight_experiment
-    from .rundir import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
+    from .rundir import complete_runs, read_jsonl, runnable_prefix
 
     load_dotenv()
     try:
@@ -251,18 +250,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
                 continue
             resume = True
         print(f"[{i}/{len(exps)}] {exp.name}: {'resuming' if resume else 'running'} -> {d}")
-        try:
-            result = run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                             cache=not args.no_cache, cache_dir=args.cache_dir)
-        except KeyboardInterrupt:
-            _err("interrupted; finished runs are kept: run the same suite command again to continue")
-            return EXIT_INTERRUPTED
-        except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
-            _err(str(exc))
-            return EXIT_CONFIG
-        except OSError as exc:  # a full disk, a directory made read-only mid-run
-            _err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
-            return EXIT_CONFIG
+        result = run_guarded(exp, d, args, resume=resume,
+                             on_interrupt="run the same suite command again to continue")
+        if isinstance(result, int):
+            return result
         done.append(d)
         if result.status != "complete":
             worst = max(worst, EXIT_INCOMPLETE)

@@ -114,13 +114,17 @@ class Progress:
             sys.stderr.flush()
 
 
-def preflight_experiment(exp: Experiment) -> list[str]:
-    """Missing SDKs or keys for every LLM player, before anything starts."""
+def _llm_problems(exp: Experiment, check: Any) -> list[str]:
     problems = []
     for i, p in enumerate(exp.players):
         if p.llm is not None:
-            problems += preflight(p.agent, p.llm, f"players[{i}] ({p.label})")
+            problems += check(p.agent, p.llm, f"players[{i}] ({p.label})")
     return problems
+
+
+def preflight_experiment(exp: Experiment) -> list[str]:
+    """Missing SDKs or keys for every LLM player, before anything starts."""
+    return _llm_problems(exp, preflight)
 
 
 @functools.lru_cache(maxsize=256)
@@ -131,11 +135,7 @@ def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> d
 
 def settings_problems_of(exp: Experiment) -> list[str]:
     """What ``validate`` can find without keys or loading a model: structured modes, local model paths."""
-    problems = []
-    for i, p in enumerate(exp.players):
-        if p.llm is not None:
-            problems += settings_problems(p.agent, p.llm, f"players[{i}] ({p.label})")
-    return problems
+    return _llm_problems(exp, settings_problems)
 
 
 def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from econarena.games import get_game
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_rounds  # noqa: E402
+
 from econarena.games.base import Setup
 from econarena.games.diners_dilemma import DinerParams, diner_score, paper_label
 
@@ -14,17 +21,8 @@ GAME = get_game("diners_dilemma")
 
 
 def _play(orders_per_round: list[list[str | None]], **params):
-    setup = GAME.setup(DinerParams(rounds=len(orders_per_round), **params), len(orders_per_round[0]),
-                       np.random.default_rng(0))
-    state = GAME.initial_state(setup)
-    log = []
-    for r, orders in enumerate(orders_per_round):
-        actions = {i: None if c is None else {"chosen_dish": c} for i, c in enumerate(orders)}
-        after = GAME.apply(state, actions)
-        log.append({"round": r, "actions": [actions[i] for i in range(len(orders))],
-                    "events": GAME.events(state, after, actions)})
-        state = after
-    return setup, state, log
+    params_ = DinerParams(rounds=len(orders_per_round), **params)
+    return play_rounds(GAME, params_, "chosen_dish", orders_per_round)
 
 
 def test_payoffs_split_the_bill() -> None:

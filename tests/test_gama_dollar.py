@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from econarena.games import get_game
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_rounds  # noqa: E402
+
 from econarena.games.base import Setup
 from econarena.games.divide_dollar import DollarParams, dollar_score
 
@@ -16,17 +22,8 @@ GAME = get_game("divide_dollar")
 
 
 def _play(bids_per_round: list[list[int | None]], **params):
-    setup = GAME.setup(DollarParams(rounds=len(bids_per_round), **params), len(bids_per_round[0]),
-                       np.random.default_rng(0))
-    state = GAME.initial_state(setup)
-    log = []
-    for r, bids in enumerate(bids_per_round):
-        actions = {i: None if b is None else {"bid_amount": b} for i, b in enumerate(bids)}
-        after = GAME.apply(state, actions)
-        log.append({"round": r, "actions": [actions[i] for i in range(len(bids))],
-                    "events": GAME.events(state, after, actions)})
-        state = after
-    return setup, state, log
+    params_ = DollarParams(rounds=len(bids_per_round), **params)
+    return play_rounds(GAME, params_, "bid_amount", bids_per_round)
 
 
 def test_payoffs() -> None:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from econarena.games import get_game
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_rounds  # noqa: E402
+
 from econarena.games.base import Setup
 from econarena.games.public_goods import GoodsParams, goods_score
 
@@ -14,17 +21,8 @@ GAME = get_game("public_goods")
 
 
 def _play(contribs_per_round: list[list[int | None]], **params):
-    setup = GAME.setup(GoodsParams(rounds=len(contribs_per_round), **params), len(contribs_per_round[0]),
-                       np.random.default_rng(0))
-    state = GAME.initial_state(setup)
-    log = []
-    for r, cs in enumerate(contribs_per_round):
-        actions = {i: None if c is None else {"tokens_contributed": c} for i, c in enumerate(cs)}
-        after = GAME.apply(state, actions)
-        log.append({"round": r, "actions": [actions[i] for i in range(len(cs))],
-                    "events": GAME.events(state, after, actions)})
-        state = after
-    return setup, state, log
+    params_ = GoodsParams(rounds=len(contribs_per_round), **params)
+    return play_rounds(GAME, params_, "tokens_contributed", contribs_per_round)
 
 
 def test_payoffs_reset_every_round() -> None:

@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from econarena.games import get_game
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_rounds  # noqa: E402
+
 from econarena.games.guessing import GuessingParams, guessing_score
 
 GAME = get_game("guessing_game")
 
 
 def _play(choices_per_round: list[list[int | None]], **params):
-    setup = GAME.setup(GuessingParams(rounds=len(choices_per_round), **params), len(choices_per_round[0]),
-                       np.random.default_rng(0))
-    state = GAME.initial_state(setup)
-    log = []
-    for r, choices in enumerate(choices_per_round):
-        actions = {i: None if c is None else {"chosen_number": c} for i, c in enumerate(choices)}
-        after = GAME.apply(state, actions)
-        log.append({"round": r, "actions": [actions[i] for i in range(len(choices))],
-                    "events": GAME.events(state, after, actions)})
-        state = after
-    return setup, state, log
+    params_ = GuessingParams(rounds=len(choices_per_round), **params)
+    return play_rounds(GAME, params_, "chosen_number", choices_per_round)
 
 
 def test_round_winners_and_payoffs() -> None:
