@@ -7,6 +7,7 @@ One test, marked ``slow``, loads the real bundled SmolLM2 default and asks it fo
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -484,3 +485,24 @@ def test_validate_reports_a_bad_local_model_without_loading(tmp_path: Path,
     assert "dtype = 'float7'" in err and "device = 'gpu'" in err and "Traceback" not in err
     assert main(["run", str(f), "--out", str(tmp_path / "out"), "--quiet"]) == 2  # before any game starts
     assert "device = 'gpu'" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_round_game_batches_every_seats_turn_and_shares_the_prefix(byte_model: Path, tmp_path: Path) -> None:
+    """Ten seats of one local model through three rounds of Guess 2/3 (growing per-seat conversations):
+    each round's ten decisions go to the model as one batch, whose common prompt prefix (system prompt and
+    rules) is prefilled once, and every constrained reply is valid."""
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.host import Host, HostOptions
+
+    doc = {"experiment": {"name": "conv", "game": "guessing_game", "sessions": 1, "seed": 3},
+           "game": {"rounds": 3},
+           "players": [{"agent": "hf", "model": str(byte_model), "count": 10, "max_tokens": 24,
+                        "temperature": 0.0, "structured": "format"}]}
+    host = Host(parse_experiment(doc, "t.toml"), tmp_path / "out", HostOptions(concurrency=16, quiet=True))
+    result = asyncio.run(host.run())
+    assert result.status == "complete"
+    provider = host.agents[0][0].provider
+    assert list(provider.stats.sizes) == [10, 10, 10]
+    assert provider.stats.shared_prefix_tokens > 0
+    decisions = [json.loads(line) for line in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
+    assert len(decisions) == 30 and all(d["violation"] in (None, "rule_violation") for d in decisions)
