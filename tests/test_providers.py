@@ -259,12 +259,14 @@ def test_slow_reply_within_timeout(name: str, server: FakeLLMServer) -> None:
 
 @pytest.mark.parametrize("name", API)
 def test_timeout_is_retried_then_reported(name: str, server: FakeLLMServer) -> None:
-    server.script(ok(delay=1.5), ok(delay=1.5))
+    # Each reply would take 8 s: two attempts cut at 0.3 s plus a short backoff end far sooner, even on a
+    # loaded machine (seen: up to 4.7 s with every core busy), while waiting for one reply cannot.
+    server.script(ok(delay=8.0), ok(delay=8.0))
     start = time.monotonic()
     with pytest.raises(CallError, match="timed out") as err:
         gen(name, settings_for(name, server, timeout_s=0.3, max_retries=1))
     assert err.value.attempts == 2 and server.count() == 2
-    assert time.monotonic() - start < 1.4
+    assert time.monotonic() - start < 7.0
 
 
 # -- keys ------------------------------------------------------------------------------------------
