@@ -401,3 +401,192 @@ def format_equilibria(t: PairTable) -> str:
         return f"{t.game}: model-choice meta-game on {t.metric}: no pure equilibrium among the observed pairs"
     eqs = "; ".join(f"({t.rows[i]}, {t.cols[j]})" for i, j in t.equilibria)
     return f"{t.game}: model-choice meta-game on {t.metric}: pure equilibria (p1, p2): {eqs}"
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+EFFECTS_TITLE = "Linear-model effects"
+PAIRS_TITLE = "Player pairs and the model-choice meta-game"
+
+
+@dataclass
+class Section:
+    """A family's part of the report: its figures, notes, tables (title, DataFrame) and CSV files."""
+
+    family: str
+    figures: list[Any] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    tables: list[tuple[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+
+def excludes_zero(e: Mapping[str, Any]) -> bool:
+    """Whether the 95% interval excludes 0 (rounding noise of an exact fit does not count)."""
+    return not math.isnan(e["se_x100"]) and (e["low_x100"] > 1e-9 or e["high_x100"] < -1e-9)
+
+
+def _ci_text(e: Mapping[str, Any]) -> str:
+    if math.isnan(e["se_x100"]):
+        return _num(e["effect_x100"])
+    return f"{_num(e['effect_x100'])} [{_num(e['low_x100'])}, {_num(e['high_x100'])}]"
+
+
+def effects_frame(fits: Sequence[Fit]) -> Any:
+    """Rows ``term=level`` (vs reference), one column per metric: effect x100 [95% interval]."""
+    import pandas as pd
+
+    cells: dict[str, dict[str, str]] = {}
+    for f in fits:
+        for e in f.effects:
+            name = "const (all references)" if e["term"] == CONST else f"{e['term']}={e['level']} (vs {e['reference']})"
+            cells.setdefault(name, {})[f"{f.metric} (n={f.n})"] = _ci_text(e)
+    return pd.DataFrame.from_dict(cells, orient="index").rename_axis("effect x100")
+
+
+def pairs_frame(t: PairTable) -> Any:
+    import pandas as pd
+
+    eq = set(t.equilibria)
+    rows = [[("-" if not t.runs[i, j] else f"{t.p1[i, j]:.3f} / {t.p2[i, j]:.3f} (n={int(t.runs[i, j])})"
+              + (" *" if (i, j) in eq else "")) for j in range(len(t.cols))] for i in range(len(t.rows))]
+    return pd.DataFrame(rows, index=pd.Index(t.rows, name="p1 \\ p2"), columns=t.cols)
+
+
+def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> list[Section]:
+    """One section per family with declared factors among ``run_dirs``; [] when there is none."""
+    datas = collect(run_dirs)
+    if not datas:
+        return []
+    from . import figures as F
+
+    sections: dict[str, Section] = {}
+    try:
+        import statsmodels  # noqa: F401
+    except ImportError:
+        statsmodels_missing = True
+    else:
+        statsmodels_missing = False
+    fits_by_family: dict[str, list[Fit]] = {}
+    pairs_by_family: dict[str, list[PairTable]] = {}
+    for name in sorted(datas):
+        data = datas[name]
+        sec = sections.setdefault(data.family, Section(data.family))
+        if data.dropped_invalid:
+            sec.notes.append(f"{data.title}: {data.dropped_invalid} run(s) with a rule break are left out "
+                             "(as in GLEE's data)")
+        if statsmodels_missing:
+            sec.skipped.append((f"{EFFECTS_TITLE}: {data.title}", "needs statsmodels: pip install 'econarena[report]'"))
+        else:
+            fits = [fit(data, m) for m in data.metrics]
+            fits_by_family.setdefault(data.family, []).extend(fits)
+            sec.tables.append((f"{data.title}: effects x100 [95% interval]", effects_frame(fits)))
+            sec.notes += [f"{data.title}: {n}" for f in fits for n in f.notes]
+            try:
+                sec.figures.append(_figure_effects(data, fits, figdir, F))
+            except F.Skip as exc:
+                sec.skipped.append((f"{EFFECTS_TITLE}: {data.title}", str(exc)))
+        t = pair_table(data)
+        if t is None:
+            sec.skipped.append((f"{PAIRS_TITLE}: {data.title}", f"needs two seats and a per-seat '{PAYOFF_METRIC}' "
+                                "metric in the runs"))
+            continue
+        pairs_by_family.setdefault(data.family, []).append(t)
+        sec.tables.append((f"{data.title}: mean {PAYOFF_METRIC} of p1 / p2 by pair (* = pure equilibrium)",
+                           pairs_frame(t)))
+        sec.notes.append(format_equilibria(t).replace(f"{t.game}:", f"{data.title}:", 1))
+        sec.figures.append(_figure_pairs(data, t, figdir, F))
+    for family, sec in sections.items():
+        if family in fits_by_family:
+            path = out / f"{family}_effects.csv"
+            path.write_text(effects_csv(fits_by_family[family]), encoding="utf-8")
+            sec.files.append(path)
+        if family in pairs_by_family:
+            path = out / f"{family}_pairs.csv"
+            path.write_text(pairs_csv(pairs_by_family[family]), encoding="utf-8")
+            sec.files.append(path)
+    return [sections[k] for k in sorted(sections)]
+
+
+def _figure_effects(data: GameData, fits: Sequence[Fit], figdir: Path, F: Any) -> Any:
+    """One panel per metric: each effect x100 (a dot) with its 95% interval (a line), 0 marked."""
+    shown = [f for f in fits if len(f.effects) > 1]
+    if not shown:
+        raise F.Skip("no metric has an effect to show (one level of every factor and player).")
+    names: list[str] = []
+    for f in shown:
+        for e in f.effects[1:]:
+            n = f"{e['term']}={e['level']}"
+            if n not in names:
+                names.append(n)
+    ncol = min(len(shown), 4)
+    nrow = math.ceil(len(shown) / ncol)
+    fig, axes = F._subplots(nrow, ncol, (3.3 * ncol + 2.6, (0.26 * len(names) + 1.3) * nrow + 0.3))
+    for ax in axes.flat[len(shown):]:
+        ax.set_visible(False)
+    for k, (ax, f) in enumerate(zip(axes.flat, shown)):
+        ys = {n: i for i, n in enumerate(names)}
+        for e in f.effects[1:]:
+            y = ys[f"{e['term']}={e['level']}"]
+            color = "#b2182b" if excludes_zero(e) else "#2166ac"
+            if not math.isnan(e["se_x100"]):
+                ax.hlines(y, e["low_x100"], e["high_x100"], color=color, lw=1.6)
+            ax.plot([e["effect_x100"]], [y], "o", color=color, ms=4)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names if k % ncol == 0 else [""] * len(names), fontsize=8)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_title(f"{f.metric} (n={f.n})")
+        ax.set_xlabel("effect x100 (points of M)")
+    refs = ", ".join(f"{fa.name}={fa.reference}" for fa in data.factors)
+    players = next((e["reference"] for f in shown for e in f.effects if e["term"].endswith("_model")), "-")
+    fig.suptitle(f"{data.title}: effects relative to the references")
+    key = f"effects_{data.game}"
+    png, svg = F._save(fig, figdir, key, data.dirs)
+    return F.Figure(key, f"{EFFECTS_TITLE}: {data.title}",
+                    "One OLS per metric (columns) on the one-hot game parameters, the merged market variable and "
+                    "each seat's player. Dot: the coefficient x100, the change of the metric (in points of M) "
+                    "against the reference level with everything else equal; line: its 95% interval "
+                    f"(coef ± 1.96 SE). Red: the interval excludes 0. References: {refs}; players: {players}.",
+                    png, svg, data.dirs)
+
+
+def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
+    """Two heatmaps (seat 1's and seat 2's mean metric by ordered pair), equilibria outlined."""
+    from matplotlib.patches import Rectangle
+
+    n_r, n_c = len(t.rows), len(t.cols)
+    size = (2 * (0.75 * n_c + 2.2) + 1.0, 0.6 * n_r + 2.2)
+    fig, axes = F._subplots(1, 2, size)
+    for ax, values, who in ((axes[0, 0], t.p1, "p1 (row player)"), (axes[0, 1], t.p2, "p2 (column player)")):
+        masked = np.ma.masked_invalid(values)
+        im = ax.imshow(masked, cmap="viridis", aspect="auto")
+        fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean {t.metric}")
+        for i in range(n_r):
+            for j in range(n_c):
+                if t.runs[i, j]:
+                    v = values[i, j]
+                    lo, hi = np.nanmin(values), np.nanmax(values)
+                    dark = hi > lo and (v - lo) / (hi - lo) < 0.5
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                            color="white" if dark else "black")
+        for i, j in t.equilibria:
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d7301f", lw=2.5))
+        ax.set_xticks(range(n_c))
+        ax.set_xticklabels([F._wrap(c, 12) for c in t.cols], fontsize=8)
+        ax.set_yticks(range(n_r))
+        ax.set_yticklabels([F._wrap(r, 16) for r in t.rows], fontsize=8)
+        ax.set_xlabel("p2 (seat 2) player")
+        ax.set_ylabel("p1 (seat 1) player")
+        ax.set_title(f"{t.metric} of {who}")
+        ax.grid(False)
+    eqs = "; ".join(f"({t.rows[i]}, {t.cols[j]})" for i, j in t.equilibria) or "none among the observed pairs"
+    fig.suptitle(f"{data.title}: mean {t.metric} by pair; red boxes: pure equilibria of the model choice")
+    key = f"pairs_{data.game}"
+    png, svg = F._save(fig, figdir, key, data.dirs)
+    return F.Figure(key, f"{PAIRS_TITLE}: {data.title}",
+                    f"Mean {t.metric} of the seat-1 player (left) and of the seat-2 player (right) for each ordered "
+                    "pair (rows: seat 1, columns: seat 2; blank: not played). The meta-game: each seat picks its "
+                    "player and is paid these means; a pair is a pure Nash equilibrium when neither seat gains by "
+                    "switching alone (red boxes; ties count, a pair with an unplayed deviation is not certified). "
+                    f"Equilibria: {eqs}.", png, svg, data.dirs)

@@ -307,3 +307,37 @@ def test_cli_analyze_bad_input_is_one_line(tmp_path: Path, toy: None, capsys: py
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'params' has no 'talk' (a declared factor of toy_split)" in err
     assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------- report
+
+def test_report_adds_effect_plots_and_pair_heatmap(tmp_path: Path, toy: None) -> None:
+    pytest.importorskip("matplotlib")
+    from econarena.analysis.report import build_report
+
+    rng = np.random.default_rng(2)
+    runs = exact_runs()
+    for r in runs:
+        r["metrics"]["efficiency"] += float(rng.normal(0, 0.02))
+    d = write_run_dir(tmp_path / "exact", runs)
+    rep = build_report([d], tmp_path / "report", n_boot=50)
+    keys = [f.key for f in rep.figures]
+    assert f"effects_{TOY}" in keys and f"pairs_{TOY}" in keys
+    for f in rep.figures:
+        assert f.png.stat().st_size > 5000 and f.svg.is_file()
+    assert {p.name for p in rep.files} >= {"glee_effects.csv", "glee_pairs.csv"}
+    page = rep.html.read_text(encoding="utf-8")
+    assert "<h2 id='linear-glee'>Linear models (glee)</h2>" in page
+    assert "Toy split: model-choice meta-game on self_gain: pure equilibria (p1, p2): (m_y, m_x)" in page
+    assert "stake=1000 (vs 100)" in page and "0.400 / 0.300 (n=8) *" in page
+    with (tmp_path / "report" / "glee_effects.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    row = next(r for r in rows if r["metric"] == "efficiency" and r["term"] == "stake")
+    assert float(row["low_x100"]) < 10.0 < float(row["high_x100"])
+
+
+def test_report_without_factor_games_has_no_linear_section(tmp_path: Path) -> None:
+    """A game that declares no factors (here: not registered at all) adds nothing."""
+    d = write_run_dir(tmp_path / "plain", exact_runs()[:3])
+    assert glee.report_sections([d], tmp_path / "figs", tmp_path) == []
+    assert glee.collect([d]) == {}
