@@ -368,7 +368,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         _err(f"--baseline-model {args.baseline_model!r}: no seat was played by it; players: "
              f"{', '.join(sorted(seen_players))}")
         return EXIT_CONFIG
-    fits = glee.fit_all(datas, args.metrics, model_ref=args.baseline_model)
+    fits = glee.fit_all(datas, args.metrics, model_ref=args.baseline_model, pairs=args.pairs)
     for d in datas.values():
         if d.dropped_invalid:
             print(f"note: {d.game}: {d.dropped_invalid} run(s) with a rule break left out (as GLEE's data)")
@@ -454,6 +454,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="the player the model effects are relative to (default: the most frequent)")
     a.add_argument("--metrics", nargs="+", metavar="METRIC",
                    help="only these metrics (e.g. efficiency fairness self_gain; default: every numeric one)")
+    a.add_argument("--pairs", action="store_true",
+                   help="one term per ordered pair of players (p1 | p2) instead of one per seat, relative to "
+                        "the baseline player's self-play (GLEE's model-interaction variant)")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("suite", help="run every experiment of a folder (resumable) and build one report",

@@ -248,12 +248,19 @@ def model_reference(data: GameData, wanted: str | None = None) -> str:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
-def _terms(data: GameData, rows: list[dict[str, Any]], model_ref: str
+PAIR = "pair"
+PAIR_SEP = " | "
+
+
+def _terms(data: GameData, rows: list[dict[str, Any]], model_ref: str, pairs: bool
            ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """(term, level, reference) of each dummy column, in order, and notes on replaced references."""
     cols, notes = [], []
     specs = [(f.name, f.reference, f.sort_key) for f in data.factors]
-    specs += [(f"p{i + 1}_model", model_ref, lambda s: (s,)) for i in range(data.seats)]
+    if pairs:
+        specs.append((PAIR, PAIR_SEP.join([model_ref] * data.seats), lambda s: (s,)))
+    else:
+        specs += [(f"p{i + 1}_model", model_ref, lambda s: (s,)) for i in range(data.seats)]
     for term, ref, key in specs:
         levels = sorted({row[term] for row in rows}, key=key)
         if ref not in levels:
@@ -263,15 +270,21 @@ def _terms(data: GameData, rows: list[dict[str, Any]], model_ref: str
     return cols, notes
 
 
-def fit(data: GameData, metric: str, *, model_ref: str | None = None) -> Fit:
-    """OLS of ``metric`` on the one-hot factors and seat players (see the module doc)."""
+def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False) -> Fit:
+    """OLS of ``metric`` on the one-hot factors and seat players (see the module doc).
+
+    ``pairs``: one categorical ``pair`` (``p1 | p2``, the ordered pair of players) instead of one per seat,
+    relative to the reference player's self-play (the paper's ``--models_interaction``).
+    """
     import statsmodels.api as sm
 
     rows = [r for r in data.rows if metric in r and not math.isnan(r[metric])]
     if not rows:
         return Fit(data.game, metric, 0, math.nan, [], [f"{metric}: no run has a value"])
+    if pairs:
+        rows = [{**r, PAIR: PAIR_SEP.join(r[f"p{i + 1}_model"] for i in range(data.seats))} for r in rows]
     ref = model_reference(data, model_ref)
-    cols, notes = _terms(data, rows, ref)
+    cols, notes = _terms(data, rows, ref, pairs)
     y = np.array([r[metric] for r in rows], dtype=float)
     X = np.ones((len(rows), 1 + len(cols)))
     for j, (term, lev, _ref) in enumerate(cols, 1):
@@ -304,7 +317,7 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None) -> Fit:
 
 
 def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None, *,
-            model_ref: str | None = None) -> list[Fit]:
+            model_ref: str | None = None, pairs: bool = False) -> list[Fit]:
     """Every (game, metric) model; ``metrics`` names outcome columns or metric names (``self_gain`` fits
     ``self_gain_p1`` and ``self_gain_p2``)."""
     fits = []
@@ -312,7 +325,7 @@ def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None,
         data = datas[name]
         chosen = data.metrics if not metrics else [m for m in data.metrics
                                                    if m in metrics or base_metric(m) in metrics]
-        fits += [fit(data, m, model_ref=model_ref) for m in chosen]
+        fits += [fit(data, m, model_ref=model_ref, pairs=pairs) for m in chosen]
     return fits
 
 
@@ -327,7 +340,9 @@ def effects_csv(fits: Sequence[Fit]) -> str:
 
 
 def _num(x: float, digits: int = 1) -> str:
-    return "-" if x is None or math.isnan(x) else f"{x:+.{digits}f}"
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{(x if round(x, digits) != 0 else 0.0):+.{digits}f}"  # no "-0.0" for rounding noise
 
 
 def format_fit(f: Fit) -> str:

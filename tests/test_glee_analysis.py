@@ -341,3 +341,31 @@ def test_report_without_factor_games_has_no_linear_section(tmp_path: Path) -> No
     d = write_run_dir(tmp_path / "plain", exact_runs()[:3])
     assert glee.report_sections([d], tmp_path / "figs", tmp_path) == []
     assert glee.collect([d]) == {}
+
+
+def test_pair_identity_variant(tmp_path: Path, toy: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """One term per ordered pair, relative to the reference player's self-play: the additive effects add."""
+    d = write_run_dir(tmp_path / "exact", exact_runs())
+    data = glee.collect([d])[TOY]
+    f = glee.fit(data, "efficiency", pairs=True)
+    assert not any(e["term"].endswith("_model") for e in f.effects)
+    pairs = {e["level"]: e for e in f.effects if e["term"] == "pair"}
+    assert len(pairs) == 8 and {e["reference"] for e in pairs.values()} == {"m_a | m_a"}
+    assert pairs["m_x | m_y"]["effect_x100"] == pytest.approx(15.0, abs=1e-9)  # +20 and -5
+    assert pairs["m_y | m_x"]["effect_x100"] == pytest.approx(0.0, abs=1e-9)
+    assert effect(f, "stake", "1000")["effect_x100"] == pytest.approx(10.0, abs=1e-9)
+    assert main(["analyze", "glee", str(d), "--pairs", "--metrics", "self_gain_p2", "--out", str(tmp_path)]) == 0
+    assert "pair=m_a | m_x" in capsys.readouterr().out
+
+
+def test_players_by_model_name(tmp_path: Path, toy: None) -> None:
+    """--by model: the model a seat ran (the label where the seat had none, e.g. a baseline)."""
+    runs = exact_runs()
+    for r in runs:
+        r["models"] = [f"org/{r['labels'][0]}", None]
+    data = glee.collect([write_run_dir(tmp_path / "m", runs)], by="model")[TOY]
+    assert {r["p1_model"] for r in data.rows} == {"org/m_a", "org/m_x", "org/m_y"}
+    assert {r["p2_model"] for r in data.rows} == set(PLAYERS)
+    f = glee.fit(data, "efficiency", model_ref="org/m_a")
+    assert effect(f, "p1_model", "org/m_x")["effect_x100"] == pytest.approx(20.0, abs=1e-9)
+    assert any("p2_model: reference level 'org/m_a' is absent" in n for n in f.notes)
