@@ -1,4 +1,5 @@
-"""Subcommands that turn run directories into reports: ``report``, ``compare``, ``suite`` and ``import``.
+"""Subcommands that turn run directories into reports: ``report``, ``compare``, ``suite``, ``import`` and
+``analyze``.
 
 pandas and matplotlib come with the ``report`` extra; they are imported only when one of these commands
 runs, so the core CLI starts fast and works without them.
@@ -318,6 +319,74 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -------------------------------------------------------------------------------------------- analyze
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """A family's linear models (analysis/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
+    if not _need_report_extra():
+        return EXIT_ERROR
+    try:
+        import statsmodels  # noqa: F401
+    except ImportError:
+        _err("this command needs statsmodels: pip install 'econarena[report]'")
+        return EXIT_ERROR
+    from .analysis import glee
+    from .analysis.load import expand_run_dirs
+    from .rundir import write_atomic
+
+    missing = [d for d in args.run_dirs if not Path(d).exists()]
+    if missing or not expand_run_dirs(args.run_dirs):
+        _err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
+             "(a run directory holds runs.jsonl and config.toml)")
+        return EXIT_ERROR
+    try:
+        datas = glee.collect(args.run_dirs, args.family, by=args.by)
+    except glee.AnalysisError as exc:
+        _err(str(exc))
+        return EXIT_CONFIG
+    if not datas:
+        _err(f"no complete runs of a '{args.family}' game that declares regression factors in "
+             f"{', '.join(args.run_dirs)}")
+        return EXIT_ERROR
+    known = {glee.base_metric(m) for d in datas.values() for m in d.metrics} | {
+        m for d in datas.values() for m in d.metrics}
+    bad = [m for m in args.metrics or () if m not in known]
+    if bad:
+        _err(f"--metrics {', '.join(bad)}: not a metric of these runs; known: {', '.join(sorted(known))}")
+        return EXIT_CONFIG
+    seen_players = {row[f"p{i + 1}_model"] for d in datas.values() for row in d.rows for i in range(d.seats)}
+    if args.baseline_model is not None and args.baseline_model not in seen_players:
+        _err(f"--baseline-model {args.baseline_model!r}: no seat was played by it; players: "
+             f"{', '.join(sorted(seen_players))}")
+        return EXIT_CONFIG
+    fits = glee.fit_all(datas, args.metrics, model_ref=args.baseline_model, pairs=args.pairs)
+    for d in datas.values():
+        if d.dropped_invalid:
+            print(f"note: {d.game}: {d.dropped_invalid} run(s) with a rule break left out (as GLEE's data)")
+    for f in fits:
+        print(glee.format_fit(f) + "\n")
+    tables = [t for t in (glee.pair_table(d) for _, d in sorted(datas.items())) if t is not None]
+    for t in tables:
+        print(glee.format_equilibria(t))
+    out = Path(args.out) if args.out else (Path(args.run_dirs[0]) if len(args.run_dirs) == 1 else Path("."))
+    if out.exists() and not out.is_dir():
+        _err(f"--out {out}: is a file, not a directory")
+        return EXIT_CONFIG
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        effects = out / f"{args.family}_effects.csv"
+        write_atomic(effects, glee.effects_csv(fits))
+        written = [effects]
+        if tables:
+            written.append(out / f"{args.family}_pairs.csv")
+            write_atomic(written[-1], glee.pairs_csv(tables))
+    except OSError as exc:
+        _err(f"cannot write to {exc.filename or out}: {exc.strerror or exc}")
+        return EXIT_CONFIG
+    print(f"\nwritten: {', '.join(map(str, written))}")
+    return EXIT_OK
+
+
 def _analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boot", type=_int_at_least(1, 1_000_000), default=2000, metavar="N",
                    help="bootstrap replicates for the 95%% intervals (default 2000)")
@@ -359,6 +428,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     im.add_argument("--unnamed-model", default="unnamed", metavar="NAME",
                     help="label of files whose name has no model prefix (default: unnamed)")
     im.set_defaults(func=cmd_import)
+
+    a = sub.add_parser("analyze", help="a family's linear models (GLEE): effects x100 with 95%% intervals",
+                       description="Fit one OLS per game and metric over the runs of FAMILY's games: the declared "
+                                   "game parameters one-hot with their reference levels, the market variable "
+                                   "and each seat's player one-hot; print every effect x100 with its 95%% "
+                                   "interval (coef +- 1.96 SE) and write OUT/FAMILY_effects.csv, plus "
+                                   "OUT/FAMILY_pairs.csv (mean self-gain per ordered pair of players and the "
+                                   "pure equilibria of the model-choice meta-game).")
+    a.add_argument("family", metavar="FAMILY", help="the game family to analyse: glee")
+    a.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    a.add_argument("--out", help="where the CSV files go (default: RUN_DIR for one directory, else .)")
+    a.add_argument("--by", choices=["label", "model"], default="label",
+                   help="a seat's player is its label (default) or its model name")
+    a.add_argument("--baseline-model", metavar="NAME",
+                   help="the player the model effects are relative to (default: the most frequent)")
+    a.add_argument("--metrics", nargs="+", metavar="METRIC",
+                   help="only these metrics (e.g. efficiency fairness self_gain; default: every numeric one)")
+    a.add_argument("--pairs", action="store_true",
+                   help="one term per ordered pair of players (p1 | p2) instead of one per seat, relative to "
+                        "the baseline player's self-play (GLEE's model-interaction variant)")
+    a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("suite", help="run every experiment of a folder (resumable) and build one report",
                        description="Run each experiment file of a folder (configs/paper) into OUT/<name>: "

@@ -25,7 +25,7 @@ import pandas as pd
 from .. import __version__
 from ..rundir import BASELINE_AGENTS
 from . import figures as F
-from . import gamabench
+from . import gamabench, glee
 from .compare import compare, setting_pairs
 from .load import SETTING_COLUMNS, Frames, export, load
 from .stats import N_BOOT
@@ -253,6 +253,26 @@ def _gamabench_html(gama: tuple[list[F.Figure], list[tuple[str, str]], pd.DataFr
     return "\n".join(parts)
 
 
+def _linear_html(sec: glee.Section, report: Report, out: Path) -> str:
+    """A family's linear models: effects tables and plots, the pair heatmaps and meta-game equilibria."""
+    first = len(report.figures) + 1
+    report.figures += sec.figures
+    report.skipped += sec.skipped
+    report.files += sec.files
+    parts = [f"<h2 id='linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</h2>",
+             "<p>One OLS per game and metric on the game's declared parameters (one-hot, the reference level "
+             "dropped; several merged into one market variable where declared) and each seat's player (one-hot, "
+             "the most frequent player as reference). Effects x100: the change of the metric in points of M "
+             "against the reference, with 95% intervals coef &plusmn; 1.96 SE. Runs with a rule break are left "
+             "out; efficiency and fairness are clipped to [0, 1]. Also in "
+             + ", ".join(f"<code>{_esc(p.name)}</code>" for p in sec.files) + ".</p>"]
+    parts += [f"<p class='note'>{_esc(n)}</p>" for n in sec.notes]
+    parts += [f"<h3>{_esc(title)}</h3>{_table_html(table)}" for title, table in sec.tables]
+    parts += [_figure_html(i, fig, out) for i, fig in enumerate(sec.figures, first)]
+    parts += [f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>" for name, why in sec.skipped]
+    return "\n".join(parts)
+
+
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
                  prices: str | Path | None = None, title: str = "EconArena report") -> Report:
     """Load the run directories and write the report, figures and exports into ``out``."""
@@ -269,6 +289,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             except F.Skip as exc:
                 report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
         gama = gamabench.report_section(frames.dirs, figdir, out)
+        linear = glee.report_sections(frames.dirs, figdir, out)
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
@@ -281,6 +302,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             f"intervals: {n_boot} bootstrap replicates, seed {seed}</p>",
             "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
             + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
+            + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#tables'>All metrics</a></nav>",
             "<h2>Experiments</h2>", _experiments_html(frames)]
@@ -303,6 +325,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
     if gama is not None:
         body.append(_gamabench_html(gama, report, out))
+    for sec in linear:
+        body.append(_linear_html(sec, report, out))
     body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
              "<h2 id='usage'>Tokens and cost per player</h2>",
              "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "
