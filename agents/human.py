@@ -7,21 +7,54 @@ same validation messages (with ``reask``), and the run directory holds their dec
 Input: a reply ends with an empty line, or is a single line that parses as JSON by itself. End of input
 (Ctrl-D at the start of a line, or the end of a ``--human-input`` file) stops the whole run as Ctrl-C does:
 finished runs are kept and ``--resume`` continues. One decision is on screen at a time, however many human
-seats or concurrent games there are: a process-wide lock serialises them.
+seats or concurrent games there are: a process-wide queue serialises them in the Host's order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from .base import DecisionRequest, Reply
 
-_SCREEN = threading.Lock()  # one human decision on screen at a time, across every human agent
 RULE = "=" * 72
+
+
+class _Screen:
+    """One terminal shared by every human seat: jobs run one at a time, in the order they were asked for.
+
+    Each job runs in a daemon thread (a run stopped by Ctrl-C must not wait at exit for a thread that still
+    blocks on the keyboard). Tickets are drawn on the event loop, so the order is the Host's order (seat
+    order within a round), and a script file given with --human-input is read the same way every time.
+    """
+
+    def __init__(self) -> None:
+        self._tickets = itertools.count()
+        self._serving = 0
+        self._turn = threading.Condition()
+
+    def submit(self, job: Callable[[], None], name: str) -> None:
+        ticket = next(self._tickets)
+
+        def run() -> None:
+            with self._turn:
+                self._turn.wait_for(lambda: self._serving == ticket)
+            try:
+                job()
+            finally:
+                with self._turn:
+                    self._serving += 1
+                    self._turn.notify_all()
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+
+
+SCREEN = _Screen()
 
 
 def _is_complete(lines: list[str]) -> bool:
@@ -102,19 +135,16 @@ class HumanAgent:
         return "\n".join(parts) + "\n"
 
     def _turn(self, request: DecisionRequest) -> tuple[str | None, float]:
-        with _SCREEN:
-            self.stdout.write(self._screen(request))
-            self.stdout.flush()
-            start = time.perf_counter()
-            text = read_reply(self.stdin)
-            if self.echo and text is not None:
-                self.stdout.write(text + "\n")
-            self.stdout.flush()
-            return text, time.perf_counter() - start
+        self.stdout.write(self._screen(request))
+        self.stdout.flush()
+        start = time.perf_counter()
+        text = read_reply(self.stdin)
+        if self.echo and text is not None:
+            self.stdout.write(text + "\n")
+        self.stdout.flush()
+        return text, time.perf_counter() - start
 
     async def decide(self, request: DecisionRequest) -> Reply:
-        # A daemon thread, not the default executor: a run stopped by Ctrl-C must not wait at exit for a
-        # thread that still blocks on the keyboard.
         loop = asyncio.get_running_loop()
         done: asyncio.Future[tuple[str | None, float]] = loop.create_future()
 
@@ -126,14 +156,18 @@ class HumanAgent:
             else:
                 loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
 
-        threading.Thread(target=work, name=f"human-{self.label}", daemon=True).start()
+        SCREEN.submit(work, f"human-{self.label}")
         text, seconds = await done
         if text is None:
             raise HumanInputEnded(f"{self.label}: end of input")
         return Reply(text=text, latency_s=seconds)
 
     def notify(self, text: str) -> None:
-        """A line the Host wants the person to read (a reply recorded as a rule break, no re-ask left)."""
-        with _SCREEN:
+        """A line the Host wants the person to read (a reply recorded as a rule break, no re-ask left);
+        queued on the screen, so the event loop never waits for another seat's typing."""
+
+        def show() -> None:
             self.stdout.write(f"--- note ---\n{text}\n")
             self.stdout.flush()
+
+        SCREEN.submit(show, f"human-{self.label}-note")

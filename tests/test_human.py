@@ -174,3 +174,41 @@ def test_plays_in_a_terminal_and_ctrl_d_stops_resumably(arena: SimpleNamespace, 
     runs = arena.sorted_runs(out)
     assert len(runs) == 1 and runs[0]["complete"]
     assert [a["chosen_number"] for a in (e["actions"][0] for e in runs[0]["round_log"])] == [10, 2]
+
+
+def test_ctrl_c_while_a_person_is_typing_stops_at_once(arena: SimpleNamespace, tmp_path: Path) -> None:
+    """The reply is read in a daemon thread: a stopped run must not wait at exit for the keyboard."""
+    import signal
+
+    cfg = _config(arena, tmp_path)
+    out = tmp_path / "o"
+    term = Terminal([arena.ECONARENA, "run", str(cfg), "--out", str(out)], tmp_path)
+    term.expect("Ctrl-D stops the run) ---")
+    term.type("half a reply")  # typed, no Enter
+    start = time.monotonic()
+    term.proc.send_signal(signal.SIGINT)
+    assert term.finish(timeout=20) == 130
+    assert time.monotonic() - start < 10
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+
+
+def test_two_human_seats_take_turns_on_one_screen(arena: SimpleNamespace, tmp_path: Path) -> None:
+    """Both seats move at once in the guessing game: each screen and its reply come whole, one after the
+    other in seat order (so a script reads the same way every time), each reply reaching its seat."""
+    doc = arena.experiment_dict("guessing_game", [{"agent": "human", "label": "ann"},
+                                                  {"agent": "human", "label": "bob"}], {**GUESS, "rounds": 1})
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(arena.to_toml(doc), encoding="utf-8")
+    script = tmp_path / "replies.txt"
+    script.write_text('{"chosen_number": 11}\n{"chosen_number": 22}\n', encoding="utf-8")
+    out = tmp_path / "o"
+    r = arena.cli("run", str(cfg), "--out", str(out), "--human-input", str(script), "--quiet")
+    assert r.returncode == 0, r.stderr
+    screens = r.stdout.split("=" * 72 + "\ngame ")[1:]
+    assert len(screens) == 2
+    for screen, label, seat in zip(screens, ("ann", "bob"), (0, 1)):
+        assert f"you are {label}, seat {seat}\n" in screen
+        assert screen.count("--- system ---") == 1 and screen.count("--- your reply") == 1
+        assert f"Your player id is {seat}." in screen
+    run = arena.sorted_runs(out)[0]
+    assert [a["chosen_number"] for a in run["round_log"][0]["actions"]] == [11, 22]
