@@ -109,12 +109,14 @@ class HumanAgent:
         self._shown: dict[tuple[Any, ...], int] = {}
 
     def _header(self, request: DecisionRequest) -> str:
+        """Where this decision is, counted from 1 as the prompts count (the logs count from 0)."""
         c = request.coords
+
+        def nth(key: str) -> str:
+            return f"{key} {c[key] + 1}" if isinstance(c.get(key), int) else ""
+
         where = [f"game {request.game}" if request.game else "",
-                 f"table {c['lineup']}" if "lineup" in c else "",
-                 f"session {c['session']}" if "session" in c else "",
-                 f"run {c['run']}" if "run" in c else "",
-                 f"round {c['round']}" if "round" in c else ""]
+                 f"table {c['lineup']}" if "lineup" in c else "", nth("session"), nth("run"), nth("round")]
         seat = f"you are {self.label}, seat {request.player}"
         return f"{RULE}\n{' | '.join(w for w in where if w)} | {seat}\n{RULE}"
 

@@ -25,7 +25,8 @@ def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: in
         return ScriptedAgent(label, responses)
     if agent == "human":
         if human_io is None:
-            raise AgentError(f"{label}: a human seat needs a terminal or --human-input FILE")
+            raise AgentError(f"{label}: a human seat is played with 'econarena run' in a terminal, or with "
+                             "--human-input FILE")
         return HumanAgent(label, *human_io)
     if agent in PROVIDERS:
         return build_llm_agent(agent, label, llm or LLMSettings(), options or RuntimeOptions())

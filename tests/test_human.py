@@ -19,7 +19,7 @@ import pytest
 from econarena.agents.human import read_reply
 
 GUESS = {"min": 0, "max": 100, "rounds": 2}
-HEADER = "game guessing_game | table melee | session 0 | run 0 | round 0 | you are me, seat 0"
+HEADER = "game guessing_game | table melee | session 1 | run 1 | round 1 | you are me, seat 0"
 
 
 def _config(arena: SimpleNamespace, tmp_path: Path, *, reask: int = 1, persona: str | None = None) -> Path:
