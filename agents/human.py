@@ -13,6 +13,7 @@ seats or concurrent games there are: a process-wide queue serialises them in the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .base import DecisionRequest, Reply
+from .base import DecisionRequest, Message, Reply
 
 RULE = "=" * 72
 
@@ -106,7 +107,7 @@ class HumanAgent:
         self.model: str | None = None
         self.stdin, self.stdout = stdin, stdout
         self.echo = echo  # print the reply read (a script file is not echoed by a terminal)
-        self._shown: dict[tuple[Any, ...], int] = {}
+        self._shown: dict[tuple[Any, ...], tuple[Message, ...]] = {}  # per conversation, what was shown
 
     def _header(self, request: DecisionRequest) -> str:
         """Where this decision is, counted from 1 as the prompts count (the logs count from 0)."""
@@ -123,10 +124,10 @@ class HumanAgent:
     def _screen(self, request: DecisionRequest) -> str:
         c = request.coords
         key = (c.get("lineup"), c.get("session"), c.get("run"), request.player)
-        start = self._shown.get(key, 0)
-        if start > len(request.messages):  # a new conversation under the same key: show it all
-            start = 0
-        self._shown[key] = len(request.messages)
+        before = self._shown.get(key, ())
+        # the conversation goes on: show what is new; a fresh prompt (a game without rounds): all of it
+        start = len(before) if request.messages[:len(before)] == before else 0
+        self._shown[key] = request.messages
         parts = [self._header(request)]
         for m in request.messages[start:]:
             if m.role == "assistant":
@@ -150,13 +151,19 @@ class HumanAgent:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[tuple[str | None, float]] = loop.create_future()
 
+        def settle(result: tuple[str | None, float] | None, exc: BaseException | None) -> None:
+            if not done.done():
+                done.set_result(result) if exc is None else done.set_exception(exc)  # type: ignore[arg-type]
+
         def work() -> None:
+            result, error = None, None
             try:
                 result = self._turn(request)
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
-                loop.call_soon_threadsafe(lambda e=exc: done.done() or done.set_exception(e))
-            else:
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
+                error = exc
+            # the run may have stopped (Ctrl-C) while the person typed: its loop is closed then
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, result, error)
 
         SCREEN.submit(work, f"human-{self.label}")
         text, seconds = await done

@@ -212,3 +212,30 @@ def test_two_human_seats_take_turns_on_one_screen(arena: SimpleNamespace, tmp_pa
         assert f"Your player id is {seat}." in screen
     run = arena.sorted_runs(out)[0]
     assert [a["chosen_number"] for a in run["round_log"][0]["actions"]] == [11, 22]
+
+
+def test_screen_shows_new_messages_of_a_conversation_and_whole_fresh_prompts() -> None:
+    import asyncio
+
+    from econarena.agents.base import DecisionRequest, Message
+    from econarena.agents.human import HumanAgent
+
+    out = io.StringIO()
+    agent = HumanAgent("me", io.StringIO('{"x": 1}\n{"x": 2}\n{"x": 3}\n'), out)
+    coords = {"lineup": "melee", "session": 0, "run": 0, "round": 0, "seat": 1}
+    sys_, first = Message("system", "SYS"), Message("user", "FIRST")
+    fresh = Message("user", "FRESH")  # a game without rounds: a whole new prompt each decision
+
+    def ask(messages: tuple[Message, ...]) -> str:
+        start = len(out.getvalue())
+        reply = asyncio.run(agent.decide(DecisionRequest(messages, 1, 0, lambda *a, **k: {}, coords=coords,
+                                                         game="g")))
+        assert reply.error is None and reply.latency_s >= 0
+        return out.getvalue()[start:]
+
+    assert "--- system ---\nSYS\n--- user ---\nFIRST\n" in ask((sys_, first))
+    screen = ask((sys_, fresh))
+    assert "SYS" in screen and "FRESH" in screen
+    screen = ask((sys_, fresh, Message("assistant", "MINE"), Message("user", "NEXT")))
+    assert "NEXT" in screen and "SYS" not in screen and "FRESH" not in screen and "MINE" not in screen
+    assert "game g | table melee | session 1 | run 1 | round 1 | you are me, seat 1" in screen
