@@ -97,10 +97,9 @@ def talk_dir(arena: SimpleNamespace, tmp_path: Path) -> Path:
 
 def test_report_renders_transcripts(talk_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from econarena.analysis.report import build_report
+    from econarena.analysis.transcripts import transcripts_section
 
-    # not a talking game: no transcripts section
-    page = build_report([talk_dir], tmp_path / "plain", n_boot=20).html.read_text(encoding="utf-8")
-    assert "id='transcripts'" not in page
+    assert transcripts_section([talk_dir]) is None  # not a talking game: no section
     _talking_pirates(monkeypatch)
     rep = build_report([talk_dir], tmp_path / "rep", n_boot=20, transcripts=2)
     page = rep.html.read_text(encoding="utf-8")
@@ -112,8 +111,7 @@ def test_report_renders_transcripts(talk_dir: Path, tmp_path: Path, monkeypatch:
     assert "&ldquo;Take &lt;40&gt;, friend.&rdquo;" in section and "proposal: 0: 60, 1: 40" in section
     assert section.count("data-secret='note'") == 4 and "secret: BLUE will fold" in section
     assert "<40>" not in section
-    assert "id='transcripts'" not in build_report([talk_dir], tmp_path / "none", n_boot=20,
-                                                  transcripts=0).html.read_text(encoding="utf-8")
+    assert transcripts_section([talk_dir], 4).count("<details") == 4
 
     binary = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
                   None)
