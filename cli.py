@@ -155,9 +155,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(f"{d} holds a different experiment (its config.toml differs); "
                  "use --out DIR, or resume with the same file and --seed")
             return EXIT_CONFIG
+    humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
+              if p.agent == "human"]
+    human_io = None
+    if humans:
+        if args.human_input:
+            try:
+                script = open(args.human_input, encoding="utf-8")  # noqa: SIM115 - open for the whole run
+            except OSError as exc:
+                _err(f"--human-input {args.human_input}: {exc.strerror or exc}")
+                return EXIT_CONFIG
+            human_io = (script, sys.stdout, True)
+        elif not sys.stdin.isatty():
+            _err(f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
+                 "or give the replies with --human-input FILE")
+            return EXIT_CONFIG
+        else:
+            human_io = (sys.stdin, sys.stdout, False)
     worst = EXIT_OK
     for exp, d in zip(exps, dirs):
-        result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d))
+        result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d),
+                             human_io=human_io)
         if isinstance(result, int):
             return result
         if result.status == "incomplete":
@@ -225,7 +243,8 @@ def resume_command(exp, out: Path) -> str:  # noqa: ANN001
     return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
 
 
-def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str) -> Any:  # noqa: ANN001
+def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
+                human_io: Any = None) -> Any:
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
     an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
     from .agents.base import AgentError
@@ -233,7 +252,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 
     try:
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                       cache=not args.no_cache, cache_dir=args.cache_dir)
+                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io)
     except KeyboardInterrupt:
         _err(f"interrupted; finished runs are kept: {on_interrupt}")
         return EXIT_INTERRUPTED
@@ -246,14 +265,14 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 
 
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True, cache_dir: str | None = None):  # noqa: ANN201
+            cache: bool = True, cache_dir: str | None = None, human_io=None):  # noqa: ANN001, ANN201
     """Play one validated experiment into ``out``, write its summary, print the outcome line."""
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
 
     host = Host(exp, out, HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                                      runtime=RuntimeOptions(cache=cache, cache_path=cache_dir)))
+                                      runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io))
     with sigterm_as_sigint():
         result = asyncio.run(host.run())
     summary = write_summary(out)
@@ -283,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
                    "user cache directory)")
     r.add_argument("--dry-run", action="store_true", help="validate and print how many calls each label makes")
+    r.add_argument("--human-input", metavar="FILE", help="replies of human players read from FILE instead of the "
+                   "terminal (each ends with an empty line, or is one JSON line), for scripted tests and demos")
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check TOML files without running anything")

@@ -84,7 +84,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         _err(f"--out {out}: is a file, not a directory")
         return EXIT_CONFIG
     try:
-        rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title)
+        rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title,
+                           transcripts=args.transcripts)
     except OSError as exc:
         _err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_CONFIG
@@ -402,6 +403,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.add_argument("--out", help="report folder (default: RUN_DIR/report for one directory, else ./report)")
     r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     r.add_argument("--title", default="EconArena report")
+    r.add_argument("--transcripts", type=int, default=3, metavar="N",
+                   help="transcripts of up to N runs per directory of a game that talks (default 3; 0: none)")
     _analysis_options(r)
     r.set_defaults(func=cmd_report)
 

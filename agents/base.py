@@ -46,6 +46,7 @@ class DecisionRequest:
     coords: Mapping[str, Any] = field(default_factory=dict)  # lineup/session/run/round/seat
     # the reply's JSON Schema, set by the Host for LLM players with ``structured`` on (see games/schema.py)
     schema: Mapping[str, Any] | None = None
+    game: str = ""  # the game's name, for a person's screen (agents never branch on it)
 
     @cached_property
     def rng(self) -> np.random.Generator:

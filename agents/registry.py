@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TextIO
 
 from .base import Agent, AgentError
 from .baselines import LevelKAgent, RandomAgent, RationalAgent, ScriptedAgent
+from .human import HumanAgent
 from .llm import PROVIDERS, LLMSettings, RuntimeOptions, build_llm_agent
 
 
 def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: int = 1,
-                 llm: LLMSettings | None = None, options: RuntimeOptions | None = None) -> Agent:
+                 llm: LLMSettings | None = None, options: RuntimeOptions | None = None,
+                 human_io: tuple[TextIO, TextIO, bool] | None = None) -> Agent:
+    """``human_io`` = (input, output, echo) for ``human`` seats: the terminal, or a script file."""
     if agent == "rational":
         return RationalAgent(label)
     if agent == "random":
@@ -19,6 +23,11 @@ def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: in
         return LevelKAgent(label, k)
     if agent == "scripted":
         return ScriptedAgent(label, responses)
+    if agent == "human":
+        if human_io is None:
+            raise AgentError(f"{label}: a human seat is played with 'econarena run' in a terminal, or with "
+                             "--human-input FILE")
+        return HumanAgent(label, *human_io)
     if agent in PROVIDERS:
         return build_llm_agent(agent, label, llm or LLMSettings(), options or RuntimeOptions())
     raise AgentError(f"unknown agent {agent!r}")

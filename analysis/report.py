@@ -30,6 +30,7 @@ from .compare import compare, setting_pairs
 from .load import SETTING_COLUMNS, Frames, export, load
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide
+from .transcripts import transcripts_section
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -274,8 +275,9 @@ def _linear_html(sec: glee.Section, report: Report, out: Path) -> str:
 
 
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
-                 prices: str | Path | None = None, title: str = "EconArena report") -> Report:
-    """Load the run directories and write the report, figures and exports into ``out``."""
+                 prices: str | Path | None = None, title: str = "EconArena report", transcripts: int = 3) -> Report:
+    """Load the run directories and write the report, figures and exports into ``out``; ``transcripts``
+    runs per directory of a game that talks are rendered readably (0: none)."""
     frames = load(run_dirs)
     out = Path(out)
     figdir = out / "figures"
@@ -294,6 +296,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
     usage = usage_table(frames, load_prices(prices))
+    talk = transcripts_section(frames.dirs, transcripts) if transcripts > 0 else None
 
     body = [f"<h1>{_esc(title)}</h1>",
             f"<p class='meta'>econarena {__version__} &middot; generated {time.strftime('%Y-%m-%d %H:%M')} "
@@ -303,6 +306,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
             + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
             + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
+            + ("<a href='#transcripts'>Transcripts</a>" if talk is not None else "")
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#tables'>All metrics</a></nav>",
             "<h2>Experiments</h2>", _experiments_html(frames)]
@@ -327,6 +331,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         body.append(_gamabench_html(gama, report, out))
     for sec in linear:
         body.append(_linear_html(sec, report, out))
+    if talk is not None:
+        body += ["<h2 id='transcripts'>Transcripts</h2>", talk]
     body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
              "<h2 id='usage'>Tokens and cost per player</h2>",
              "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "

@@ -19,7 +19,9 @@ from ..games import GAMES
 from .experiment import (
     BASELINES,
     MAX_INT,
+    MAX_PERSONA,
     MAX_SEATS,
+    PERSONAS,
     Experiment,
     ExperimentSection,
     Lineup,
@@ -307,7 +309,7 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if agent not in BASELINES and agent not in PROVIDERS:
         errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}")
         return None
-    common = {"agent", "label", "count"}
+    common = {"agent", "label", "count", "persona"}
     allowed = common | ({"responses"} if agent == "scripted" else {"k"} if agent == "level_k"
                         else set(LLM_SETTING_KEYS) if agent in PROVIDERS else set())
     bad = [k for k in raw if k not in allowed]
@@ -351,7 +353,15 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if agent == "level_k" and (isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 1000):
         errors.append(f"{where}: '{key}.k': expected an integer from 0 to 1000 (got {k!r})")
         return None
-    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm)
+    persona = raw.get("persona")
+    if persona is not None and (not isinstance(persona, str) or not persona.strip() or len(persona) > MAX_PERSONA
+                                or "\x00" in persona):
+        errors.append(f"{where}: '{key}.persona': expected {' or '.join(repr(p) for p in PERSONAS)}, or your own "
+                      f"text (a non-empty string of at most {MAX_PERSONA} characters) appended to the player's "
+                      f"system prompt (got {persona!r:.60})")
+        return None
+    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm,
+                       persona=persona)
 
 
 def is_alias_file(data: dict[str, Any]) -> bool:

@@ -24,7 +24,11 @@ BASELINES = {
     "random": "uniform over legal actions, reproducible from the seed",
     "scripted": "replays fixed raw replies (responses = [...]): test prompts, parsing and rule breaks",
     "level_k": "level-k reasoning with k (default 1): beauty contest upper/2 x ratio^k; auctions: value",
+    "human": "a person at the terminal: reads the prompt a model reads, types the reply (--human-input FILE "
+             "scripts it)",
 }
+PERSONAS = ("cunning", "desperate")  # built-in persona texts (hosts/templates/common.toml); others verbatim
+MAX_PERSONA = 4000
 
 
 def agent_names() -> list[str]:
@@ -66,6 +70,7 @@ class PlayerEntry(_Strict):
     responses: list[str] = Field(default_factory=list)
     k: int = 1
     llm: LLMSettings | None = None
+    persona: str | None = None  # appended to this player's system prompt (NegotiationArena's personas)
 
     @property
     def is_llm(self) -> bool:

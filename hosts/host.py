@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -36,6 +36,8 @@ class HostOptions:
     resume: bool = False
     quiet: bool = False
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
+    # (input, output, echo) for human seats: the terminal, or a script file (--human-input)
+    human_io: tuple[TextIO, TextIO, bool] | None = None
 
 
 @dataclass
@@ -199,7 +201,7 @@ class Host:
                 key = (i, p.llm.model_dump_json() if p.llm is not None else "")
                 if key not in made:
                     made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
-                                             options=self.options.runtime)
+                                             options=self.options.runtime, human_io=self.options.human_io)
                 row.append(made[key])
             out.append(row)
         return out
@@ -213,7 +215,9 @@ class Host:
             raise
         self._sem = asyncio.Semaphore(self.options.concurrency)
         self.done = len(resume.runs)
-        self._progress = progress = Progress(total, e.name, not self.options.quiet, self.done)
+        # a live progress line would redraw over the prompt a person is reading
+        human = any(p.agent == "human" for x in self.exps for p in x.players)
+        self._progress = progress = Progress(total, e.name, not self.options.quiet and not human, self.done)
         start = time.perf_counter()
         status = "failed"
         try:
@@ -379,7 +383,8 @@ class Host:
         whether the FIRST attempt was valid (the paper metrics count first attempts)."""
         e = self.exps[li].experiment
         agent = self.agents[li][entry]
-        fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past)
+        persona = self.exps[li].players[entry].persona
+        fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past, persona)
         messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
         llm = self.exps[li].players[entry].llm
@@ -395,15 +400,18 @@ class Host:
             counters[seat] += 1
             seed_key = (2, li, session, seat, run, rnd) + ((attempt,) if attempt else ())
             request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
-                                      e.seed, seed_key, coords, schema)
+                                      e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
             if attempt == 0:
                 first_ok = judgement.valid or bool(reply.error)
             self._log_decision(lineup, session, run, rnd, seat, agent, index, attempt, messages[logged_upto:],
-                               logged_upto, reply, judgement, structured)
+                               logged_upto, reply, judgement, structured, persona)
             logged_upto = len(messages) + 1  # the reply itself is this record's `response`
             if reply.error or judgement.valid or attempt == e.reask:
+                notify = getattr(agent, "notify", None)  # a person learns their reply broke a rule
+                if notify is not None and not reply.error and not judgement.valid:
+                    notify(f"Your reply could not be used: {judgement.detail}. It is recorded as a rule break.")
                 break
             messages = (*messages, Message("assistant", reply.text),
                         Message("user", self.template.reask(judgement.detail or "", state, seat, e.prompt)))
@@ -426,7 +434,7 @@ class Host:
 
     def _log_decision(self, lineup: Lineup, session: int, run: int, rnd: int, seat: int, agent: Agent,
                       index: int, attempt: int, new_messages: tuple[Message, ...], offset: int, reply: Reply,
-                      judgement: Judgement, structured: str | None) -> None:
+                      judgement: Judgement, structured: str | None, persona: str | None = None) -> None:
         """One decision record. In a conversation only the messages new since the player's previous
         record are logged (``messages_from`` says where they start), so a 20-round run stays linear."""
         key = self.game.action_key
@@ -444,7 +452,7 @@ class Host:
             "detail": judgement.detail, "extras": judgement.extras or None,
             "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
-            "structured": structured,
+            "structured": structured, "persona": persona,
         })
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 PROMPT_KEYS = frozenset({
     "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",
     "action_description", "env_rational", "env_self", "private", "format_default", "format_cot",
-    "format_history", "history", "report", "reask", "request",
+    "format_history", "history", "report", "reask", "request", "persona_cunning", "persona_desperate",
 })
 TEXT_KEYS = PROMPT_KEYS - {"keys_default", "keys_cot", "keys_history"}
 
@@ -147,9 +147,16 @@ class Template:
         keys = "cot" if variant == "cot" else "default"
         return "\n".join([self._fill("reask", fields), *self._key_lines(keys, actions)])
 
+    def persona_text(self, persona: str) -> str:
+        """A persona's sentence: the template's ``persona_<name>`` for a named one, else the text itself
+        (verbatim, never filled: a person's own wording may hold braces)."""
+        return str(self.parts.get(f"persona_{persona}", persona))
+
     def render(self, state: Any, player: int, environment: str, variant: str,
-               history: list[dict[str, Any]] | None = None, n_past: int = 0) -> tuple[Message, ...]:
-        """Messages for one decision. ``history`` is the visible record of earlier runs, if any."""
+               history: list[dict[str, Any]] | None = None, n_past: int = 0,
+               persona: str | None = None) -> tuple[Message, ...]:
+        """Messages for one decision. ``history`` is the visible record of earlier runs, if any; a
+        ``persona`` (NegotiationArena's social behaviours) is appended to the system prompt."""
         fields = self._fields(state, player)
         parts = [self._fill("rules", fields)]
         if "fee_rule" in self.parts and float(fields.get("entrance_fee", "0")) > 0:
@@ -168,7 +175,10 @@ class Template:
         parts.append(self._fill("private", fields))
         keys = "history" if history and variant == "default" else variant
         parts.append(self._format_block(state, player, keys, fields))
-        return (Message("system", self._fill("system", fields)), Message("user", "\n\n".join(parts)))
+        system = self._fill("system", fields)
+        if persona:
+            system += "\n" + self.persona_text(persona)
+        return (Message("system", system), Message("user", "\n\n".join(parts)))
 
 
 def check_template_overrides(exp: Experiment) -> list[str]:

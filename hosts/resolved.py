@@ -28,6 +28,8 @@ def resolved_data(exp: Experiment) -> dict[str, Any]:
             entry["responses"] = list(p.responses)
         if p.agent == "level_k":
             entry["k"] = p.k
+        if p.persona is not None:
+            entry["persona"] = p.persona
         if p.llm is not None:
             entry.update(masked(p.llm.model_dump(exclude_none=True)))
         players.append(entry)
