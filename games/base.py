@@ -119,6 +119,7 @@ class GameInfo:
     # The FIRST entry is the scored (leaderboard) setting; later entries are other modes, imported and
     # scored under their own column. Read by ``econarena import``; empty: the game imports nothing.
     reference: tuple[tuple[str, dict[str, Any]], ...] = ()
+    n_players: int | None = None  # a game for exactly this many seats (the two-player language games)
 
 
 class Game(abc.ABC):
