@@ -383,3 +383,12 @@ def test_toml_runs_with_rational_random_and_scripted_players(game: str, tmp_path
     path.write_text(arena.to_toml(three), encoding="utf-8")
     proc = arena.cli("validate", str(path))
     assert proc.returncode == 2 and "two-player game" in proc.stderr
+
+
+def test_negotiationarena_configs_validate(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parent.parent / "configs" / "negotiationarena"
+    files = sorted(p for p in root.glob("*.toml") if p.name != "models.toml")
+    assert {p.stem for p in files} >= {"resource_exchange", "ultimatum", "buy_sell"}
+    for path in files:
+        assert main(["validate", str(path), str(root / "models.toml")]) == 0, capsys.readouterr().err
+    assert "resource_exchange, melee, 1 table(s) x 60 session(s)" in capsys.readouterr().out
