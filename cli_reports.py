@@ -287,6 +287,8 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Reference results -> run directories (hosts/importer.py), summaries and the score table (analysis)."""
+    if args.source == "negotiationarena":
+        return cmd_import_negotiationarena(args)
     from .analysis import gamabench
     from .analysis.metrics import write_summary
     from .hosts.importer import ImportFailed, import_reference
@@ -388,6 +390,36 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import_negotiationarena(args: argparse.Namespace) -> int:
+    """NegotiationArena game logs -> run directories (hosts/na_import.py), summaries and the pair table."""
+    from .analysis import negotiationarena as na
+    from .analysis.metrics import write_summary
+    from .hosts.importer import ImportFailed
+    from .hosts.na_import import import_negotiationarena
+    from .rundir import write_atomic
+
+    out = Path(args.out)
+    try:
+        result = import_negotiationarena(args.raw_dir, out, metrics=args.metrics)
+    except ImportFailed as exc:
+        _err(str(exc))
+        return EXIT_CONFIG
+    for w in result.warnings:
+        print(f"econarena: warning: {w}", file=sys.stderr)
+    if not result.dirs:
+        _err(f"no NegotiationArena game logs (game_state.json) could be imported from {args.raw_dir}")
+        return EXIT_ERROR
+    for d in result.dirs:
+        write_summary(d)
+    table = na.pair_table(na.collect(result.dirs), args.metrics)
+    csv_path = out / "negotiationarena_pairs.csv"
+    write_atomic(csv_path, na.pairs_csv(table))
+    print(na.format_pairs(table, args.metrics))
+    print(f"\nimported {result.runs} game(s) into {len(result.dirs)} run director"
+          f"{'y' if len(result.dirs) == 1 else 'ies'} under {out}; pairs: {csv_path}")
+    return EXIT_OK
+
+
 def _analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boot", type=_int_at_least(1, 1_000_000), default=2000, metavar="N",
                    help="bootstrap replicates for the 95%% intervals (default 2000)")
@@ -424,12 +456,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         description="Read a GAMA-Bench raw_results/ tree (or part of it) into one run directory per "
                                     "game folder and label under --out, score every run with the games' own code, "
                                     "write OUT/gamabench_scores.csv (model, game, score, std, runs) and print the "
-                                    "leaderboard.")
-    im.add_argument("source", choices=["gamabench"], help="whose results: gamabench (CUHK-ARISE/GAMABench)")
-    im.add_argument("raw_dir", metavar="RAW_DIR")
-    im.add_argument("--out", required=True, help="where the run directories and gamabench_scores.csv go")
+                                    "leaderboard. Or read NegotiationArena game_state.json logs into one run "
+                                    "directory per scenario and ordered model pair, write "
+                                    "OUT/negotiationarena_pairs.csv (scenario, p1_model, p2_model, games, "
+                                    "p1_win_rate, p2_win_rate, p1_payoff, p2_payoff; player 1 is RED) and print it.")
+    im.add_argument("source", choices=["gamabench", "negotiationarena"],
+                    help="whose results: gamabench (CUHK-ARISE/GAMABench raw_results/) or negotiationarena "
+                         "(vinid/NegotiationArena game_state.json logs)")
+    im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR")
+    im.add_argument("--out", required=True, help="where the run directories and gamabench_scores.csv "
+                    "(negotiationarena_pairs.csv) go")
     im.add_argument("--unnamed-model", default="unnamed", metavar="NAME",
-                    help="label of files whose name has no model prefix (default: unnamed)")
+                    help="gamabench: label of files whose name has no model prefix (default: unnamed)")
+    im.add_argument("--metrics", choices=["correct", "paper"], default="correct",
+                    help="negotiationarena: win rates by the correct formula (default) or the published one, "
+                         "whose player-2 rate has a known error")
     im.set_defaults(func=cmd_import)
 
     a = sub.add_parser("analyze", help="a family's linear models (GLEE): effects x100 with 95%% intervals",

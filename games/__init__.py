@@ -8,6 +8,9 @@ from .diners_dilemma import DinersDilemma
 from .divide_dollar import DivideDollar
 from .el_farol import ElFarolBar
 from .guessing import GuessingGame
+from .na_buysell import BuySell
+from .na_exchange import ResourceExchange
+from .na_ultimatum import MultiTurnUltimatum
 from .pirate import PirateGame
 from .public_goods import PublicGoods
 from .sealed_bid import SealedBidAuction
@@ -16,6 +19,7 @@ GAMES: dict[str, Game] = {g.name: g for g in (
     BeautyContest(), SecondPriceAuction(), EnglishAuction(),
     GuessingGame(), ElFarolBar(), DivideDollar(), PublicGoods(), DinersDilemma(),
     SealedBidAuction(), BattleRoyale(), PirateGame(),
+    ResourceExchange(), MultiTurnUltimatum(), BuySell(),
 )}
 
 

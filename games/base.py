@@ -126,6 +126,7 @@ class GameInfo:
     # levels the combinations present in the data: ("market", {"horizon": 99, "complete_information": True,
     # "messages": False}). Empty: the game has no such models.
     factors: tuple[tuple[str, Any], ...] = ()
+    n_players: int | None = None  # a game for exactly this many seats (the two-player language games)
 
 
 class Game(abc.ABC):

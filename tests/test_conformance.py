@@ -87,7 +87,33 @@ def _diner_bounds(setup: Setup, out: Outcome) -> None:
     assert all(-setup["exp_cost"] * setup["rounds"] - 1e-9 <= p <= top * setup["rounds"] + 1e-9 for p in out.payoffs)
 
 
+def _exchange_bounds(setup: Setup, out: Outcome) -> None:
+    # counts move between the two players: zero-sum, and nobody gives more than both hold
+    held = sum(setup["red_resources"].values()) + sum(setup["blue_resources"].values())
+    assert out.payoffs[0] == -out.payoffs[1] and abs(out.payoffs[0]) <= held
+    if out.void:
+        assert out.payoffs == (0.0, 0.0)
+
+
+def _ultimatum_bounds(setup: Setup, out: Outcome) -> None:
+    total = setup["total"]
+    assert all(0 <= p <= total for p in out.payoffs)
+    assert sum(out.payoffs) == (0.0 if out.void else total)
+
+
+def _buysell_bounds(setup: Setup, out: Outcome) -> None:
+    # a sale moves the surplus value - cost between the two; the buyer never pays more than its money
+    if out.void:
+        assert out.payoffs == (0.0, 0.0)
+        return
+    assert sum(out.payoffs) == pytest.approx(setup["buyer_value"] - setup["seller_cost"])
+    assert -setup["seller_cost"] <= out.payoffs[0] <= setup["buyer_money"] - setup["seller_cost"]
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
+    "resource_exchange": _exchange_bounds,
+    "ultimatum": _ultimatum_bounds,
+    "buy_sell": _buysell_bounds,
     "beauty_contest": _bc_bounds,
     "second_price_auction": _auction_bounds,
     "english_auction": _auction_bounds,
@@ -102,6 +128,11 @@ BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
 }
 
 GARBAGE = ["", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}']
+
+
+def seats(game: Game, n: int) -> int:
+    """The seat count to test with: ``n``, or the one a fixed-size game (``info.n_players``) needs."""
+    return game.info.n_players or n
 
 
 def _normalise(x: Any) -> Any:
@@ -182,7 +213,7 @@ def test_every_game_has_bounds_and_a_template(game: Game) -> None:
 def test_random_play_terminates_within_bounds(game: Game, garbage: float) -> None:
     n_moves = []
     for seed in SEEDS:
-        n = 2 + seed % 5
+        n = seats(game, 2 + seed % 5)
         setup = game.setup(game.Params(), n, np.random.default_rng(seed))
         end, states = _play(game, setup, seed, garbage)
         out = game.outcome(end)
@@ -199,7 +230,7 @@ def test_random_play_terminates_within_bounds(game: Game, garbage: float) -> Non
 
 def test_equilibrium_is_valid_and_within_bounds(game: Game) -> None:
     for seed in SEEDS:
-        n = 2 + seed % 5
+        n = seats(game, 2 + seed % 5)
         setup = game.setup(game.Params(), n, np.random.default_rng(seed))
         ne = game.equilibrium(setup)
         if ne is None:
@@ -218,14 +249,15 @@ def test_equilibrium_is_valid_and_within_bounds(game: Game) -> None:
 
 
 def test_states_are_frozen_and_json_ready(game: Game) -> None:
-    setup = game.setup(game.Params(), 3, np.random.default_rng(1))
+    n = seats(game, 3)
+    setup = game.setup(game.Params(), n, np.random.default_rng(1))
     end, states = _play(game, setup, 1, 0.0)
     for state in states:
         assert dataclasses.is_dataclass(state)
         field = dataclasses.fields(state)[0].name
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(state, field, None)
-        for seat in range(3):
+        for seat in range(n):
             json.dumps(game.observation(state, seat))  # template fields are plain data
     with pytest.raises(dataclasses.FrozenInstanceError):
         setup.n_players = 4  # type: ignore[misc]
@@ -234,7 +266,7 @@ def test_states_are_frozen_and_json_ready(game: Game) -> None:
 
 def test_outcome_round_trips_through_json(game: Game) -> None:
     for seed in range(10):
-        setup = game.setup(game.Params(), 4, np.random.default_rng(seed))
+        setup = game.setup(game.Params(), seats(game, 4), np.random.default_rng(seed))
         end, _ = _play(game, setup, seed, 0.3)
         for out in (game.outcome(end), game.equilibrium(setup)):
             if out is None:
@@ -247,17 +279,19 @@ def test_outcome_round_trips_through_json(game: Game) -> None:
 
 
 def test_draws_depend_only_on_the_generator(game: Game) -> None:
-    a = game.setup(game.Params(), 4, np.random.default_rng(3))
-    b = game.setup(game.Params(), 4, np.random.default_rng(3))
+    a = game.setup(game.Params(), seats(game, 4), np.random.default_rng(3))
+    b = game.setup(game.Params(), seats(game, 4), np.random.default_rng(3))
     assert a == b
     assert game.initial_state(a) == game.initial_state(b)
 
 
 def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> None:
-    doc = arena.experiment_dict(game.name, [{"agent": "random", "count": 2},
-                                            {"agent": "scripted", "responses": [
-                                                '{"reason": NaN, "x": [-Infinity], "y": 1e999}', "garbage", "{}"]},
-                                            {"agent": "rational"}], sessions=3, runs=2, seed=5, history="full")
+    players = [{"agent": "random", "count": 2},
+               {"agent": "scripted", "responses": ['{"reason": NaN, "x": [-Infinity], "y": 1e999}', "garbage", "{}"]},
+               {"agent": "rational"}]
+    if game.info.n_players == 2:  # a two-player game: a lineup of exactly two
+        players = [players[1], players[2]]
+    doc = arena.experiment_dict(game.name, players, sessions=3, runs=2, seed=5, history="full")
     result = arena.run_experiment(doc, tmp_path)
     assert result.status == "complete" and result.runs_done == 6
     run_keys = {"session", "run", "params", "private_values", "labels", "actions", "valid", "payoffs", "winners",
@@ -280,10 +314,10 @@ def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> No
 def test_scores_are_deterministic_and_in_range(game: Game) -> None:
     """A declared score lies in [0, 100] at the default parameters and depends on the round log alone."""
     if not game.info.score:
-        assert game.score(game.setup(game.Params(), 3, np.random.default_rng(0)), []) is None
+        assert game.score(game.setup(game.Params(), seats(game, 3), np.random.default_rng(0)), []) is None
         return
     for seed in range(10):
-        setup = game.setup(game.Params(), 3 + seed % 8, np.random.default_rng(seed))
+        setup = game.setup(game.Params(), seats(game, 3 + seed % 8), np.random.default_rng(seed))
         log: list[dict[str, Any]] = []
         _play(game, setup, seed, 0.2, log)
         score = game.score(setup, log)
@@ -294,9 +328,37 @@ def test_scores_are_deterministic_and_in_range(game: Game) -> None:
 
 def test_chance_comes_only_from_the_generator(game: Game) -> None:
     for seed in range(5):
-        setup = game.setup(game.Params(), 4, np.random.default_rng(seed))
+        setup = game.setup(game.Params(), seats(game, 4), np.random.default_rng(seed))
         a: list[dict[str, Any]] = []
         b: list[dict[str, Any]] = []
         end_a, _ = _play(game, setup, seed, 0.2, a)
         end_b, _ = _play(game, setup, seed, 0.2, b)
         assert a == b and game.outcome(end_a) == game.outcome(end_b)
+
+
+def test_secret_notes_never_reach_the_opponent(game: Game) -> None:
+    """A secret field (``secret=True``) is logged in the actions but never appears in events, reports or
+    observations: every game with secret notes is played with marked notes and searched for the mark."""
+    for seed in range(10):
+        setup = game.setup(game.Params(), seats(game, 3), np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        state = game.initial_state(setup)
+        for step in range(MAX_STEPS):
+            movers = game.to_move(state)
+            if not movers:
+                break
+            actions = {}
+            for seat in movers:
+                reply = game.strategy(state, seat, "random", rng=rng)
+                for f in game.action_spec(state, seat).fields:
+                    if f.secret:
+                        reply[f.name] = f"SECRET{seed}x{step}"
+                judged = game.judge(state, seat, json.dumps(reply))
+                assert judged.valid, judged.detail
+                actions[seat] = judged.action
+            new = game.apply(state, actions, np.random.default_rng(seed))
+            shown = [game.events(state, new, actions)]
+            shown += [game.report(state, new, actions, seat) for seat in range(setup.n_players)]
+            shown += [game.observation(new, seat) for seat in range(setup.n_players)]
+            assert "SECRET" not in json.dumps(shown), game.name
+            state = new
