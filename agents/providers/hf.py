@@ -544,8 +544,26 @@ def _bounded_strings(schema: Any) -> Any:
     if out.get("type") == "string" and "maxLength" in out and "enum" not in out and "pattern" not in out:
         n = int(out.pop("maxLength"))
         lo = int(out.pop("minLength", 0))
-        out["pattern"] = f'^[^"\\\\\\x00-\\x1f]{{{lo},{n}}}$'
+        out["pattern"] = _length_pattern(lo, n)
     return out
+
+
+_PLAIN = '[^"\\\\\\x00-\\x1f]'  # a JSON string character that needs no escape
+REPEAT_MAX = 128  # xgrammar refuses a regex repetition {m,n} with n above this
+
+
+def _length_pattern(lo: int, n: int) -> str:
+    """Between ``lo`` and ``n`` plain characters, written in repetitions xgrammar accepts (at most 128):
+    for n = 128q + r, either up to q-1 whole chunks and a last one of 0-128, or q whole chunks and 0-r."""
+    if n <= REPEAT_MAX:
+        return f"^{_PLAIN}{{{lo},{n}}}$"
+    q, r = divmod(n, REPEAT_MAX)
+    alts = [f"(?:{_PLAIN}{{{REPEAT_MAX}}}){{0,{q - 1}}}{_PLAIN}{{0,{REPEAT_MAX}}}"]
+    if r:
+        alts.append(f"(?:{_PLAIN}{{{REPEAT_MAX}}}){{{q}}}{_PLAIN}{{0,{r}}}")
+    if lo:  # reply schemas never set a minimum length; a long bounded one would need a longer pattern
+        raise ValueError(f"a string of {lo} to {n} characters cannot be constrained (minLength with n > 128)")
+    return "^(?:" + "|".join(alts) + ")$"
 
 
 MAX_DEFAULT_THREADS = 4  # see cpu_threads
