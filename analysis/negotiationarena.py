@@ -232,3 +232,87 @@ def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = N
             if row is not None:
                 out.append(row)
     return out
+
+
+# ---- the report's NegotiationArena section ----
+
+SCENARIO_TITLES = {"resource_exchange": "Resource exchange", "ultimatum": "Ultimatum", "buy_sell": "Buyer and seller"}
+
+
+def _matrix(table: Sequence[Mapping[str, Any]], scenario: str, fmt: Any) -> Any:
+    """Rows: player 1 (RED, moves first); columns: player 2 (BLUE); cells from ``fmt(row)``."""
+    import pandas as pd
+
+    rows = [r for r in table if r["scenario"] == scenario]
+    p1s = sorted({r["p1_model"] for r in rows})
+    p2s = sorted({r["p2_model"] for r in rows})
+    cell = {(r["p1_model"], r["p2_model"]): fmt(r) for r in rows}
+    return pd.DataFrame([[cell.get((a, b), "-") for b in p2s] for a in p1s],
+                        index=pd.Index(p1s, name="P1 (RED) \\ P2 (BLUE)"), columns=p2s)
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = "correct") -> dict[str, Any] | None:
+    """Per scenario: win-rate and payoff matrices by ordered model pair, the anchoring scatter (first
+    offer vs agreed price, with Spearman and Pearson), the ultimatum acceptance curve and the bad
+    counter-offer rate. None when no NegotiationArena runs are present."""
+    from . import figures as F
+
+    rows = collect(run_dirs)
+    if not rows:
+        return None
+    table = pair_table(rows, formula)
+    scenarios = sorted({r.scenario for r in rows})
+    out: dict[str, Any] = {"scenarios": [], "figures": [], "formula": formula}
+    for sc in scenarios:
+        mine = [r for r in rows if r.scenario == sc]
+        out["scenarios"].append({
+            "name": sc, "title": SCENARIO_TITLES.get(sc, sc), "games": len(mine),
+            "wins": _matrix(table, sc, lambda r: f"{_rate(r['p1_win_rate'])} / {_rate(r['p2_win_rate'])} "
+                                                  f"(n={r['games']})"),
+            "payoffs": _matrix(table, sc, lambda r: f"{r['p1_payoff']:.2f} / {r['p2_payoff']:.2f}"),
+            "anchoring": anchoring(mine), "bad_counter_offers": bad_counter_offer_rate(mine),
+            "acceptance": acceptance_curve(mine)})
+    try:
+        out["figures"].append(_figure_offers(rows, scenarios, figdir, F))
+    except F.Skip as exc:
+        out["skipped"] = [("First offers, agreed prices and acceptance", str(exc))]
+    return out
+
+
+def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Path, F: Any) -> Any:
+    """Per scenario with offers: the anchoring scatter, and for the ultimatum the acceptance curve."""
+    panels = [sc for sc in scenarios if any(r.first_offer is not None for r in rows if r.scenario == sc)]
+    if not panels:
+        raise F.Skip("no game recorded a first offer")
+    fig, axes = F._subplots(1, len(panels), (4.2 * len(panels), 3.6))
+    for ax, sc in zip(axes[0], panels):
+        mine = [r for r in rows if r.scenario == sc]
+        agreed = [(r.first_offer, r.final_price) for r in mine
+                  if r.agreement and r.first_offer is not None and r.final_price is not None]
+        a = anchoring(mine)
+        if agreed:
+            ax.scatter([x for x, _ in agreed], [y for _, y in agreed], s=14, alpha=0.7, color="#4292c6",
+                       label="agreed games")
+        curve = acceptance_curve(mine)
+        if sc == "ultimatum" and curve:
+            ax2 = ax.twinx()
+            ax2.plot(list(curve), [v for v, _ in curve.values()], color="#d94801", marker="o", ms=3,
+                     label="share accepting the first offer")
+            ax2.set_ylim(-0.05, 1.05)
+            ax2.set_ylabel("first offers accepted")
+        rho = "-" if a["spearman"] is None else f"{a['spearman']:.2f}"
+        r = "-" if a["pearson"] is None else f"{a['pearson']:.2f}"
+        ax.set_title(f"{SCENARIO_TITLES.get(sc, sc)}: Spearman {rho}, Pearson {r} (n={a['n']})", fontsize=9)
+        ax.set_xlabel("first offer")
+        ax.set_ylabel("agreed price / trade")
+    sources = sorted({f"{r.p1} vs {r.p2}" for r in rows})[:4]
+    png, svg = F._save(fig, figdir, "na_offers", sources)
+    return F.Figure("na_offers", "NegotiationArena: anchoring and acceptance",
+                    "Dots: the first offer of a game against the price (or trade) agreed, for games that ended "
+                    "in agreement; the title gives Spearman's and Pearson's correlation between them (the "
+                    "anchoring effect). Ultimatum, line: the share of first offers accepted at each offered "
+                    "amount.", png, svg, sources)

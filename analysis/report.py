@@ -26,6 +26,7 @@ from .. import __version__
 from ..rundir import BASELINE_AGENTS
 from . import figures as F
 from . import gamabench, glee
+from . import negotiationarena as na
 from .compare import compare, setting_pairs
 from .load import SETTING_COLUMNS, Frames, export, load
 from .stats import N_BOOT
@@ -254,6 +255,29 @@ def _gamabench_html(gama: tuple[list[F.Figure], list[tuple[str, str]], pd.DataFr
     return "\n".join(parts)
 
 
+def _negotiation_html(trade: dict[str, Any], report: Report, out: Path) -> str:
+    """NegotiationArena: per scenario the win-rate and payoff matrices by ordered model pair, the bad
+    counter-offer rate, then the anchoring and acceptance figure."""
+    formula = "as published (the player-2 rate divides by the wrong count)" if trade["formula"] == "paper" \
+        else "correct: each player's wins over the games"
+    parts = ["<h2 id='negotiationarena'>NegotiationArena</h2>",
+             f"<p>Rows: player 1 (RED, moves first); columns: player 2 (BLUE). Win rate: a player wins a game "
+             f"when its payoff change is larger than the opponent's ({_esc(formula)}).</p>"]
+    for sc in trade["scenarios"]:
+        bad = sc["bad_counter_offers"]
+        parts += [f"<h3>{_esc(sc['title'])} ({sc['games']} games)</h3>",
+                  "<p>Win rates (P1 / P2):</p>", _table_html(sc["wins"]),
+                  "<p>Mean payoffs (P1 / P2):</p>", _table_html(sc["payoffs"])]
+        if bad["n"]:
+            parts.append(f"<p>Bad counter-offers: {bad['rate']:.1%} of {bad['n']} games "
+                         f"(standard error {bad['se']:.1%}).</p>")
+    first = len(report.figures) + 1
+    report.figures += trade["figures"]
+    report.skipped += trade.get("skipped", [])
+    parts += [_figure_html(i, fig, out) for i, fig in enumerate(trade["figures"], first)]
+    return "\n".join(parts)
+
+
 def _linear_html(sec: glee.Section, report: Report, out: Path) -> str:
     """A family's linear models: effects tables and plots, the pair heatmaps and meta-game equilibria."""
     first = len(report.figures) + 1
@@ -292,6 +316,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                 report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
         gama = gamabench.report_section(frames.dirs, figdir, out)
         linear = glee.report_sections(frames.dirs, figdir, out)
+        trade = na.report_section(frames.dirs, figdir)
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
@@ -306,6 +331,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
             + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
             + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
+            + ("<a href='#negotiationarena'>NegotiationArena</a>" if trade is not None else "")
             + ("<a href='#transcripts'>Transcripts</a>" if talk is not None else "")
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#tables'>All metrics</a></nav>",
@@ -331,6 +357,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         body.append(_gamabench_html(gama, report, out))
     for sec in linear:
         body.append(_linear_html(sec, report, out))
+    if trade is not None:
+        body.append(_negotiation_html(trade, report, out))
     if talk is not None:
         body += ["<h2 id='transcripts'>Transcripts</h2>", talk]
     body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
