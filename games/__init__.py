@@ -1,6 +1,7 @@
 """Games: pure rules. Importing this package must never import an LLM SDK or torch."""
 
 from .auctions import EnglishAuction, SecondPriceAuction
+from .bargaining import Bargaining
 from .base import Game
 from .battle_royale import BattleRoyale
 from .contests import BeautyContest
@@ -15,7 +16,7 @@ from .sealed_bid import SealedBidAuction
 GAMES: dict[str, Game] = {g.name: g for g in (
     BeautyContest(), SecondPriceAuction(), EnglishAuction(),
     GuessingGame(), ElFarolBar(), DivideDollar(), PublicGoods(), DinersDilemma(),
-    SealedBidAuction(), BattleRoyale(), PirateGame(),
+    SealedBidAuction(), BattleRoyale(), PirateGame(), Bargaining(),
 )}
 
 

@@ -113,6 +113,7 @@ class GameInfo:
     stakes_inclusive: bool = False  # groups are L: stakes <(=) 100, M: <(=) 1000, H: above
     deviation_note: str = ""  # how the deviation is measured, for axis labels
     history_extra: tuple[str, ...] = ()  # outcome.extra keys shown with `history = "full"`
+    seats: int | None = None  # a fixed table size (the two-player language games); None: any size from 2
     round_curve: str = ""  # the per-round quantity a report plots (a key of the round events)
     # Where another tool's released results of this game lie and how they map onto Params: (folder under
     # the reference's raw_results/, Params overrides), e.g. ("bar_game_implicit", {"mode": "implicit"}).

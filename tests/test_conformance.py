@@ -64,6 +64,8 @@ def _pirate_bounds(setup: Setup, out: Outcome) -> None:
     gold = setup["gold"]
     assert all(0 <= p <= gold for p in out.payoffs)
     assert sum(out.payoffs) == pytest.approx(0.0 if out.void else gold)
+
+
 def _bar_bounds(setup: Setup, out: Outcome) -> None:
     # a round pays a goer min or max, a stayer home, a rule breaker 0; 0 <= min <= home <= max
     assert all(0 <= p <= setup["max"] * setup["rounds"] for p in out.payoffs)
@@ -87,7 +89,35 @@ def _diner_bounds(setup: Setup, out: Outcome) -> None:
     assert all(-setup["exp_cost"] * setup["rounds"] - 1e-9 <= p <= top * setup["rounds"] + 1e-9 for p in out.payoffs)
 
 
+def _bargaining_bounds(setup: Setup, out: Outcome) -> None:
+    # an accepted split divides M, each part discounted by delta^(t-1) <= 1; no deal pays nothing
+    assert all(0 <= p <= setup["money"] + 1e-9 for p in out.payoffs)
+    assert sum(out.payoffs) <= setup["money"] * (1 + 1e-9)
+    if out.void:
+        assert out.payoffs == (0.0, 0.0)
+
+
+def _negotiation_bounds(setup: Setup, out: Outcome) -> None:
+    # a trade at p pays (p - V_A, V_B - p), which sum to V_B - V_A; no trade pays nothing
+    va, vb = setup["money"] * setup["seller_value"], setup["money"] * setup["buyer_value"]
+    if out.void:
+        assert out.payoffs == (0.0, 0.0)
+    else:
+        assert sum(out.payoffs) == pytest.approx(vb - va)
+        assert 0 <= out.payoffs[0] + va <= setup["money"] * 1e3
+
+
+def _persuasion_bounds(setup: Setup, out: Outcome) -> None:
+    # the seller earns 1 per sale; the buyer M (v - 1) per good buy and M (c - 1) per bad one
+    t, m = setup["rounds"], setup["money"]
+    assert 0 <= out.payoffs[0] <= t and float(out.payoffs[0]).is_integer()
+    assert t * m * (setup["value_low"] - 1) - 1e-9 <= out.payoffs[1] <= t * m * (setup["value_high"] - 1) + 1e-9
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
+    "bargaining": _bargaining_bounds,
+    "negotiation": _negotiation_bounds,
+    "persuasion": _persuasion_bounds,
     "beauty_contest": _bc_bounds,
     "second_price_auction": _auction_bounds,
     "english_auction": _auction_bounds,
@@ -102,6 +132,11 @@ BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
 }
 
 GARBAGE = ["", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}']
+
+
+def _n(game: Game, n: int) -> int:
+    """The table size to test with: the game's fixed size (two-player games), else ``n``."""
+    return game.info.seats or n
 
 
 def _normalise(x: Any) -> Any:
@@ -182,7 +217,7 @@ def test_every_game_has_bounds_and_a_template(game: Game) -> None:
 def test_random_play_terminates_within_bounds(game: Game, garbage: float) -> None:
     n_moves = []
     for seed in SEEDS:
-        n = 2 + seed % 5
+        n = _n(game, 2 + seed % 5)
         setup = game.setup(game.Params(), n, np.random.default_rng(seed))
         end, states = _play(game, setup, seed, garbage)
         out = game.outcome(end)
@@ -199,7 +234,7 @@ def test_random_play_terminates_within_bounds(game: Game, garbage: float) -> Non
 
 def test_equilibrium_is_valid_and_within_bounds(game: Game) -> None:
     for seed in SEEDS:
-        n = 2 + seed % 5
+        n = _n(game, 2 + seed % 5)
         setup = game.setup(game.Params(), n, np.random.default_rng(seed))
         ne = game.equilibrium(setup)
         if ne is None:
@@ -218,14 +253,14 @@ def test_equilibrium_is_valid_and_within_bounds(game: Game) -> None:
 
 
 def test_states_are_frozen_and_json_ready(game: Game) -> None:
-    setup = game.setup(game.Params(), 3, np.random.default_rng(1))
+    setup = game.setup(game.Params(), _n(game, 3), np.random.default_rng(1))
     end, states = _play(game, setup, 1, 0.0)
     for state in states:
         assert dataclasses.is_dataclass(state)
         field = dataclasses.fields(state)[0].name
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(state, field, None)
-        for seat in range(3):
+        for seat in range(setup.n_players):
             json.dumps(game.observation(state, seat))  # template fields are plain data
     with pytest.raises(dataclasses.FrozenInstanceError):
         setup.n_players = 4  # type: ignore[misc]
@@ -234,7 +269,7 @@ def test_states_are_frozen_and_json_ready(game: Game) -> None:
 
 def test_outcome_round_trips_through_json(game: Game) -> None:
     for seed in range(10):
-        setup = game.setup(game.Params(), 4, np.random.default_rng(seed))
+        setup = game.setup(game.Params(), _n(game, 4), np.random.default_rng(seed))
         end, _ = _play(game, setup, seed, 0.3)
         for out in (game.outcome(end), game.equilibrium(setup)):
             if out is None:
@@ -247,17 +282,18 @@ def test_outcome_round_trips_through_json(game: Game) -> None:
 
 
 def test_draws_depend_only_on_the_generator(game: Game) -> None:
-    a = game.setup(game.Params(), 4, np.random.default_rng(3))
-    b = game.setup(game.Params(), 4, np.random.default_rng(3))
+    a = game.setup(game.Params(), _n(game, 4), np.random.default_rng(3))
+    b = game.setup(game.Params(), _n(game, 4), np.random.default_rng(3))
     assert a == b
     assert game.initial_state(a) == game.initial_state(b)
 
 
 def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> None:
-    doc = arena.experiment_dict(game.name, [{"agent": "random", "count": 2},
-                                            {"agent": "scripted", "responses": [
-                                                '{"reason": NaN, "x": [-Infinity], "y": 1e999}', "garbage", "{}"]},
-                                            {"agent": "rational"}], sessions=3, runs=2, seed=5, history="full")
+    scripted = {"agent": "scripted", "responses": ['{"reason": NaN, "x": [-Infinity], "y": 1e999}', "garbage", "{}"]}
+    players = [{"agent": "random", "count": 2}, scripted, {"agent": "rational"}]
+    if game.info.seats == 2:
+        players = [{"agent": "random"}, scripted]
+    doc = arena.experiment_dict(game.name, players, sessions=3, runs=2, seed=5, history="full")
     result = arena.run_experiment(doc, tmp_path)
     assert result.status == "complete" and result.runs_done == 6
     run_keys = {"session", "run", "params", "private_values", "labels", "actions", "valid", "payoffs", "winners",
@@ -280,10 +316,10 @@ def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> No
 def test_scores_are_deterministic_and_in_range(game: Game) -> None:
     """A declared score lies in [0, 100] at the default parameters and depends on the round log alone."""
     if not game.info.score:
-        assert game.score(game.setup(game.Params(), 3, np.random.default_rng(0)), []) is None
+        assert game.score(game.setup(game.Params(), _n(game, 3), np.random.default_rng(0)), []) is None
         return
     for seed in range(10):
-        setup = game.setup(game.Params(), 3 + seed % 8, np.random.default_rng(seed))
+        setup = game.setup(game.Params(), _n(game, 3 + seed % 8), np.random.default_rng(seed))
         log: list[dict[str, Any]] = []
         _play(game, setup, seed, 0.2, log)
         score = game.score(setup, log)
@@ -294,9 +330,76 @@ def test_scores_are_deterministic_and_in_range(game: Game) -> None:
 
 def test_chance_comes_only_from_the_generator(game: Game) -> None:
     for seed in range(5):
-        setup = game.setup(game.Params(), 4, np.random.default_rng(seed))
+        setup = game.setup(game.Params(), _n(game, 4), np.random.default_rng(seed))
         a: list[dict[str, Any]] = []
         b: list[dict[str, Any]] = []
         end_a, _ = _play(game, setup, seed, 0.2, a)
         end_b, _ = _play(game, setup, seed, 0.2, b)
         assert a == b and game.outcome(end_a) == game.outcome(end_b)
+
+
+# ---- secret notes: a reply field declared secret=True never reaches another seat ----
+
+def _secret_leaks(game: Game, seeds: range) -> list[str]:
+    """Play random games, every secret text field filled with a distinctive string; return each place a
+    secret shows up where another seat (or the public record) could read it."""
+    leaks: list[str] = []
+    for seed in seeds:
+        setup = game.setup(game.Params(), _n(game, 2 + seed % 3), np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        state = game.initial_state(setup)
+        planted: list[tuple[int, str]] = []  # (owner seat, secret text) so far in this run
+        for step in range(MAX_STEPS):
+            movers = game.to_move(state)
+            if not movers:
+                break
+            actions: dict[int, dict[str, Any] | None] = {}
+            fresh: list[tuple[int, str]] = []
+            for seat in movers:
+                reply = game.strategy(state, seat, "random", rng=rng)
+                for f in game.action_spec(state, seat).fields:
+                    if f.kind == "text" and f.secret:
+                        token = f"zq{seed}x{step}x{seat}x{f.name}qz"[: f.max_length or None]
+                        reply[f.name] = token
+                        fresh.append((seat, token))
+                judged = game.judge(state, seat, json.dumps(reply))
+                assert judged.valid, judged.detail
+                actions[seat] = judged.action
+            planted += fresh
+            after = game.apply(state, actions, np.random.default_rng(seed + step))
+            events = json.dumps(game.events(state, after, actions))
+            for owner, token in planted:
+                if token in events:
+                    leaks.append(f"seed {seed} step {step}: events carry seat {owner}'s secret")
+                for other in range(setup.n_players):
+                    if other == owner:
+                        continue
+                    if token in json.dumps(game.report(state, after, actions, other)):
+                        leaks.append(f"seed {seed} step {step}: seat {other}'s report carries seat {owner}'s secret")
+                    if token in json.dumps(game.observation(after, other)):
+                        leaks.append(f"seed {seed} step {step}: seat {other}'s observation carries seat {owner}'s "
+                                     "secret")
+            state = after
+    return leaks
+
+
+def test_secret_fields_never_reach_another_seat(game: Game) -> None:
+    assert _secret_leaks(game, range(12)) == []
+
+
+def test_the_secret_check_catches_a_leak() -> None:
+    """The check above can fail: a game that copies a secret note into its events and reports is caught."""
+    from econarena.games.bargaining import Bargaining
+    from econarena.games.base import ActionField, ActionSpec
+
+    class Leaky(Bargaining):
+        def action_spec(self, state: Any, player: int) -> ActionSpec:
+            spec = super().action_spec(state, player)
+            return ActionSpec((*spec.fields, ActionField("note", "text", "private", max_length=200, secret=True)))
+
+        def events(self, before: Any, after: Any, actions: Any) -> dict[str, Any]:
+            notes = [a.get("note") for a in actions.values() if a]
+            return {**super().events(before, after, actions), "notes": notes}
+
+    leaks = _secret_leaks(Leaky(), range(2))
+    assert leaks and all("events carry" in x for x in leaks)

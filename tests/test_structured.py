@@ -74,7 +74,7 @@ def test_unknown_kind_and_mode_are_clear_errors() -> None:
 @pytest.mark.parametrize("game", sorted(GAMES))
 def test_every_game_schema_accepts_what_the_game_judges_valid(game: str) -> None:
     g = GAMES[game]
-    setup = g.setup(g.Params(), 3, np.random.default_rng(1))
+    setup = g.setup(g.Params(), g.info.seats or 3, np.random.default_rng(1))
     state = g.initial_state(setup)
     spec = g.action_spec(state, 0)
     schema = json_schema(spec, "strict")
@@ -280,7 +280,7 @@ def test_every_state_of_every_game_has_a_schema_its_legal_replies_satisfy(game: 
     seen = 0
     for seed in range(3):
         rng = np.random.default_rng(seed)
-        setup = g.setup(g.Params(), 4, rng)
+        setup = g.setup(g.Params(), g.info.seats or 4, rng)
         state = g.initial_state(setup)
         for _ in range(60):
             movers = g.to_move(state)
