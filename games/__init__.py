@@ -9,6 +9,7 @@ from .diners_dilemma import DinersDilemma
 from .divide_dollar import DivideDollar
 from .el_farol import ElFarolBar
 from .guessing import GuessingGame
+from .negotiation import Negotiation
 from .pirate import PirateGame
 from .public_goods import PublicGoods
 from .sealed_bid import SealedBidAuction
@@ -16,7 +17,7 @@ from .sealed_bid import SealedBidAuction
 GAMES: dict[str, Game] = {g.name: g for g in (
     BeautyContest(), SecondPriceAuction(), EnglishAuction(),
     GuessingGame(), ElFarolBar(), DivideDollar(), PublicGoods(), DinersDilemma(),
-    SealedBidAuction(), BattleRoyale(), PirateGame(), Bargaining(),
+    SealedBidAuction(), BattleRoyale(), PirateGame(), Bargaining(), Negotiation(),
 )}
 
 
