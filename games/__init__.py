@@ -10,6 +10,7 @@ from .divide_dollar import DivideDollar
 from .el_farol import ElFarolBar
 from .guessing import GuessingGame
 from .negotiation import Negotiation
+from .persuasion import Persuasion
 from .pirate import PirateGame
 from .public_goods import PublicGoods
 from .sealed_bid import SealedBidAuction
@@ -17,7 +18,7 @@ from .sealed_bid import SealedBidAuction
 GAMES: dict[str, Game] = {g.name: g for g in (
     BeautyContest(), SecondPriceAuction(), EnglishAuction(),
     GuessingGame(), ElFarolBar(), DivideDollar(), PublicGoods(), DinersDilemma(),
-    SealedBidAuction(), BattleRoyale(), PirateGame(), Bargaining(), Negotiation(),
+    SealedBidAuction(), BattleRoyale(), PirateGame(), Bargaining(), Negotiation(), Persuasion(),
 )}
 
 
