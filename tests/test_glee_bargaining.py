@@ -143,6 +143,9 @@ def test_prompt_golden_lines() -> None:
             "For Bob, the money is worth 10% less.") in rules
     assert "You have 10 rounds to divide the money, or both of you will get nothing!" in rules
     assert '"alice_gain"' not in rules and "- alice_gain: float" in rules and "- message: str" in rules
+    bob_rules = tpl.render(state, 1, "melee", "default")[1].content
+    assert "Alice proposes in round 1, Bob in round 2" in bob_rules and "For Alice, the money is worth 0% less" \
+        in bob_rules
     state = GAME.apply(state, {0: {"alice_gain": 600.0, "bob_gain": 400.0, "message": "hi"}})
     state = GAME.apply(state, {1: {"decision": "reject"}})
     bob_proposes = tpl.follow_up(state, 1, "default")
