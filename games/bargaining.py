@@ -184,7 +184,7 @@ class Bargaining(Game):
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
         title="Bargaining (GLEE)", moves="sequential", rounds=True, messages="public", family="glee",
-        seats=2, scale_key="money", stakes_key="money", action_axis="share of the money",
+        seats=2, scale_key="money", action_axis="share of the money",
         equilibrium_note="SPE: immediate agreement, Alice p* = (1 - dB) / (1 - dA dB) or backward induction",
         deviation_note="|payoff - SPE payoff| / M", round_curve="alice_share")
 

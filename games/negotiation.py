@@ -105,7 +105,7 @@ class Negotiation(Game):
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
         title="Negotiation (GLEE)", moves="sequential", rounds=True, messages="public", family="glee",
-        seats=2, scale_key="money", stakes_key="money", action_axis="price / money",
+        seats=2, scale_key="money", action_axis="price / money",
         equilibrium_note="no unique SPE; baseline: truthful prices, accept if gain >= 0",
         round_curve="price_share")
 

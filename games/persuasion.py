@@ -127,7 +127,7 @@ class Persuasion(Game):
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
         title="Persuasion (GLEE)", moves="sequential", rounds=True, messages="public", family="glee", seats=2,
-        stakes_key="money", action_axis="purchase", policies=("rational", "random", "commitment", "babbling"),
+        action_axis="purchase", policies=("rational", "random", "commitment", "babbling"),
         equilibrium_note="commitment: recommend low quality with q = min{p(v-1)/(1-p), 1}; cheap talk babbles",
         round_curve="bought")
 
