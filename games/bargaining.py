@@ -72,6 +72,7 @@ class BargainingState:
     deal: tuple[int, float, float] | None = None  # (round, alice_gain, bob_gain) once accepted
     broke: frozenset[int] = frozenset()
     last: tuple[Any, ...] = (None, None)
+    opening_missed: bool = False  # round 1 had no usable offer: Bob, who has not spoken yet, is told so
 
 
 def proposer(t: int) -> int:
@@ -235,7 +236,7 @@ class Bargaining(Game):
         if state.phase == "offer":
             if action is None:
                 out = ended if t >= last_round else next_round
-                return replace(out, broke=state.broke | {seat})
+                return replace(out, broke=state.broke | {seat}, opening_missed=t == 1)
             offer = (float(action["alice_gain"]), float(action["bob_gain"]))
             return replace(state, phase="respond", offer=offer, message=action.get("message"),
                            last=set_at(state.last, seat, offer[seat]))
@@ -290,6 +291,8 @@ class Bargaining(Game):
         if state.phase == "offer" and proposer(t) == player:
             extra = f" and a message to {rival}" if s["messages_allowed"] else ""
             request = f"Round {t}\nSend your offer to divide ${money}{extra}."
+            if state.opening_missed and t == 2:
+                request = f"{rival} made no usable offer in round 1.\n" + request
         elif state.phase == "respond" and proposer(t) != player and state.offer is not None:
             lines = [f"Round {t}", inflation_update(s, player, t) + f"{rival}'s offer:"]
             if state.message is not None:

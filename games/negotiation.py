@@ -68,6 +68,7 @@ class NegotiationState:
     outside: int | None = None  # the seat that took the outside option
     broke: frozenset[int] = frozenset()
     last: tuple[Any, ...] = (None, None)
+    opening_missed: bool = False  # round 1 had no usable offer: Bob, who has not spoken yet, is told so
 
 
 def proposer(t: int) -> int:
@@ -142,7 +143,7 @@ class Negotiation(Game):
         ended = replace(state, phase="done", price=None, message=None)
         onward = ended if t >= last_round else replace(state, round=t + 1, phase="offer", price=None, message=None)
         if action is None:
-            return replace(onward, broke=state.broke | {seat})
+            return replace(onward, broke=state.broke | {seat}, opening_missed=t == 1 and state.phase == "offer")
         if state.phase == "offer":
             price = float(action["product_price"])
             return replace(state, phase="respond", price=price, message=action.get("message"),
@@ -212,6 +213,8 @@ class Negotiation(Game):
                 else f"You don't know the value of the product to {rival}.")
         if state.phase == "offer" and proposer(t) == player:
             request = f"{label}Send your {'counteroffer' if t > 1 else 'offer'} to {rival}."
+            if state.opening_missed and t == 2:
+                request = f"{rival} made no usable offer in round 1.\n" + request
         elif state.phase == "respond" and proposer(t) != player and state.price is not None:
             price = pretty(state.price)
             lines = [f"{label}{rival}'s offer:"]

@@ -187,3 +187,13 @@ def test_cli_run_with_rational_random_and_scripted_players(tmp_path: Path, arena
         assert r["payoffs"] == [0.0, 0.0] and r["metrics"]["fairness"] == 1.0 and r["valid"] == [True, False]
     decisions = arena.read_jsonl(tmp_path / "mixed" / "decisions.jsonl")  # offer, answer; Bob's unusable offer
     assert [d["player"] for d in decisions if d["session"] == 0] == [0, 1, 1, 0, 1, 1]
+
+
+def test_bob_hears_of_an_unusable_opening_offer() -> None:
+    """Bob has not spoken before round 2, so no report reaches him: his request says it instead."""
+    setup = _setup(max_rounds=5)
+    state, _ = _play(setup, ["no offer today"])
+    assert state.round == 2 and GAME.to_move(state) == (1,)
+    assert GAME.observation(state, 1)["request"].startswith("Alice made no usable offer in round 1.\nRound 2")
+    state, _ = _play(setup, ['{"alice_gain": 1, "bob_gain": 9999}', '{"decision": "reject"}'])
+    assert GAME.observation(state, 1)["request"].startswith("Round 2")

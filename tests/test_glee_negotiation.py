@@ -131,3 +131,10 @@ def test_cli_run_with_rational_random_and_scripted_players(tmp_path: Path, arena
         assert r["ne_payoffs"] is None and set(r["metrics"]) >= {"fairness", "efficiency", "self_gain"}
         if r["labels"][0] == "scripted":  # the truthful buyer accepts 9,500 < 12,000 at once
             assert r["metrics"]["final_price"] == 9500 and r["payoffs"] == [1500.0, 2500.0]
+
+
+def test_bob_hears_of_an_unusable_opening_offer() -> None:
+    setup = _setup(max_rounds=5)
+    state, _ = _play(setup, ['{"product_price": -3}'])
+    assert state.round == 2 and GAME.observation(state, 1)["request"].startswith(
+        "Alice made no usable offer in round 1.\nRound 2")
