@@ -44,3 +44,12 @@ def test_validate_prints_the_cell_counts(capsys: pytest.CaptureFixture[str]) -> 
         assert f"{family}.toml: ok ({family}, melee, 1 table(s) x {n} grid cells" in out
     assert "models.toml: ok (models file, 2 alias(es))" in out
     assert sum(COUNTS.values()) == 1320
+
+
+@pytest.mark.parametrize("family", sorted(COUNTS))
+def test_a_table_of_three_is_a_clear_error(family: str, arena) -> None:
+    from econarena.hosts.config import ConfigError, parse_experiment
+
+    doc = arena.experiment_dict(family, [{"agent": "random", "count": 3}])
+    with pytest.raises(ConfigError, match=f"{family} is a two-player game \\(Alice and Bob\\), got 3 players"):
+        parse_experiment(doc, "three.toml")
