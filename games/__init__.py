@@ -1,6 +1,7 @@
 """Games: pure rules. Importing this package must never import an LLM SDK or torch."""
 
 from .auctions import EnglishAuction, SecondPriceAuction
+from .bargaining import Bargaining
 from .base import Game
 from .battle_royale import BattleRoyale
 from .contests import BeautyContest
@@ -11,6 +12,8 @@ from .guessing import GuessingGame
 from .na_buysell import BuySell
 from .na_exchange import ResourceExchange
 from .na_ultimatum import MultiTurnUltimatum
+from .negotiation import Negotiation
+from .persuasion import Persuasion
 from .pirate import PirateGame
 from .public_goods import PublicGoods
 from .sealed_bid import SealedBidAuction
@@ -20,6 +23,7 @@ GAMES: dict[str, Game] = {g.name: g for g in (
     GuessingGame(), ElFarolBar(), DivideDollar(), PublicGoods(), DinersDilemma(),
     SealedBidAuction(), BattleRoyale(), PirateGame(),
     ResourceExchange(), MultiTurnUltimatum(), BuySell(),
+    Bargaining(), Negotiation(), Persuasion(),
 )}
 
 

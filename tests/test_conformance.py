@@ -64,6 +64,8 @@ def _pirate_bounds(setup: Setup, out: Outcome) -> None:
     gold = setup["gold"]
     assert all(0 <= p <= gold for p in out.payoffs)
     assert sum(out.payoffs) == pytest.approx(0.0 if out.void else gold)
+
+
 def _bar_bounds(setup: Setup, out: Outcome) -> None:
     # a round pays a goer min or max, a stayer home, a rule breaker 0; 0 <= min <= home <= max
     assert all(0 <= p <= setup["max"] * setup["rounds"] for p in out.payoffs)
@@ -91,6 +93,12 @@ def _exchange_bounds(setup: Setup, out: Outcome) -> None:
     # counts move between the two players: zero-sum, and nobody gives more than both hold
     held = sum(setup["red_resources"].values()) + sum(setup["blue_resources"].values())
     assert out.payoffs[0] == -out.payoffs[1] and abs(out.payoffs[0]) <= held
+
+
+def _bargaining_bounds(setup: Setup, out: Outcome) -> None:
+    # an accepted split divides M, each part discounted by delta^(t-1) <= 1; no deal pays nothing
+    assert all(0 <= p <= setup["money"] + 1e-9 for p in out.payoffs)
+    assert sum(out.payoffs) <= setup["money"] * (1 + 1e-9)
     if out.void:
         assert out.payoffs == (0.0, 0.0)
 
@@ -110,10 +118,30 @@ def _buysell_bounds(setup: Setup, out: Outcome) -> None:
     assert -setup["seller_cost"] <= out.payoffs[0] <= setup["buyer_money"] - setup["seller_cost"]
 
 
+def _negotiation_bounds(setup: Setup, out: Outcome) -> None:
+    # a trade at p pays (p - V_A, V_B - p), which sum to V_B - V_A; no trade pays nothing
+    va, vb = setup["money"] * setup["seller_value"], setup["money"] * setup["buyer_value"]
+    if out.void:
+        assert out.payoffs == (0.0, 0.0)
+    else:
+        assert sum(out.payoffs) == pytest.approx(vb - va)
+        assert 0 <= out.payoffs[0] + va <= setup["money"] * 1e3
+
+
+def _persuasion_bounds(setup: Setup, out: Outcome) -> None:
+    # the seller earns 1 per sale; the buyer M (v - 1) per good buy and M (c - 1) per bad one
+    t, m = setup["rounds"], setup["money"]
+    assert 0 <= out.payoffs[0] <= t and float(out.payoffs[0]).is_integer()
+    assert t * m * (setup["value_low"] - 1) - 1e-9 <= out.payoffs[1] <= t * m * (setup["value_high"] - 1) + 1e-9
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "resource_exchange": _exchange_bounds,
     "ultimatum": _ultimatum_bounds,
     "buy_sell": _buysell_bounds,
+    "bargaining": _bargaining_bounds,
+    "negotiation": _negotiation_bounds,
+    "persuasion": _persuasion_bounds,
     "beauty_contest": _bc_bounds,
     "second_price_auction": _auction_bounds,
     "english_auction": _auction_bounds,
@@ -343,6 +371,17 @@ def test_secret_notes_never_reach_the_opponent(game: Game) -> None:
         setup = game.setup(game.Params(), seats(game, 3), np.random.default_rng(seed))
         rng = np.random.default_rng(seed)
         state = game.initial_state(setup)
+# ---- secret notes: a reply field declared secret=True never reaches another seat ----
+
+def _secret_leaks(game: Game, seeds: range) -> list[str]:
+    """Play random games, every secret text field filled with a distinctive string; return each place a
+    secret shows up where another seat (or the public record) could read it."""
+    leaks: list[str] = []
+    for seed in seeds:
+        setup = game.setup(game.Params(), seats(game, 2 + seed % 3), np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        state = game.initial_state(setup)
+        planted: list[tuple[int, str]] = []  # (owner seat, secret text) so far in this run
         for step in range(MAX_STEPS):
             movers = game.to_move(state)
             if not movers:
