@@ -236,7 +236,9 @@ def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = N
 
 # ---- the report's NegotiationArena section ----
 
-SCENARIO_TITLES = {"resource_exchange": "Resource exchange", "ultimatum": "Ultimatum", "buy_sell": "Buyer and seller"}
+def _title(scenario: str) -> str:
+    game = GAMES.get(scenario)
+    return game.info.title if game is not None else scenario
 
 
 def _matrix(table: Sequence[Mapping[str, Any]], scenario: str, fmt: Any) -> Any:
@@ -270,7 +272,7 @@ def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = 
     for sc in scenarios:
         mine = [r for r in rows if r.scenario == sc]
         out["scenarios"].append({
-            "name": sc, "title": SCENARIO_TITLES.get(sc, sc), "games": len(mine),
+            "name": sc, "title": _title(sc), "games": len(mine),
             "wins": _matrix(table, sc, lambda r: f"{_rate(r['p1_win_rate'])} / {_rate(r['p2_win_rate'])} "
                                                   f"(n={r['games']})"),
             "payoffs": _matrix(table, sc, lambda r: f"{r['p1_payoff']:.2f} / {r['p2_payoff']:.2f}"),
@@ -298,7 +300,7 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
             ax.scatter([x for x, _ in agreed], [y for _, y in agreed], s=14, alpha=0.7, color="#4292c6",
                        label="agreed games")
         curve = acceptance_curve(mine)
-        if sc == "ultimatum" and curve:
+        if len(curve) > 1 and any(r.first_response is not None for r in mine):
             ax2 = ax.twinx()
             ax2.plot(list(curve), [v for v, _ in curve.values()], color="#d94801", marker="o", ms=3,
                      label="share accepting the first offer")
@@ -306,7 +308,7 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
             ax2.set_ylabel("first offers accepted")
         rho = "-" if a["spearman"] is None else f"{a['spearman']:.2f}"
         r = "-" if a["pearson"] is None else f"{a['pearson']:.2f}"
-        ax.set_title(f"{SCENARIO_TITLES.get(sc, sc)}: Spearman {rho}, Pearson {r} (n={a['n']})", fontsize=9)
+        ax.set_title(f"{_title(sc)}: Spearman {rho}, Pearson {r} (n={a['n']})", fontsize=9)
         ax.set_xlabel("first offer")
         ax.set_ylabel("agreed price / trade")
     sources = sorted({f"{r.p1} vs {r.p2}" for r in rows})[:4]
@@ -314,5 +316,5 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
     return F.Figure("na_offers", "NegotiationArena: anchoring and acceptance",
                     "Dots: the first offer of a game against the price (or trade) agreed, for games that ended "
                     "in agreement; the title gives Spearman's and Pearson's correlation between them (the "
-                    "anchoring effect). Ultimatum, line: the share of first offers accepted at each offered "
-                    "amount.", png, svg, sources)
+                    "anchoring effect). Line (where first offers differ): the share of first offers accepted at "
+                    "each offered amount (the ultimatum's acceptance curve).", png, svg, sources)

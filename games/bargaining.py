@@ -185,6 +185,8 @@ class Bargaining(Game):
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
         title="Bargaining (GLEE)", moves="sequential", rounds=True, messages="public", family="glee",
+        factors=(("delta_alice", 0.9), ("delta_bob", 0.9), ("money", 10000.0),
+                 ("market", {"complete_information": True, "messages_allowed": False, "max_rounds": 99})),
         n_players=2, scale_key="money", action_axis="share of the money",
         equilibrium_note="SPE: immediate agreement, Alice p* = (1 - dB) / (1 - dA dB) or backward induction",
         deviation_note="|payoff - SPE payoff| / M", round_curve="alice_share")

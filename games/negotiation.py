@@ -106,6 +106,8 @@ class Negotiation(Game):
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
         title="Negotiation (GLEE)", moves="sequential", rounds=True, messages="public", family="glee",
+        factors=(("seller_value", 1.0), ("buyer_value", 1.0), ("money", 10000.0),
+                 ("market", {"complete_information": True, "messages_allowed": False, "max_rounds": 1})),
         n_players=2, scale_key="money", action_axis="price / money",
         equilibrium_note="no unique SPE; baseline: truthful prices, accept if gain >= 0",
         round_curve="price_share")

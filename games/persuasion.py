@@ -126,7 +126,10 @@ class Persuasion(Game):
     action_key: ClassVar[str] = "decision"
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
-        title="Persuasion (GLEE)", moves="sequential", rounds=True, messages="public", family="glee", n_players=2,
+        title="Persuasion (GLEE)", moves="sequential", rounds=True, messages="public", family="glee",
+        factors=(("p_high", 0.5), ("value_high", 1.25), ("money", 10000.0),
+                 ("market", {"complete_information": True, "message_type": "binary", "buyer": "long-living"})),
+        n_players=2,
         action_axis="purchase", policies=("rational", "random", "commitment", "babbling"),
         equilibrium_note="commitment: recommend low quality with q = min{p(v-1)/(1-p), 1}; cheap talk babbles",
         round_curve="bought")

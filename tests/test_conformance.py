@@ -371,17 +371,6 @@ def test_secret_notes_never_reach_the_opponent(game: Game) -> None:
         setup = game.setup(game.Params(), seats(game, 3), np.random.default_rng(seed))
         rng = np.random.default_rng(seed)
         state = game.initial_state(setup)
-# ---- secret notes: a reply field declared secret=True never reaches another seat ----
-
-def _secret_leaks(game: Game, seeds: range) -> list[str]:
-    """Play random games, every secret text field filled with a distinctive string; return each place a
-    secret shows up where another seat (or the public record) could read it."""
-    leaks: list[str] = []
-    for seed in seeds:
-        setup = game.setup(game.Params(), seats(game, 2 + seed % 3), np.random.default_rng(seed))
-        rng = np.random.default_rng(seed)
-        state = game.initial_state(setup)
-        planted: list[tuple[int, str]] = []  # (owner seat, secret text) so far in this run
         for step in range(MAX_STEPS):
             movers = game.to_move(state)
             if not movers:
@@ -401,3 +390,70 @@ def _secret_leaks(game: Game, seeds: range) -> list[str]:
             shown += [game.observation(new, seat) for seat in range(setup.n_players)]
             assert "SECRET" not in json.dumps(shown), game.name
             state = new
+
+
+# ---- secret notes: a reply field declared secret=True never reaches another seat ----
+
+def _secret_leaks(game: Game, seeds: range) -> list[str]:
+    """Play random games, every secret text field filled with a distinctive string; return each place a
+    secret shows up where another seat (or the public record) could read it."""
+    leaks: list[str] = []
+    for seed in seeds:
+        setup = game.setup(game.Params(), seats(game, 2 + seed % 3), np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        state = game.initial_state(setup)
+        planted: list[tuple[int, str]] = []  # (owner seat, secret text) so far in this run
+        for step in range(MAX_STEPS):
+            movers = game.to_move(state)
+            if not movers:
+                break
+            actions: dict[int, dict[str, Any] | None] = {}
+            fresh: list[tuple[int, str]] = []
+            for seat in movers:
+                reply = game.strategy(state, seat, "random", rng=rng)
+                for f in game.action_spec(state, seat).fields:
+                    if f.kind == "text" and f.secret:
+                        token = f"zq{seed}x{step}x{seat}x{f.name}qz"[: f.max_length or None]
+                        reply[f.name] = token
+                        fresh.append((seat, token))
+                judged = game.judge(state, seat, json.dumps(reply))
+                assert judged.valid, judged.detail
+                actions[seat] = judged.action
+            planted += fresh
+            after = game.apply(state, actions, np.random.default_rng(seed + step))
+            events = json.dumps(game.events(state, after, actions))
+            for owner, token in planted:
+                if token in events:
+                    leaks.append(f"seed {seed} step {step}: events carry seat {owner}'s secret")
+                for other in range(setup.n_players):
+                    if other == owner:
+                        continue
+                    if token in json.dumps(game.report(state, after, actions, other)):
+                        leaks.append(f"seed {seed} step {step}: seat {other}'s report carries seat {owner}'s secret")
+                    if token in json.dumps(game.observation(after, other)):
+                        leaks.append(f"seed {seed} step {step}: seat {other}'s observation carries seat {owner}'s "
+                                     "secret")
+            state = after
+    return leaks
+
+
+def test_secret_fields_never_reach_another_seat(game: Game) -> None:
+    assert _secret_leaks(game, range(12)) == []
+
+
+def test_the_secret_check_catches_a_leak() -> None:
+    """The check above can fail: a game that copies a secret note into its events and reports is caught."""
+    from econarena.games.bargaining import Bargaining
+    from econarena.games.base import ActionField, ActionSpec
+
+    class Leaky(Bargaining):
+        def action_spec(self, state: Any, player: int) -> ActionSpec:
+            spec = super().action_spec(state, player)
+            return ActionSpec((*spec.fields, ActionField("note", "text", "private", max_length=200, secret=True)))
+
+        def events(self, before: Any, after: Any, actions: Any) -> dict[str, Any]:
+            notes = [a.get("note") for a in actions.values() if a]
+            return {**super().events(before, after, actions), "notes": notes}
+
+    leaks = _secret_leaks(Leaky(), range(2))
+    assert leaks and all("events carry" in x for x in leaks)
