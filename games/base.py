@@ -206,6 +206,11 @@ class Game(abc.ABC):
         """Template fields of the report one player gets after a round (``info.rounds`` games)."""
         return None
 
+    def fresh_conversation(self, state: Any, player: int) -> bool:
+        """True when this player's next request starts a new conversation instead of continuing its own
+        (GLEE's myopic buyer: a new buyer every round who remembers nothing). Games with rounds only."""
+        return False
+
     def score(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> float | None:
         """The run's 0-100 score from its round records (``{"round", "actions", "events"}``)."""
         return None

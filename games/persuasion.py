@@ -9,8 +9,8 @@ learns the quality. A high-quality product is worth v M (``value_high``), a low-
 1) for a low-quality one and 0 when he does not buy. Bob knows p, v and c; Alice knows v only with
 ``complete_information``. A long-living buyer is one player for all rounds and is told each outcome; a
 myopic buyer is "a new buyer" every round who reads only statistics of earlier sales (counts, as GLEE's
-code shows). Limitation: the Host keeps one conversation per seat, so a myopic buyer's chat still holds the
-earlier rounds' prompts (GLEE resets it); he gets no outcome reports.
+code shows): his conversation starts afresh every round (``fresh_conversation``), as GLEE resets it, and
+he gets no outcome reports.
 
 Chance: round 1's quality is drawn with the session's configuration (the Host's session generator, so it
 is shared by the runs and tables of a session); the quality of round t + 1 is drawn by the chance
@@ -255,6 +255,9 @@ class Persuasion(Game):
             request = "Wait for the other player."
         return {"player_name": NAMES[player], "role_message": role, "round": t, "rounds": s["rounds"],
                 "request": request}
+
+    def fresh_conversation(self, state: PersuasionState, player: int) -> bool:
+        return player == 1 and state.setup["buyer"] == "myopic"  # a new buyer each round
 
     def report(self, before: PersuasionState, after: PersuasionState,
                actions: Mapping[int, dict[str, Any] | None], player: int) -> dict[str, Any] | None:

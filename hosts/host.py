@@ -385,6 +385,8 @@ class Host:
         agent = self.agents[li][entry]
         persona = self.exps[li].players[entry].persona
         fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past, persona)
+        if talk.enabled and self.game.fresh_conversation(state, seat):
+            talk.restart(seat)  # a player who remembers nothing of earlier rounds: the full prompt again
         messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
         llm = self.exps[li].players[entry].llm
@@ -475,6 +477,12 @@ class Conversations:
             return fresh
         text = "\n\n".join([*self.reports.pop(seat, []), follow_up()])
         return (*past, Message("user", text))
+
+    def restart(self, seat: int) -> None:
+        """Forget the seat's conversation; its next record logs the whole new prompt from offset 0."""
+        self.history.pop(seat, None)
+        self.reports.pop(seat, None)
+        self._logged[seat] = 0
 
     def report(self, seat: int, text: str) -> None:
         if seat in self.history:  # a report only means something to a player who has spoken
