@@ -24,8 +24,8 @@ import pandas as pd
 
 from .. import __version__
 from ..rundir import BASELINE_AGENTS
+from . import distributions, gamabench, glee
 from . import figures as F
-from . import gamabench, glee
 from . import negotiationarena as na
 from .compare import compare, setting_pairs
 from .load import SETTING_COLUMNS, Frames, export, load
@@ -317,6 +317,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         gama = gamabench.report_section(frames.dirs, figdir, out)
         linear = glee.report_sections(frames.dirs, figdir, out)
         trade = na.report_section(frames.dirs, figdir)
+        spread = distributions.report_sections(frames.dirs, figdir)
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
@@ -331,6 +332,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
             + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
             + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
+            + "".join(f"<a href='#metrics-{_esc(f)}'>Metrics ({_esc(f)})</a>" for f, _, _ in spread)
             + ("<a href='#negotiationarena'>NegotiationArena</a>" if trade is not None else "")
             + ("<a href='#transcripts'>Transcripts</a>" if talk is not None else "")
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
@@ -357,6 +359,13 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         body.append(_gamabench_html(gama, report, out))
     for sec in linear:
         body.append(_linear_html(sec, report, out))
+    for family, fig, why in spread:
+        body.append(f"<h2 id='metrics-{_esc(family)}'>Metrics by player ({_esc(family)})</h2>")
+        if fig is not None:
+            report.figures.append(fig)
+            body.append(_figure_html(len(report.figures), fig, out))
+        else:
+            report.skipped.append((f"Metrics by player ({family})", why or ""))
     if trade is not None:
         body.append(_negotiation_html(trade, report, out))
     if talk is not None:
