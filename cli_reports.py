@@ -287,6 +287,9 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Reference results -> run directories (hosts/importer.py), summaries and the score table (analysis)."""
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        _err(f"--out {args.out}: is a file, not a directory")
+        return EXIT_CONFIG
     if args.source == "negotiationarena":
         return cmd_import_negotiationarena(args)
     from .analysis import gamabench

@@ -392,3 +392,13 @@ def test_negotiationarena_configs_validate(capsys: pytest.CaptureFixture[str]) -
     for path in files:
         assert main(["validate", str(path), str(root / "models.toml")]) == 0, capsys.readouterr().err
     assert "resource_exchange, melee, 1 table(s) x 60 session(s)" in capsys.readouterr().out
+
+
+def test_import_out_at_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from econarena.cli import main
+
+    target = tmp_path / "a-file"
+    target.write_text("x", encoding="utf-8")
+    for source in ("negotiationarena", "gamabench"):
+        assert main(["import", source, str(tmp_path), "--out", str(target)]) == 2
+        assert "is a file, not a directory" in capsys.readouterr().err
