@@ -342,3 +342,18 @@ def _dumps_record(rec: dict[str, Any]) -> str:
     except (ValueError, TypeError, RecursionError):
         safe = {**rec, "extras": repr(rec.get("extras"))[:2000]}
         return json.dumps(safe, default=repr) + "\n"
+
+
+def game_name(run_dir: str | Path) -> str | None:
+    """The game a run directory played, from its config.toml; None when unreadable."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        cfg = tomllib.loads((Path(run_dir) / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    exp = cfg.get("experiment")
+    name = exp.get("game") if isinstance(exp, dict) else None
+    return name if isinstance(name, str) else None

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..games import GAMES
-from ..rundir import CONFIG, RUNS, complete_runs, read_jsonl
+from ..rundir import RUNS, complete_runs, game_name, read_jsonl
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 MAX_PANELS = 12
 MAX_GROUPS = 12
@@ -43,12 +43,8 @@ def _number(x: Any) -> float | None:
 
 
 def _game_of(run_dir: Path) -> str | None:
-    try:
-        cfg = tomllib.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    name = (cfg.get("experiment") or {}).get("game")
-    return name if isinstance(name, str) and name in GAMES else None
+    name = game_name(run_dir)
+    return name if name in GAMES else None
 
 
 def collect(run_dirs: Sequence[str | Path]) -> dict[str, list[Value]]:

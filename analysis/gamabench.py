@@ -31,12 +31,12 @@ from typing import Any
 
 from ..games import GAMES
 from ..games.base import Game
-from ..rundir import CONFIG, RUNS, complete_runs, read_jsonl
+from ..rundir import RUNS, complete_runs, game_name, read_jsonl
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 FAMILY = "gamabench"
 OVERALL = "overall"
@@ -85,13 +85,8 @@ class Collected:
 
 
 def _game_of(run_dir: Path, games: Mapping[str, Game]) -> Game | None:
-    try:
-        cfg = tomllib.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    exp = cfg.get("experiment")
-    name = exp.get("game") if isinstance(exp, dict) else None
-    game = games.get(name) if isinstance(name, str) else None
+    name = game_name(run_dir)
+    game = games.get(name) if name is not None else None
     return game if game is not None and game.info.family == FAMILY and game.info.score else None
 
 

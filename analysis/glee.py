@@ -36,14 +36,14 @@ from typing import Any
 import numpy as np
 
 from ..games import GAMES
-from ..rundir import CONFIG, RUNS, complete_runs, read_jsonl
+from ..rundir import RUNS, complete_runs, game_name, read_jsonl
 from .load import expand_run_dirs
 from .metagame import pure_equilibria
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 Z95 = 1.959963984540054  # the normal 97.5% quantile: the paper's coef +- 1.96 SE
 CLIPPED = ("efficiency", "fairness")  # GLEE clips these to [0, 1] before fitting (analyze/ML.py::load_data)
@@ -161,13 +161,7 @@ def base_metric(column: str) -> str:
 
 
 def _game_name(run_dir: Path) -> str | None:
-    try:
-        cfg = tomllib.loads((run_dir / CONFIG).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    exp = cfg.get("experiment")
-    name = exp.get("game") if isinstance(exp, dict) else None
-    return name if isinstance(name, str) else None
+    return game_name(run_dir)
 
 
 def players_of(run: Mapping[str, Any], by: str) -> list[str]:

@@ -107,6 +107,30 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
 
 
+def plan_dirs(groups: Mapping[Any, Any], out: Path, name_of: Any) -> dict[Any, Path]:
+    """One run directory per group, named by ``name_of(key)`` (made a safe, unique file name), checked
+    before anything is written: an existing directory of runs played here is never mixed with imports."""
+    names: dict[Any, Path] = {}
+    used: set[str] = set()
+    for key in sorted(groups):
+        name = _slug(name_of(key))
+        base, i = name, 2
+        while name in used:
+            name, i = f"{base}-{i}", i + 1
+        used.add(name)
+        names[key] = out / name
+    for d in names.values():
+        manifest = d / MANIFEST
+        if manifest.exists():
+            try:
+                old = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                old = {}
+            if not isinstance(old, dict) or "imported_from" not in old:
+                raise ImportFailed(f"{d} holds runs that were not imported; choose another --out")
+    return names
+
+
 def _folder_of(path: Path, folders: Sequence[Folder]) -> Folder | None:
     parts = path.resolve().parent.parts
     for f in folders:  # longest first: sealed_bid_auction/first_price before any shorter match
@@ -301,24 +325,7 @@ def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "un
 
 def _write(groups: dict[tuple[str, str], list[_Run]], meta: dict[tuple[str, str], tuple[Folder, str]], raw: Path,
            out: Path, result: ImportResult) -> None:
-    names: dict[tuple[str, str], Path] = {}
-    used: set[str] = set()
-    for key in sorted(groups):
-        name = _slug(f"{key[0].replace('/', '-')}--{key[1]}")
-        base, i = name, 2
-        while name in used:
-            name, i = f"{base}-{i}", i + 1
-        used.add(name)
-        names[key] = out / name
-    for d in names.values():  # before anything is written: never mix imported runs into runs played here
-        manifest = d / MANIFEST
-        if manifest.exists():
-            try:
-                old = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                old = {}
-            if not isinstance(old, dict) or "imported_from" not in old:
-                raise ImportFailed(f"{d} holds runs that were not imported; choose another --out")
+    names = plan_dirs(groups, out, lambda key: f"{key[0].replace('/', '-')}--{key[1]}")
     for key, runs in sorted(groups.items()):
         d = names[key]
         folder, _model = meta[key]

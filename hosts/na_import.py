@@ -17,7 +17,6 @@ warning naming the file, never a crash.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,8 +28,8 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.na_common import log_models, reader_for
-from ..rundir import DECISIONS, MANIFEST, RUNS, RunDirectory, now_iso
-from .importer import ImportFailed, _decisions, _toml, _why
+from ..rundir import DECISIONS, RUNS, RunDirectory, now_iso
+from .importer import ImportFailed, _decisions, _toml, _why, plan_dirs
 
 SOURCE = "NegotiationArena game_state.json"
 LOG_NAME = "game_state.json"
@@ -49,10 +48,6 @@ class _Run:
     source: str
     record: dict[str, Any]
     decisions: list[dict[str, Any]]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
 
 
 def run_record(game: Game, imp: ImportedRun, models: list[str], session: int, source: str,
@@ -142,24 +137,7 @@ def import_negotiationarena(log_dir: str | Path, out: str | Path, *, metrics: st
 
 def _write(groups: dict[tuple[str, str, str], list[_Run]], readers: dict[tuple[str, str, str], Game], raw: Path,
            out: Path, result: NAImportResult) -> None:
-    names: dict[tuple[str, str, str], Path] = {}
-    used: set[str] = set()
-    for key in sorted(groups):
-        name = _slug(f"{key[0]}--{key[1]}--vs--{key[2]}")
-        base, i = name, 2
-        while name in used:
-            name, i = f"{base}-{i}", i + 1
-        used.add(name)
-        names[key] = out / name
-    for d in names.values():  # before anything is written: never mix imported runs into runs played here
-        manifest = d / MANIFEST
-        if manifest.exists():
-            try:
-                old = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                old = {}
-            if not isinstance(old, dict) or "imported_from" not in old:
-                raise ImportFailed(f"{d} holds runs that were not imported; choose another --out")
+    names = plan_dirs(groups, out, lambda key: f"{key[0]}--{key[1]}--vs--{key[2]}")
     for key, runs in sorted(groups.items()):
         d = names[key]
         if d.exists():
