@@ -107,6 +107,27 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
 
 
+def write_imported(d: Path, config_text: str, runs: Sequence[tuple[list[dict[str, Any]], dict[str, Any]]],
+                   raw: Path, source: str) -> None:
+    """Write one run directory of imported runs ((decisions, run record) each), replacing an earlier
+    import's files; the manifest says where they came from."""
+    if d.exists():
+        for fname in _REMOVE_ON_REIMPORT:
+            (d / fname).unlink(missing_ok=True)
+        shutil.rmtree(d / "report", ignore_errors=True)
+    rundir = RunDirectory(d)
+    rundir.start(config_text, 0, d.name, False)
+    try:
+        for decisions, record in runs:
+            for dec in decisions:
+                rundir.decision(dec)
+            rundir.run(record)
+    finally:
+        rundir.close()
+    rundir.write_manifest(status="complete", ended_at=now_iso(), runs_total=len(runs), runs_complete=len(runs),
+                          runs_incomplete=0, elapsed_s=0.0, imported_from=str(raw), source=source)
+
+
 def plan_dirs(groups: Mapping[Any, Any], out: Path, name_of: Any) -> dict[Any, Path]:
     """One run directory per group, named by ``name_of(key)`` (made a safe, unique file name), checked
     before anything is written: an existing directory of runs played here is never mixed with imports."""
@@ -330,22 +351,8 @@ def _write(groups: dict[tuple[str, str], list[_Run]], meta: dict[tuple[str, str]
         d = names[key]
         folder, _model = meta[key]
         runs.sort(key=lambda r: r.session)
-        if d.exists():
-            for fname in _REMOVE_ON_REIMPORT:
-                (d / fname).unlink(missing_ok=True)
-            shutil.rmtree(d / "report", ignore_errors=True)
         first = runs[0].record
-        rundir = RunDirectory(d)
-        rundir.start(_config_text(d.name, folder, key[1], len(first["labels"]), len(runs), first["params"], raw),
-                     0, d.name, False)
-        try:
-            for r in runs:
-                for dec in r.decisions:
-                    rundir.decision(dec)
-                rundir.run(r.record)
-        finally:
-            rundir.close()
-        rundir.write_manifest(status="complete", ended_at=now_iso(), runs_total=len(runs), runs_complete=len(runs),
-                              runs_incomplete=0, elapsed_s=0.0, imported_from=str(raw), source=SOURCE)
+        write_imported(d, _config_text(d.name, folder, key[1], len(first["labels"]), len(runs), first["params"], raw),
+                       [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)

@@ -17,7 +17,6 @@ warning naming the file, never a crash.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +27,10 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.na_common import log_models, reader_for
-from ..rundir import DECISIONS, RUNS, RunDirectory, now_iso
-from .importer import ImportFailed, _decisions, _toml, _why, plan_dirs
+from .importer import ImportFailed, _decisions, _toml, _why, plan_dirs, write_imported
 
 SOURCE = "NegotiationArena game_state.json"
 LOG_NAME = "game_state.json"
-_REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
 
 
 @dataclass
@@ -140,21 +137,7 @@ def _write(groups: dict[tuple[str, str, str], list[_Run]], readers: dict[tuple[s
     names = plan_dirs(groups, out, lambda key: f"{key[0]}--{key[1]}--vs--{key[2]}")
     for key, runs in sorted(groups.items()):
         d = names[key]
-        if d.exists():
-            for fname in _REMOVE_ON_REIMPORT:
-                (d / fname).unlink(missing_ok=True)
-            shutil.rmtree(d / "report", ignore_errors=True)
-        rundir = RunDirectory(d)
-        rundir.start(_config_text(d.name, readers[key], [key[1], key[2]], len(runs), runs[0].record["params"], raw),
-                     0, d.name, False)
-        try:
-            for r in runs:
-                for dec in r.decisions:
-                    rundir.decision(dec)
-                rundir.run(r.record)
-        finally:
-            rundir.close()
-        rundir.write_manifest(status="complete", ended_at=now_iso(), runs_total=len(runs), runs_complete=len(runs),
-                              runs_incomplete=0, elapsed_s=0.0, imported_from=str(raw), source=SOURCE)
+        config = _config_text(d.name, readers[key], [key[1], key[2]], len(runs), runs[0].record["params"], raw)
+        write_imported(d, config, [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
