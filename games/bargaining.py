@@ -44,8 +44,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from .base import ActionField, ActionSpec, Game, GameInfo, GameParams, Outcome, Setup
-from .glee import MAX_MONEY, NAMES, message_field, pretty, say, set_at, two_seats
+from .base import ActionField, ActionSpec, GameInfo, GameParams, Outcome, Setup
+from .glee import MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
 ANNOUNCED_MAX = 20  # GLEE tells the players the horizon only up to 20 rounds
 CENT = 0.01
@@ -74,10 +74,6 @@ class BargainingState:
     last: tuple[Any, ...] = (None, None)
     opening_missed: bool = False  # round 1 had no usable offer: Bob, who has not spoken yet, is told so
 
-
-def proposer(t: int) -> int:
-    """Alice proposes in odd rounds, Bob in even ones."""
-    return (t - 1) % 2
 
 
 def backward_induction(delta_alice: float, delta_bob: float, rounds: int) -> list[float]:
@@ -176,10 +172,11 @@ def inflation_update(setup: Setup, seat: int, t: int) -> str:
     return "Due to inflation, " + lossy[0] + (" " + rest if rest else "") + "\n"
 
 
-class Bargaining(Game):
+class Bargaining(AlternatingOffers):
     name: ClassVar[str] = "bargaining"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GLEE: alternating offers over a sum of money, discounting shown as inflation"
+    State = BargainingState
     Params = BargainingParams
     action_key: ClassVar[str] = "alice_gain"
     history_key: ClassVar[str] = "last reply"
@@ -190,20 +187,6 @@ class Bargaining(Game):
         n_players=2, scale_key="money", action_axis="share of the money",
         equilibrium_note="SPE: immediate agreement, Alice p* = (1 - dB) / (1 - dA dB) or backward induction",
         deviation_note="|payoff - SPE payoff| / M", round_curve="alice_share")
-
-    def setup(self, params: BargainingParams, n_players: int, rng: np.random.Generator) -> Setup:
-        two_seats(self.name, n_players)
-        return Setup(2, params.model_dump())
-
-    def initial_state(self, setup: Setup) -> BargainingState:
-        return BargainingState(setup)
-
-    def to_move(self, state: BargainingState) -> tuple[int, ...]:
-        if state.phase == "offer":
-            return (proposer(state.round),)
-        if state.phase == "respond":
-            return (1 - proposer(state.round),)
-        return ()
 
     def action_spec(self, state: BargainingState, player: int) -> ActionSpec:
         if state.phase == "respond":

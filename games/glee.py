@@ -8,9 +8,11 @@ equilibrium of its own.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from .base import ActionField
+import numpy as np
+
+from .base import ActionField, Game, GameParams, Setup
 
 NAMES = ("Alice", "Bob")
 MESSAGE_CHARS = 1000  # a public message is bounded: a 20-round chat must stay a readable prompt
@@ -27,6 +29,32 @@ def pretty(x: float) -> str:
 def two_seats(game: str, n_players: int) -> None:
     if n_players != 2:
         raise ValueError(f"{game} is a two-player game (Alice and Bob), got {n_players} players")
+
+
+def proposer(t: int) -> int:
+    """Alice proposes in odd rounds, Bob in even ones."""
+    return (t - 1) % 2
+
+
+class AlternatingOffers(Game):
+    """Bargaining and negotiation: in round t the proposer offers, then the other seat responds. The
+    state class (``State``) has ``round`` (from 1) and ``phase`` ("offer", "respond", "done")."""
+
+    State: ClassVar[type]
+
+    def setup(self, params: GameParams, n_players: int, rng: np.random.Generator) -> Setup:
+        two_seats(self.name, n_players)
+        return Setup(2, params.model_dump())
+
+    def initial_state(self, setup: Setup) -> Any:
+        return self.State(setup)
+
+    def to_move(self, state: Any) -> tuple[int, ...]:
+        if state.phase == "offer":
+            return (proposer(state.round),)
+        if state.phase == "respond":
+            return (1 - proposer(state.round),)
+        return ()
 
 
 def message_field(rival: str) -> ActionField:

@@ -40,8 +40,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from .base import ActionField, ActionSpec, Game, GameInfo, GameParams, Outcome, Setup
-from .glee import MAX_MONEY, NAMES, message_field, pretty, say, set_at, two_seats
+from .base import ActionField, ActionSpec, GameInfo, GameParams, Outcome, Setup
+from .glee import MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
 ANNOUNCED_MAX = 20
 OUTSIDE = ("sell_to_john", "buy_from_john")  # per seat: the seller sells to John, the buyer buys from him
@@ -71,10 +71,6 @@ class NegotiationState:
     opening_missed: bool = False  # round 1 had no usable offer: Bob, who has not spoken yet, is told so
 
 
-def proposer(t: int) -> int:
-    return (t - 1) % 2
-
-
 def values(setup: Setup) -> tuple[float, float]:
     """(V_A, V_B) in money."""
     m = float(setup["money"])
@@ -97,10 +93,11 @@ def negotiation_metrics(seller_value: float, buyer_value: float, money: float, p
     return {"fairness": 1 - 4 * (p - (fa + fb) / 2) ** 2, "efficiency": efficiency, "self_gain": [p - fa, fb - p]}
 
 
-class Negotiation(Game):
+class Negotiation(AlternatingOffers):
     name: ClassVar[str] = "negotiation"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GLEE: a seller and a buyer alternate price offers for one item, outside option John"
+    State = NegotiationState
     Params = NegotiationParams
     action_key: ClassVar[str] = "product_price"
     history_key: ClassVar[str] = "last reply"
@@ -111,20 +108,6 @@ class Negotiation(Game):
         n_players=2, scale_key="money", action_axis="price / money",
         equilibrium_note="no unique SPE; baseline: truthful prices, accept if gain >= 0",
         round_curve="price_share")
-
-    def setup(self, params: NegotiationParams, n_players: int, rng: np.random.Generator) -> Setup:
-        two_seats(self.name, n_players)
-        return Setup(2, params.model_dump())
-
-    def initial_state(self, setup: Setup) -> NegotiationState:
-        return NegotiationState(setup)
-
-    def to_move(self, state: NegotiationState) -> tuple[int, ...]:
-        if state.phase == "offer":
-            return (proposer(state.round),)
-        if state.phase == "respond":
-            return (1 - proposer(state.round),)
-        return ()
 
     def action_spec(self, state: NegotiationState, player: int) -> ActionSpec:
         if state.phase == "respond":
