@@ -23,3 +23,18 @@ def play_rounds(game: Any, params: Any, key: str, per_round: list[list[Any]]) ->
                     "events": game.events(state, after, actions)})
         state = after
     return setup, state, log
+
+
+def play_turns(game: Any, setup: Any, replies: list[str]) -> tuple[Any, list[dict]]:
+    """A sequential game, one mover per move: ``replies`` are the raw reply texts in order, judged as the
+    Host judges them. Returns (final state, round log)."""
+    state = game.initial_state(setup)
+    log = []
+    for r, text in enumerate(replies):
+        seat = game.to_move(state)[0]
+        action = game.judge(state, seat, text).action
+        after = game.apply(state, {seat: action})
+        log.append({"round": r, "actions": [action if i == seat else None for i in range(setup.n_players)],
+                    "events": game.events(state, after, {seat: action})})
+        state = after
+    return state, log

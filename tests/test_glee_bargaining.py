@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,9 @@ from econarena.games.bargaining import (
 from econarena.games.base import RULE_VIOLATION
 from econarena.hosts.prompts import Template
 
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_turns  # noqa: E402
+
 GAME = get_game("bargaining")
 
 
@@ -27,17 +31,7 @@ def _setup(**params):
 
 
 def _play(setup, replies):
-    """``replies``: the raw reply texts of the moves in order; returns (state, round log)."""
-    state = GAME.initial_state(setup)
-    log = []
-    for r, text in enumerate(replies):
-        seat = GAME.to_move(state)[0]
-        action = GAME.judge(state, seat, text).action
-        after = GAME.apply(state, {seat: action})
-        log.append({"round": r, "actions": [action if i == seat else None for i in range(2)],
-                    "events": GAME.events(state, after, {seat: action})})
-        state = after
-    return state, log
+    return play_turns(GAME, setup, replies)
 
 
 # spec 1.2 table: (delta_A, delta_B, p* for T = infinity, Alice's SPE share for T = 12)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,9 @@ from econarena.games.base import SCHEMA_ERROR
 from econarena.games.negotiation import NegotiationParams, negotiation_metrics
 from econarena.hosts.prompts import Template
 
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_turns  # noqa: E402
+
 GAME = get_game("negotiation")
 
 
@@ -21,16 +25,7 @@ def _setup(**params):
 
 
 def _play(setup, replies):
-    state = GAME.initial_state(setup)
-    log = []
-    for r, text in enumerate(replies):
-        seat = GAME.to_move(state)[0]
-        action = GAME.judge(state, seat, text).action
-        after = GAME.apply(state, {seat: action})
-        log.append({"round": r, "actions": [action if i == seat else None for i in range(2)],
-                    "events": GAME.events(state, after, {seat: action})})
-        state = after
-    return state, log
+    return play_turns(GAME, setup, replies)
 
 
 def test_metrics_section_4_numbers() -> None:
