@@ -249,30 +249,33 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
 
 
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml(x) for x in v if x is not None) + "]"
+def _plain(v: Any) -> Any:
+    """TOML data: Nones dropped (TOML has no null), tuples as lists."""
     if isinstance(v, Mapping):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(x)}" for k, x in v.items() if x is not None) + " }"
-    return json.dumps(str(v))
+        return {str(k): _plain(x) for k, x in v.items() if x is not None}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v if x is not None]
+    return v
+
+
+def imported_config(tool: str, name: str, game: Game, players: list[dict[str, Any]], sessions: int,
+                    params: Mapping[str, Any], description: str) -> str:
+    """config.toml of an imported run directory, written by tomli-w like every config.toml: model names
+    and paths taken from other people's files may hold any character (an emoji, a newline)."""
+    import tomli_w
+
+    n = sum(int(p.get("count", 1)) for p in players)
+    doc = {"experiment": {"name": name, "game": game.name, "environment": "melee", "players_per_game": n,
+                          "sessions": sessions, "runs": 1, "seed": 0, "description": description},
+           "game": _plain(params), "players": players}
+    return (f"# Imported by `econarena import {tool}`: a record of where these runs came from, not an "
+            "experiment to run.\n" + tomli_w.dumps(doc))
 
 
 def _config_text(name: str, folder: Folder, label: str, n: int, sessions: int, params: Mapping[str, Any],
                  raw_dir: Path) -> str:
-    lines = [f"# Imported by `econarena import gamabench` from {raw_dir} (folder {folder.path}).",
-             "# A record of where these runs came from, not an experiment to run.",
-             "[experiment]", f"name = {_toml(name)}", f"game = {_toml(folder.game.name)}", 'environment = "melee"',
-             f"players_per_game = {n}", f"sessions = {sessions}", "runs = 1", "seed = 0",
-             f"description = {_toml(f'{SOURCE}, folder {folder.path}, label {label}')}", "", "[game]"]
-    lines += [f"{json.dumps(k)} = {_toml(v)}" for k, v in params.items() if v is not None]
-    lines += ["", "[[players]]", 'agent = "imported"', f"label = {_toml(label)}", f"count = {n}"]
-    return "\n".join(lines) + "\n"
+    return imported_config("gamabench", name, folder.game, [{"agent": "imported", "label": label, "count": n}],
+                           sessions, params, f"{SOURCE} from {raw_dir}, folder {folder.path}, label {label}")
 
 
 def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "unnamed",

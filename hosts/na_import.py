@@ -27,7 +27,7 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.na_common import log_models, reader_for
-from .importer import ImportFailed, _decisions, _toml, _why, plan_dirs, write_imported
+from .importer import ImportFailed, _decisions, _why, imported_config, plan_dirs, write_imported
 
 SOURCE = "NegotiationArena game_state.json"
 LOG_NAME = "game_state.json"
@@ -77,15 +77,8 @@ def run_record(game: Game, imp: ImportedRun, models: list[str], session: int, so
 
 def _config_text(name: str, game: Game, models: list[str], sessions: int, params: Mapping[str, Any],
                  log_dir: Path) -> str:
-    lines = [f"# Imported by `econarena import negotiationarena` from {log_dir}.",
-             "# A record of where these runs came from, not an experiment to run.",
-             "[experiment]", f"name = {_toml(name)}", f"game = {_toml(game.name)}", 'environment = "melee"',
-             "players_per_game = 2", f"sessions = {sessions}", "runs = 1", "seed = 0",
-             f"description = {_toml(f'{SOURCE}: {models[0]} (RED) vs {models[1]} (BLUE)')}", "", "[game]"]
-    lines += [f"{json.dumps(k)} = {_toml(v)}" for k, v in params.items() if v is not None]
-    for m in models:
-        lines += ["", "[[players]]", 'agent = "imported"', f"label = {_toml(m)}"]
-    return "\n".join(lines) + "\n"
+    return imported_config("negotiationarena", name, game, [{"agent": "imported", "label": m} for m in models],
+                           sessions, params, f"{SOURCE} from {log_dir}: {models[0]} (RED) vs {models[1]} (BLUE)")
 
 
 def import_negotiationarena(log_dir: str | Path, out: str | Path, *, metrics: str = "correct",

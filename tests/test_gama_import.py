@@ -393,3 +393,16 @@ def test_bench_gama_measures(tmp_path: Path) -> None:
     n, secs, size = mod.measure(1, 8)
     assert n == 10 * 20 and secs > 0 and size > 0
     assert "bench_gama.py" in (root / "run_all.py").read_text(encoding="utf-8")
+
+
+def test_any_model_name_or_folder_gives_a_readable_config_toml(tmp_path: Path) -> None:
+    """Model names and folders come from other people's files: an emoji or a newline must still give a
+    config.toml that reads back (a hand-written writer escaped an emoji as an invalid surrogate pair)."""
+    from econarena.hosts.config import read_toml
+
+    raw = tmp_path / "odd\nname" / "guessing_game"
+    write(raw / "gpt😀 \"x\"_guessing_game_v1_1.json", guess_file([[50, 40], [10, 20]]))
+    result = import_reference(tmp_path / "odd\nname", tmp_path / "out")
+    assert result.dirs and not result.warnings
+    config = read_toml(result.dirs[0] / "config.toml")
+    assert config["players"][0]["label"] == 'gpt😀 "x"' and "odd\nname" in config["experiment"]["description"]
