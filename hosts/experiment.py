@@ -84,10 +84,7 @@ class Lineup:
     name: str
     seats: tuple[int, ...]
     environment: str
-    cell: dict[str, Any] | None = None  # the [grid] values of this table's cell, if any
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.seats, self.environment))
+    cell: dict[str, Any] | None = field(default=None, hash=False)  # the [grid] values of its cell, if any
 
 
 @dataclass
