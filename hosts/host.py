@@ -303,8 +303,9 @@ class Host:
                     item["winner"] = i in rec["winners"]
                 players.append(item)
             entry: dict[str, Any] = {"run": rec["run"] + 1, "players": players}
-            if mode == "full" and rec.get("extra", {}).get("target") is not None:
-                entry["target"] = rec["extra"]["target"]
+            if mode == "full":  # the outcome facts the game declares worth showing (the beauty contest's target)
+                extra = rec.get("extra") or {}
+                entry.update({k: extra[k] for k in self.game.info.history_extra if extra.get(k) is not None})
             out.append(entry)
         return out
 
