@@ -237,6 +237,24 @@ class Game(abc.ABC):
         """Read one result file of the reference implementation (already parsed JSON); pure, no I/O."""
         raise NotImplementedError(f"{self.name} cannot read reference results")
 
+    # ---- steering (econarena steer) and judged payoffs ----
+    def prompt_actions(self, kind: str) -> tuple[tuple[str, str], ...] | None:
+        """A named space of prompt actions for steering: (label, instruction) pairs, the uninformed
+        ``("any", "")`` included. The steering module offers tones for every game; a game adds spaces that
+        depend on its goods (fruit trade's one-for-one offers). None: no space of that name here."""
+        return None
+
+    def judge_requests(self, setup: Setup, state: Any) -> dict[int, dict[str, Any]] | None:
+        """Per seat, the template fields (``judge`` prompt) of the question a judge model answers to value
+        the finished run for that seat, when this game's payoffs come from a judge (fruit trade with
+        ``payoff = "llm"``). None: the game computes its own payoffs (the default)."""
+        return None
+
+    def judged_outcome(self, setup: Setup, state: Any, replies: Mapping[int, str | None]) -> Outcome:
+        """The finished run's outcome with payoffs read from the judge's raw replies per seat (None: the
+        judge gave no reply). Called only when ``judge_requests`` returned fields."""
+        raise NotImplementedError(f"{self.name} has no judged payoffs")
+
     def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
         """Decisions per seat in one run: (count, exact); an upper bound when ``exact`` is False."""
         return 1, True

@@ -34,6 +34,7 @@ PROMPT_KEYS = frozenset({
     "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",
     "action_description", "env_rational", "env_self", "private", "format_default", "format_cot",
     "format_history", "history", "report", "reask", "request", "persona_cunning", "persona_desperate",
+    "judge_system", "judge",
 })
 TEXT_KEYS = PROMPT_KEYS - {"keys_default", "keys_cot", "keys_history"}
 
@@ -146,6 +147,13 @@ class Template:
         actions = self.game.action_spec(state, player).fields
         keys = "cot" if variant == "cot" else "default"
         return "\n".join([self._fill("reask", fields), *self._key_lines(keys, actions)])
+
+    def judge(self, fields: dict[str, Any]) -> tuple[Message, ...]:
+        """The judge model's question for one seat of a finished run (games with judged payoffs): the
+        template's ``judge_system`` and ``judge`` texts, filled with ``Game.judge_requests`` fields."""
+        if "judge" not in self.parts:
+            raise TemplateError(f"the {self.game.name} template has no 'judge' text, so no judge can score it")
+        return (Message("system", self._fill("judge_system", fields)), Message("user", self._fill("judge", fields)))
 
     def persona_text(self, persona: str) -> str:
         """A persona's sentence: the template's ``persona_<name>`` for a named one, else the text itself
