@@ -138,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
             print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{left}")
             for label, (n, exact) in planned_calls(exp, done).items():
-                kind = next(p for p in exp.players if p.label == label)
+                kind = next((p for p in exp.players if p.label == label), exp.judge)
                 llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
                 print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
         return EXIT_OK
@@ -270,14 +270,18 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
+    from .hosts.steer import SteerHost
 
-    host = Host(exp, out, HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                                      runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io))
+    options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
+                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io)
+    host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
     with sigterm_as_sigint():
         result = asyncio.run(host.run())
     summary = write_summary(out)
     if not quiet:
         print(format_table(summary))
+        if exp.steer is not None:
+            print_steering(out)
     print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
           f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
     if result.status == "incomplete":
@@ -286,12 +290,31 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     return result
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="econarena", description="Economic games for language models.")
-    p.add_argument("--version", action="version", version=f"econarena {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+def print_steering(out: Path) -> None:
+    """The steering table of a run directory (NashConv, CFR gain, their ratio, agreement, trade values)."""
+    from .analysis.steering import format_steering, steering_table
 
-    r = sub.add_parser("run", help="run experiments from TOML files")
+    print(format_steering(steering_table([out])))
+
+
+def cmd_steer(args: argparse.Namespace) -> int:
+    """``run`` for files that hold a [steer] table; a file without one is refused, not run unsteered."""
+    from .hosts.config import ConfigError, read_toml
+
+    for f in args.files:
+        try:
+            data = read_toml(Path(f))
+        except ConfigError as exc:
+            _err(str(exc))
+            return EXIT_CONFIG
+        if "steer" not in data:
+            _err(f"{f}: no [steer] table: 'econarena steer' steers one seat with prompt actions chosen by CFR "
+                 "(see configs/steering/); use 'econarena run' for an ordinary experiment")
+            return EXIT_CONFIG
+    return cmd_run(args)
+
+
+def _run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("files", nargs="+", metavar="FILE.toml")
     r.add_argument("--out", help="run directory (default: runs/<experiment name>)")
     r.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
@@ -304,7 +327,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="validate and print how many calls each label makes")
     r.add_argument("--human-input", metavar="FILE", help="replies of human players read from FILE instead of the "
                    "terminal (each ends with an empty line, or is one JSON line), for scripted tests and demos")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="econarena", description="Economic games for language models.")
+    p.add_argument("--version", action="version", version=f"econarena {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run experiments from TOML files")
+    _run_arguments(r)
     r.set_defaults(func=cmd_run)
+    st = sub.add_parser("steer", help="steering experiments ([steer]): CFR over prompt actions, with OpenSpiel")
+    _run_arguments(st)
+    st.set_defaults(func=cmd_steer)
 
     v = sub.add_parser("validate", help="check TOML files without running anything")
     v.add_argument("files", nargs="+", metavar="FILE.toml")

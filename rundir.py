@@ -25,6 +25,8 @@ RUNS = "runs.jsonl"
 # `agents` values in run records that call no model API (the Host's baselines, and imported runs)
 BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "human", "imported"})
 MANIFEST = "manifest.json"
+JUDGE_LOG = "judge.jsonl"  # the judge model's calls (games with judged payoffs), apart from player decisions
+STEERING = "steering.jsonl"  # one record per steered game: action values and CFR metrics
 CONFIG = "config.toml"
 FLUSH_S = 0.25  # decisions of an unfinished run are redone on resume (LLM replies come from the cache)
 
@@ -205,6 +207,7 @@ class RunDirectory:
         self._runs: TextIO | None = None
         self._last_flush = 0.0
         self._lock: TextIO | None = None
+        self._extra: dict[str, TextIO] = {}
         self.manifest: dict[str, Any] = {}
 
     def lock(self) -> None:
@@ -326,13 +329,22 @@ class RunDirectory:
         self._runs.write(json.dumps(rec) + "\n")
         self._runs.flush()
 
+    def append(self, name: str, rec: dict[str, Any]) -> None:
+        """One line of another log of the directory (``judge.jsonl``, ``steering.jsonl``), flushed at once."""
+        fh = self._extra.get(name)
+        if fh is None:
+            fh = self._extra[name] = (self.path / name).open("a", encoding="utf-8")
+        fh.write(_dumps_record(rec))
+        fh.flush()
+
     def close(self) -> None:
         try:
-            for fh in (self._dec, self._runs):
+            for fh in (self._dec, self._runs, *self._extra.values()):
                 if fh is not None:
                     fh.close()
         finally:
             self._dec = self._runs = None
+            self._extra = {}
 
 
 def _dumps_record(rec: dict[str, Any]) -> str:

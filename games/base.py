@@ -250,6 +250,10 @@ class Game(abc.ABC):
         ``payoff = "llm"``). None: the game computes its own payoffs (the default)."""
         return None
 
+    def needs_judge(self, params: GameParams) -> bool:
+        """Whether these parameters take payoffs from a judge model (an experiment must name one)."""
+        return False
+
     def judged_outcome(self, setup: Setup, state: Any, replies: Mapping[int, str | None]) -> Outcome:
         """The finished run's outcome with payoffs read from the judge's raw replies per seat (None: the
         judge gave no reply). Called only when ``judge_requests`` returned fields."""

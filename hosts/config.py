@@ -26,6 +26,7 @@ from .experiment import (
     ExperimentSection,
     Lineup,
     PlayerEntry,
+    SteerSection,
     agent_names,
     cell_experiment,
 )
@@ -88,7 +89,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
 
 
-TOP_KEYS = {"experiment", "game", "players", "llm", "prompts", "grid"}
+TOP_KEYS = {"experiment", "game", "players", "llm", "prompts", "grid", "steer", "judge"}
 
 
 def load_experiment(path: str | Path, *, seed: int | None = None, overrides: dict[str, Any] | None = None,
@@ -258,13 +259,70 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         axes = parse_grid(data.get("grid"))
     except GridError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes)
+    steer, judge = _parse_steer_judge(data, where, game, params, players, exp, llm_raw, axes)
+    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes,
+                            steer=steer, judge=judge)
     _check_cells(experiment, where)
     _check_draws(experiment, where)  # first: the template check below draws a configuration too
     problems = check_template_overrides(experiment)
     if problems:
         raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
     return experiment
+
+
+def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any, players: list[PlayerEntry],
+                       exp: ExperimentSection, llm_raw: dict[str, Any], axes: Any) -> tuple[Any, Any]:
+    """``[steer]`` and ``[judge]``: checked against the game, the seats and each other."""
+    from ..games.steering import SpaceError, action_space
+
+    errors: list[str] = []
+    judge = None
+    raw_judge = data.get("judge")
+    if raw_judge is not None:
+        if not isinstance(raw_judge, dict):
+            raise ConfigError(f"{where}: [judge] must be a table of player keys (agent, model, ...)")
+        judge = _parse_player({**raw_judge, "label": raw_judge.get("label", "judge")}, 0, where, "melee",
+                              llm_raw, errors)
+        errors = [e.replace("players[0]", "judge") for e in errors]
+        if judge is not None and judge.agent not in PROVIDERS and judge.agent != "scripted":
+            errors.append(f"{where}: judge.agent: a judge reads a dialogue and answers in words: use a model "
+                          f"provider ({', '.join(sorted(PROVIDERS))}) or 'scripted' (got {judge.agent!r})")
+    if game.needs_judge(params) and judge is None:
+        errors.append(f"{where}: this {game.name} setting takes its payoffs from a judge model: add a [judge] "
+                      "table (agent, model, ... like a player), or use the game's structured payoffs")
+    steer = None
+    raw = data.get("steer")
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: [steer] must be a table")
+        try:
+            steer = SteerSection(**raw)
+        except ValidationError as err:
+            raise ConfigError("\n".join(errors + _pyd_errors(where, "steer", err))) from None
+        try:
+            action_space(game, steer.actions)
+        except SpaceError as exc:
+            errors.append(f"{where}: steer.actions: {exc}")
+        n_seats = exp.players_per_game if exp.environment != "melee" else sum(p.count for p in players)
+        if game.info.n_players is not None:
+            n_seats = game.info.n_players
+        if steer.seat >= n_seats:
+            errors.append(f"{where}: steer.seat: {steer.seat} is not a seat of this {n_seats}-player game "
+                          f"(seats 0 to {n_seats - 1})")
+        if game.info.moves != "sequential":
+            errors.append(f"{where}: [steer]: {game.name} is played in simultaneous moves; steering branches a "
+                          "sequential game after its unsteered opening (fruit_trade, bargaining, ...)")
+        if steer.report_at > steer.iterations:
+            errors.append(f"{where}: steer.report_at: {steer.report_at} is beyond steer.iterations "
+                          f"({steer.iterations})")
+        if axes:
+            errors.append(f"{where}: [steer] and [grid] cannot be combined: one steering experiment per file")
+        if exp.runs != 1:
+            errors.append(f"{where}: experiment.runs: a steering experiment plays each game once per action and "
+                          "sample (steer.samples); set sessions for the number of games, and leave runs at 1")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return steer, judge
 
 
 def _url_problem(url: str) -> str | None:

@@ -61,6 +61,21 @@ class ExperimentSection(_Strict):
     group: Literal["L", "M", "H"] | None = None  # configuration group (low/medium/high stakes), for reports
 
 
+class SteerSection(_Strict):
+    """``[steer]``: steer one seat's decision with prompt actions chosen by CFR (``econarena steer``).
+
+    Each session is one game: played once up to the steered decision, then once per action and sample.
+    """
+
+    seat: int = Field(default=1, ge=0, le=MAX_SEATS)  # the steered seat (fruit trade: 1, the reply)
+    turn: int = Field(default=0, ge=0, le=1000)  # which of its decisions is steered (0: its first)
+    actions: str | list[str | dict[str, str]] = "tones"  # "tones", a space the game declares, or a list
+    samples: int = Field(default=2, ge=1, le=64)  # LLM samples per action: the chance node
+    iterations: int = Field(default=100, ge=1, le=1_000_000)
+    every: int = Field(default=5, ge=1, le=1_000_000)  # log the metrics every this many iterations
+    report_at: int = Field(default=20, ge=1, le=1_000_000)  # the iteration the tables report
+
+
 class PlayerEntry(_Strict):
     """One ``[[players]]`` entry after validation; ``settings`` holds LLM settings or baseline options."""
 
@@ -98,6 +113,8 @@ class Experiment:
     prompts: dict[str, Any]
     raw: dict[str, Any] = field(default_factory=dict)
     axes: tuple[Axis, ...] = ()  # [grid]: one cell per combination of values
+    steer: SteerSection | None = None  # [steer]: a steering experiment
+    judge: PlayerEntry | None = None  # [judge]: the model that values runs of games with judged payoffs
 
     @property
     def name(self) -> str:
@@ -142,8 +159,16 @@ class Experiment:
                 out.append((Lineup(f"{lu.name} [{cell.label}]", lu.seats, lu.environment, cell.to_dict()), sub))
         return out
 
+    def runs_per_session(self) -> int:
+        """Runs a session plays: ``runs``, or with [steer] one per prompt action and sample (branches)."""
+        if self.steer is None:
+            return self.experiment.runs
+        from ..games.steering import action_space
+
+        return len(action_space(self.game, self.steer.actions)) * self.steer.samples
+
     def total_runs(self) -> int:
-        return sum(x.experiment.sessions * x.experiment.runs for _, x in self.tables())
+        return sum(x.experiment.sessions * x.runs_per_session() for _, x in self.tables())
 
     def n_players(self) -> int:
         return len(self.lineups()[0].seats)

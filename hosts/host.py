@@ -25,7 +25,7 @@ from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import ActionSpec, Judgement, Outcome, Setup
 from ..games.schema import json_schema, reasoning_chars
-from ..rundir import ResumeState, RunDirectory, now_iso
+from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .prompts import Template
 
@@ -121,6 +121,8 @@ def _llm_problems(exp: Experiment, check: Any) -> list[str]:
     for i, p in enumerate(exp.players):
         if p.llm is not None:
             problems += check(p.agent, p.llm, f"players[{i}] ({p.label})")
+    if exp.judge is not None and exp.judge.llm is not None:
+        problems += check(exp.judge.agent, exp.judge.llm, "judge")
     return problems
 
 
@@ -151,11 +153,15 @@ def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None
         finished[key[0]] = finished.get(key[0], 0) + 1
     for lineup, x in exp.tables():
         rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
-        left = x.experiment.sessions * x.experiment.runs - finished.get(lineup.name, 0)
+        left = x.experiment.sessions * x.runs_per_session() - finished.get(lineup.name, 0)
         for seat in lineup.seats:
             label = x.players[seat].label
             count, was_exact = out.get(label, (0, True))
-            out[label] = (count + left * rounds, was_exact and exact)
+            # steering replays each game's prefix once per branch in this count: an upper bound
+            out[label] = (count + left * rounds, was_exact and exact and x.steer is None)
+        if x.judge is not None:
+            count, was_exact = out.get(x.judge.label, (0, True))
+            out[x.judge.label] = (count + left * len(lineup.seats), False)  # only games the judge must value
     return out
 
 
@@ -170,6 +176,7 @@ class Host:
         self.lineups = [lu for lu, _ in tables]
         self.exps = [x for _, x in tables]
         self.agents: list[list[Agent]] = []  # per table, per player entry
+        self.judge: Agent | None = None  # values runs of games whose payoffs come from a judge model
         self._sem: asyncio.Semaphore | None = None
         self.decisions = 0
         self.incomplete = 0
@@ -177,12 +184,19 @@ class Host:
         self._progress = Progress(0, "", enabled=False)
 
     # ---- top level ----
+    def total_runs(self) -> int:
+        return sum(x.experiment.sessions * x.runs_per_session() for x in self.exps)
+
     async def run(self) -> RunResult:
-        total = sum(x.experiment.sessions * x.experiment.runs for x in self.exps)
+        total = self.total_runs()
         self.dir.lock()  # first: a second process on this directory stops here, before touching anything
         try:
             try:  # before the run directory is touched: a failure here leaves no manifest stuck at "running"
                 self.agents = self._create_agents()
+                j = self.exp.judge
+                if j is not None:
+                    self.judge = create_agent(j.agent, j.label, responses=j.responses, llm=j.llm,
+                                              options=self.options.runtime)
             except BaseException:
                 await close_all()
                 raise
@@ -314,35 +328,51 @@ class Host:
                         counters: list[int]) -> dict[str, Any]:
         e = self.exps[li].experiment
         history = self._history(past, e) if e.history != "none" and past else None
-        state = self.game.initial_state(setup)
-        talk = Conversations(self.game.info.rounds)
-        rnd = 0
-        errors: list[str] = []
-        round_log: list[dict[str, Any]] = []
-        first_valid = [True] * len(seats)
+        play = Playthrough(self.game.initial_state(setup), Conversations(self.game.info.rounds), len(seats))
         start_counters = list(counters)
-        while movers := self.game.to_move(state):
-            results = await asyncio.gather(*(
-                self._decide(li, lineup, session, run, rnd, seat, seats[seat], state, counters, history,
-                             n_past, talk)
-                for seat in movers))
-            errors = [r.error for r, _, _ in results if r.error]
-            if errors:
-                break
-            actions = {seat: j.action for seat, (_, j, _) in zip(movers, results)}
-            for seat, (_, _, first_ok) in zip(movers, results):
-                first_valid[seat] = first_valid[seat] and first_ok
-            chance: Any = LazyGenerator(e.seed, (3, session, run, rnd))  # built only if the game draws
-            after = self.game.apply(state, actions, chance)
-            round_log.append({"round": rnd, "actions": [actions.get(i) for i in range(len(seats))],
-                              "events": self.game.events(state, after, actions)})
-            if talk.enabled:
-                for seat in range(len(seats)):
-                    fields = self.game.report(state, after, actions, seat)
-                    if fields is not None:
-                        talk.report(seat, self.template.report(fields, after, seat))
-            state = after
-            rnd += 1
+        while await self._advance(li, lineup, session, run, seats, play, counters, history, n_past):
+            pass
+        return await self._finish(li, lineup, session, run, setup, seats, ne, play,
+                                  [c - s for c, s in zip(counters, start_counters)],
+                                  lambda: counters.__setitem__(slice(None), start_counters))
+
+    async def _advance(self, li: int, lineup: Lineup, session: int, run: int, seats: tuple[int, ...],
+                       play: Playthrough, counters: list[int], history: list[dict[str, Any]] | None,
+                       n_past: int, steer: dict[int, str] | None = None) -> bool:
+        """Play one move of a run; False when the game is over or a reply stopped it. ``steer`` maps a
+        seat to an instruction added to its request at this move (``econarena steer``)."""
+        movers = self.game.to_move(play.state)
+        if not movers:
+            return False
+        state = play.state
+        results = await asyncio.gather(*(
+            self._decide(li, lineup, session, run, play.rnd, seat, seats[seat], state, counters, history,
+                         n_past, play.talk, (steer or {}).get(seat))
+            for seat in movers))
+        play.errors = [r.error for r, _, _ in results if r.error]
+        if play.errors:
+            return False
+        actions = {seat: j.action for seat, (_, j, _) in zip(movers, results)}
+        for seat, (_, _, first_ok) in zip(movers, results):
+            play.first_valid[seat] = play.first_valid[seat] and first_ok
+            play.moves[seat] += 1
+        chance: Any = LazyGenerator(self.exps[li].experiment.seed, (3, session, run, play.rnd))  # built if drawn
+        after = self.game.apply(state, actions, chance)
+        play.round_log.append({"round": play.rnd, "actions": [actions.get(i) for i in range(len(seats))],
+                               "events": self.game.events(state, after, actions)})
+        if play.talk.enabled:
+            for seat in range(len(seats)):
+                fields = self.game.report(state, after, actions, seat)
+                if fields is not None:
+                    play.talk.report(seat, self.template.report(fields, after, seat))
+        play.state = after
+        play.rnd += 1
+        return True
+
+    async def _finish(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup, seats: tuple[int, ...],
+                      ne: Outcome | None, play: Playthrough, decisions: list[int],
+                      on_incomplete: Any = None) -> dict[str, Any]:
+        """The run record of a finished (or stopped) playthrough; a judge values it where the game asks."""
         labels = [self.exp.players[i].label for i in seats]
         base = {"lineup": lineup.name, "environment": lineup.environment, "session": session, "run": run,
                 "labels": labels, "agents": [self.exp.players[i].agent for i in seats],
@@ -350,16 +380,52 @@ class Host:
                 "private_values": setup.values.get("private_value")}
         if lineup.cell is not None:
             base["cell"] = lineup.cell
-        if errors:
-            counters[:] = start_counters  # the retried run will reuse the same decision indices
-            return {**base, "complete": False, "error": errors[0], "rounds": rnd + 1}
-        decisions = [c - s for c, s in zip(counters, start_counters)]
-        return {**base, **self.run_result(setup, state, ne, round_log, first_valid, decisions)}
+        outcome = None
+        if not play.errors:
+            outcome, error = await self._judged(lineup, session, run, setup, play.state)
+            if error:
+                play.errors = [error]
+        if play.errors:
+            if on_incomplete is not None:
+                on_incomplete()  # the retried run will reuse the same decision indices
+            return {**base, "complete": False, "error": play.errors[0], "rounds": play.rnd + 1}
+        return {**base, **self.run_result(setup, play.state, ne, play.round_log, play.first_valid, decisions,
+                                          outcome)}
+
+    async def _judged(self, lineup: Lineup, session: int, run: int, setup: Setup,
+                      state: Any) -> tuple[Outcome | None, str | None]:
+        """Ask the judge model to value a finished run for each seat (games with judged payoffs); the
+        calls go to ``judge.jsonl``. Returns (outcome, None), (None, None) when the game scores itself,
+        or (None, error) when the judge's API failed (the run is then incomplete, as for a player)."""
+        requests = self.game.judge_requests(setup, state)
+        if requests is None:
+            return None, None
+        if self.judge is None:  # config validation demands a [judge]; a game may still ask unexpectedly
+            return None, f"{self.game.name} asked for a judge, but the experiment has no [judge]"
+        replies: dict[int, str | None] = {}
+        for seat, fields in sorted(requests.items()):
+            messages = self.template.judge(fields)
+            coords = {"lineup": lineup.name, "session": session, "run": run, "judge": seat}
+            request = DecisionRequest(messages, seat, seat, functools.partial(self.game.strategy, state, seat),
+                                      self.exp.experiment.seed, (4, session, run, seat), coords, None,
+                                      self.game.name)
+            reply = await self._ask(self.judge, request)
+            self.dir.append(JUDGE_LOG, {
+                "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": self.judge.label,
+                "model": reply.model or self.judge.model, "template": self.template.id,
+                "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
+                "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
+                "tokens_out": reply.tokens_out, "cached": reply.cached})
+            if reply.error:
+                return None, f"judge: {reply.error}"
+            replies[seat] = reply.text
+        return self.game.judged_outcome(setup, state, replies), None
 
     def run_result(self, setup: Setup, state: Any, ne: Outcome | None, round_log: list[dict[str, Any]],
-                   first_valid: list[bool], decisions: list[int]) -> dict[str, Any]:
-        """The finished run's record fields: outcome, equilibrium comparison, rounds, score, metrics."""
-        out = self.game.outcome(state)
+                   first_valid: list[bool], decisions: list[int], outcome: Outcome | None = None) -> dict[str, Any]:
+        """The finished run's record fields: outcome (the judge's, when given), equilibrium comparison,
+        rounds, score, metrics."""
+        out = outcome if outcome is not None else self.game.outcome(state)
         n = len(out.payoffs)
         if ne is not None:
             dev = [self.game.deviation(setup, out, ne, i) for i in range(n)]
@@ -379,9 +445,10 @@ class Host:
 
     async def _decide(self, li: int, lineup: Lineup, session: int, run: int, rnd: int, seat: int, entry: int,
                       state: Any, counters: list[int], history: list[dict[str, Any]] | None,
-                      n_past: int, talk: Conversations) -> tuple[Reply, Judgement, bool]:
+                      n_past: int, talk: Conversations, steer: str | None = None) -> tuple[Reply, Judgement, bool]:
         """One decision, re-asked up to ``reask`` times; returns the last reply, its judgement and
-        whether the FIRST attempt was valid (the paper metrics count first attempts)."""
+        whether the FIRST attempt was valid (the paper metrics count first attempts). ``steer`` is a
+        prompt action's instruction, added at the end of this request."""
         e = self.exps[li].experiment
         agent = self.agents[li][entry]
         persona = self.exps[li].players[entry].persona
@@ -389,6 +456,9 @@ class Host:
         if talk.enabled and self.game.fresh_conversation(state, seat):
             talk.restart(seat)  # a player who remembers nothing of earlier rounds: the full prompt again
         messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
+        if steer:
+            last = messages[-1]
+            messages = (*messages[:-1], Message(last.role, f"{last.content}\n\n{steer}"))
         coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
         llm = self.exps[li].players[entry].llm
         structured = llm.structured if llm is not None else None
@@ -459,6 +529,29 @@ class Host:
         })
 
 
+@dataclass
+class Playthrough:
+    """A run in progress: its state, the players' conversations and what the run record needs."""
+
+    state: Any
+    talk: Conversations
+    n_seats: int
+    rnd: int = 0
+    errors: list[str] = field(default_factory=list)
+    round_log: list[dict[str, Any]] = field(default_factory=list)
+    first_valid: list[bool] = field(default_factory=list)
+    moves: list[int] = field(default_factory=list)  # decisions per seat so far (the steered turn)
+
+    def __post_init__(self) -> None:
+        self.first_valid = self.first_valid or [True] * self.n_seats
+        self.moves = self.moves or [0] * self.n_seats
+
+    def branch(self) -> Playthrough:
+        """An independent copy to continue differently (steering plays every action from one prefix)."""
+        return Playthrough(self.state, self.talk.copy(), self.n_seats, self.rnd, list(self.errors),
+                           list(self.round_log), list(self.first_valid), list(self.moves))
+
+
 class Conversations:
     """Each player's conversation through one run (games that declare ``rounds``).
 
@@ -488,6 +581,13 @@ class Conversations:
     def report(self, seat: int, text: str) -> None:
         if seat in self.history:  # a report only means something to a player who has spoken
             self.reports.setdefault(seat, []).append(text)
+
+    def copy(self) -> Conversations:
+        out = Conversations(self.enabled)
+        out.history = dict(self.history)  # tuples of frozen messages: shared safely
+        out.reports = {k: list(v) for k, v in self.reports.items()}
+        out._logged = dict(self._logged)
+        return out
 
     def logged(self, seat: int) -> int:
         return self._logged.get(seat, 0) if self.enabled else 0

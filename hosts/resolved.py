@@ -21,26 +21,34 @@ def resolved_data(exp: Experiment) -> dict[str, Any]:
         doc["llm"] = masked(exp.llm_defaults)
     if exp.prompts:
         doc["prompts"] = dict(exp.prompts)
-    players = []
-    for p in exp.players:
-        entry: dict[str, Any] = {"agent": p.agent, "label": p.label, "count": p.count}
-        if p.agent == "scripted":
-            entry["responses"] = list(p.responses)
-        if p.agent == "level_k":
-            entry["k"] = p.k
-        if p.persona is not None:
-            entry["persona"] = p.persona
-        if p.llm is not None:
-            entry.update(masked(p.llm.model_dump(exclude_none=True)))
-        players.append(entry)
-    doc["players"] = players
+    doc["players"] = [_player(p, masked) for p in exp.players]
     if exp.axes:
         grid: dict[str, dict[str, Any]] = {}
         for a in exp.axes:
             values = [public_url(v) if a.key == "base_url" and isinstance(v, str) else v for v in a.values]
             grid.setdefault(a.section, {})[a.key] = values
         doc["grid"] = grid
+    if exp.steer is not None:
+        doc["steer"] = exp.steer.model_dump()
+    if exp.judge is not None:
+        judge = _player(exp.judge, masked)
+        judge.pop("count", None)
+        doc["judge"] = judge
     return doc
+
+
+def _player(p: Any, masked: Any) -> dict[str, Any]:
+    """One player entry (or the judge) as written: its agent's keys only, a base_url masked."""
+    entry: dict[str, Any] = {"agent": p.agent, "label": p.label, "count": p.count}
+    if p.agent == "scripted":
+        entry["responses"] = list(p.responses)
+    if p.agent == "level_k":
+        entry["k"] = p.k
+    if p.persona is not None:
+        entry["persona"] = p.persona
+    if p.llm is not None:
+        entry.update(masked(p.llm.model_dump(exclude_none=True)))
+    return entry
 
 
 def resolved_toml(exp: Experiment) -> str:

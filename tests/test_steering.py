@@ -1,0 +1,233 @@
+"""Steering (issue 11): the OpenSpiel subgame and CFR numbers, action spaces, [steer] validation, and
+whole steering experiments against a real HTTP server whose replies depend on the prompt action."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from econarena.games import GAMES
+from econarena.games.steering import SpaceError, action_space, regret_matching, solve, tones
+from econarena.hosts.config import ConfigError, parse_experiment
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakeservers import FakeLLMServer  # noqa: E402
+
+pytest.importorskip("pyspiel")
+
+SPEC_VALUES = [0.5, 1.0, 0.0, 0.25]  # calm, assertive, submissive, any (spec section 4, steering 2)
+
+
+def _values(u: list[float], samples: int = 2) -> list[list[list[float]]]:
+    return [[[0.0, x] for _ in range(samples)] for x in u]
+
+
+# ---- the solver: OpenSpiel's CFR on our subgame ----
+
+def test_cfr_fixture_after_20_iterations_matches_the_spec() -> None:
+    curve = solve(_values(SPEC_VALUES), player=1, baseline=3, iterations=20, every=5)
+    last = curve[-1]
+    assert last.iteration == 20
+    assert last.strategy == pytest.approx([0.0175, 0.9575, 0.0125, 0.0125])
+    assert last.nash_conv == pytest.approx(0.030625, abs=1e-12)
+    assert last.cfr_gain == pytest.approx(0.719375, abs=1e-12)
+    assert last.ratio == pytest.approx(0.719375 / 0.030625)
+    assert [c.iteration for c in curve] == [5, 10, 15, 20]
+
+
+def test_cfr_fixture_after_100_iterations_matches_the_spec() -> None:
+    last = solve(_values(SPEC_VALUES), 1, 3, 100, 100)[-1]
+    assert last.nash_conv == pytest.approx(0.006125, abs=1e-12)
+    assert last.cfr_gain == pytest.approx(0.743875, abs=1e-12)
+
+
+def test_first_iteration_is_the_uniform_strategy() -> None:
+    # after one iteration the average policy is the uniform start: NashConv = 1 - 0.4375, gain = 0.4375 - 0.25
+    first = solve(_values(SPEC_VALUES), 1, 3, 1, 1)[0]
+    assert first.strategy == pytest.approx([0.25] * 4)
+    assert first.nash_conv == pytest.approx(0.5625)
+    assert first.cfr_gain == pytest.approx(0.1875)
+
+
+def test_openspiel_agrees_with_plain_regret_matching_on_random_values() -> None:
+    rng = np.random.default_rng(7)
+    for n_actions in (2, 4, 25):
+        u = rng.uniform(-20, 20, n_actions)
+        last = solve(_values(list(u)), 1, n_actions - 1, 37, 37)[-1]
+        avg, nash_conv, gain = regret_matching(list(u), 37)
+        assert last.strategy == pytest.approx(avg, abs=1e-9)
+        assert last.nash_conv == pytest.approx(nash_conv, abs=1e-9)
+        assert last.cfr_gain == pytest.approx(gain, abs=1e-9)
+
+
+def test_samples_are_a_uniform_chance_node_and_the_other_seat_adds_nothing() -> None:
+    # action 0's samples pay 0 and 2 (mean 1), action 1 pays 0.5: CFR must prefer action 0 by its MEAN;
+    # seat 0 never decides, so its payoffs (here large) do not enter NashConv
+    values = [[[100.0, 0.0], [-100.0, 2.0]], [[7.0, 0.5], [7.0, 0.5]]]
+    last = solve(values, 1, 1, 50, 50)[-1]
+    avg, nash_conv, gain = regret_matching([1.0, 0.5], 50)
+    assert last.strategy == pytest.approx(avg)
+    assert last.nash_conv == pytest.approx(nash_conv)
+    assert last.cfr_gain == pytest.approx(gain)
+
+
+def test_equal_values_give_no_gain_and_no_nash_conv() -> None:
+    last = solve(_values([3.0, 3.0, 3.0]), 1, 2, 20, 5)[-1]
+    assert last.nash_conv == 0.0 and last.cfr_gain == 0.0 and last.ratio is None
+
+
+@pytest.mark.parametrize("bad", [[[1.0]], [[[float("nan"), 1.0]]]])
+def test_solver_refuses_malformed_values(bad: Any) -> None:
+    with pytest.raises(ValueError):
+        solve(bad, 0, 0, 5, 5)
+
+
+# ---- action spaces ----
+
+def test_tones_are_four_actions_with_an_empty_any() -> None:
+    space = tones()
+    assert [label for label, _ in space] == ["calm", "assertive", "submissive", "any"]
+    assert space[-1] == ("any", "") and all(text.startswith("Tone:") for _, text in space[:3])
+
+
+def test_user_lists_gain_an_any_and_refuse_duplicates() -> None:
+    game = GAMES["bargaining"]
+    space = action_space(game, ["Offer a fair split.", {"label": "greedy", "instruction": "Ask for 90%."}])
+    assert space == (("Offer a fair split.", "Offer a fair split."), ("greedy", "Ask for 90%."), ("any", ""))
+    assert action_space(game, ["x", "ANY"])[-1] == ("any", "")
+    for bad in (["x", "X"], [], [42], [{"label": "a"}]):
+        with pytest.raises(SpaceError):
+            action_space(game, bad)
+    with pytest.raises(SpaceError, match="no action space 'offers'"):
+        action_space(game, "offers")
+
+
+# ---- [steer] validation ----
+
+def _doc(**steer: Any) -> dict[str, Any]:
+    return {"experiment": {"name": "s", "game": "bargaining", "environment": "self", "players_per_game": 2},
+            "game": {"money": 100.0}, "players": [{"agent": "rational", "label": "r"}], "steer": steer}
+
+
+@pytest.mark.parametrize("steer,expected", [
+    ({"seat": 2}, "steer.seat: 2 is not a seat of this 2-player game"),
+    ({"report_at": 200}, "steer.report_at: 200 is beyond steer.iterations (100)"),
+    ({"actions": "offers"}, "steer.actions: bargaining has no action space 'offers'"),
+    ({"actions": ["a", "A"]}, "steer.actions: actions: the label 'A' appears twice"),
+    ({"samples": 0}, "'steer.samples'"),
+    ({"spam": 1}, "unknown key 'steer.spam'"),
+])
+def test_bad_steer_tables_name_the_key(steer: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        parse_experiment(_doc(**steer), "s.toml")
+
+
+def test_steering_needs_a_sequential_game_and_one_run_per_session() -> None:
+    doc = _doc()
+    doc["experiment"].update(game="beauty_contest", runs=3)
+    doc["game"] = {}
+    with pytest.raises(ConfigError) as err:
+        parse_experiment(doc, "s.toml")
+    assert "simultaneous moves" in str(err.value) and "leave runs at 1" in str(err.value)
+
+
+# ---- whole steering experiments over HTTP ----
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeLLMServer]:
+    srv = FakeLLMServer().start()
+    yield srv
+    srv.stop()
+
+
+def bargainer(protocol: str, body: Any) -> str:
+    """A GLEE bargainer whose answer depends on the prompt action: Bob rejects Alice's 60/40 offer only
+    when told to be assertive, then asks for 70 % himself, which Alice accepts."""
+    text = body["messages"][-1]["content"]
+    if "- decision" in text:
+        return '{"decision": "reject"}' if "be assertive" in text else '{"decision": "accept"}'
+    alice_first = text.find("- alice_gain") < text.find("- bob_gain")
+    return '{"alice_gain": 60, "bob_gain": 40}' if alice_first else '{"alice_gain": 30, "bob_gain": 70}'
+
+
+def steer_doc(url: str, **steer: Any) -> dict[str, Any]:
+    return {"experiment": {"name": "steer-bargain", "game": "bargaining", "environment": "self",
+                           "players_per_game": 2, "sessions": 2, "seed": 5},
+            "game": {"money": 100.0, "delta_alice": 0.9, "delta_bob": 0.9},
+            "players": [{"agent": "openai", "label": "fake", "model": "fake", "base_url": f"{url}/v1"}],
+            "steer": {"seat": 1, "actions": "tones", "samples": 2, "iterations": 20, "every": 5,
+                      "report_at": 20, **steer}}
+
+
+def run_steer(doc: dict[str, Any], out: Path, resume: bool = False) -> Any:
+    from econarena.agents.llm import RuntimeOptions
+    from econarena.hosts.host import HostOptions
+    from econarena.hosts.steer import SteerHost
+
+    exp = parse_experiment(doc, "steer.toml")
+    options = HostOptions(concurrency=8, quiet=True, resume=resume, runtime=RuntimeOptions(cache=False))
+    return asyncio.run(SteerHost(exp, out, options).run())
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def test_steering_bargaining_over_http_values_and_cfr(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.reset()
+    server.reply = bargainer
+    result = run_steer(steer_doc(server.url), tmp_path / "out")
+    assert result.status == "complete" and result.runs_total == 2 * 4 * 2 == result.runs_done
+    runs = lines(tmp_path / "out" / "runs.jsonl")
+    assert len(runs) == 16 and all(r["complete"] for r in runs)
+    # accept in round 1: Bob gets 40; assertive: reject, round 2 Bob keeps 70 worth 0.9 -> 63, Alice 27
+    for r in runs:
+        expected = [27.0, 63.0] if r["steer"]["action"] == "assertive" else [60.0, 40.0]
+        assert r["payoffs"] == pytest.approx(expected), r["steer"]
+        assert r["run"] == r["steer"]["action_index"] * 2 + r["steer"]["sample"]
+    # one prefix (Alice's offer) per game, then 8 branches of 1 (accept) or 3 (reject, offer, accept) moves
+    decisions = lines(tmp_path / "out" / "decisions.jsonl")
+    assert len(decisions) == 2 * (1 + 6 * 1 + 2 * 3) == server.count("openai")
+    steered = [d for d in decisions if d["round"] == 1]
+    assert all(("be assertive" in d["messages"][-1]["content"]) == (d["run"] in (2, 3)) for d in steered)
+    assert not any("Tone:" in d["messages"][-1]["content"] for d in steered if d["run"] in (6, 7))  # "any"
+    records = lines(tmp_path / "out" / "steering.jsonl")
+    assert len(records) == 2
+    for rec in records:
+        assert rec["actions"] == ["calm", "assertive", "submissive", "any"] and rec["baseline"] == 3
+        assert rec["values"][1] == [[27.0, 63.0], [27.0, 63.0]] and rec["values"][0][1] == [60.0, 40.0]
+        assert [it["iteration"] for it in rec["iterations"]] == [5, 10, 15, 20]
+        last = rec["iterations"][-1]
+        # by hand: uniform first (value 45.75), then all on assertive: avg 0.9625 on it at iteration 20
+        assert last["strategy"] == pytest.approx([0.0125, 0.9625, 0.0125, 0.0125])
+        assert last["nash_conv"] == pytest.approx(63 - (0.9625 * 63 + 0.0375 * 40))
+        assert last["cfr_gain"] == pytest.approx(0.9625 * 63 + 0.0375 * 40 - 40)
+        assert rec["branches"]["n"] == 8 and rec["branches"]["pos2"] == 1.0 and rec["branches"]["neg1"] == 0.0
+
+
+def test_resume_recomputes_a_missing_steering_line_without_calls(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.reset()
+    server.reply = bargainer
+    out = tmp_path / "out"
+    run_steer(steer_doc(server.url, samples=1), out)
+    path = out / "steering.jsonl"
+    first = lines(path)
+    # a kill after a game's runs were written but before its steering line: drop game 1's line, tear one
+    path.write_text(json.dumps(first[0]) + "\n" + '{"lineup": "fake", "sess', encoding="utf-8")
+    calls = server.count("openai")
+    result = run_steer(steer_doc(server.url, samples=1), out, resume=True)
+    assert result.status == "complete"
+    again = lines(path)
+    assert sorted((r["session"], json.dumps(r["values"])) for r in again) == \
+        sorted((r["session"], json.dumps(r["values"])) for r in first)
+    assert len(lines(out / "runs.jsonl")) == 8
+    # game 1 was replayed for its prefix only? No: all its runs were kept, so no call at all
+    assert server.count("openai") == calls
+    assert (out / "steering.discarded.jsonl").exists()
