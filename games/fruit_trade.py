@@ -368,9 +368,9 @@ class FruitTrade(Game):
         else the counter-proposal if it is feasible and worth > 0 to player 1 by its own values."""
         if decision == "accept" and proposal is not None:
             return proposal if holds(setup, P2, proposal) else None
-        if decision == "counter" and counter is not None and feasible(setup, counter):
-            if trade_payoff(setup["valuations"][P1], counter.deltas(P1)) > 0:
-                return counter
+        if (decision == "counter" and counter is not None and feasible(setup, counter)
+                and trade_payoff(setup["valuations"][P1], counter.deltas(P1)) > 0):
+            return counter
         return None
 
     def _counted_deal(self, state: FruitState) -> Offer | None:
