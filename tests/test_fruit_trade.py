@@ -218,7 +218,8 @@ def test_judge_requests_show_the_dialogue_and_both_private_facts() -> None:
                             reply("counter", trade(banana=2), trade(apple=1))])
     req = GAME.judge_requests(setup, state)
     assert req is not None and set(req) == {0, 1}
-    assert req[0]["my_holdings"] == "apple: 2, banana: 2, orange: 1" and req[0]["my_values"] == "apple: 1, banana: 2, orange: 4"
+    assert req[0]["my_holdings"] == "apple: 2, banana: 2, orange: 1"
+    assert req[0]["my_values"] == "apple: 1, banana: 2, orange: 4"
     assert req[0]["other_values"] == "apple: 3, banana: 1, orange: 0" == req[1]["my_values"]
     assert req[0]["agreed"] == "no" and req[1]["seat_name"] == "Player 2"
     dialogue = req[0]["dialogue"]
