@@ -8,6 +8,7 @@ from .contests import BeautyContest
 from .diners_dilemma import DinersDilemma
 from .divide_dollar import DivideDollar
 from .el_farol import ElFarolBar
+from .fruit_trade import FruitTrade
 from .guessing import GuessingGame
 from .na_buysell import BuySell
 from .na_exchange import ResourceExchange
@@ -24,6 +25,7 @@ GAMES: dict[str, Game] = {g.name: g for g in (
     SealedBidAuction(), BattleRoyale(), PirateGame(),
     ResourceExchange(), MultiTurnUltimatum(), BuySell(),
     Bargaining(), Negotiation(), Persuasion(),
+    FruitTrade(),
 )}
 
 

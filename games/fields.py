@@ -68,7 +68,7 @@ class ActionField:
             return f"a string of at most {self.max_length} characters" if self.max_length else "a string"
         if self.kind == "allocation":
             keys = ", ".join(f'"{k}": number' for k in self.items)
-            return f"{{{keys}}} summing to {fmt_num(self.total)}"
+            return f"{{{keys}}}" + (f" summing to {fmt_num(self.total)}" if self.total is not None else "")
         ids = ", ".join(str(t) for t in self.targets)
         return f"one of the player ids {ids}" + (" or null" if self.allow_none else "")
 

@@ -135,6 +135,22 @@ def _persuasion_bounds(setup: Setup, out: Outcome) -> None:
     assert t * m * (setup["value_low"] - 1) - 1e-9 <= out.payoffs[1] <= t * m * (setup["value_high"] - 1) + 1e-9
 
 
+def _fruit_bounds(setup: Setup, out: Outcome) -> None:
+    # the counted trade alone pays: sum_f v_i(f) (received - given), a seat gives at most what it holds
+    # and receives at most what the other holds; no trade pays nothing
+    deal = out.extra["deal"]
+    if deal is None:
+        assert out.payoffs == (0.0, 0.0) and out.void
+        return
+    e, v = setup["endowments"], setup["valuations"]
+    gives = [deal["player_1_gives"], deal["player_2_gives"]]
+    for i in (0, 1):
+        assert all(n <= e[i][f] for f, n in gives[i].items())
+        want = sum(v[i][f] * n for f, n in gives[1 - i].items()) - sum(v[i][f] * n for f, n in gives[i].items())
+        assert out.payoffs[i] == want
+        assert -sum(v[i][f] * e[i][f] for f in e[i]) <= want <= sum(v[i][f] * e[1 - i][f] for f in e[i])
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "resource_exchange": _exchange_bounds,
     "ultimatum": _ultimatum_bounds,
@@ -142,6 +158,7 @@ BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "bargaining": _bargaining_bounds,
     "negotiation": _negotiation_bounds,
     "persuasion": _persuasion_bounds,
+    "fruit_trade": _fruit_bounds,
     "beauty_contest": _bc_bounds,
     "second_price_auction": _auction_bounds,
     "english_auction": _auction_bounds,
