@@ -238,7 +238,7 @@ class Game(abc.ABC):
         raise NotImplementedError(f"{self.name} cannot read reference results")
 
     # ---- steering (econarena steer) and judged payoffs ----
-    def prompt_actions(self, kind: str) -> tuple[tuple[str, str], ...] | None:
+    def prompt_actions(self, kind: str, params: GameParams) -> tuple[tuple[str, str], ...] | None:
         """A named space of prompt actions for steering: (label, instruction) pairs, the uninformed
         ``("any", "")`` included. The steering module offers tones for every game; a game adds spaces that
         depend on its goods (fruit trade's one-for-one offers). None: no space of that name here."""

@@ -26,7 +26,7 @@ logged next to it, with the counter-proposal counted as accepted exactly when it
 Equilibrium: none is declared (the paper studies steering, not an equilibrium of this game). The
 ``rational`` baseline proposes its best one-for-one trade with quantities 1-2 by its own values, accepts a
 proposal that is feasible and worth > 0 to it, otherwise counters with its own best; ``random`` picks
-uniformly among legal replies. ``prompt_actions("offers")`` gives the paper's 24 one-for-one offers plus
+uniformly among legal replies. ``prompt_actions("offers", params)`` gives the paper's 24 one-for-one offers plus
 "any" for steering player 2.
 """
 
@@ -532,9 +532,12 @@ class FruitTrade(Game):
                 "structured_payoffs": list(payoffs_of(setup, deal)), "ended": ended, "turns": len(rounds)}
 
     # ---- steering ----
-    def prompt_actions(self, kind: str) -> tuple[tuple[str, str], ...] | None:
-        """``offers``: the paper's 24 one-for-one offers of the default fruits, plus "any" (25)."""
-        return offer_space(DEFAULT_FRUITS) if kind == "offers" else None
+    def prompt_actions(self, kind: str, params: FruitParams) -> tuple[tuple[str, str], ...] | None:  # type: ignore[override]
+        """``offers``: the paper's one-for-one offers of this game's fruits (24 for three), plus "any"."""
+        return offer_space(tuple(params.fruits)) if kind == "offers" else None
+
+    def needs_judge(self, params: FruitParams) -> bool:  # type: ignore[override]
+        return params.payoff == "llm"
 
     # ---- baselines ----
     def best_offer(self, setup: Setup, seat: int) -> tuple[dict[str, int], dict[str, int]]:

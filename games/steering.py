@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Game
+from .base import Game, GameParams
 
 ANY = "any"
 TONES = ("calm", "assertive", "submissive")
@@ -47,7 +47,7 @@ class SpaceError(ValueError):
     """An action space that cannot be used; the message names what was expected."""
 
 
-def action_space(game: Game, spec: str | Sequence[Any]) -> tuple[tuple[str, str], ...]:
+def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> tuple[tuple[str, str], ...]:
     """The (label, instruction) pairs of a space: ``"tones"``, a space the game declares, or a list.
 
     A list holds strings (each both label and instruction) or ``{label, instruction}`` tables; ``any``
@@ -57,9 +57,9 @@ def action_space(game: Game, spec: str | Sequence[Any]) -> tuple[tuple[str, str]
     if isinstance(spec, str):
         if spec == "tones":
             return tones()
-        declared = game.prompt_actions(spec)
+        declared = game.prompt_actions(spec, params)
         if declared is None:
-            offered = ["tones"] + [k for k in ("offers",) if game.prompt_actions(k) is not None]
+            offered = ["tones"] + [k for k in ("offers",) if game.prompt_actions(k, params) is not None]
             raise SpaceError(f"{game.name} has no action space {spec!r}; use one of {', '.join(offered)} "
                              "or a list of instructions")
         return tuple(declared)

@@ -109,7 +109,10 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
     experiment file, else ``models.toml`` beside it.
     """
     players = data.get("players")
-    if not isinstance(players, list) or not any(isinstance(p, dict) and "alias" in p for p in players):
+    judge = data.get("judge")
+    judge_alias = isinstance(judge, dict) and "alias" in judge
+    if not judge_alias and (not isinstance(players, list)
+                            or not any(isinstance(p, dict) and "alias" in p for p in players)):
         return data
     exp = data.get("experiment") if isinstance(data.get("experiment"), dict) else {}
     if models is not None:
@@ -119,6 +122,15 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
     else:
         mpath = base / "models.toml"
     table = read_toml(mpath)
+    if judge_alias:
+        try:
+            entry = follow_alias(table, judge["alias"], str(mpath))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: judge.alias: {exc}") from None
+        data = {**data, "judge": {**entry, **{k: v for k, v in judge.items() if k != "alias"}}}
+        data["judge"].setdefault("label", judge["alias"])
+    if not isinstance(players, list):
+        return data
     out = []
     for i, p in enumerate(players):
         if not isinstance(p, dict) or "alias" not in p:
@@ -300,7 +312,7 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
         except ValidationError as err:
             raise ConfigError("\n".join(errors + _pyd_errors(where, "steer", err))) from None
         try:
-            action_space(game, steer.actions)
+            action_space(game, steer.actions, params)
         except SpaceError as exc:
             errors.append(f"{where}: steer.actions: {exc}")
         n_seats = exp.players_per_game if exp.environment != "melee" else sum(p.count for p in players)

@@ -165,7 +165,7 @@ class Experiment:
             return self.experiment.runs
         from ..games.steering import action_space
 
-        return len(action_space(self.game, self.steer.actions)) * self.steer.samples
+        return len(action_space(self.game, self.steer.actions, self.params)) * self.steer.samples
 
     def total_runs(self) -> int:
         return sum(x.experiment.sessions * x.runs_per_session() for _, x in self.tables())

@@ -33,7 +33,7 @@ class SteerHost(Host):
             raise ValueError("a steering experiment needs a [steer] table")
         super().__init__(exp, out, options)
         self.steer = exp.steer
-        self.space = action_space(exp.game, exp.steer.actions)
+        self.space = action_space(exp.game, exp.steer.actions, exp.params)
         self.branches = len(self.space) * exp.steer.samples
         self.baseline = next(i for i, (label, _) in enumerate(self.space) if label == "any")
         self._steered: set[tuple[str, int]] = set()  # games whose steering line is written

@@ -238,12 +238,14 @@ def test_judge_requests_show_the_dialogue_and_both_private_facts() -> None:
 # ---- steering: the offers space ----
 
 def test_offers_space_has_the_papers_25_actions() -> None:
-    space = GAME.prompt_actions("offers")
+    space = GAME.prompt_actions("offers", GAME.Params())
     assert space is not None and len(space) == 25 and space == offer_space()
     assert space[-1] == ("any", "") and len({label for label, _ in space}) == 25
     assert space[0] == ("1 apple for 1 banana", space[0][1]) and "you give 1 apple" in space[0][1]
     assert all(valid_offer_label(label) and (label == "any" or text) for label, text in space)
-    assert GAME.prompt_actions("tones") is None and GAME.prompt_actions("nonsense") is None
+    assert all(GAME.prompt_actions(kind, GAME.Params()) is None for kind in ("tones", "nonsense"))
+    four = GAME.prompt_actions("offers", GAME.Params(fruits=["apple", "banana", "orange", "kiwi"]))
+    assert four is not None and len(four) == 4 * 3 * 2 * 2 + 1 and "1 kiwi for 2 apple" in dict(four)
 
 
 def test_offer_validity_follows_spec_3_2() -> None:

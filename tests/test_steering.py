@@ -99,14 +99,15 @@ def test_tones_are_four_actions_with_an_empty_any() -> None:
 
 def test_user_lists_gain_an_any_and_refuse_duplicates() -> None:
     game = GAMES["bargaining"]
-    space = action_space(game, ["Offer a fair split.", {"label": "greedy", "instruction": "Ask for 90%."}])
+    P = game.Params()
+    space = action_space(game, ["Offer a fair split.", {"label": "greedy", "instruction": "Ask for 90%."}], P)
     assert space == (("Offer a fair split.", "Offer a fair split."), ("greedy", "Ask for 90%."), ("any", ""))
-    assert action_space(game, ["x", "ANY"])[-1] == ("any", "")
+    assert action_space(game, ["x", "ANY"], P)[-1] == ("any", "")
     for bad in (["x", "X"], [], [42], [{"label": "a"}]):
         with pytest.raises(SpaceError):
-            action_space(game, bad)
+            action_space(game, bad, P)
     with pytest.raises(SpaceError, match="no action space 'offers'"):
-        action_space(game, "offers")
+        action_space(game, "offers", P)
 
 
 # ---- [steer] validation ----
@@ -231,3 +232,119 @@ def test_resume_recomputes_a_missing_steering_line_without_calls(server: FakeLLM
     # game 1 was replayed for its prefix only? No: all its runs were kept, so no call at all
     assert server.count("openai") == calls
     assert (out / "steering.discarded.jsonl").exists()
+
+
+# ---- fruit trade, the paper's game: steered over HTTP, scripted, and with a judge ----
+
+def fruit_trader(protocol: str, body: Any) -> str:
+    """Player 1 offers 1 apple for 1 banana; Player 2 accepts unless told to be assertive, then asks for
+    2 apples for 1 orange; Player 1 accepts any counter (the hypothetical third message)."""
+    text = body["messages"][-1]["content"]
+    zero = {"apple": 0, "banana": 0, "orange": 0}
+    if "- decision" in text and "- give" not in text:
+        return '{"decision": "accept"}'
+    if "You are Player 2" in text:
+        if "be assertive" in text:
+            return json.dumps({"message": "Two apples for an orange.", "decision": "counter",
+                               "give": {**zero, "orange": 1}, "receive": {**zero, "apple": 2}})
+        return json.dumps({"message": "Deal.", "decision": "accept", "give": zero, "receive": zero})
+    return json.dumps({"message": "An apple for a banana?", "give": {**zero, "apple": 1},
+                       "receive": {**zero, "banana": 1}})
+
+
+def fruit_doc(url: str, **steer: Any) -> dict[str, Any]:
+    return {"experiment": {"name": "steer-fruit", "game": "fruit_trade", "environment": "self",
+                           "players_per_game": 2, "sessions": 3, "seed": 11},
+            "game": {"endowment_range": [2, 2]},  # every trade here is feasible; the values are drawn
+            "players": [{"agent": "openai", "label": "fake", "model": "fake", "base_url": f"{url}/v1"}],
+            "steer": {"actions": "tones", "samples": 2, "iterations": 20, "every": 5, "report_at": 20, **steer}}
+
+
+def worth(values: dict[str, int], delta: dict[str, int]) -> int:
+    return sum(values[f] * n for f, n in delta.items())
+
+
+def test_steering_fruit_trade_tones_over_http(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.reset()
+    server.reply = fruit_trader
+    assert run_steer(fruit_doc(server.url), tmp_path / "out").status == "complete"
+    runs = {(r["session"], r["run"]): r for r in lines(tmp_path / "out" / "runs.jsonl")}
+    assert len(runs) == 3 * 8
+    for rec in lines(tmp_path / "out" / "steering.jsonl"):
+        v1, v2 = runs[(rec["session"], 0)]["params"]["valuations"]
+        direct = [worth(v1, {"banana": 1, "apple": -1}), worth(v2, {"apple": 1, "banana": -1})]
+        counter = [worth(v1, {"orange": 1, "apple": -2}), worth(v2, {"apple": 2, "orange": -1})]
+        assert rec["values"] == [[direct] * 2, [counter] * 2, [direct] * 2, [direct] * 2]
+        u2 = [direct[1], counter[1], direct[1], direct[1]]
+        _, nash_conv, gain = regret_matching(u2, 20)
+        assert rec["iterations"][-1]["nash_conv"] == pytest.approx(nash_conv, abs=1e-9)
+        assert rec["iterations"][-1]["cfr_gain"] == pytest.approx(gain, abs=1e-9)
+        assert rec["branches"]["agreement"] == 0.75 and rec["payoff"] == "structured"
+        for i in range(4):
+            metrics = runs[(rec["session"], 2 * i)]["metrics"]
+            assert metrics["agreement"] == (i != 1) and metrics["deal"]
+
+
+def test_steering_fruit_trade_offers_with_a_scripted_model_and_judge(tmp_path: Path) -> None:
+    """payoff = "llm": the judge's numbers (scripted: 5 for Player 1, -30 clipped to -20 for Player 2)
+    are the values CFR uses, and the structured reading is logged next to them."""
+    offer = {"message": "Deal?", "give": {"apple": 1, "banana": 0, "orange": 0},
+             "receive": {"apple": 0, "banana": 1, "orange": 0}}
+    reply = {"message": "Yes.", "decision": "accept", "give": {"apple": 0, "banana": 0, "orange": 0},
+             "receive": {"apple": 0, "banana": 0, "orange": 0}}
+    doc = {"experiment": {"name": "judged", "game": "fruit_trade", "sessions": 1, "seed": 2},
+           "game": {"payoff": "llm"},
+           "players": [{"agent": "scripted", "label": "p1", "responses": [json.dumps(offer)]},
+                       {"agent": "scripted", "label": "p2", "responses": [json.dumps(reply)]}],
+           "judge": {"agent": "scripted", "responses": ["5", "I would say -30"]},
+           "steer": {"actions": "offers", "samples": 1, "iterations": 10, "every": 10, "report_at": 10}}
+    assert run_steer(doc, tmp_path / "out").status == "complete"
+    rec = lines(tmp_path / "out" / "steering.jsonl")[0]
+    assert len(rec["actions"]) == 25 and rec["actions"][-1] == "any" and rec["payoff"] == "llm"
+    assert rec["values"] == [[[5.0, -20.0]]] * 25
+    assert rec["iterations"][-1]["nash_conv"] == 0.0 and rec["iterations"][-1]["cfr_gain"] == 0.0
+    runs = lines(tmp_path / "out" / "runs.jsonl")
+    assert len(runs) == 25
+    params = runs[0]["params"]
+    v1, v2 = params["valuations"]
+    structured = [worth(v1, {"banana": 1, "apple": -1}), worth(v2, {"apple": 1, "banana": -1})]
+    for r in runs:
+        assert r["payoffs"] == [5.0, -20.0] and r["extra"]["judge_payoffs"] == [5.0, -20.0]
+        assert r["extra"]["structured_payoffs"] == structured
+    judge = lines(tmp_path / "out" / "judge.jsonl")
+    assert len(judge) == 2 * 25 and {j["seat"] for j in judge} == {0, 1}
+    assert all("Player 1's proposal" in j["messages"][-1]["content"] for j in judge)
+    # the judge is not a player: no decision record of it, and the summary has only p1 and p2
+    assert {d["label"] for d in lines(tmp_path / "out" / "decisions.jsonl")} == {"p1", "p2"}
+    steered = {d["run"]: d["messages"][-1]["content"] for d in lines(tmp_path / "out" / "decisions.jsonl")
+               if d["player"] == 1}
+    assert len(steered) == 25
+    for run, text in steered.items():  # each branch's request ends with its own offer's instruction
+        instruction = rec["instructions"][run]
+        assert text.endswith(instruction) and (run == 24) == (instruction == "")
+    assert "you give 1 apple" in rec["instructions"][0]
+
+
+def test_a_judged_game_without_a_judge_is_refused() -> None:
+    doc = {"experiment": {"name": "j", "game": "fruit_trade"}, "game": {"payoff": "llm"},
+           "players": [{"agent": "rational"}, {"agent": "random"}]}
+    with pytest.raises(ConfigError, match=r"takes its payoffs from a judge model: add a \[judge\]"):
+        parse_experiment(doc, "j.toml")
+    doc["judge"] = {"agent": "rational"}
+    with pytest.raises(ConfigError, match="judge.agent: a judge reads a dialogue"):
+        parse_experiment(doc, "j.toml")
+
+
+def test_an_opening_that_breaks_a_rule_leaves_nothing_to_steer(tmp_path: Path) -> None:
+    doc = {"experiment": {"name": "broken", "game": "fruit_trade", "sessions": 2, "seed": 2},
+           "players": [{"agent": "scripted", "label": "p1", "responses": ["no JSON here"]},
+                       {"agent": "scripted", "label": "p2", "responses": ["{}"]}],
+           "steer": {"samples": 2, "iterations": 5, "every": 5, "report_at": 5}}
+    result = run_steer(doc, tmp_path / "out")
+    assert result.status == "complete"
+    recs = lines(tmp_path / "out" / "steering.jsonl")
+    assert len(recs) == 2 and all(r["skipped"].startswith("the game ended before") for r in recs)
+    runs = lines(tmp_path / "out" / "runs.jsonl")
+    assert len(runs) == 2 and all(r["steer"] is None and r["valid"] == [False, True] for r in runs)
+    again = run_steer(doc, tmp_path / "out", resume=True)  # nothing to redo
+    assert again.status == "complete" and len(lines(tmp_path / "out" / "steering.jsonl")) == 2
