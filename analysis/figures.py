@@ -697,10 +697,11 @@ def figure_steering_strategies(strategies: pd.DataFrame,
                 error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         ax.axvline(1 / n, color="#555555", ls="--", lw=0.9)
         ax.set_yticks(y, [textwrap.shorten(str(a), 40, placeholder="...") for a in part["action"]])
-        ax.set_xlim(0, 1.02)
+        ax.set_xlim(0, min(1.02, max(float(np.max(m + sd)), 1.5 / n) * 1.1 + 0.01))  # small shares stay visible
         ax.grid(axis="y", visible=False)
         games = int(part["games"].max())
-        ax.set_title(f"{_steer_name(key, keys)}: mean final strategy over {games} game{'s' if games > 1 else ''}")
+        ax.set_title(f"{_steer_name(key, keys)}: mean strategy at the last logged iteration "
+                     f"({part['final_iteration'].iloc[0]}) over {games} game{'s' if games > 1 else ''}")
         ax.set_xlabel("probability of the action")
     handles = [Patch(color="#bbbbbb", label="baseline (no instruction)"),
                Line2D([], [], color="#555555", ls="--", label="uniform start 1 / |A|")]

@@ -5,7 +5,8 @@ base64 PNG (the PNG and SVG files also sit beside the HTML for papers and slides
 nothing is fetched. A figure whose data are absent is replaced by a note saying what it would need.
 
 Written to ``out``: ``report.html``, ``figures/*.png|svg``, ``metrics.csv`` (every metric per setting and
-label with its 95% interval), ``decisions.parquet``, ``runs.parquet`` and ``players.parquet``.
+label with its 95% interval), ``decisions.parquet``, ``runs.parquet`` and ``players.parquet``; sections
+add their own (``gamabench_scores.csv``, ``glee_*.csv``, ``steering.csv``, ``steering_strategies.csv``).
 """
 
 from __future__ import annotations

@@ -392,6 +392,7 @@ def mean_strategies(games: Sequence[SteeringGame]) -> Any:
     for (experiment, lineup, space), part in _groups(games).items():
         probs: dict[str, list[float]] = {}
         base: set[str] = set()
+        finals = ", ".join(map(str, sorted({g.final.iteration for g in part})))
         for g in part:
             base.add(g.actions[g.baseline])
             for a, p in zip(g.actions, g.final.strategy):
@@ -399,8 +400,8 @@ def mean_strategies(games: Sequence[SteeringGame]) -> Any:
         for a, ps in probs.items():
             m, s = mean_sd(ps)
             rows.append({"experiment": experiment, "lineup": lineup, "space": space, "action": a,
-                         "baseline": a in base, "games": len(ps), "mean": m, "sd": s})
-    return pd.DataFrame(rows, columns=[*GROUP, "action", "baseline", "games", "mean", "sd"])
+                         "baseline": a in base, "games": len(ps), "mean": m, "sd": s, "final_iteration": finals})
+    return pd.DataFrame(rows, columns=[*GROUP, "action", "baseline", "games", "mean", "sd", "final_iteration"])
 
 
 # ---------------------------------------------------------------------------------------------- report

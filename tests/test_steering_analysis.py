@@ -205,6 +205,7 @@ def test_curves_and_strategies(dirs: list[Path]) -> None:
     m = S.mean_strategies(games)
     t = m[m["space"] == "tones"].set_index("action")
     assert list(t.index) == TONES and list(t["baseline"]) == [False, False, False, True]
+    assert set(t["final_iteration"]) == {"24, 100"}  # B's last logged is 24, A's 100
     assert t.loc["calm", "mean"] == pytest.approx(0.055) and t.loc["calm", "sd"] == pytest.approx(0.09 / SQ2)
     assert t.loc["assertive", "mean"] == pytest.approx(0.785) and t.loc["any", "mean"] == pytest.approx(0.055)
     o = m[m["space"] == "offers"].set_index("action")
