@@ -209,8 +209,10 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def steering_dirs(paths: Iterable[str | Path]) -> list[Path]:
+def steering_dirs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     """Run directories named directly or found one level below a folder of them, that hold steering.jsonl."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     out: list[Path] = []
     for p in map(Path, paths):
         if (p / STEERING).is_file():
@@ -221,7 +223,7 @@ def steering_dirs(paths: Iterable[str | Path]) -> list[Path]:
     return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
 
 
-def collect(run_dirs: Iterable[str | Path]) -> list[SteeringGame]:
+def collect(run_dirs: str | Path | Iterable[str | Path]) -> list[SteeringGame]:
     """Every game of every steering run directory among ``run_dirs`` (folders of them are searched)."""
     return [g for d in steering_dirs(run_dirs) for g in read_steering(d)]
 
@@ -288,7 +290,7 @@ TABLE_COLUMNS = ("experiment", "lineup", "space", "payoff", "actions", "games", 
                  "ratio_games", "ratio_left_out", "gain_above_nash_conv", "branches", *SHARES)
 
 
-def steering_table(run_dirs: Iterable[str | Path], at: int | None = None) -> Any:
+def steering_table(run_dirs: str | Path | Iterable[str | Path], at: int | None = None) -> Any:
     """One row per (experiment name, lineup, action space) as a pandas DataFrame (columns TABLE_COLUMNS);
     empty when no directory holds steering.jsonl. ``at`` overrides the records' report iteration."""
     import pandas as pd

@@ -167,6 +167,7 @@ def test_directories_with_one_experiment_name_pool_and_others_stay_apart(tmp_pat
     assert row(t[t["experiment"] == "same"], "tones")["nash_conv_mean"] == pytest.approx(0.0203125)
     # a folder of run directories is searched one level down, as `econarena report` does
     assert len(S.collect([tmp_path])) == 3
+    assert len(S.steering_table(str(a))) == 1  # one directory as a plain string, not its characters
 
 
 def test_format_table_prints_the_paper_layout(dirs: list[Path]) -> None:
