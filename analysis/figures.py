@@ -621,3 +621,94 @@ FIGURE_TITLES = {
     "figure_sessions": "Average payoff after the first 20 / 60 / 100 sessions",
     "figure_win_rates": "Win rates",
 }
+
+
+# ------------------------------------------------------------------------------------ steering (issue 11)
+
+def _steer_name(key: tuple[str, str, str], keys: Sequence[tuple[str, str, str]]) -> str:
+    """A steering group's legend entry: the action space, plus experiment / lineup only where they differ."""
+    exp, lineup, space = key
+    bits = [exp] if len({k[0] for k in keys}) > 1 else []
+    bits += [lineup] if len({k[1] for k in keys}) > 1 else []
+    return space + (f" ({', '.join(bits)})" if bits else "")
+
+
+def figure_steering_curves(curves: pd.DataFrame, report_iterations: dict[tuple[str, str, str], list[int]],
+                           sources: Sequence[str], out: Path) -> Figure:
+    """NashConv and CFR gain over CFR iterations per action space: the mean over games with a band of
+    ± one sd (ddof = 1), and a dotted vertical line at the report iteration."""
+    if curves.empty:
+        raise Skip("no steering game logged an iteration.")
+    keys = sorted({(r.experiment, r.lineup, r.space) for r in curves.itertuples()})
+    colors = dict(zip(keys, _palette(len(keys))))
+    fig, axes = _subplots(1, 2, (11.0, 3.8))
+    for ax, metric, title in ((axes[0, 0], "nash_conv", "NashConv"), (axes[0, 1], "cfr_gain", "CFR gain")):
+        for key in keys:
+            part = curves[(curves["experiment"] == key[0]) & (curves["lineup"] == key[1])
+                          & (curves["space"] == key[2])].sort_values("iteration")
+            x = part["iteration"].to_numpy(float)
+            m = part[f"{metric}_mean"].to_numpy(float)
+            sd = np.nan_to_num(part[f"{metric}_sd"].to_numpy(float))
+            ax.plot(x, m, color=colors[key], marker="o", ms=2.5, lw=1.4, label=_steer_name(key, keys))
+            ax.fill_between(x, m - sd, m + sd, color=colors[key], alpha=0.18, linewidth=0)
+            for it in report_iterations.get(key, []):
+                ax.axvline(it, color=colors[key], ls=":", lw=1.1)
+        ax.axhline(0, color="#888888", lw=0.7)
+        ax.set_title(title)
+        ax.set_xlabel("CFR iteration")
+        ax.set_ylabel(f"{title} (payoff units)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    handles = [Line2D([], [], color=colors[k], marker="o", ms=3, label=_steer_name(k, keys)) for k in keys]
+    handles.append(Line2D([], [], color="#333333", ls=":", label="report iteration"))
+    _legend_right(fig, handles, "action space")
+    png, svg = _save(fig, out, "steer_curves", sources)
+    its = sorted({i for v in report_iterations.values() for i in v})
+    return Figure("steer_curves", "Steering: NashConv and CFR gain over CFR iterations",
+                  "Mean over games per action space at each logged iteration; the band is ± one standard deviation "
+                  "over games (ddof = 1). NashConv: the steered player's best action value minus the value of the "
+                  "average strategy; CFR gain: the average strategy's value minus that of the baseline action. "
+                  f"Dotted line: the report iteration ({', '.join(map(str, its))}).", png, svg, list(sources))
+
+
+def figure_steering_strategies(strategies: pd.DataFrame,
+                               report_iterations: dict[tuple[str, str, str], list[int]],
+                               sources: Sequence[str], out: Path) -> Figure:
+    """Per action space, horizontal bars: the mean final probability of every action label (25 offers stay
+    readable one per line), whiskers ± one sd, the baseline in grey and the uniform start dashed."""
+    del report_iterations  # the final strategy is the last logged one, not the report iteration's
+    if strategies.empty:
+        raise Skip("no steering game logged a strategy.")
+    keys = list(dict.fromkeys((r.experiment, r.lineup, r.space) for r in strategies.itertuples()))
+    sizes = [int(((strategies["experiment"] == k[0]) & (strategies["lineup"] == k[1])
+                  & (strategies["space"] == k[2])).sum()) for k in keys]
+    height = sum(0.24 * n + 1.1 for n in sizes) + 0.6
+    fig = MplFigure(figsize=(8.5, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(keys), 1, squeeze=False, gridspec_kw={"height_ratios": [n + 4 for n in sizes]})
+    colors = dict(zip(keys, _palette(len(keys))))
+    for ax, key, n in zip(axes[:, 0], keys, sizes):
+        part = strategies[(strategies["experiment"] == key[0]) & (strategies["lineup"] == key[1])
+                          & (strategies["space"] == key[2])]
+        y = np.arange(n)[::-1]
+        m = part["mean"].to_numpy(float)
+        sd = np.nan_to_num(part["sd"].to_numpy(float))
+        bar_colors = ["#bbbbbb" if b else colors[key] for b in part["baseline"]]
+        ax.barh(y, m, 0.7, xerr=sd, color=bar_colors, edgecolor=bar_colors, capsize=2,
+                error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+        ax.axvline(1 / n, color="#555555", ls="--", lw=0.9)
+        ax.set_yticks(y, [textwrap.shorten(str(a), 40, placeholder="...") for a in part["action"]])
+        ax.set_xlim(0, min(1.02, max(float(np.max(m + sd)), 1.5 / n) * 1.1 + 0.01))  # small shares stay visible
+        ax.grid(axis="y", visible=False)
+        games = int(part["games"].max())
+        ax.set_title(f"{_steer_name(key, keys)}: mean strategy at the last logged iteration "
+                     f"({part['final_iteration'].iloc[0]}) over {games} game{'s' if games > 1 else ''}")
+        ax.set_xlabel("probability of the action")
+    handles = [Patch(color="#bbbbbb", label="baseline (no instruction)"),
+               Line2D([], [], color="#555555", ls="--", label="uniform start 1 / |A|")]
+    _legend_right(fig, handles, "")
+    png, svg = _save(fig, out, "steer_strategies", sources)
+    return Figure("steer_strategies", "Steering: final mixed strategies",
+                  "Mean over games of the average strategy CFR reached at its last logged iteration, per action "
+                  "label; whiskers ± one standard deviation over games (ddof = 1). Grey: the baseline action "
+                  "(no instruction); dashed: the uniform strategy CFR starts from. Numbers in "
+                  "steering_strategies.csv.", png, svg, list(sources))

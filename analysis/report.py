@@ -5,7 +5,8 @@ base64 PNG (the PNG and SVG files also sit beside the HTML for papers and slides
 nothing is fetched. A figure whose data are absent is replaced by a note saying what it would need.
 
 Written to ``out``: ``report.html``, ``figures/*.png|svg``, ``metrics.csv`` (every metric per setting and
-label with its 95% interval), ``decisions.parquet``, ``runs.parquet`` and ``players.parquet``.
+label with its 95% interval), ``decisions.parquet``, ``runs.parquet`` and ``players.parquet``; sections
+add their own (``gamabench_scores.csv``, ``glee_*.csv``, ``steering.csv``, ``steering_strategies.csv``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pandas as pd
 
 from .. import __version__
 from ..rundir import BASELINE_AGENTS
-from . import distributions, gamabench, glee
+from . import distributions, gamabench, glee, steering
 from . import figures as F
 from . import negotiationarena as na
 from .compare import compare, setting_pairs
@@ -298,6 +299,26 @@ def _linear_html(sec: glee.Section, report: Report, out: Path) -> str:
     return "\n".join(parts)
 
 
+def _steering_html(sec: steering.Section, report: Report, out: Path) -> str:
+    """Steering (issue 11): the table of NashConv, CFR gain and conversation shares per action space,
+    then the curves over CFR iterations and the final mixed strategies."""
+    first = len(report.figures) + 1
+    report.figures += sec.figures
+    report.skipped += sec.skipped
+    report.files += sec.files
+    parts = ["<h2 id='steering'>Steering</h2>",
+             "<p>One column per experiment, lineup and action space, at the report iteration (the iteration row "
+             "says which was used). NashConv and CFR gain: mean &plusmn; standard deviation over games "
+             "(ddof = 1). Gain/NashConv of means: mean CFR gain / mean NashConv, the paper's reading; per game: "
+             "mean &plusmn; sd of each game's ratio, games with NashConv 0 left out. The shares are over "
+             "conversation branches (each game weighted by its branch count). Also in "
+             + ", ".join(f"<code>{_esc(p.name)}</code>" for p in sec.files) + ".</p>",
+             _table_html(sec.display)]
+    parts += [_figure_html(i, fig, out) for i, fig in enumerate(sec.figures, first)]
+    parts += [f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>" for name, why in sec.skipped]
+    return "\n".join(parts)
+
+
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
                  prices: str | Path | None = None, title: str = "EconArena report", transcripts: int = 3) -> Report:
     """Load the run directories and write the report, figures and exports into ``out``; ``transcripts``
@@ -318,6 +339,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         linear = glee.report_sections(frames.dirs, figdir, out)
         trade = na.report_section(frames.dirs, figdir)
         spread = distributions.report_sections(frames.dirs, figdir)
+        steer = steering.report_section(frames.dirs, figdir, out)
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
@@ -334,6 +356,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
             + "".join(f"<a href='#metrics-{_esc(f)}'>Metrics ({_esc(f)})</a>" for f, _, _ in spread)
             + ("<a href='#negotiationarena'>NegotiationArena</a>" if trade is not None else "")
+            + ("<a href='#steering'>Steering</a>" if steer is not None else "")
             + ("<a href='#transcripts'>Transcripts</a>" if talk is not None else "")
             + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#tables'>All metrics</a></nav>",
@@ -368,6 +391,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             report.skipped.append((f"Metrics by player ({family})", why or ""))
     if trade is not None:
         body.append(_negotiation_html(trade, report, out))
+    if steer is not None:
+        body.append(_steering_html(steer, report, out))
     if talk is not None:
         body += ["<h2 id='transcripts'>Transcripts</h2>", talk]
     body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
