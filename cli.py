@@ -292,9 +292,9 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
 
 def print_steering(out: Path) -> None:
     """The steering table of a run directory (NashConv, CFR gain, their ratio, agreement, trade values)."""
-    from .analysis.steering import format_steering, steering_table
+    from .analysis.steering import format_table, steering_table
 
-    print(format_steering(steering_table([out])))
+    print(format_table(steering_table([out])))
 
 
 def cmd_steer(args: argparse.Namespace) -> int:

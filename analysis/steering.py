@@ -169,6 +169,8 @@ def read_steering(run_dir: str | Path) -> list[SteeringGame]:
     out: list[SteeringGame] = []
     seen: set[tuple[str, str, int, int]] = set()
     for number, rec in _lines(path):
+        if isinstance(rec, dict) and isinstance(rec.get("skipped"), str):
+            continue  # a game over before the steered decision: counted by ``unsteerable``, no values
         problem = _problem(rec)
         if problem:
             raise LogError(f"{path}: line {number}: not a steering record: {problem}; fix or delete the line")
@@ -223,6 +225,19 @@ def steering_dirs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
 
 
+def unsteerable(run_dirs: str | Path | Iterable[str | Path]) -> dict[tuple[str, str, str], int]:
+    """Games per (experiment, lineup, space) that ended before the steered decision (an opening that broke
+    a rule): they have no action values, so the means leave them out, and the table says how many."""
+    out: dict[tuple[str, str, str], int] = {}
+    for d in steering_dirs(run_dirs):
+        name = experiment_name(d)
+        for _, rec in _lines(Path(d) / STEERING):
+            if isinstance(rec, dict) and isinstance(rec.get("skipped"), str):
+                key = (name, str(rec.get("lineup")), str(rec.get("space")))
+                out[key] = out.get(key, 0) + 1
+    return out
+
+
 def collect(run_dirs: str | Path | Iterable[str | Path]) -> list[SteeringGame]:
     """Every game of every steering run directory among ``run_dirs`` (folders of them are searched)."""
     return [g for d in steering_dirs(run_dirs) for g in read_steering(d)]
@@ -256,8 +271,10 @@ def _iteration_note(targets: set[int], used: Sequence[int]) -> str:
     return f"{parts} (asked {asked}: the last logged at or below)"
 
 
-def table_rows(games: Sequence[SteeringGame], at: int | None = None) -> list[dict[str, Any]]:
-    """The table's rows as plain dicts (numbers, NaN where undefined); see the module docstring."""
+def table_rows(games: Sequence[SteeringGame], at: int | None = None,
+               skipped: Mapping[tuple[str, str, str], int] | None = None) -> list[dict[str, Any]]:
+    """The table's rows as plain dicts (numbers, NaN where undefined); see the module docstring.
+    ``skipped``: games without a steered decision per (experiment, lineup, space), see ``unsteerable``."""
     rows = []
     for (experiment, lineup, space), part in _groups(games).items():
         targets = {at if at is not None else g.report_iteration for g in part}
@@ -281,13 +298,22 @@ def table_rows(games: Sequence[SteeringGame], at: int | None = None) -> list[dic
             "gain_above_nash_conv": sum(c > n for n, c in zip(nc, gain)) / len(part),
             "branches": n_branches,
             **{k: math.fsum(g.branches * g.shares[k] for g in part) / n_branches for k in SHARES},
+            "unsteerable": (skipped or {}).get((experiment, lineup, space), 0),
         })
+    covered = {(r["experiment"], r["lineup"], r["space"]) for r in rows}
+    for (experiment, lineup, space), n in sorted((skipped or {}).items()):
+        if (experiment, lineup, space) not in covered:  # every game ended before the steered decision
+            rows.append({"experiment": experiment, "lineup": lineup, "space": space, "payoff": "-", "actions": 0,
+                         "games": 0, "iteration": "-", "ratio_games": 0, "ratio_left_out": 0, "branches": 0,
+                         "unsteerable": n, **{k: math.nan for k in ("nash_conv_mean", "nash_conv_sd",
+                         "cfr_gain_mean", "cfr_gain_sd", "ratio_of_means", "ratio_mean", "ratio_sd",
+                         "gain_above_nash_conv", *SHARES)}})
     return rows
 
 
 TABLE_COLUMNS = ("experiment", "lineup", "space", "payoff", "actions", "games", "iteration", "nash_conv_mean",
                  "nash_conv_sd", "cfr_gain_mean", "cfr_gain_sd", "ratio_of_means", "ratio_mean", "ratio_sd",
-                 "ratio_games", "ratio_left_out", "gain_above_nash_conv", "branches", *SHARES)
+                 "ratio_games", "ratio_left_out", "gain_above_nash_conv", "branches", *SHARES, "unsteerable")
 
 
 def steering_table(run_dirs: str | Path | Iterable[str | Path], at: int | None = None) -> Any:
@@ -295,7 +321,7 @@ def steering_table(run_dirs: str | Path | Iterable[str | Path], at: int | None =
     empty when no directory holds steering.jsonl. ``at`` overrides the records' report iteration."""
     import pandas as pd
 
-    return pd.DataFrame(table_rows(collect(run_dirs), at), columns=list(TABLE_COLUMNS))
+    return pd.DataFrame(table_rows(collect(run_dirs), at, unsteerable(run_dirs)), columns=list(TABLE_COLUMNS))
 
 
 def _pm(mean: float, sd: float, digits: int = 4) -> str:
@@ -322,10 +348,10 @@ def display_rows(table: Any) -> tuple[list[str], list[tuple[str, list[str]]]]:
             "-" if math.isnan(r["ratio_of_means"]) else f"{r['ratio_of_means']:.2f}",
             ratio_pm + (f" ({left} game{'s' if left > 1 else ''} with NashConv 0 left out)" if left else ""),
             _pct(r["gain_above_nash_conv"]), str(int(r["branches"])),
-            *(_pct(r[k]) for k in SHARES)])
+            *(_pct(r[k]) for k in SHARES), str(int(r["unsteerable"]))])
     names = ["payoff", "actions", "games", "iteration", "NashConv (mean ± sd)", "CFR gain (mean ± sd)",
              "gain/NashConv (of means)", "gain/NashConv (per game, mean ± sd)", "games with gain > NashConv",
-             "branches", *(SHARE_TITLES[k] for k in SHARES)]
+             "branches", *(SHARE_TITLES[k] for k in SHARES), "games without a steered decision"]
     return heads, [(name, [c[i] for c in cols]) for i, name in enumerate(names)]
 
 

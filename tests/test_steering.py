@@ -348,3 +348,8 @@ def test_an_opening_that_breaks_a_rule_leaves_nothing_to_steer(tmp_path: Path) -
     assert len(runs) == 2 and all(r["steer"] is None and r["valid"] == [False, True] for r in runs)
     again = run_steer(doc, tmp_path / "out", resume=True)  # nothing to redo
     assert again.status == "complete" and len(lines(tmp_path / "out" / "steering.jsonl")) == 2
+    from econarena.analysis.steering import format_table, steering_table
+
+    table = steering_table([tmp_path / "out"])
+    assert table["games"].tolist() == [0] and table["unsteerable"].tolist() == [2]
+    assert "games without a steered decision" in format_table(table)
