@@ -139,8 +139,8 @@ class SteerHost(Host):
                 self.incomplete += 1
                 return
             self.dir.run({**record, "steer": None})
-            self.done += 1
-            self._progress.step(runs=1)
+        self.done += self.branches  # the game is finished: its branches will never be played
+        self._progress.step(runs=self.branches)
         self.dir.append(STEERING, {
             "lineup": lineup.name, "session": session, "seat": self.steer.seat, "space": self._space_name(),
             "actions": [label for label, _ in self.space], "skipped": "the game ended before the steered "
