@@ -353,3 +353,28 @@ def test_an_opening_that_breaks_a_rule_leaves_nothing_to_steer(tmp_path: Path) -
     table = steering_table([tmp_path / "out"])
     assert table["games"].tolist() == [0] and table["unsteerable"].tolist() == [2]
     assert "games without a steered decision" in format_table(table)
+
+
+def test_steering_with_a_local_model_under_constrained_decoding(tmp_path: Path) -> None:
+    """The steered player is a local Hugging Face model (a tiny random Llama with a byte-level tokenizer,
+    so xgrammar can spell the reply's JSON): its 8 branches are generated through the hf provider, each
+    reply is JSON of the reply's shape, and the values CFR uses are the branches' payoffs."""
+    pytest.importorskip("torch")
+    pytest.importorskip("xgrammar")
+    from hf_fixtures import build_tiny_llama
+
+    model = build_tiny_llama(tmp_path / "tiny", byte_level=True)
+    doc = {"experiment": {"name": "local", "game": "fruit_trade", "sessions": 1, "seed": 3},
+           "players": [{"agent": "rational", "label": "opener"},
+                       {"agent": "hf", "label": "tiny", "model": str(model), "max_tokens": 160,
+                        "structured": "strict", "temperature": 0.9}],
+           "steer": {"actions": "tones", "samples": 2, "iterations": 20, "every": 10, "report_at": 20}}
+    assert run_steer(doc, tmp_path / "out").status == "complete"
+    decisions = [d for d in lines(tmp_path / "out" / "decisions.jsonl") if d["label"] == "tiny"]
+    assert len(decisions) == 8 and all(d["structured"] == "strict" and d["error"] is None for d in decisions)
+    assert all(d["violation"] != "parse_error" for d in decisions if d["tokens_out"] < 160)
+    runs = {r["run"]: r for r in lines(tmp_path / "out" / "runs.jsonl")}
+    rec = lines(tmp_path / "out" / "steering.jsonl")[0]
+    assert rec["values"] == [[runs[r]["payoffs"] for r in row] for row in rec["runs"]]
+    u2 = [sum(runs[r]["payoffs"][1] for r in row) / 2 for row in rec["runs"]]
+    assert rec["iterations"][-1]["nash_conv"] == pytest.approx(regret_matching(u2, 20)[1], abs=1e-9)
