@@ -378,3 +378,22 @@ def test_steering_with_a_local_model_under_constrained_decoding(tmp_path: Path) 
     assert rec["values"] == [[runs[r]["payoffs"] for r in row] for row in rec["runs"]]
     u2 = [sum(runs[r]["payoffs"][1] for r in row) / 2 for row in rec["runs"]]
     assert rec["iterations"][-1]["nash_conv"] == pytest.approx(regret_matching(u2, 20)[1], abs=1e-9)
+
+
+@pytest.mark.slow
+def test_shipped_tones_config_with_the_bundled_model(tmp_path: Path) -> None:
+    """configs/steering/tones.toml as shipped (the bundled SmolLM2 steered, the rational opener), cut to
+    one game and one sample per tone: every branch is a SmolLM2 reply judged like any reply."""
+    from econarena.hosts.config import load_experiment
+
+    exp = load_experiment(Path(__file__).parent.parent / "configs" / "steering" / "tones.toml")
+    doc = exp.raw
+    doc = {**doc, "experiment": {**doc["experiment"], "sessions": 1},
+           "steer": {**doc["steer"], "samples": 1}, "players": [
+               {"agent": "rational", "label": "opener"},
+               {"agent": "hf", "label": "negotiator", "max_tokens": 160, "structured": "strict"}]}
+    assert run_steer(doc, tmp_path / "out").status == "complete"
+    smol = [d for d in lines(tmp_path / "out" / "decisions.jsonl") if d["label"] == "negotiator"]
+    assert len(smol) >= 4 and all(d["model"] == "SmolLM2-135M-Instruct" and d["error"] is None for d in smol)
+    rec = lines(tmp_path / "out" / "steering.jsonl")[0]
+    assert rec["actions"] == ["calm", "assertive", "submissive", "any"] and len(rec["iterations"]) == 20
