@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DECISIONS = 320
@@ -67,19 +68,26 @@ count = {PLAYERS}
 
 
 def via_host(toml: Path, concurrency: int, tmp: Path) -> tuple[int, float]:
-    from econarena.agents.llm import RuntimeOptions
     from econarena.hosts.config import load_experiment
+
+    result, elapsed = timed_run(load_experiment(toml), tmp / f"host-{concurrency}-{time.monotonic_ns()}",
+                                concurrency)
+    return result.decisions, elapsed
+
+
+def timed_run(exp: Any, out: Path, concurrency: int, host_cls: Any = None) -> tuple[Any, float]:
+    """Play ``exp`` in-process without the response cache; (result, seconds). A run that is not complete
+    is an error: a benchmark of failures measures nothing."""
+    from econarena.agents.llm import RuntimeOptions
     from econarena.hosts.host import Host, HostOptions
 
-    exp = load_experiment(toml)
-    out = tmp / f"host-{concurrency}-{time.monotonic_ns()}"
     options = HostOptions(concurrency=concurrency, quiet=True, runtime=RuntimeOptions(cache=False))
     start = time.perf_counter()
-    result = asyncio.run(Host(exp, out, options).run())
+    result = asyncio.run((host_cls or Host)(exp, out, options).run())
     elapsed = time.perf_counter() - start
     if result.status != "complete":
         raise RuntimeError(f"run {result.status}: see {out}/decisions.jsonl")
-    return result.decisions, elapsed
+    return result, elapsed
 
 
 def via_cli(toml: Path, concurrency: int, tmp: Path) -> tuple[int, float]:

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_concurrency import start_server  # noqa: E402
+from bench_concurrency import start_server, timed_run  # noqa: E402
 
 GAMES = 16
 
@@ -36,19 +35,11 @@ def experiment(port: int) -> dict:
 
 
 def play(port: int, concurrency: int, tmp: Path) -> tuple[int, float]:
-    from econarena.agents.llm import RuntimeOptions
     from econarena.hosts.config import parse_experiment
-    from econarena.hosts.host import HostOptions
     from econarena.hosts.steer import SteerHost
 
-    exp = parse_experiment(experiment(port), "bench_steering.toml")
     out = tmp / f"steer-{concurrency}-{time.monotonic_ns()}"
-    options = HostOptions(concurrency=concurrency, quiet=True, runtime=RuntimeOptions(cache=False))
-    start = time.perf_counter()
-    result = asyncio.run(SteerHost(exp, out, options).run())
-    elapsed = time.perf_counter() - start
-    if result.status != "complete":
-        raise RuntimeError(f"steering run {result.status}: see {out}")
+    _, elapsed = timed_run(parse_experiment(experiment(port), "bench_steering.toml"), out, concurrency, SteerHost)
     llm = sum(1 for line in (out / "decisions.jsonl").read_text().splitlines() if '"steered"' in line)
     return llm, elapsed
 

@@ -4,6 +4,7 @@ offers space, the baselines, the prompts, and a run through the CLI with scripte
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,9 @@ from econarena.games.fruit_trade import (
     valid_offer_label,
 )
 from econarena.hosts.prompts import Template
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rounds_helper import play_turns  # noqa: E402
 
 GAME = get_game("fruit_trade")
 FRUITS = ("apple", "banana", "orange")
@@ -53,16 +57,8 @@ def reply(decision: str, give: dict[str, int] | None = None, receive: dict[str, 
 
 
 def play(setup: Setup, replies: list[str]) -> tuple[Any, list[dict[str, Any]]]:
-    """Judge and apply replies in turn as the Host does; returns the final state and the round log."""
-    state = GAME.initial_state(setup)
-    log = []
-    for r, text in enumerate(replies):
-        seat = GAME.to_move(state)[0]
-        action = GAME.judge(state, seat, text).action
-        after = GAME.apply(state, {seat: action})
-        log.append({"round": r, "actions": [action if i == seat else None for i in (0, 1)],
-                    "events": GAME.events(state, after, {seat: action})})
-        state = after
+    """Judge and apply replies in turn as the Host does; the round log as it reads back from JSON."""
+    state, log = play_turns(GAME, setup, replies)
     return state, json.loads(json.dumps(log))
 
 
