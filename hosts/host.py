@@ -402,23 +402,29 @@ class Host:
             return None, None
         if self.judge is None:  # config validation demands a [judge]; a game may still ask unexpectedly
             return None, f"{self.game.name} asked for a judge, but the experiment has no [judge]"
-        replies: dict[int, str | None] = {}
-        for seat, fields in sorted(requests.items()):
+        judge = self.judge
+
+        async def ask(seat: int, fields: dict[str, Any]) -> Reply:
             messages = self.template.judge(fields)
             coords = {"lineup": lineup.name, "session": session, "run": run, "judge": seat}
             request = DecisionRequest(messages, seat, seat, functools.partial(self.game.strategy, state, seat),
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
-            reply = await self._ask(self.judge, request)
+            reply = await self._ask(judge, request)
             self.dir.append(JUDGE_LOG, {
-                "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": self.judge.label,
-                "model": reply.model or self.judge.model, "template": self.template.id,
+                "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": judge.label,
+                "model": reply.model or judge.model, "template": self.template.id,
                 "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
                 "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
                 "tokens_out": reply.tokens_out, "cached": reply.cached})
-            if reply.error:
-                return None, f"judge: {reply.error}"
-            replies[seat] = reply.text
+            return reply
+
+        seats = sorted(requests)
+        answers = await asyncio.gather(*(ask(seat, requests[seat]) for seat in seats))  # one batch per run
+        failed = next((r.error for r in answers if r.error), None)
+        if failed:
+            return None, f"judge: {failed}"
+        replies: dict[int, str | None] = {seat: r.text for seat, r in zip(seats, answers)}
         return self.game.judged_outcome(setup, state, replies), None
 
     def run_result(self, setup: Setup, state: Any, ne: Outcome | None, round_log: list[dict[str, Any]],

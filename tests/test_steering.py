@@ -397,3 +397,20 @@ def test_shipped_tones_config_with_the_bundled_model(tmp_path: Path) -> None:
     assert len(smol) >= 4 and all(d["model"] == "SmolLM2-135M-Instruct" and d["error"] is None for d in smol)
     rec = lines(tmp_path / "out" / "steering.jsonl")[0]
     assert rec["actions"] == ["calm", "assertive", "submissive", "any"] and len(rec["iterations"]) == 20
+
+
+def test_a_judged_fruit_trade_runs_without_steering(tmp_path: Path) -> None:
+    """payoff = "llm" is a property of the game, not of steering: `econarena run` asks the judge too."""
+    from econarena.cli import main
+
+    toml = tmp_path / "judged.toml"
+    toml.write_text('[experiment]\nname = "judged-run"\ngame = "fruit_trade"\nsessions = 2\nruns = 1\n'
+                    '[game]\npayoff = "llm"\n[[players]]\nagent = "rational"\n[[players]]\nagent = "random"\n'
+                    '[judge]\nagent = "scripted"\nresponses = ["worth 3 points", "nothing"]\n', encoding="utf-8")
+    assert main(["run", str(toml), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    runs = lines(tmp_path / "out" / "runs.jsonl")
+    assert len(runs) == 2 and all(r["payoffs"] == [3.0, 0.0] for r in runs)
+    assert all(r["extra"]["judge_raw"] == ["worth 3 points", "nothing"] for r in runs)
+    assert len(lines(tmp_path / "out" / "judge.jsonl")) == 4
+    config = (tmp_path / "out" / "config.toml").read_text(encoding="utf-8")
+    assert "[judge]" in config and 'agent = "scripted"' in config
