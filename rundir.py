@@ -302,8 +302,18 @@ class RunDirectory:
         else:  # logs written before runs recorded their decision counts
             for d in keep_dec:
                 state.decisions_per_seat[(d.get("lineup", "melee"), int(d["session"]), int(d["player"]))] += 1
-        for name, keep, drop, bad in ((RUNS, keep_runs, drop_runs, bad_runs),
-                                      (DECISIONS, keep_dec, drop_dec, bad_dec)):
+        logs = [(RUNS, keep_runs, drop_runs, bad_runs), (DECISIONS, keep_dec, drop_dec, bad_dec)]
+        if (self.path / JUDGE_LOG).exists():  # a judge's calls belong to runs too: a replayed run calls it again
+            judged, bad_judge = scan_jsonl(self.path / JUDGE_LOG)
+            keep_j: list[dict[str, Any]] = []
+            drop_j: list[dict[str, Any]] = []
+            for j in judged:
+                if not (isinstance(j, dict) and _is_int(j.get("session")) and _is_int(j.get("run"))):
+                    bad_judge.append(BadLine(0, json.dumps(j), "not a judge call of a run"))
+                else:
+                    (keep_j if run_key(j) in complete else drop_j).append(j)
+            logs.append((JUDGE_LOG, keep_j, drop_j, bad_judge))
+        for name, keep, drop, bad in logs:
             lines = [json.dumps(r) + "\n" for r in drop] + [json.dumps(b.to_record()) + "\n" for b in bad]
             if lines:
                 with (self.path / name.replace(".jsonl", ".discarded.jsonl")).open("a", encoding="utf-8") as fh:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,12 +77,15 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
         else:
             raise SpaceError(f"actions[{i}]: expected a string or a table {{label = \"...\", instruction = "
                              f"\"...\"}}, got {str(item)[:60]!r}")
-        if not label or len(label) > 200 or any(ord(c) < 32 for c in label):
+        if not label or len(label) > 200 or any(_breaks_line(c) for c in label):
             raise SpaceError(f"actions[{i}]: a label of 1 to 200 characters without control characters")
         if len(text) > MAX_INSTRUCTION or "\x00" in text:
             raise SpaceError(f"actions[{i}]: an instruction of at most {MAX_INSTRUCTION} characters")
         if label.casefold() == ANY:
-            label, text = ANY, ""  # "any" is the uninformed baseline whatever text it was given
+            if isinstance(item, dict) and text:  # dropping the text in silence would run another experiment
+                raise SpaceError(f"actions[{i}]: 'any' is the uninformed baseline and carries no instruction "
+                                 f"(got {text[:40]!r}); give this action another label")
+            label, text = ANY, ""
         out.append((label, text))
     if not any(label == ANY for label, _ in out):
         out.append((ANY, ""))
@@ -95,6 +99,12 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
     if len(out) > MAX_ACTIONS:
         raise SpaceError(f"actions: at most {MAX_ACTIONS} actions (got {len(out)})")
     return tuple(out)
+
+
+def _breaks_line(c: str) -> bool:
+    """Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: a label is shown on one
+    line of a table, a CSV row and a plot legend."""
+    return unicodedata.category(c) in ("Cc", "Zl", "Zp")
 
 
 # ---- the steering subgame in OpenSpiel ----

@@ -275,6 +275,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes,
                             steer=steer, judge=judge)
     _check_cells(experiment, where)
+    _check_judge(experiment, where)
     _check_draws(experiment, where)  # first: the template check below draws a configuration too
     problems = check_template_overrides(experiment)
     if problems:
@@ -299,9 +300,8 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
         if judge is not None and judge.agent not in PROVIDERS and judge.agent != "scripted":
             errors.append(f"{where}: judge.agent: a judge reads a dialogue and answers in words: use a model "
                           f"provider ({', '.join(sorted(PROVIDERS))}) or 'scripted' (got {judge.agent!r})")
-    if game.needs_judge(params) and judge is None:
-        errors.append(f"{where}: this {game.name} setting takes its payoffs from a judge model: add a [judge] "
-                      "table (agent, model, ... like a player), or use the game's structured payoffs")
+    if game.needs_judge(params) and judge is None and not axes:  # a [grid]: each cell is checked
+        errors.append(_NO_JUDGE.format(where=where, game=game.name))
     steer = None
     raw = data.get("steer")
     if raw is not None:
@@ -324,6 +324,10 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
         if game.info.moves != "sequential":
             errors.append(f"{where}: [steer]: {game.name} is played in simultaneous moves; steering branches a "
                           "sequential game after its unsteered opening (fruit_trade, bargaining, ...)")
+        points = -(-steer.iterations // steer.every)
+        if points > MAX_LOGGED_ITERATIONS:  # each point is a strategy in the game's ONE steering.jsonl line
+            errors.append(f"{where}: steer.every: {steer.every} with steer.iterations = {steer.iterations} logs "
+                          f"{points} points per game; at most {MAX_LOGGED_ITERATIONS} (a larger every)")
         if steer.report_at > steer.iterations:
             errors.append(f"{where}: steer.report_at: {steer.report_at} is beyond steer.iterations "
                           f"({steer.iterations})")
@@ -335,6 +339,23 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
     if errors:
         raise ConfigError("\n".join(errors))
     return steer, judge
+
+
+_NO_JUDGE = ("{where}: this {game} setting takes its payoffs from a judge model: add a [judge] table (agent, "
+             "model, ... like a player), or use the game's structured payoffs")
+MAX_LOGGED_ITERATIONS = 1000  # CFR metrics points per steered game (the paper logs 20)
+
+
+def _check_judge(exp: Experiment, where: str) -> None:
+    """A [judge] that no setting asks for is refused: it would never be called, and whoever added it
+    believes the payoffs are judged. (Grid cells that need a judge are checked in ``_check_cells``.)"""
+    if exp.judge is None:
+        return
+    cells = [exp.params] if not exp.axes else [exp.for_cell(c).params for c in exp.cells()]
+    if not any(exp.game.needs_judge(p) for p in cells):
+        raise ConfigError(f"{where}: [judge] is never asked: {exp.game.name} takes its payoffs from a judge "
+                          "only in settings that say so (fruit_trade: payoff = \"llm\"); set that, or remove "
+                          "the [judge] table")
 
 
 def _url_problem(url: str) -> str | None:
@@ -477,6 +498,9 @@ def _check_cells(exp: Experiment, where: str) -> None:
                     _check_draws(sub, where)
                 except ConfigError as exc:
                     errors.append(f"{exc} in grid cell {cell.index} ({cell.label})")
+                if exp.judge is None and exp.game.needs_judge(sub.params):
+                    errors.append(_NO_JUDGE.format(where=where, game=exp.game.name)
+                                  + f" in grid cell {cell.index} ({cell.label})")
         if len(errors) >= 10:
             break
     if errors:
