@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,10 +128,16 @@ def _pyspiel() -> Any:
 
 
 _registered = False
+_register_lock = threading.Lock()  # games are solved in worker threads: register exactly once
 
 
 def _register(pyspiel: Any) -> None:
     """Define and register the Python game once per process (OpenSpiel keeps a global registry)."""
+    with _register_lock:
+        _register_locked(pyspiel)
+
+
+def _register_locked(pyspiel: Any) -> None:
     global _registered
     if _registered:
         return

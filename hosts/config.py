@@ -312,9 +312,15 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
         except ValidationError as err:
             raise ConfigError("\n".join(errors + _pyd_errors(where, "steer", err))) from None
         try:
-            action_space(game, steer.actions, params)
+            n_actions = len(action_space(game, steer.actions, params))
         except SpaceError as exc:
             errors.append(f"{where}: steer.actions: {exc}")
+        else:
+            work = steer.iterations * n_actions * steer.samples
+            if work > MAX_CFR_WORK:  # about a microsecond per leaf and iteration on this machine
+                errors.append(f"{where}: steer.iterations x actions x samples = {steer.iterations} x {n_actions} x "
+                              f"{steer.samples} = {work:,}, more than {MAX_CFR_WORK:,} (minutes of CFR per game); "
+                              "use fewer iterations, actions or samples (the paper: 100 x 25 x 2)")
         n_seats = exp.players_per_game if exp.environment != "melee" else sum(p.count for p in players)
         if game.info.n_players is not None:
             n_seats = game.info.n_players
@@ -344,6 +350,7 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
 _NO_JUDGE = ("{where}: this {game} setting takes its payoffs from a judge model: add a [judge] table (agent, "
              "model, ... like a player), or use the game's structured payoffs")
 MAX_LOGGED_ITERATIONS = 1000  # CFR metrics points per steered game (the paper logs 20)
+MAX_CFR_WORK = 10**8  # iterations x actions x samples of one game's CFR: about 100 s on a 2-core machine
 
 
 def _check_judge(exp: Experiment, where: str) -> None:

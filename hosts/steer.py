@@ -73,7 +73,7 @@ class SteerHost(Host):
             await self._unsteerable(li, lineup, session, setup, seats, ne, None, [], prior)
             return
         if all(run in prior for run in range(self.branches)):  # killed before its steering line: no call
-            self._write_game(lineup, session, prior, prior)
+            await self._write_game(lineup, session, prior, prior)
             return
         if 0 in prior:
             self._mute.add((lineup.name, session, 0))  # the prefix's decisions are logged with run 0
@@ -102,17 +102,19 @@ class SteerHost(Host):
         if any(not r.get("complete", True) for r in records.values()):
             self.incomplete += 1  # nothing of this game is written: --resume replays it
             return
-        self._write_game(lineup, session, records, prior)
+        await self._write_game(lineup, session, records, prior)
 
-    def _write_game(self, lineup: Lineup, session: int, records: dict[int, dict[str, Any]],
-                    prior: dict[int, dict[str, Any]]) -> None:
-        """The game's new run records, then its steering line (last: its presence marks the game done)."""
+    async def _write_game(self, lineup: Lineup, session: int, records: dict[int, dict[str, Any]],
+                          prior: dict[int, dict[str, Any]]) -> None:
+        """The game's new run records, then its steering line (last: its presence marks the game done).
+        CFR runs in a worker thread, so the other games' model calls go on meanwhile."""
+        line = await asyncio.to_thread(self._steering_record, lineup, session, records)
         for run in sorted(records):
             if run not in prior:
                 self.dir.run(records[run])
                 self.done += 1
                 self._progress.step(runs=1)
-        self.dir.append(STEERING, self._steering_record(lineup, session, records))
+        self.dir.append(STEERING, line)
         self._steered.add((lineup.name, session))
 
     async def _branch(self, li: int, lineup: Lineup, session: int, run: int, setup: Any, seats: tuple[int, ...],
