@@ -172,10 +172,8 @@ def judge_number(reply: str | None) -> int:
     m = re.search(r"[-+\u2212]?\d+(?:\.\d+)?", reply)
     if m is None:
         return 0
-    x = float(m.group(0).replace("\u2212", "-"))
-    if not math.isfinite(x):
-        return 0
-    return max(-JUDGE_CLIP, min(JUDGE_CLIP, int(x)))
+    x = float(m.group(0).replace("\u2212", "-"))  # 400 digits overflow to +-inf: clipped like any large number
+    return max(-JUDGE_CLIP, min(JUDGE_CLIP, int(x) if math.isfinite(x) else int(math.copysign(JUDGE_CLIP, x))))
 
 
 def offer_label(q_give: int, give: str, q_receive: int, receive: str) -> str:

@@ -154,3 +154,10 @@ def test_resume_after_a_judge_api_error_leaves_judge_log_equal_to_an_uninterrupt
         assert (tmp_path / "b" / "run" / "judge.discarded.jsonl").exists()  # nothing is lost
     finally:
         srv.stop()
+
+
+def test_a_judge_number_too_long_for_a_float_is_clipped_not_zeroed() -> None:
+    from econarena.games.fruit_trade import judge_number
+
+    assert judge_number("9" * 400) == 20 and judge_number("-" + "9" * 400) == -20
+    assert judge_number("1e309") == 1  # OpenSpiel's first number: the "1" before the exponent
