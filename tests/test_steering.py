@@ -20,7 +20,6 @@ from econarena.hosts.config import ConfigError, parse_experiment
 sys.path.insert(0, str(Path(__file__).parent))
 from fakeservers import FakeLLMServer  # noqa: E402
 
-
 SPEC_VALUES = [0.5, 1.0, 0.0, 0.25]  # calm, assertive, submissive, any (spec section 4, steering 2)
 
 

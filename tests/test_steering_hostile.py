@@ -18,7 +18,6 @@ from econarena.hosts.config import ConfigError, parse_experiment
 sys.path.insert(0, str(Path(__file__).parent))
 from fakeservers import FakeLLMServer, status  # noqa: E402
 
-
 ZERO = {"apple": 0, "banana": 0, "orange": 0}
 
 
