@@ -66,8 +66,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         e = exp.experiment
         cells = f" x {exp.n_cells()} grid cells" if exp.axes else ""
         print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
-              f"session(s) x {e.runs} run(s))")
+              f"session(s) x {_runs_text(exp)})")
     return EXIT_OK
+
+
+def _runs_text(exp: Any) -> str:
+    """What one session plays: its runs, or a steering game's branches (prompt actions x samples)."""
+    if exp.steer is None:
+        return f"{exp.experiment.runs} run(s)"
+    n = exp.runs_per_session()
+    return f"{n // exp.steer.samples} prompt action(s) x {exp.steer.samples} sample(s) = {n} branch runs"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

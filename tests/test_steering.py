@@ -412,3 +412,16 @@ def test_a_judged_fruit_trade_runs_without_steering(tmp_path: Path) -> None:
     assert len(lines(tmp_path / "out" / "judge.jsonl")) == 4
     config = (tmp_path / "out" / "config.toml").read_text(encoding="utf-8")
     assert "[judge]" in config and 'agent = "scripted"' in config
+
+
+def test_validate_and_dry_run_count_branches(capsys: pytest.CaptureFixture[str]) -> None:
+    from econarena.cli import main
+
+    folder = Path(__file__).parent.parent / "configs" / "steering"
+    assert main(["validate", str(folder / "tones.toml"), str(folder / "offers.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "32 session(s) x 4 prompt action(s) x 2 sample(s) = 8 branch runs" in out
+    assert "32 session(s) x 25 prompt action(s) x 2 sample(s) = 50 branch runs" in out
+    assert main(["steer", str(folder / "tones.toml"), "--dry-run"]) == 0
+    # 32 games x 8 branches x at most 2 decisions per seat; the rational opener makes no API call
+    assert "negotiator                     at most 512 LLM calls" in capsys.readouterr().out
