@@ -332,9 +332,11 @@ class Host:
         start_counters = list(counters)
         while await self._advance(li, lineup, session, run, seats, play, counters, history, n_past):
             pass
-        return await self._finish(li, lineup, session, run, setup, seats, ne, play,
-                                  [c - s for c, s in zip(counters, start_counters)],
-                                  lambda: counters.__setitem__(slice(None), start_counters))
+        record = await self._finish(li, lineup, session, run, setup, seats, ne, play,
+                                    [c - s for c, s in zip(counters, start_counters)])
+        if not record["complete"]:
+            counters[:] = start_counters  # the retried run will reuse the same decision indices
+        return record
 
     async def _advance(self, li: int, lineup: Lineup, session: int, run: int, seats: tuple[int, ...],
                        play: Playthrough, counters: list[int], history: list[dict[str, Any]] | None,
@@ -370,8 +372,7 @@ class Host:
         return True
 
     async def _finish(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup, seats: tuple[int, ...],
-                      ne: Outcome | None, play: Playthrough, decisions: list[int],
-                      on_incomplete: Any = None) -> dict[str, Any]:
+                      ne: Outcome | None, play: Playthrough, decisions: list[int]) -> dict[str, Any]:
         """The run record of a finished (or stopped) playthrough; a judge values it where the game asks."""
         labels = [self.exp.players[i].label for i in seats]
         base = {"lineup": lineup.name, "environment": lineup.environment, "session": session, "run": run,
@@ -386,8 +387,6 @@ class Host:
             if error:
                 play.errors = [error]
         if play.errors:
-            if on_incomplete is not None:
-                on_incomplete()  # the retried run will reuse the same decision indices
             return {**base, "complete": False, "error": play.errors[0], "rounds": play.rnd + 1}
         return {**base, **self.run_result(setup, play.state, ne, play.round_log, play.first_valid, decisions,
                                           outcome)}
