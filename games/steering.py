@@ -117,7 +117,7 @@ class OpenSpielMissing(RuntimeError):
     """OpenSpiel is not installed; the message says how to install it."""
 
 
-def _pyspiel() -> Any:
+def require_openspiel() -> Any:
     try:
         import pyspiel
     except ImportError:  # pragma: no cover - the [steer] extra is part of the test install
@@ -279,7 +279,7 @@ def solve(values: Any, player: int, baseline: int, iterations: int, every: int) 
         raise ValueError("player or baseline out of range")
     if iterations < 1 or every < 1:
         raise ValueError("iterations and every must be >= 1")
-    pyspiel = _pyspiel()
+    pyspiel = require_openspiel()
     game = pyspiel.load_game(GAME_NAME, {"values": json.dumps(arr.tolist()), "player": player})
     tree = pyspiel.convert_to_cached_tree(game)
     solver = pyspiel.CFRSolver(tree)
@@ -304,17 +304,3 @@ def _clean(x: float) -> float:
     """Round away float dust (1e-17 for an exact 0) so logs read as the numbers they are."""
     return 0.0 if abs(x) < 1e-12 else float(round(x, 12)) if math.isfinite(x) else x
 
-
-def regret_matching(values: Sequence[float], iterations: int) -> tuple[list[float], float, float]:
-    """Plain regret matching on one decision, for cross-checking OpenSpiel in the tests: the average
-    strategy, NashConv and CFR gain against the LAST action (the ``any`` convention)."""
-    u = np.asarray(values, dtype=float)
-    regret = np.zeros_like(u)
-    total = np.zeros_like(u)
-    for _ in range(iterations):
-        pos = np.maximum(regret, 0.0)
-        sigma = pos / pos.sum() if pos.sum() > 0 else np.full_like(u, 1.0 / len(u))
-        total += sigma
-        regret += u - sigma @ u
-    avg = total / iterations
-    return avg.tolist(), float(u.max() - avg @ u), float(avg @ u - u[-1])

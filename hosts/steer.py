@@ -40,9 +40,9 @@ class SteerHost(Host):
         self._mute: set[tuple[str, int, int]] = set()  # decisions a resume must not log twice
 
     async def run(self) -> Any:
-        from ..games.steering import _pyspiel
+        from ..games.steering import require_openspiel
 
-        _pyspiel()  # OpenSpiel missing: say so before any model is called
+        require_openspiel()  # OpenSpiel missing: say so before any model is called
         return await super().run()
 
     async def _run_locked(self, total: int) -> Any:
@@ -150,7 +150,7 @@ class SteerHost(Host):
         self._steered.add((lineup.name, session))
 
     def _log_decision(self, lineup: Lineup, session: int, run: int, *args: Any, **kw: Any) -> None:
-        if (lineup.name, session, run) in self._mute and run == 0:
+        if (lineup.name, session, run) in self._mute:
             self.decisions += 1  # replayed from the cache for a resume: already in decisions.jsonl
             return
         super()._log_decision(lineup, session, run, *args, **kw)

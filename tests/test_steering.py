@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from econarena.games import GAMES
-from econarena.games.steering import SpaceError, action_space, regret_matching, solve, tones
+from econarena.games.steering import SpaceError, action_space, solve, tones
 from econarena.hosts.config import ConfigError, parse_experiment
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -25,6 +25,21 @@ SPEC_VALUES = [0.5, 1.0, 0.0, 0.25]  # calm, assertive, submissive, any (spec se
 
 def _values(u: list[float], samples: int = 2) -> list[list[list[float]]]:
     return [[[0.0, x] for _ in range(samples)] for x in u]
+
+
+def regret_matching(values: Sequence[float], iterations: int) -> tuple[list[float], float, float]:
+    """Plain regret matching on one decision, an implementation independent of OpenSpiel's to check it
+    against: the average strategy, NashConv and CFR gain against the LAST action (the ``any`` convention)."""
+    u = np.asarray(values, dtype=float)
+    regret = np.zeros_like(u)
+    total = np.zeros_like(u)
+    for _ in range(iterations):
+        pos = np.maximum(regret, 0.0)
+        sigma = pos / pos.sum() if pos.sum() > 0 else np.full_like(u, 1.0 / len(u))
+        total += sigma
+        regret += u - sigma @ u
+    avg = total / iterations
+    return avg.tolist(), float(u.max() - avg @ u), float(avg @ u - u[-1])
 
 
 # ---- the solver: OpenSpiel's CFR on our subgame ----
