@@ -45,9 +45,8 @@ import numpy as np
 from pydantic import Field
 
 from .base import ActionField, ActionSpec, GameInfo, GameParams, Outcome, Setup
-from .glee import MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
+from .glee import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
-ANNOUNCED_MAX = 20  # GLEE tells the players the horizon only up to 20 rounds
 CENT = 0.01
 
 

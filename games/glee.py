@@ -17,6 +17,7 @@ from .base import ActionField, Game, GameParams, Setup
 NAMES = ("Alice", "Bob")
 MESSAGE_CHARS = 1000  # a public message is bounded: a 20-round chat must stay a readable prompt
 MAX_MONEY = 1e9
+ANNOUNCED_MAX = 20  # GLEE tells the players the horizon only up to 20 rounds
 
 
 def pretty(x: float) -> str:

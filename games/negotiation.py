@@ -41,9 +41,8 @@ import numpy as np
 from pydantic import Field
 
 from .base import ActionField, ActionSpec, GameInfo, GameParams, Outcome, Setup
-from .glee import MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
+from .glee import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
-ANNOUNCED_MAX = 20
 OUTSIDE = ("sell_to_john", "buy_from_john")  # per seat: the seller sells to John, the buyer buys from him
 
 
