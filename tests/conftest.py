@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent))  # the test helper modules (fakeservers, hf_fixtures, ...)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,6 +33,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if "econarena-test-cache-" in path:
         shutil.rmtree(path, ignore_errors=True)
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    """A fake LLM server on 127.0.0.1 (tests/fakeservers.py), one per test module."""
+    from fakeservers import FakeLLMServer
+
+    srv = FakeLLMServer().start()
+    yield srv
+    srv.stop()
 
 
 def experiment_dict(game: str, players: list[dict[str, Any]], params: dict[str, Any] | None = None,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,6 @@ from hf_fixtures import build_tiny_llama  # noqa: E402
 
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 API_SUFFIX = {"openai": "/v1", "anthropic": "", "google": "", "zhipuai": "/api/paas/v4"}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    srv = FakeLLMServer().start()
-    yield srv
-    srv.stop()
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -45,13 +45,6 @@ SECRET = "sk-test-SECRET-0123456789abcdef"
 MESSAGES = [Message("system", "You are a bidder."), Message("user", "Your value is 10. Bid?")]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    srv = FakeLLMServer().start()
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture(autouse=True)
 def _fresh(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     server.reset()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,13 +153,6 @@ def test_steering_needs_a_sequential_game_and_one_run_per_session() -> None:
 
 
 # ---- whole steering experiments over HTTP ----
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    srv = FakeLLMServer().start()
-    yield srv
-    srv.stop()
-
 
 def bargainer(protocol: str, body: Any) -> str:
     """A GLEE bargainer whose answer depends on the prompt action: Bob rejects Alice's 60/40 offer only

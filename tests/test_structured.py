@@ -85,13 +85,6 @@ def test_every_game_schema_accepts_what_the_game_judges_valid(game: str) -> None
 
 # -- the wire, per provider --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    srv = FakeLLMServer().start()
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture(autouse=True)
 def _fresh(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     server.reset()
