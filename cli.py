@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import json
-import os
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-
-EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-def _err(msg: str) -> None:
-    print(f"econarena: error: {msg}", file=sys.stderr)
+from .cli_run import (
+    EXIT_CONFIG,
+    EXIT_ERROR,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    err,
+    out_dir_problem,
+    resume_command,
+    run_guarded,
+    same_experiment,
+)
 
 
 def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
@@ -58,7 +58,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         errors += preflight_experiment(exp) if args.check_keys else settings_problems_of(exp)
     if errors:
         for e in errors:
-            _err(e)
+            err(e)
         return EXIT_CONFIG
     for line in alias_ok:
         print(line)
@@ -103,7 +103,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     for d in args.run_dirs:
         path = Path(d)
         if not (path / "runs.jsonl").exists():
-            _err(f"{path}: not a run directory (no runs.jsonl)")
+            err(f"{path}: not a run directory (no runs.jsonl)")
             status = EXIT_ERROR
             continue
         summary = summarize(path)
@@ -123,16 +123,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     exps, errors = _load_all(args.files, args.seed)
     if errors:
         for e in errors:
-            _err(e)
+            err(e)
         return EXIT_CONFIG
     if args.out and len(exps) > 1:
-        _err("--out names one directory; run one file at a time with --out")
+        err("--out names one directory; run one file at a time with --out")
         return EXIT_CONFIG
     for exp in exps:
         errors += preflight_experiment(exp)
     if errors and not args.dry_run:
         for e in errors:
-            _err(e)
+            err(e)
         return EXIT_CONFIG
     if args.dry_run:
         from .rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
@@ -154,13 +154,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for exp, d in zip(exps, dirs):
         problem = out_dir_problem(d)
         if problem:
-            _err(problem)
+            err(problem)
             return EXIT_CONFIG
         if (d / "manifest.json").exists() and not args.resume:
-            _err(f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one")
+            err(f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one")
             return EXIT_CONFIG
         if args.resume and not same_experiment(d, exp):
-            _err(f"{d} holds a different experiment (its config.toml differs); "
+            err(f"{d} holds a different experiment (its config.toml differs); "
                  "use --out DIR, or resume with the same file and --seed")
             return EXIT_CONFIG
     humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
@@ -171,11 +171,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             try:
                 script = open(args.human_input, encoding="utf-8")  # noqa: SIM115 - open for the whole run
             except OSError as exc:
-                _err(f"--human-input {args.human_input}: {exc.strerror or exc}")
+                err(f"--human-input {args.human_input}: {exc.strerror or exc}")
                 return EXIT_CONFIG
             human_io = (script, sys.stdout, True)
         elif not sys.stdin.isatty():
-            _err(f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
+            err(f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
                  "or give the replies with --human-input FILE")
             return EXIT_CONFIG
         else:
@@ -191,120 +191,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return worst
 
 
-def write_error(d: Path, exc: OSError) -> str:
-    """One line for a file-system failure: which path, and the system's reason (no traceback)."""
-    where = exc.filename or d
-    return f"cannot write to {where}: {exc.strerror or exc}"
-
-
-def out_dir_problem(d: Path) -> str | None:
-    """Why ``d`` cannot be a run directory (a file, unwritable, read-only file system), or None.
-
-    Checked before any game starts, by creating the directory and a file in it, because a permission or
-    space problem found after an hour of paid API calls is the worst time to find it.
-    """
-    if d.exists() and not d.is_dir():
-        return f"--out {d}: is a file, not a directory"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        probe = d / f".write-test-{os.getpid()}"
-        probe.write_text("ok\n", encoding="utf-8")
-        probe.unlink()
-    except OSError as exc:
-        return f"--out {d}: cannot write there ({exc.strerror or exc})"
-    return None
-
-
-def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
-    """Whether ``d`` (if it holds a config.toml) was made by this experiment, compared as TOML data.
-
-    Comparing parsed data, not text, lets a directory written by an older release (other quoting) resume.
-    """
-    from .hosts.config import ConfigError, read_toml, resolved_data
-
-    if not (d / "config.toml").exists():
-        return True
-    try:
-        return read_toml(d / "config.toml") == resolved_data(exp)
-    except ConfigError:
-        return False
-
-
-@contextlib.contextmanager
-def sigterm_as_sigint() -> Iterator[None]:
-    """SIGTERM (kill, systemd, a batch scheduler) stops a run the way Ctrl-C does: manifest says
-    ``interrupted``, finished runs are kept, exit 130. The signal is re-raised as SIGINT so asyncio's own
-    Ctrl-C handling (cancel the main task, run every ``finally``) does the work."""
-    try:
-        old = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-def resume_command(exp, out: Path) -> str:  # noqa: ANN001
-    """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
-    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
-
-
-def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
-                human_io: Any = None) -> Any:
-    """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
-    an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
-    from .agents.base import AgentError
-    from .rundir import RunDirectoryBusy
-
-    try:
-        return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io)
-    except KeyboardInterrupt:
-        _err(f"interrupted; finished runs are kept: {on_interrupt}")
-        return EXIT_INTERRUPTED
-    except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
-        _err(str(exc))
-        return EXIT_CONFIG
-    except OSError as exc:  # a full disk, a directory made read-only mid-run
-        _err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
-        return EXIT_CONFIG
-
-
-def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True, cache_dir: str | None = None, human_io=None):  # noqa: ANN001, ANN201
-    """Play one validated experiment into ``out``, write its summary, print the outcome line."""
-    from .agents.llm import RuntimeOptions
-    from .analysis.metrics import format_table, write_summary
-    from .hosts.host import Host, HostOptions
-    from .hosts.steer import SteerHost
-
-    options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io)
-    host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
-    with sigterm_as_sigint():
-        result = asyncio.run(host.run())
-    summary = write_summary(out)
-    if not quiet:
-        print(format_table(summary))
-        if exp.steer is not None:
-            print_steering(out)
-    print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
-          f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
-    if result.status == "incomplete":
-        _err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
-             f"retry them with: {resume_command(exp, out)}")
-    return result
-
-
-def print_steering(out: Path) -> None:
-    """The steering table of a run directory (NashConv, CFR gain, their ratio, agreement, trade values)."""
-    from .analysis.steering import format_table, steering_table
-
-    print(format_table(steering_table([out])))
-
-
 def cmd_steer(args: argparse.Namespace) -> int:
     """``run`` for files that hold a [steer] table; a file without one is refused, not run unsteered."""
     from .hosts.config import ConfigError, read_toml
@@ -313,10 +199,10 @@ def cmd_steer(args: argparse.Namespace) -> int:
         try:
             data = read_toml(Path(f))
         except ConfigError as exc:
-            _err(str(exc))
+            err(str(exc))
             return EXIT_CONFIG
         if "steer" not in data:
-            _err(f"{f}: no [steer] table: 'econarena steer' steers one seat with prompt actions chosen by CFR "
+            err(f"{f}: no [steer] table: 'econarena steer' steers one seat with prompt actions chosen by CFR "
                  "(see configs/steering/); use 'econarena run' for an ordinary experiment")
             return EXIT_CONFIG
     return cmd_run(args)
@@ -371,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
-        _err("--concurrency must be >= 1")
+        err("--concurrency must be >= 1")
         return EXIT_CONFIG
     from .rundir import LogError
 
@@ -380,10 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
-        _err(str(exc))
+        err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
-        _err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
+        err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
         return EXIT_CONFIG
 
 

@@ -13,12 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from .cli_run import (
+    EXIT_CONFIG,
+    EXIT_ERROR,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    err,
+    out_dir_problem,
+    run_guarded,
+    same_experiment,
+)
+
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
-
-
-def _err(msg: str) -> None:
-    print(f"econarena: error: {msg}", file=sys.stderr)
 
 
 def _need_report_extra() -> bool:
@@ -27,7 +33,7 @@ def _need_report_extra() -> bool:
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError as exc:
-        _err(f"this command needs {exc.name}: pip install 'econarena[report]'")
+        err(f"this command needs {exc.name}: pip install 'econarena[report]'")
         return False
     return True
 
@@ -41,10 +47,10 @@ def _prices_ok(path: str | None) -> bool:
     try:
         load_prices(path)
     except OSError as exc:
-        _err(f"--prices {path}: {exc.strerror or exc}")
+        err(f"--prices {path}: {exc.strerror or exc}")
         return False
     except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
-        _err(f"--prices {path}: {exc}")
+        err(f"--prices {path}: {exc}")
         return False
     return True
 
@@ -71,7 +77,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     dirs = expand_run_dirs(args.run_dirs)
     missing = [d for d in args.run_dirs if not Path(d).exists()]
     if missing or not dirs:
-        _err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
+        err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
              "(a run directory holds runs.jsonl and config.toml)")
         return EXIT_ERROR
     if args.out:
@@ -81,13 +87,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         out = Path("report")
     if out.exists() and not out.is_dir():
-        _err(f"--out {out}: is a file, not a directory")
+        err(f"--out {out}: is a file, not a directory")
         return EXIT_CONFIG
     try:
         rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title,
                            transcripts=args.transcripts)
     except OSError as exc:
-        _err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
+        err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_CONFIG
     _print_report(rep)
     return EXIT_OK
@@ -102,14 +108,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     for m in args.metrics or ():
         if m not in METRICS:
-            _err(f"unknown metric {m!r}; known: {', '.join(METRICS)}")
+            err(f"unknown metric {m!r}; known: {', '.join(METRICS)}")
             return EXIT_CONFIG
     frames = []
     for d in (args.dir_a, args.dir_b):
         try:
             frames.append(load(d))
         except FileNotFoundError as exc:
-            _err(str(exc))
+            err(str(exc))
             return EXIT_ERROR
     a, b = frames
     metrics = tuple(args.metrics or COMPARE_METRICS)
@@ -119,7 +125,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         # means the same in every game (rule breaking, tokens, latency) may be set side by side
         bad = [m for m in metrics if m not in GAME_FREE_METRICS]
         if args.metrics and bad:
-            _err(f"A ({', '.join(games[0])}) and B ({', '.join(games[1])}) are different games: "
+            err(f"A ({', '.join(games[0])}) and B ({', '.join(games[1])}) are different games: "
                  f"{', '.join(bad)} cannot be compared across games; comparable: {', '.join(GAME_FREE_METRICS)}")
             return EXIT_CONFIG
         metrics = tuple(m for m in metrics if m in GAME_FREE_METRICS) or GAME_FREE_METRICS
@@ -180,7 +186,6 @@ def _sessions_arg(value: str) -> str:
 
 def cmd_suite(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
-    from .cli import out_dir_problem, run_guarded, same_experiment
     from .hosts.config import ConfigError, load_experiment
     from .hosts.host import preflight_experiment
     from .rundir import complete_runs, read_jsonl, runnable_prefix
@@ -190,20 +195,20 @@ def cmd_suite(args: argparse.Namespace) -> int:
         files = suite_files(args.paths)
         patterns = [re.compile(pat) for pat in args.only or ()]
     except ConfigError as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_CONFIG
     except re.error as exc:
-        _err(f"--only {exc.pattern!r}: not a regular expression ({exc})")
+        err(f"--only {exc.pattern!r}: not a regular expression ({exc})")
         return EXIT_CONFIG
     if patterns:
         files = [f for f in files if any(pat.search(f.stem) for pat in patterns)]
     if not files:
-        _err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
+        err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
         return EXIT_CONFIG
     if not args.no_report and not _prices_ok(args.prices):
         return EXIT_CONFIG
     if args.models and not Path(args.models).is_file():
-        _err(f"--models {args.models}: no such file")
+        err(f"--models {args.models}: no such file")
         return EXIT_CONFIG
     exps, errors = [], []
     for f in files:
@@ -226,13 +231,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
         errors += preflight_experiment(exp)
     if errors:
         for e in errors:
-            _err(e)
+            err(e)
         return EXIT_CONFIG
 
     out = Path(args.out)
     problem = out_dir_problem(out)
     if problem:
-        _err(problem)
+        err(problem)
         return EXIT_CONFIG
     worst, done = EXIT_OK, []
     for i, exp in enumerate(exps, 1):
@@ -240,7 +245,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
         resume = False
         if (d / "manifest.json").exists() or (d / "runs.jsonl").exists():
             if not (d / "config.toml").exists() or not same_experiment(d, exp):
-                _err(f"{d} holds a different experiment (its config.toml differs: other models, sessions or "
+                err(f"{d} holds a different experiment (its config.toml differs: other models, sessions or "
                      f"settings); use another --out, or delete it to start over")
                 worst = max(worst, EXIT_CONFIG)
                 continue
@@ -286,25 +291,26 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 # --------------------------------------------------------------------------------------------- import
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Reference results -> run directories (hosts/importer.py), summaries and the score table (analysis)."""
+    """Reference results -> run directories (importers/gamabench.py), summaries and the score table (analysis)."""
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        _err(f"--out {args.out}: is a file, not a directory")
+        err(f"--out {args.out}: is a file, not a directory")
         return EXIT_CONFIG
     if args.source == "negotiationarena":
         return cmd_import_negotiationarena(args)
-    from .analysis import gamabench
+    from .analysis.families import gamabench
     from .analysis.metrics import write_summary
-    from .hosts.importer import ImportFailed, import_reference
+    from .importers.common import ImportFailed
+    from .importers.gamabench import import_reference
     from .rundir import write_atomic
 
     if not args.unnamed_model.strip():
-        _err("--unnamed-model must not be empty")
+        err("--unnamed-model must not be empty")
         return EXIT_CONFIG
     out = Path(args.out)
     try:
         result = import_reference(args.raw_dir, out, unnamed=args.unnamed_model)
     except ImportFailed as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_CONFIG
     for w in result.warnings:
         print(f"econarena: warning: {w}", file=sys.stderr)
@@ -312,7 +318,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"econarena: skipped: {game}: reading reference results is not implemented for this game yet "
               f"({n} file(s))", file=sys.stderr)
     if not result.dirs:
-        _err(f"no GAMA-Bench result files could be imported from {args.raw_dir}")
+        err(f"no GAMA-Bench result files could be imported from {args.raw_dir}")
         return EXIT_ERROR
     for d in result.dirs:
         write_summary(d)
@@ -328,41 +334,41 @@ def cmd_import(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------------- analyze
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    """A family's linear models (analysis/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
+    """A family's linear models (analysis/families/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
     if not _need_report_extra():
         return EXIT_ERROR
     try:
         import statsmodels  # noqa: F401
     except ImportError:
-        _err("this command needs statsmodels: pip install 'econarena[report]'")
+        err("this command needs statsmodels: pip install 'econarena[report]'")
         return EXIT_ERROR
-    from .analysis import glee
+    from .analysis.families import glee
     from .analysis.load import expand_run_dirs
     from .rundir import write_atomic
 
     missing = [d for d in args.run_dirs if not Path(d).exists()]
     if missing or not expand_run_dirs(args.run_dirs):
-        _err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
+        err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
              "(a run directory holds runs.jsonl and config.toml)")
         return EXIT_ERROR
     try:
         datas = glee.collect(args.run_dirs, args.family, by=args.by)
     except glee.AnalysisError as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_CONFIG
     if not datas:
-        _err(f"no complete runs of a '{args.family}' game that declares regression factors in "
+        err(f"no complete runs of a '{args.family}' game that declares regression factors in "
              f"{', '.join(args.run_dirs)}")
         return EXIT_ERROR
     known = {glee.base_metric(m) for d in datas.values() for m in d.metrics} | {
         m for d in datas.values() for m in d.metrics}
     bad = [m for m in args.metrics or () if m not in known]
     if bad:
-        _err(f"--metrics {', '.join(bad)}: not a metric of these runs; known: {', '.join(sorted(known))}")
+        err(f"--metrics {', '.join(bad)}: not a metric of these runs; known: {', '.join(sorted(known))}")
         return EXIT_CONFIG
     seen_players = {row[f"p{i + 1}_model"] for d in datas.values() for row in d.rows for i in range(d.seats)}
     if args.baseline_model is not None and args.baseline_model not in seen_players:
-        _err(f"--baseline-model {args.baseline_model!r}: no seat was played by it; players: "
+        err(f"--baseline-model {args.baseline_model!r}: no seat was played by it; players: "
              f"{', '.join(sorted(seen_players))}")
         return EXIT_CONFIG
     fits = glee.fit_all(datas, args.metrics, model_ref=args.baseline_model, pairs=args.pairs)
@@ -376,7 +382,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(glee.format_equilibria(t))
     out = Path(args.out) if args.out else (Path(args.run_dirs[0]) if len(args.run_dirs) == 1 else Path("."))
     if out.exists() and not out.is_dir():
-        _err(f"--out {out}: is a file, not a directory")
+        err(f"--out {out}: is a file, not a directory")
         return EXIT_CONFIG
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -387,30 +393,30 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             written.append(out / f"{args.family}_pairs.csv")
             write_atomic(written[-1], glee.pairs_csv(tables))
     except OSError as exc:
-        _err(f"cannot write to {exc.filename or out}: {exc.strerror or exc}")
+        err(f"cannot write to {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_CONFIG
     print(f"\nwritten: {', '.join(map(str, written))}")
     return EXIT_OK
 
 
 def cmd_import_negotiationarena(args: argparse.Namespace) -> int:
-    """NegotiationArena game logs -> run directories (hosts/na_import.py), summaries and the pair table."""
-    from .analysis import negotiationarena as na
+    """NegotiationArena game logs -> run directories (importers/negotiationarena.py), summaries and the pair table."""
+    from .analysis.families import negotiationarena as na
     from .analysis.metrics import write_summary
-    from .hosts.importer import ImportFailed
-    from .hosts.na_import import import_negotiationarena
+    from .importers.common import ImportFailed
+    from .importers.negotiationarena import import_negotiationarena
     from .rundir import write_atomic
 
     out = Path(args.out)
     try:
         result = import_negotiationarena(args.raw_dir, out, metrics=args.metrics)
     except ImportFailed as exc:
-        _err(str(exc))
+        err(str(exc))
         return EXIT_CONFIG
     for w in result.warnings:
         print(f"econarena: warning: {w}", file=sys.stderr)
     if not result.dirs:
-        _err(f"no NegotiationArena game logs (game_state.json) could be imported from {args.raw_dir}")
+        err(f"no NegotiationArena game logs (game_state.json) could be imported from {args.raw_dir}")
         return EXIT_ERROR
     for d in result.dirs:
         write_summary(d)

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .base import Message
-from .llm import Generation, LLMSettings, Provider, api_key
+from .keys import api_key
+from .settings import Generation, LLMSettings, Provider
 
 # Backoff without Retry-After: base * 2**retry, capped, with "equal jitter" (half fixed, half random),
 # so clients that failed together do not come back together. Module-level so tests can shorten them.

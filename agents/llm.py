@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import AgentError, DecisionRequest, Message, Reply
+from .keys import api_key, api_key_source
 from .preflight import (
-    api_key,
-    api_key_source,
     is_loopback,
     load_dotenv,
     local_model_problems,

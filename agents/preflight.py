@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from .keys import api_key, key_envs
 from .providers import PROVIDERS
 from .settings import LLMSettings
 
@@ -45,10 +46,6 @@ def is_loopback(base_url: str | None) -> bool:
         return False
 
 
-def _key_envs(provider: str, settings: LLMSettings) -> tuple[str, ...]:
-    return (settings.api_key_env,) if settings.api_key_env else PROVIDERS[provider].key_envs
-
-
 def _key_optional(settings: LLMSettings) -> bool:
     """No key is demanded from a loopback server unless the player names a variable explicitly."""
     return not settings.api_key_env and is_loopback(settings.base_url)
@@ -67,7 +64,7 @@ def preflight(provider: str, settings: LLMSettings, where: str) -> list[str]:
             f"{where}: agent '{provider}' needs {', '.join(missing)}: "
             f"pip install 'econarena[{info.extra}]'"
         )
-    envs = _key_envs(provider, settings)
+    envs = key_envs(provider, settings)
     if envs and not _key_optional(settings) and api_key(provider, settings) is None:
         problems.append(f"{where}: agent '{provider}' needs an API key: set {' or '.join(envs)}"
                         " (in the environment or in .env)")
@@ -133,20 +130,6 @@ def _device_problems(device: str, where: str) -> list[str]:
     if index and kind != "mps" and int(index) >= backend.device_count():
         return [f"{where}: device = {device!r}, but torch sees only {backend.device_count()} {kind} device(s)"]
     return []
-
-
-def api_key_source(provider: str, settings: LLMSettings) -> tuple[str, str] | None:
-    """(variable, value) of the key this player uses, first set variable wins."""
-    for env in _key_envs(provider, settings):
-        value = os.environ.get(env, "").strip()
-        if value:
-            return env, value
-    return None
-
-
-def api_key(provider: str, settings: LLMSettings) -> str | None:
-    found = api_key_source(provider, settings)
-    return found[1] if found else None
 
 
 _DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")

@@ -25,10 +25,11 @@ import pandas as pd
 
 from .. import __version__
 from ..rundir import BASELINE_AGENTS
-from . import distributions, gamabench, glee, steering
+from . import distributions
 from . import figures as F
-from . import negotiationarena as na
 from .compare import compare, setting_pairs
+from .families import gamabench, glee, steering
+from .families import negotiationarena as na
 from .load import SETTING_COLUMNS, Frames, export, load
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide

@@ -47,7 +47,7 @@ def play(port: int, concurrency: int, tmp: Path) -> tuple[int, float]:
 def cfr_cost() -> float:
     import numpy as np
 
-    from econarena.games.steering import solve
+    from econarena.games.steering.cfr import solve
 
     values = np.random.default_rng(0).integers(-8, 9, size=(25, 2, 2)).astype(float)
     solve(values, 1, 24, 5, 5)  # warm-up: OpenSpiel import and game registration

@@ -1,32 +1,15 @@
-"""Games: pure rules. Importing this package must never import an LLM SDK or torch."""
+"""Games: pure rules. Importing this package must never import an LLM SDK or torch.
 
-from .auctions import EnglishAuction, SecondPriceAuction
-from .bargaining import Bargaining
+The contract every game implements sits here (``base.py``: declarations, state, judging; ``fields.py``:
+reply fields; ``params.py``: parameters and draws; ``schema.py``: JSON Schemas of replies); each family is
+a subpackage that lists its games in ``GAMES``.
+"""
+
+from . import econarena, gamabench, glee, negotiationarena, steering
 from .base import Game
-from .battle_royale import BattleRoyale
-from .contests import BeautyContest
-from .diners_dilemma import DinersDilemma
-from .divide_dollar import DivideDollar
-from .el_farol import ElFarolBar
-from .fruit_trade import FruitTrade
-from .guessing import GuessingGame
-from .na_buysell import BuySell
-from .na_exchange import ResourceExchange
-from .na_ultimatum import MultiTurnUltimatum
-from .negotiation import Negotiation
-from .persuasion import Persuasion
-from .pirate import PirateGame
-from .public_goods import PublicGoods
-from .sealed_bid import SealedBidAuction
 
-GAMES: dict[str, Game] = {g.name: g for g in (
-    BeautyContest(), SecondPriceAuction(), EnglishAuction(),
-    GuessingGame(), ElFarolBar(), DivideDollar(), PublicGoods(), DinersDilemma(),
-    SealedBidAuction(), BattleRoyale(), PirateGame(),
-    ResourceExchange(), MultiTurnUltimatum(), BuySell(),
-    Bargaining(), Negotiation(), Persuasion(),
-    FruitTrade(),
-)}
+FAMILIES = (econarena, gamabench, negotiationarena, glee, steering)
+GAMES: dict[str, Game] = {g.name: g for family in FAMILIES for g in family.GAMES}
 
 
 def get_game(name: str) -> Game:
@@ -36,4 +19,4 @@ def get_game(name: str) -> Game:
         raise KeyError(f"unknown game {name!r}; known: {', '.join(sorted(GAMES))}") from None
 
 
-__all__ = ["GAMES", "Game", "get_game"]
+__all__ = ["FAMILIES", "GAMES", "Game", "get_game"]

@@ -119,7 +119,7 @@ class GameInfo:
     # The FIRST entry is the scored (leaderboard) setting; later entries are other modes, imported and
     # scored under their own column. Read by ``econarena import``; empty: the game imports nothing.
     reference: tuple[tuple[str, dict[str, Any]], ...] = ()
-    # The regression factors of the family's linear models (``econarena analyze``, analysis/glee.py), as
+    # The regression factors of the family's linear models (``econarena analyze``, analysis/families/glee.py), as
     # (name, reference level) pairs: each is a Params key, one-hot encoded with the reference level dropped,
     # so an effect reads "relative to the reference" (GLEE Table 8's baselines), e.g. ("delta_a", 0.9).
     # A dict reference merges several keys into one categorical variable named by the first element, its

@@ -286,7 +286,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
 def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any, players: list[PlayerEntry],
                        exp: ExperimentSection, llm_raw: dict[str, Any], axes: Any) -> tuple[Any, Any]:
     """``[steer]`` and ``[judge]``: checked against the game, the seats and each other."""
-    from ..games.steering import SpaceError, action_space
+    from ..games.steering.cfr import SpaceError, action_space
 
     errors: list[str] = []
     judge = None

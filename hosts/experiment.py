@@ -163,7 +163,7 @@ class Experiment:
         """Runs a session plays: ``runs``, or with [steer] one per prompt action and sample (branches)."""
         if self.steer is None:
             return self.experiment.runs
-        from ..games.steering import action_space
+        from ..games.steering.cfr import action_space
 
         return len(action_space(self.game, self.steer.actions, self.params)) * self.steer.samples
 

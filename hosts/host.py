@@ -27,6 +27,7 @@ from ..games.base import ActionSpec, Judgement, Outcome, Setup
 from ..games.schema import json_schema, reasoning_chars
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
+from .playthrough import Conversations, Decision, Playthrough, RunContext
 from .prompts import Template
 
 
@@ -290,7 +291,9 @@ class Host:
         past: deque[dict[str, Any]] = deque(prior, maxlen=e.max_history)
         n_past = len(prior)
         for run in range(n_past, e.runs):
-            record = await self._play_run(li, lineup, session, run, setup, seats, ne, past, n_past, counters)
+            history = self._history(past, e) if e.history != "none" and past else None
+            ctx = RunContext(li, lineup, session, run, setup, seats, ne, counters, history, n_past)
+            record = await self._play_run(ctx)
             self.dir.run(record)
             if not record["complete"]:
                 self.incomplete += 1
@@ -323,24 +326,17 @@ class Host:
             out.append(entry)
         return out
 
-    async def _play_run(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup,
-                        seats: tuple[int, ...], ne: Outcome | None, past: deque[dict[str, Any]], n_past: int,
-                        counters: list[int]) -> dict[str, Any]:
-        e = self.exps[li].experiment
-        history = self._history(past, e) if e.history != "none" and past else None
-        play = Playthrough(self.game.initial_state(setup), Conversations(self.game.info.rounds), len(seats))
-        start_counters = list(counters)
-        while await self._advance(li, lineup, session, run, seats, play, counters, history, n_past):
+    async def _play_run(self, ctx: RunContext) -> dict[str, Any]:
+        play = Playthrough(self.game.initial_state(ctx.setup), Conversations(self.game.info.rounds), len(ctx.seats))
+        start_counters = list(ctx.counters)
+        while await self._advance(ctx, play):
             pass
-        record = await self._finish(li, lineup, session, run, setup, seats, ne, play,
-                                    [c - s for c, s in zip(counters, start_counters)])
+        record = await self._finish(ctx, play, [c - s for c, s in zip(ctx.counters, start_counters)])
         if not record["complete"]:
-            counters[:] = start_counters  # the retried run will reuse the same decision indices
+            ctx.counters[:] = start_counters  # the retried run will reuse the same decision indices
         return record
 
-    async def _advance(self, li: int, lineup: Lineup, session: int, run: int, seats: tuple[int, ...],
-                       play: Playthrough, counters: list[int], history: list[dict[str, Any]] | None,
-                       n_past: int, steer: dict[int, str] | None = None) -> bool:
+    async def _advance(self, ctx: RunContext, play: Playthrough, steer: dict[int, str] | None = None) -> bool:
         """Play one move of a run; False when the game is over or a reply stopped it. ``steer`` maps a
         seat to an instruction added to its request at this move (``econarena steer``)."""
         movers = self.game.to_move(play.state)
@@ -348,8 +344,7 @@ class Host:
             return False
         state = play.state
         results = await asyncio.gather(*(
-            self._decide(li, lineup, session, run, play.rnd, seat, seats[seat], state, counters, history,
-                         n_past, play.talk, (steer or {}).get(seat))
+            self._decide(Decision(ctx, play.rnd, seat, state, play.talk, (steer or {}).get(seat)))
             for seat in movers))
         play.errors = [r.error for r, _, _ in results if r.error]
         if play.errors:
@@ -358,12 +353,12 @@ class Host:
         for seat, (_, _, first_ok) in zip(movers, results):
             play.first_valid[seat] = play.first_valid[seat] and first_ok
             play.moves[seat] += 1
-        chance: Any = LazyGenerator(self.exps[li].experiment.seed, (3, session, run, play.rnd))  # built if drawn
+        chance: Any = LazyGenerator(self.exps[ctx.table].experiment.seed, (3, ctx.session, ctx.run, play.rnd))
         after = self.game.apply(state, actions, chance)
-        play.round_log.append({"round": play.rnd, "actions": [actions.get(i) for i in range(len(seats))],
+        play.round_log.append({"round": play.rnd, "actions": [actions.get(i) for i in range(len(ctx.seats))],
                                "events": self.game.events(state, after, actions)})
         if play.talk.enabled:
-            for seat in range(len(seats)):
+            for seat in range(len(ctx.seats)):
                 fields = self.game.report(state, after, actions, seat)
                 if fields is not None:
                     play.talk.report(seat, self.template.report(fields, after, seat))
@@ -371,9 +366,10 @@ class Host:
         play.rnd += 1
         return True
 
-    async def _finish(self, li: int, lineup: Lineup, session: int, run: int, setup: Setup, seats: tuple[int, ...],
-                      ne: Outcome | None, play: Playthrough, decisions: list[int]) -> dict[str, Any]:
+    async def _finish(self, ctx: RunContext, play: Playthrough, decisions: list[int]) -> dict[str, Any]:
         """The run record of a finished (or stopped) playthrough; a judge values it where the game asks."""
+        lineup, session, run, setup, seats, ne = ctx.lineup, ctx.session, ctx.run, ctx.setup, ctx.seats, ctx.ne
+        li = ctx.table
         labels = [self.exp.players[i].label for i in seats]
         base = {"lineup": lineup.name, "environment": lineup.environment, "session": session, "run": run,
                 "labels": labels, "agents": [self.exp.players[i].agent for i in seats],
@@ -448,43 +444,28 @@ class Host:
                 # decisions per seat in this run: resume derives the next decision indices from these
                 "decisions": decisions}
 
-    async def _decide(self, li: int, lineup: Lineup, session: int, run: int, rnd: int, seat: int, entry: int,
-                      state: Any, counters: list[int], history: list[dict[str, Any]] | None,
-                      n_past: int, talk: Conversations, steer: str | None = None) -> tuple[Reply, Judgement, bool]:
+    async def _decide(self, d: Decision) -> tuple[Reply, Judgement, bool]:
         """One decision, re-asked up to ``reask`` times; returns the last reply, its judgement and
-        whether the FIRST attempt was valid (the paper metrics count first attempts). ``steer`` is a
-        prompt action's instruction, added at the end of this request."""
-        e = self.exps[li].experiment
-        agent = self.agents[li][entry]
-        persona = self.exps[li].players[entry].persona
-        fresh = self.template.render(state, seat, lineup.environment, e.prompt, history, n_past, persona)
-        if talk.enabled and self.game.fresh_conversation(state, seat):
-            talk.restart(seat)  # a player who remembers nothing of earlier rounds: the full prompt again
-        messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
-        if steer:
-            last = messages[-1]
-            messages = (*messages[:-1], Message(last.role, f"{last.content}\n\n{steer}"))
-        coords = {"lineup": lineup.name, "session": session, "run": run, "round": rnd, "seat": seat}
-        llm = self.exps[li].players[entry].llm
-        structured = llm.structured if llm is not None else None
-        schema = None
-        if llm is not None and llm.structured != "off":
-            schema = _reply_schema(self.game.action_spec(state, seat), llm.structured, e.prompt == "cot",
-                                   reasoning_chars(llm.max_tokens))
+        whether the FIRST attempt was valid (the paper metrics count first attempts)."""
+        ctx, seat, state, talk = d.ctx, d.seat, d.state, d.talk
+        e = self.exps[ctx.table].experiment
+        agent = self.agents[ctx.table][d.entry]
+        messages = self._messages(d)
+        coords = {"lineup": ctx.lineup.name, "session": ctx.session, "run": ctx.run, "round": d.rnd, "seat": seat}
+        schema = self._schema(d)
         first_ok = True
         logged_upto = talk.logged(seat)
         for attempt in range(e.reask + 1):
-            index = counters[seat]
-            counters[seat] += 1
-            seed_key = (2, li, session, seat, run, rnd) + ((attempt,) if attempt else ())
+            index = ctx.counters[seat]
+            ctx.counters[seat] += 1
+            seed_key = (2, ctx.table, ctx.session, seat, ctx.run, d.rnd) + ((attempt,) if attempt else ())
             request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
             if attempt == 0:
                 first_ok = judgement.valid or bool(reply.error)
-            self._log_decision(lineup, session, run, rnd, seat, agent, index, attempt, messages[logged_upto:],
-                               logged_upto, reply, judgement, structured, persona)
+            self._log_decision(d, agent, index, attempt, messages[logged_upto:], logged_upto, reply, judgement)
             logged_upto = len(messages) + 1  # the reply itself is this record's `response`
             if reply.error or judgement.valid or attempt == e.reask:
                 notify = getattr(agent, "notify", None)  # a person learns their reply broke a rule
@@ -495,6 +476,30 @@ class Host:
                         Message("user", self.template.reask(judgement.detail or "", state, seat, e.prompt)))
         talk.answered(seat, messages, reply.text, logged_upto)
         return reply, judgement, first_ok
+
+    def _messages(self, d: Decision) -> tuple[Message, ...]:
+        """What the seat is sent: its conversation so far and this move's request (the full prompt when it
+        has none), with a steering instruction at the end."""
+        ctx, seat, state, talk = d.ctx, d.seat, d.state, d.talk
+        e = self.exps[ctx.table].experiment
+        persona = self.exps[ctx.table].players[d.entry].persona
+        fresh = self.template.render(state, seat, ctx.lineup.environment, e.prompt, ctx.history, ctx.n_past, persona)
+        if talk.enabled and self.game.fresh_conversation(state, seat):
+            talk.restart(seat)  # a player who remembers nothing of earlier rounds: the full prompt again
+        messages = talk.request(seat, fresh, lambda: self.template.follow_up(state, seat, e.prompt))
+        if d.steer:
+            last = messages[-1]
+            messages = (*messages[:-1], Message(last.role, f"{last.content}\n\n{d.steer}"))
+        return messages
+
+    def _schema(self, d: Decision) -> dict[str, Any] | None:
+        """The reply's JSON Schema for an LLM seat with structured output on, else None."""
+        llm = self.exps[d.ctx.table].players[d.entry].llm
+        if llm is None or llm.structured == "off":
+            return None
+        cot = self.exps[d.ctx.table].experiment.prompt == "cot"
+        return _reply_schema(self.game.action_spec(d.state, d.seat), llm.structured, cot,
+                             reasoning_chars(llm.max_tokens))
 
     async def _ask(self, agent: Agent, request: DecisionRequest) -> Reply:
         assert self._sem is not None
@@ -510,17 +515,18 @@ class Host:
         except Exception as exc:  # noqa: BLE001 - whatever a reply holds, it is a rule break, not a crash
             return Judgement(None, "parse_error", f"the reply could not be judged ({type(exc).__name__})")
 
-    def _log_decision(self, lineup: Lineup, session: int, run: int, rnd: int, seat: int, agent: Agent,
-                      index: int, attempt: int, new_messages: tuple[Message, ...], offset: int, reply: Reply,
-                      judgement: Judgement, structured: str | None, persona: str | None = None) -> None:
+    def _log_decision(self, d: Decision, agent: Agent, index: int, attempt: int, new_messages: tuple[Message, ...],
+                      offset: int, reply: Reply, judgement: Judgement) -> None:
         """One decision record. In a conversation only the messages new since the player's previous
         record are logged (``messages_from`` says where they start), so a 20-round run stays linear."""
+        player = self.exps[d.ctx.table].players[d.entry]
+        structured = player.llm.structured if player.llm is not None else None
         key = self.game.action_key
         self.decisions += 1
         self._progress.step(decisions=1)
         self.dir.decision({
-            "lineup": lineup.name, "session": session, "run": run, "round": rnd, "player": seat,
-            "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,
+            "lineup": d.ctx.lineup.name, "session": d.ctx.session, "run": d.ctx.run, "round": d.rnd,
+            "player": d.seat, "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,
             "template": self.template.id, "decision_index": index, "attempt": attempt,
             "messages": [m.to_dict() for m in new_messages], "messages_from": offset,
             "response": reply.text,
@@ -530,75 +536,5 @@ class Host:
             "detail": judgement.detail, "extras": judgement.extras or None,
             "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
-            "structured": structured, "persona": persona,
+            "structured": structured, "persona": player.persona,
         })
-
-
-@dataclass
-class Playthrough:
-    """A run in progress: its state, the players' conversations and what the run record needs."""
-
-    state: Any
-    talk: Conversations
-    n_seats: int
-    rnd: int = 0
-    errors: list[str] = field(default_factory=list)
-    round_log: list[dict[str, Any]] = field(default_factory=list)
-    first_valid: list[bool] = field(default_factory=list)
-    moves: list[int] = field(default_factory=list)  # decisions per seat so far (the steered turn)
-
-    def __post_init__(self) -> None:
-        self.first_valid = self.first_valid or [True] * self.n_seats
-        self.moves = self.moves or [0] * self.n_seats
-
-    def branch(self) -> Playthrough:
-        """An independent copy to continue differently (steering plays every action from one prefix)."""
-        return Playthrough(self.state, self.talk.copy(), self.n_seats, self.rnd, list(self.errors),
-                           list(self.round_log), list(self.first_valid), list(self.moves))
-
-
-class Conversations:
-    """Each player's conversation through one run (games that declare ``rounds``).
-
-    A player's first request is the full prompt; each later one carries the round's report and the new
-    request, after the player's own earlier replies. Games without rounds get a fresh prompt each time.
-    """
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.history: dict[int, tuple[Message, ...]] = {}
-        self.reports: dict[int, list[str]] = {}
-        self._logged: dict[int, int] = {}
-
-    def request(self, seat: int, fresh: tuple[Message, ...], follow_up: Any) -> tuple[Message, ...]:
-        past = self.history.get(seat)
-        if not self.enabled or past is None:
-            return fresh
-        text = "\n\n".join([*self.reports.pop(seat, []), follow_up()])
-        return (*past, Message("user", text))
-
-    def restart(self, seat: int) -> None:
-        """Forget the seat's conversation; its next record logs the whole new prompt from offset 0."""
-        self.history.pop(seat, None)
-        self.reports.pop(seat, None)
-        self._logged[seat] = 0
-
-    def report(self, seat: int, text: str) -> None:
-        if seat in self.history:  # a report only means something to a player who has spoken
-            self.reports.setdefault(seat, []).append(text)
-
-    def copy(self) -> Conversations:
-        out = Conversations(self.enabled)
-        out.history = dict(self.history)  # tuples of frozen messages: shared safely
-        out.reports = {k: list(v) for k, v in self.reports.items()}
-        out._logged = dict(self._logged)
-        return out
-
-    def logged(self, seat: int) -> int:
-        return self._logged.get(seat, 0) if self.enabled else 0
-
-    def answered(self, seat: int, messages: tuple[Message, ...], reply: str, logged_upto: int) -> None:
-        """Keep the conversation; ``logged_upto`` counts the messages already in decision records."""
-        if self.enabled:
-            self.history[seat] = (*messages, Message("assistant", reply))
-            self._logged[seat] = logged_upto

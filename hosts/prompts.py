@@ -28,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 if TYPE_CHECKING:
-    from .config import Experiment
+    from .experiment import Experiment
 
 PROMPT_KEYS = frozenset({
     "system", "rules", "fee_rule", "status", "keys_default", "keys_cot", "keys_history", "history_note",

@@ -18,13 +18,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..games.steering import action_space, solve
+from ..games.steering.cfr import action_space, solve
 from ..rundir import STEERING, ResumeState, scan_jsonl, write_atomic
 from .config import Experiment, Lineup
-from .host import Conversations, Host, HostOptions, Playthrough
+from .host import Host, HostOptions
+from .playthrough import Conversations, Decision, Playthrough, RunContext
 
 
 class SteerHost(Host):
@@ -40,7 +42,7 @@ class SteerHost(Host):
         self._mute: set[tuple[str, int, int]] = set()  # decisions a resume must not log twice
 
     async def run(self) -> Any:
-        from ..games.steering import require_openspiel
+        from ..games.steering.cfr import require_openspiel
 
         require_openspiel()  # OpenSpiel missing: say so before any model is called
         return await super().run()
@@ -70,7 +72,7 @@ class SteerHost(Host):
         ne = self.game.equilibrium(setup)
         prior = {r["run"]: r for r in resume.session_runs(lineup.name, session)}
         if 0 in prior and "steer" in prior[0] and prior[0]["steer"] is None:  # an unsteerable game, kept
-            await self._unsteerable(li, lineup, session, setup, seats, ne, None, [], prior)
+            await self._unsteerable(RunContext(li, lineup, session, 0, setup, seats, ne, []), None, prior)
             return
         if all(run in prior for run in range(self.branches)):  # killed before its steering line: no call
             await self._write_game(lineup, session, prior, prior)
@@ -79,25 +81,25 @@ class SteerHost(Host):
             self._mute.add((lineup.name, session, 0))  # the prefix's decisions are logged with run 0
         seat, turn = self.steer.seat, self.steer.turn
         play = Playthrough(self.game.initial_state(setup), Conversations(self.game.info.rounds), len(seats))
-        counters = [0] * len(seats)
+        ctx = RunContext(li, lineup, session, 0, setup, seats, ne, [0] * len(seats))
         while not (seat in self.game.to_move(play.state) and play.moves[seat] == turn):
-            if not await self._advance(li, lineup, session, 0, seats, play, counters, None, 0):
+            if not await self._advance(ctx, play):
                 break
         if play.errors:
             self.incomplete += 1
             return
         if self.game.is_terminal(play.state):  # the game ended before the steered decision
-            await self._unsteerable(li, lineup, session, setup, seats, ne, play, counters, prior)
+            await self._unsteerable(ctx, play, prior)
             return
-        prefix = list(counters)
+        prefix = list(ctx.counters)
         jobs = []
         for i, (label, text) in enumerate(self.space):
             for k in range(self.steer.samples):
                 run = i * self.steer.samples + k
                 if run not in prior:
-                    jobs.append(self._branch(li, lineup, session, run, setup, seats, ne, play, prefix,
-                                             text, {"action": label, "action_index": i, "sample": k,
-                                                    "seat": seat, "space": self._space_name()}))
+                    jobs.append(self._branch(replace(ctx, run=run, counters=list(prefix)), play, prefix, text,
+                                             {"action": label, "action_index": i, "sample": k, "seat": seat,
+                                              "space": self._space_name()}))
         records = {**prior, **{r["run"]: r for r in await asyncio.gather(*jobs)}}
         if any(not r.get("complete", True) for r in records.values()):
             self.incomplete += 1  # nothing of this game is written: --resume replays it
@@ -117,26 +119,22 @@ class SteerHost(Host):
         self.dir.append(STEERING, line)
         self._steered.add((lineup.name, session))
 
-    async def _branch(self, li: int, lineup: Lineup, session: int, run: int, setup: Any, seats: tuple[int, ...],
-                      ne: Any, prefix: Playthrough, prefix_counters: list[int], instruction: str,
+    async def _branch(self, ctx: RunContext, prefix: Playthrough, prefix_counters: list[int], instruction: str,
                       steer: dict[str, Any]) -> dict[str, Any]:
         play = prefix.branch()
-        counters = list(prefix_counters)
-        more = await self._advance(li, lineup, session, run, seats, play, counters, None, 0,
-                                   {self.steer.seat: instruction} if instruction else None)
+        more = await self._advance(ctx, play, {self.steer.seat: instruction} if instruction else None)
         while more:
-            more = await self._advance(li, lineup, session, run, seats, play, counters, None, 0)
-        made = [c - (0 if run == 0 else p) for c, p in zip(counters, prefix_counters)]  # run 0 holds the prefix
-        record = await self._finish(li, lineup, session, run, setup, seats, ne, play, made)
+            more = await self._advance(ctx, play)
+        made = [c - (0 if ctx.run == 0 else p) for c, p in zip(ctx.counters, prefix_counters)]  # run 0: the prefix
+        record = await self._finish(ctx, play, made)
         return {**record, "steer": steer}
 
-    async def _unsteerable(self, li: int, lineup: Lineup, session: int, setup: Any, seats: tuple[int, ...],
-                           ne: Any, play: Playthrough | None, counters: list[int],
-                           prior: dict[int, dict[str, Any]]) -> None:
+    async def _unsteerable(self, ctx: RunContext, play: Playthrough | None, prior: dict[int, dict[str, Any]]) -> None:
         """A game over before the steered decision (an opening that broke a rule ends fruit trade) has
         nothing to steer: its one run is kept, and its steering line says why it has no values."""
+        lineup, session = ctx.lineup, ctx.session
         if 0 not in prior and play is not None:
-            record = await self._finish(li, lineup, session, 0, setup, seats, ne, play, counters)
+            record = await self._finish(ctx, play, ctx.counters)
             if not record.get("complete", True):
                 self.incomplete += 1
                 return
@@ -149,11 +147,11 @@ class SteerHost(Host):
             "decision", "runs": [[0]]})
         self._steered.add((lineup.name, session))
 
-    def _log_decision(self, lineup: Lineup, session: int, run: int, *args: Any, **kw: Any) -> None:
-        if (lineup.name, session, run) in self._mute:
+    def _log_decision(self, d: Decision, *args: Any) -> None:
+        if d.ctx.coords in self._mute:
             self.decisions += 1  # replayed from the cache for a resume: already in decisions.jsonl
             return
-        super()._log_decision(lineup, session, run, *args, **kw)
+        super()._log_decision(d, *args)
 
     def _space_name(self) -> str:
         actions = self.steer.actions

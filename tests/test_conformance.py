@@ -460,8 +460,8 @@ def test_secret_fields_never_reach_another_seat(game: Game) -> None:
 
 def test_the_secret_check_catches_a_leak() -> None:
     """The check above can fail: a game that copies a secret note into its events and reports is caught."""
-    from econarena.games.bargaining import Bargaining
     from econarena.games.base import ActionField, ActionSpec
+    from econarena.games.glee.bargaining import Bargaining
 
     class Leaky(Bargaining):
         def action_spec(self, state: Any, player: int) -> ActionSpec:

@@ -14,7 +14,7 @@ import pytest
 from econarena.cli import main
 from econarena.games import get_game
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Setup
-from econarena.games.fruit_trade import (
+from econarena.games.steering.fruit_trade import (
     FruitParams,
     judge_number,
     offer_space,

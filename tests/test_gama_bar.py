@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from econarena.games import get_game
 from econarena.games.base import Setup
-from econarena.games.el_farol import BarParams, bar_score
+from econarena.games.gamabench.el_farol import BarParams, bar_score
 from econarena.hosts.prompts import Template
 
 GAME = get_game("el_farol_bar")

@@ -11,7 +11,7 @@ import pytest
 
 from econarena.cli import main
 from econarena.games import get_game
-from econarena.games.battle_royale import BattleParams, battle_score
+from econarena.games.gamabench.battle_royale import BattleParams, battle_score
 from econarena.hosts.config import load_experiment
 from econarena.hosts.host import Host, HostOptions
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from rounds_helper import play_rounds  # noqa: E402
 
 from econarena.games.base import Setup
-from econarena.games.diners_dilemma import DinerParams, diner_score, paper_label
+from econarena.games.gamabench.diners_dilemma import DinerParams, diner_score, paper_label
 
 GAME = get_game("diners_dilemma")
 

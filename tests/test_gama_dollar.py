@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from rounds_helper import play_rounds  # noqa: E402
 
 from econarena.games.base import Setup
-from econarena.games.divide_dollar import DollarParams, dollar_score
+from econarena.games.gamabench.divide_dollar import DollarParams, dollar_score
 
 GAME = get_game("divide_dollar")
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from rounds_helper import play_rounds  # noqa: E402
 
 from econarena.games.base import Setup
-from econarena.games.public_goods import GoodsParams, goods_score
+from econarena.games.gamabench.public_goods import GoodsParams, goods_score
 
 GAME = get_game("public_goods")
 

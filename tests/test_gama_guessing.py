@@ -13,7 +13,7 @@ from econarena.games import get_game
 sys.path.insert(0, str(Path(__file__).parent))
 from rounds_helper import play_rounds  # noqa: E402
 
-from econarena.games.guessing import GuessingParams, guessing_score
+from econarena.games.gamabench.guessing import GuessingParams, guessing_score
 
 GAME = get_game("guessing_game")
 

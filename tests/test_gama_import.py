@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from econarena.analysis import gamabench
+from econarena.analysis.families import gamabench
 from econarena.analysis.metrics import summarize
 from econarena.cli import main
 from econarena.games import GAMES, get_game
 from econarena.games.base import Game
-from econarena.games.guessing import GuessingGame
-from econarena.hosts.importer import Folder, import_reference, parse_file_name
+from econarena.games.gamabench.guessing import GuessingGame
+from econarena.importers.gamabench import Folder, import_reference, parse_file_name
 
 GAME = get_game("guessing_game")
 GUESS = Folder(("guessing_game",), GAME, {})

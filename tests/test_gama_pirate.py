@@ -10,7 +10,7 @@ import pytest
 
 from econarena.cli import main
 from econarena.games import get_game
-from econarena.games.pirate import PirateParams, optimal_plan, pirate_score
+from econarena.games.gamabench.pirate import PirateParams, optimal_plan, pirate_score
 
 GAME = get_game("pirate_game")
 

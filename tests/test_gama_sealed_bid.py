@@ -11,7 +11,7 @@ import pytest
 
 from econarena.cli import main
 from econarena.games import get_game
-from econarena.games.sealed_bid import SealedBidParams, round_valuations, sealed_bid_score
+from econarena.games.gamabench.sealed_bid import SealedBidParams, round_valuations, sealed_bid_score
 
 GAME = get_game("sealed_bid_auction")
 

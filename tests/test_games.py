@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from econarena.games import GAMES
-from econarena.games.auctions import EnglishAuction, SecondPriceAuction
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, draw_param, extract_json
-from econarena.games.contests import BeautyContest
+from econarena.games.econarena.auctions import EnglishAuction, SecondPriceAuction
+from econarena.games.econarena.contests import BeautyContest
 
 BC, SP, EA = BeautyContest(), SecondPriceAuction(), EnglishAuction()
 

@@ -1,4 +1,4 @@
-"""GLEE's linear models and the model-choice meta-game (analysis/glee.py, analysis/metagame.py).
+"""GLEE's linear models and the model-choice meta-game (analysis/families/glee.py, analysis/families/metagame.py).
 
 The run directories are written by hand in the record format the language games log (``params``,
 ``labels``, ``metrics`` with per-seat lists); their game is a made-up family declared in this file and put
@@ -20,8 +20,8 @@ import pytest
 pytest.importorskip("statsmodels")
 pytest.importorskip("pandas")
 
-from econarena.analysis import glee  # noqa: E402
-from econarena.analysis.metagame import best_responses, pure_equilibria  # noqa: E402
+from econarena.analysis.families import glee  # noqa: E402
+from econarena.analysis.families.metagame import best_responses, pure_equilibria  # noqa: E402
 from econarena.cli import main  # noqa: E402
 from econarena.games import GAMES  # noqa: E402
 from econarena.games.base import GameInfo  # noqa: E402

@@ -11,13 +11,13 @@ import pytest
 
 from econarena.cli import main
 from econarena.games import get_game
-from econarena.games.bargaining import (
+from econarena.games.base import RULE_VIOLATION
+from econarena.games.glee.bargaining import (
     BargainingParams,
     backward_induction,
     bargaining_metrics,
     stationary_share,
 )
-from econarena.games.base import RULE_VIOLATION
 from econarena.hosts.prompts import Template
 
 sys.path.insert(0, str(Path(__file__).parent))

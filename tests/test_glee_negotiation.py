@@ -11,7 +11,7 @@ import pytest
 from econarena.cli import main
 from econarena.games import get_game
 from econarena.games.base import SCHEMA_ERROR
-from econarena.games.negotiation import NegotiationParams, negotiation_metrics
+from econarena.games.glee.negotiation import NegotiationParams, negotiation_metrics
 from econarena.hosts.prompts import Template
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,7 +10,7 @@ import pytest
 
 from econarena.cli import main
 from econarena.games import get_game
-from econarena.games.persuasion import (
+from econarena.games.glee.persuasion import (
     PersuasionParams,
     babbling_buys,
     commitment_purchase_rate,

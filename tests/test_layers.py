@@ -1,9 +1,12 @@
 """The one-way imports of ARCHITECTURE.md, the purity of game code, and no module naming a game.
 
-Layers (folders of the package, plus the root modules):
-  cli, cli_reports (top) -> hosts, analysis; hosts -> games, agents, rundir; analysis -> games, rundir;
-  agents -> (nothing of ours but agents); games -> (nothing but games); rundir -> (the package root only);
-  the package root (``__init__``: version numbers) may be read by every layer but games.
+Layers (folders of the package, plus the root modules; ARCHITECTURE.md draws them):
+  cli, cli_reports, cli_run (top) -> hosts, importers, analysis; hosts -> games, agents, rundir;
+  importers -> games, rundir; analysis -> games, rundir; agents -> (nothing of ours but agents);
+  games -> (nothing but games); rundir -> (the package root only); the package root (``__init__``: version
+  numbers) may be read by every layer but games. Inside games, a family (``games/<family>/``) reads the
+  contract (``games/*.py``) and its own family, never another family; the contract reads no family.
+  Inside analysis, the shared modules never read a family module except the report, which assembles them.
 Imports inside the package are relative; they are resolved here so the rules read the same either way.
 """
 
@@ -20,16 +23,21 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SDKS = ("openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "aiohttp", "httpx")
-LAYERS = ("games", "agents", "hosts", "analysis")
-GAME_FILES = sorted((REPO / "games").glob("*.py"))
+LAYERS = ("games", "agents", "hosts", "importers", "analysis")
+CLI = ("cli", "cli_reports", "cli_run")
+GAME_FILES = sorted((REPO / "games").rglob("*.py"))
+FAMILIES = sorted(p.name for p in (REPO / "games").iterdir() if (p / "__init__.py").exists())
+EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", *CLI}
 ALLOWED = {
     "games": {"games"},
     "agents": {"agents", "root"},
     "hosts": {"hosts", "games", "agents", "rundir", "root"},
+    "importers": {"importers", "games", "rundir", "root"},
     "analysis": {"analysis", "games", "rundir", "root"},
     "rundir": {"root"},
-    "cli": {"root", "cli", "cli_reports", "hosts", "analysis", "agents", "games", "rundir"},
-    "cli_reports": {"root", "cli", "cli_reports", "hosts", "analysis", "agents", "games", "rundir"},
+    "cli_run": EVERYTHING - {"cli", "cli_reports"},
+    "cli_reports": EVERYTHING - {"cli"},
+    "cli": EVERYTHING,
     "root": set(),
 }
 
@@ -49,7 +57,7 @@ def module_name(path: Path) -> list[str]:
 def layer_of(parts: list[str]) -> str:
     if not parts:
         return "root"
-    return parts[0] if parts[0] in LAYERS or parts[0] in ("rundir", "cli", "cli_reports") else "root"
+    return parts[0] if parts[0] in LAYERS or parts[0] in ("rundir", *CLI) else "root"
 
 
 def imports_of(path: Path, *, top_level_only: bool = False) -> list[tuple[list[str] | None, str, int]]:
@@ -119,14 +127,14 @@ def test_package_imports_are_relative() -> None:
         assert not hits, f"{path.relative_to(REPO)}: absolute econarena imports on lines {hits}"
 
 
-def test_no_import_cycles_between_modules() -> None:
-    """Module-level imports form no cycle (lazy imports inside functions are not import-time edges)."""
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports anywhere in its file (deferred imports included)."""
     graph: dict[str, set[str]] = {}
     names = {".".join(module_name(p)) for p in package_modules()}
     for path in package_modules():
         me = ".".join(module_name(path))
         edges = set()
-        for ours, _, _ in imports_of(path, top_level_only=True):
+        for ours, _, _ in imports_of(path):
             if ours is None:
                 continue
             target = ".".join(ours)
@@ -135,11 +143,18 @@ def test_no_import_cycles_between_modules() -> None:
             if target != me and target in names:
                 edges.add(target)
         graph[me] = edges
+    return graph
+
+
+def test_no_import_cycles_at_all() -> None:
+    """No cycle among modules, counting every import in a file (inside functions too): a deferred import
+    that closes a loop is still a tangle, so the types both sides need live in a module below both."""
+    graph = import_graph()
     state: dict[str, int] = {}
 
     def visit(node: str, stack: list[str]) -> None:
         state[node] = 1
-        for nxt in graph.get(node, ()):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
                 cycle = stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt]
                 raise AssertionError("import cycle: " + " -> ".join(c or "econarena" for c in cycle))
@@ -152,7 +167,56 @@ def test_no_import_cycles_between_modules() -> None:
             visit(node, [node])
 
 
-@pytest.mark.parametrize("path", GAME_FILES, ids=lambda p: p.name)
+def test_the_cycle_check_sees_deferred_imports() -> None:
+    """The check above is not vacuous: imports inside functions are edges (the CLI loads its report
+    commands, and the registry its providers, only when asked)."""
+    graph = import_graph()
+    assert "cli_reports" in graph["cli"]
+    assert "agents.providers.openai" in graph["agents.providers"]
+
+
+def family_of(parts: list[str]) -> str | None:
+    """The family a games module belongs to (``games/<family>/...``), or None for the contract."""
+    return parts[1] if len(parts) > 2 and parts[0] == "games" and parts[1] in FAMILIES else (
+        parts[1] if len(parts) == 2 and parts[0] == "games" and parts[1] in FAMILIES else None)
+
+
+@pytest.mark.parametrize("path", GAME_FILES, ids=lambda p: str(p.relative_to(REPO / "games")))
+def test_a_family_reads_only_the_contract_and_itself(path: Path) -> None:
+    here = module_name(path)
+    mine = family_of(here)
+    for ours, name, line in imports_of(path):
+        if ours is None or ours[:1] != ["games"] or here == ["games"]:
+            continue  # games/__init__ is the registry: it lists every family
+        theirs = family_of(ours)
+        where = f"{path.relative_to(REPO)}:{line}"
+        if mine is None:
+            assert theirs is None, f"{where}: the games contract must not import the family module {name}"
+        else:
+            assert theirs in (None, mine), f"{where}: family {mine} must not import another family ({name})"
+
+
+def test_shared_analysis_reads_no_family_but_in_the_report() -> None:
+    for path in sorted((REPO / "analysis").glob("*.py")):
+        if path.name in ("report.py", "__init__.py"):
+            continue
+        for ours, name, line in imports_of(path):
+            assert ours is None or ours[:2] != ["analysis", "families"], \
+                f"{path.relative_to(REPO)}:{line}: shared analysis imports the family module {name}"
+
+
+def test_every_family_has_a_card_and_lists_its_games() -> None:
+    from econarena.games import FAMILIES as families
+    from econarena.games import GAMES
+
+    assert {f.__name__.rsplit(".", 1)[-1] for f in families} == set(FAMILIES)
+    listed = [g.name for f in families for g in f.GAMES]
+    assert sorted(listed) == sorted(GAMES) and len(listed) == len(set(listed))
+    for f in families:
+        assert f.__doc__ and len(f.__doc__.splitlines()) >= 3, f"{f.__name__}: no card in its docstring"
+
+
+@pytest.mark.parametrize("path", GAME_FILES, ids=lambda p: str(p.relative_to(REPO / "games")))
 def test_game_code_is_pure(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in ast.walk(tree):

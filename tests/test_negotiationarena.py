@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from econarena.analysis import negotiationarena as na
+from econarena.analysis.families import negotiationarena as na
 from econarena.cli import main
 from econarena.games import get_game
 from econarena.games.base import RULE_VIOLATION, Game
-from econarena.games.na_common import parse_trade_text, trade_text
+from econarena.games.negotiationarena.common import parse_trade_text, trade_text
 
 EX, UL, BS = get_game("resource_exchange"), get_game("ultimatum"), get_game("buy_sell")
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from econarena.games import GAMES
-from econarena.games.steering import SpaceError, action_space, solve, tones
+from econarena.games.steering.cfr import SpaceError, action_space, solve, tones
 from econarena.hosts.config import ConfigError, parse_experiment
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -354,7 +354,7 @@ def test_an_opening_that_breaks_a_rule_leaves_nothing_to_steer(tmp_path: Path) -
     assert len(runs) == 2 and all(r["steer"] is None and r["valid"] == [False, True] for r in runs)
     again = run_steer(doc, tmp_path / "out", resume=True)  # nothing to redo
     assert again.status == "complete" and len(lines(tmp_path / "out" / "steering.jsonl")) == 2
-    from econarena.analysis.steering import format_table, steering_table
+    from econarena.analysis.families.steering import format_table, steering_table
 
     table = steering_table([tmp_path / "out"])
     assert table["games"].tolist() == [0] and table["unsteerable"].tolist() == [2]

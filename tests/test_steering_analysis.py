@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from econarena.analysis import steering as S
+from econarena.analysis.families import steering as S
 from econarena.cli import main
 from econarena.rundir import LogError
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from econarena.games import GAMES
-from econarena.games.steering import SpaceError, action_space
+from econarena.games.steering.cfr import SpaceError, action_space
 from econarena.hosts.config import ConfigError, parse_experiment
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -155,7 +155,7 @@ def test_resume_after_a_judge_api_error_leaves_judge_log_equal_to_an_uninterrupt
 
 
 def test_a_judge_number_too_long_for_a_float_is_clipped_not_zeroed() -> None:
-    from econarena.games.fruit_trade import judge_number
+    from econarena.games.steering.fruit_trade import judge_number
 
     assert judge_number("9" * 400) == 20 and judge_number("-" + "9" * 400) == -20
     assert judge_number("1e309") == 1  # OpenSpiel's first number: the "1" before the exponent

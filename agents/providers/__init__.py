@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import AgentError
+from ..keys import KEY_ENVS
 from ..settings import Provider
 
 
@@ -61,25 +62,25 @@ def _load_hf() -> type[Provider]:
 PROVIDERS: dict[str, ProviderInfo] = {
     "openai": ProviderInfo(
         "openai", "OpenAI chat completions, or any compatible server through base_url",
-        "openai", ("openai",), ("OPENAI_API_KEY",), _load_openai,
+        "openai", ("openai",), KEY_ENVS["openai"], _load_openai,
     ),
     "anthropic": ProviderInfo(
         "anthropic", "Anthropic Messages API (Claude)", "anthropic", ("anthropic",),
-        ("ANTHROPIC_API_KEY",), _load_anthropic, structured=("format",),
+        KEY_ENVS["anthropic"], _load_anthropic, structured=("format",),
         structured_note="Anthropic's structured outputs do not enforce numeric bounds (minimum/maximum)",
     ),
     "google": ProviderInfo(
         "google", "Google Gemini through google-genai", "google", ("google.genai",),
-        ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _load_google,
+        KEY_ENVS["google"], _load_google,
     ),
     "zhipuai": ProviderInfo(
         "zhipuai", "ZhipuAI / Z.ai GLM models through zai-sdk", "zhipuai", ("zai",),
-        ("ZHIPUAI_API_KEY", "ZAI_API_KEY"), _load_zhipuai, structured=("format",),
+        KEY_ENVS["zhipuai"], _load_zhipuai, structured=("format",),
         structured_note="the GLM API has a JSON mode but takes no schema, so bounds cannot be enforced",
     ),
     "hf": ProviderInfo(
         "hf", "local Hugging Face transformers model (default: bundled SmolLM2-135M-Instruct)", "hf",
-        ("torch", "transformers"), (), _load_hf, needs_model=False,
+        ("torch", "transformers"), KEY_ENVS["hf"], _load_hf, needs_model=False,
     ),
 }
 

@@ -23,7 +23,7 @@ from ..calls import (
     split_system,
     status_failure,
 )
-from ..llm import Generation, LLMSettings
+from ..settings import Generation, LLMSettings
 
 log = logging.getLogger(__name__)
 

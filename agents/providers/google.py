@@ -23,7 +23,7 @@ from ..calls import (
     split_system,
     status_failure,
 )
-from ..llm import Generation, LLMSettings
+from ..settings import Generation, LLMSettings
 
 
 def _retry_info(details: Any) -> float | None:

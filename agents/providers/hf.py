@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import AgentError, Message
-from ..llm import Generation, LLMSettings, Provider
+from ..settings import Generation, LLMSettings, Provider
 
 log = logging.getLogger(__name__)
 

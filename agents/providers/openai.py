@@ -22,7 +22,7 @@ from ..calls import (
     server_detail,
     status_failure,
 )
-from ..llm import Generation, LLMSettings
+from ..settings import Generation, LLMSettings
 
 
 def _http_client(settings: LLMSettings) -> Any | None:

@@ -30,7 +30,8 @@ from ..calls import (
     RemoteProvider,
     status_failure,
 )
-from ..llm import Generation, LLMSettings, api_key_source
+from ..keys import api_key_source
+from ..settings import Generation, LLMSettings
 
 
 class ZhipuAIProvider(RemoteProvider):

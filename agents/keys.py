@@ -1,0 +1,38 @@
+"""Which environment variable holds each provider's API key, and reading it.
+
+Below the provider registry and the providers themselves, which all need it: keys are looked up by name
+here, never logged; only the variable's name ever appears in a message.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .settings import LLMSettings
+
+# the variables each provider reads, first set wins (a player's api_key_env replaces them)
+KEY_ENVS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "zhipuai": ("ZHIPUAI_API_KEY", "ZAI_API_KEY"),
+    "hf": (),
+}
+
+
+def key_envs(provider: str, settings: LLMSettings) -> tuple[str, ...]:
+    return (settings.api_key_env,) if settings.api_key_env else KEY_ENVS.get(provider, ())
+
+
+def api_key_source(provider: str, settings: LLMSettings) -> tuple[str, str] | None:
+    """(variable, value) of the key this player uses, first set variable wins."""
+    for env in key_envs(provider, settings):
+        value = os.environ.get(env, "").strip()
+        if value:
+            return env, value
+    return None
+
+
+def api_key(provider: str, settings: LLMSettings) -> str | None:
+    found = api_key_source(provider, settings)
+    return found[1] if found else None

@@ -1,0 +1,601 @@
+"""GLEE's linear models (spec 1.7), for any game that declares regression factors (``GameInfo.factors``).
+
+One OLS per (game, metric): ``metric ~ const + one-hot(factors) + one-hot(seat models)``. Each declared
+factor is one-hot encoded with its reference level dropped (GLEE Table 8's baselines; a dict reference
+merges several parameters into one variable, the paper's "market"); each seat's player (``p1_model``,
+``p2_model``: the label by default, or the model name) is one-hot encoded with a reference player dropped
+(the most frequent one unless named). An effect is a coefficient: the change of the metric against the
+reference level, everything else equal. Reported x100 (percentage points of M, as the paper's tables) with
+95% intervals coef +- 1.96 SE (the paper's normal interval; classical OLS standard errors).
+
+Data: every complete run of the game in the run directories, read from ``runs.jsonl``: ``params`` give the
+factor levels, ``labels``/``models`` the seats, ``metrics`` the outcomes. A per-seat metric (a list, e.g.
+``"self_gain": [a, b]``) becomes one outcome per seat (``self_gain_p1``, ``self_gain_p2``); numeric scalars
+are outcomes as they are; booleans and text are not modelled. As GLEE's pipeline: runs in which a seat broke
+a rule are left out (GLEE never saved an aborted game), ``efficiency`` and ``fairness`` are clipped to
+[0, 1], and a run with no value for a metric (None / NaN: undefined, e.g. persuasion efficiency when no
+round was high quality) is left out of that metric's model only.
+
+A level absent from the data cannot be a reference: the first level present is used and a note says so.
+Columns that are linear combinations of earlier ones (e.g. only self-play, so p2_model = p1_model) cannot be
+estimated and are dropped with a note, never silently given a minimum-norm value.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...games import GAMES
+from ...rundir import RUNS, complete_runs, game_name, read_jsonl
+from ..load import expand_run_dirs
+from .metagame import pure_equilibria
+
+if sys.version_info >= (3, 11):
+    pass
+else:  # pragma: no cover
+    pass
+
+Z95 = 1.959963984540054  # the normal 97.5% quantile: the paper's coef +- 1.96 SE
+CLIPPED = ("efficiency", "fairness")  # GLEE clips these to [0, 1] before fitting (analyze/ML.py::load_data)
+PAYOFF_METRIC = "self_gain"  # the per-seat metric that pays the players of the model-choice meta-game
+CSV_COLUMNS = ("game", "metric", "term", "level", "reference", "effect_x100", "low_x100", "high_x100",
+               "se_x100", "p_value", "n", "r2")
+PAIR_COLUMNS = ("game", "metric", "p1", "p2", "runs", "p1_mean", "p2_mean", "equilibrium")
+CONST = "const"
+
+
+class AnalysisError(ValueError):
+    """Run directories that cannot be analysed as asked; the message names the file, key or value."""
+
+
+def level(v: Any) -> str:
+    """A parameter value as a level name: TOML spelling for booleans, 10 significant digits for floats
+    (so 0.9 read back from a file equals the declared 0.9), text as it is."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.10g}"
+    return str(v)
+
+
+def _sort_key(name: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(name), name)
+    except ValueError:
+        return (1, 0.0, name)
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One categorical regressor: a parameter, or several merged (``keys``), with its reference level."""
+
+    name: str
+    keys: tuple[str, ...]
+    reference: str
+
+    def level_of(self, params: Mapping[str, Any]) -> str | None:
+        if any(k not in params for k in self.keys):
+            return None
+        if len(self.keys) == 1 and self.keys[0] == self.name:
+            return level(params[self.name])
+        return ", ".join(f"{k}={level(params[k])}" for k in self.keys)
+
+    def sort_key(self, name: str) -> tuple:
+        if len(self.keys) == 1 and self.keys[0] == self.name:
+            return _sort_key(name)
+        return tuple(_sort_key(part.split("=", 1)[-1]) for part in name.split(", "))
+
+
+def factors_of(declared: Sequence[tuple[str, Any]]) -> list[Factor]:
+    """``GameInfo.factors`` as :class:`Factor` objects (see games/base.py for the declaration)."""
+    out = []
+    for name, ref in declared:
+        if isinstance(ref, Mapping):
+            keys = tuple(ref)
+            out.append(Factor(name, keys, ", ".join(f"{k}={level(ref[k])}" for k in keys)))
+        else:
+            out.append(Factor(name, (name,), level(ref)))
+    return out
+
+
+@dataclass
+class GameData:
+    """The modelled runs of one game: one row per run with its levels, seat players and outcomes."""
+
+    game: str
+    family: str
+    title: str
+    factors: list[Factor]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    seats: int = 0
+    metrics: list[str] = field(default_factory=list)  # outcome columns, in first-seen order
+    dirs: list[str] = field(default_factory=list)
+    dropped_invalid: int = 0
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(x) else math.nan
+
+
+def _outcomes(metrics: Any, seats: int) -> dict[str, float]:
+    """A run's ``metrics`` as outcome columns (see the module doc); None / NaN become NaN."""
+    out: dict[str, float] = {}
+    if not isinstance(metrics, Mapping):
+        return out
+    for name, v in metrics.items():
+        if isinstance(v, (list, tuple)):
+            if len(v) != seats or any(x is not None and _number(x) is None for x in v):
+                continue
+            for i, x in enumerate(v):
+                out[f"{name}_p{i + 1}"] = math.nan if x is None else float(_number(x))  # type: ignore[arg-type]
+        elif v is None:
+            out[name] = math.nan
+        else:
+            x = _number(v)
+            if x is not None:
+                out[name] = x
+    for name in list(out):
+        if base_metric(name) in CLIPPED and not math.isnan(out[name]):
+            out[name] = min(1.0, max(0.0, out[name]))
+    return out
+
+
+def base_metric(column: str) -> str:
+    """The metric an outcome column comes from: ``self_gain_p2`` -> ``self_gain``."""
+    head, _, tail = column.rpartition("_p")
+    return head if head and tail.isdigit() else column
+
+
+def _game_name(run_dir: Path) -> str | None:
+    return game_name(run_dir)
+
+
+def players_of(run: Mapping[str, Any], by: str) -> list[str]:
+    """Who sat in each seat: the label, or (``by="model"``) the model name where the seat had one."""
+    labels = [str(x) for x in run.get("labels") or []]
+    if by == "label":
+        return labels
+    models = run.get("models") if isinstance(run.get("models"), list) else []
+    return [str(models[i]) if i < len(models) and models[i] else lab for i, lab in enumerate(labels)]
+
+
+def collect(run_dirs: Iterable[str | Path], family: str | None = None, *, by: str = "label",
+            games: Mapping[str, Any] | None = None) -> dict[str, GameData]:
+    """The runs of every game with declared factors (of ``family``, if given), by game name."""
+    games = GAMES if games is None else games
+    out: dict[str, GameData] = {}
+    for d in expand_run_dirs(run_dirs):
+        name = _game_name(d)
+        game = games.get(name) if name else None
+        info = getattr(game, "info", None)
+        if info is None or not info.factors or (family is not None and info.family != family):
+            continue
+        data = out.get(name)  # type: ignore[arg-type]
+        if data is None:
+            data = out[name] = GameData(name, info.family, info.title, factors_of(info.factors))  # type: ignore[index]
+        used = False
+        for (lineup, session, run), r in sorted(complete_runs(read_jsonl(d / RUNS, kind="runs", strict=True)).items()):
+            players = players_of(r, by)
+            if data.seats and len(players) != data.seats:
+                raise AnalysisError(f"{d / RUNS}: run ({lineup}, {session}, {run}) has {len(players)} seats, "
+                                    f"other runs of {name} have {data.seats}")
+            data.seats = len(players)
+            if not all(bool(v) for v in r.get("valid") or []):
+                data.dropped_invalid += 1
+                continue
+            params = r.get("params") if isinstance(r.get("params"), dict) else {}
+            row: dict[str, Any] = {"run_dir": str(d), "lineup": lineup, "session": session, "run": run}
+            for f in data.factors:
+                lev = f.level_of(params)
+                if lev is None:
+                    missing = [k for k in f.keys if k not in params]
+                    raise AnalysisError(f"{d / RUNS}: run ({lineup}, {session}, {run}): 'params' has no "
+                                        f"{', '.join(repr(k) for k in missing)} (a declared factor of {name})")
+                row[f.name] = lev
+            for i, p in enumerate(players):
+                row[f"p{i + 1}_model"] = p
+            outcomes = _outcomes(r.get("metrics"), len(players))
+            for m in outcomes:
+                if m not in data.metrics:
+                    data.metrics.append(m)
+            row.update(outcomes)
+            data.rows.append(row)
+            used = True
+        if used:
+            data.dirs.append(str(d))
+    return {k: v for k, v in out.items() if v.rows}
+
+
+# ---------------------------------------------------------------------------------------------- fitting
+
+@dataclass
+class Fit:
+    """One model's effects (rows with the :data:`CSV_COLUMNS`) and what had to be changed to fit it."""
+
+    game: str
+    metric: str
+    n: int
+    r2: float
+    effects: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+def model_reference(data: GameData, wanted: str | None = None) -> str:
+    """The reference player: ``wanted`` if given, else the most frequent over all seats (ties by name)."""
+    counts = Counter(row[f"p{i + 1}_model"] for row in data.rows for i in range(data.seats))
+    if wanted is not None:
+        return wanted
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
+PAIR = "pair"
+PAIR_SEP = " | "
+
+
+def _terms(data: GameData, rows: list[dict[str, Any]], model_ref: str, pairs: bool
+           ) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """(term, level, reference) of each dummy column, in order, and notes on replaced references."""
+    cols, notes = [], []
+    specs = [(f.name, f.reference, f.sort_key) for f in data.factors]
+    if pairs:
+        specs.append((PAIR, PAIR_SEP.join([model_ref] * data.seats), lambda s: (s,)))
+    else:
+        specs += [(f"p{i + 1}_model", model_ref, lambda s: (s,)) for i in range(data.seats)]
+    for term, ref, key in specs:
+        levels = sorted({row[term] for row in rows}, key=key)
+        if ref not in levels:
+            notes.append(f"{term}: reference level {ref!r} is absent from the data; {levels[0]!r} is used")
+            ref = levels[0]
+        cols += [(term, lev, ref) for lev in levels if lev != ref]
+    return cols, notes
+
+
+def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False) -> Fit:
+    """OLS of ``metric`` on the one-hot factors and seat players (see the module doc).
+
+    ``pairs``: one categorical ``pair`` (``p1 | p2``, the ordered pair of players) instead of one per seat,
+    relative to the reference player's self-play (the paper's ``--models_interaction``).
+    """
+    import statsmodels.api as sm
+
+    rows = [r for r in data.rows if metric in r and not math.isnan(r[metric])]
+    if not rows:
+        return Fit(data.game, metric, 0, math.nan, [], [f"{metric}: no run has a value"])
+    if pairs:
+        rows = [{**r, PAIR: PAIR_SEP.join(r[f"p{i + 1}_model"] for i in range(data.seats))} for r in rows]
+    ref = model_reference(data, model_ref)
+    cols, notes = _terms(data, rows, ref, pairs)
+    y = np.array([r[metric] for r in rows], dtype=float)
+    X = np.ones((len(rows), 1 + len(cols)))
+    for j, (term, lev, _ref) in enumerate(cols, 1):
+        X[:, j] = [r[term] == lev for r in rows]
+    keep = [0]
+    for j in range(1, X.shape[1]):  # drop columns the others already explain (not identifiable)
+        if np.linalg.matrix_rank(X[:, keep + [j]]) > len(keep):
+            keep.append(j)
+        else:
+            term, lev, _ = cols[j - 1]
+            notes.append(f"{term}={lev}: not identifiable from these runs (collinear with other terms); left out")
+    X = X[:, keep]
+    kept = [(CONST, "", "")] + [cols[j - 1] for j in keep[1:]]
+    res = sm.OLS(y, X).fit()
+    dof = len(rows) - X.shape[1]
+    r2 = float(res.rsquared) if dof >= 0 and np.ptp(y) > 0 else math.nan
+    effects = []
+    for j, (term, lev, reference) in enumerate(kept):
+        coef = float(res.params[j])
+        se = float(res.bse[j]) if dof > 0 else math.nan
+        p = float(res.pvalues[j]) if dof > 0 and se > 0 else math.nan
+        effects.append({
+            "game": data.game, "metric": metric, "term": term, "level": lev, "reference": reference,
+            "effect_x100": 100 * coef, "low_x100": 100 * (coef - Z95 * se), "high_x100": 100 * (coef + Z95 * se),
+            "se_x100": 100 * se, "p_value": p, "n": len(rows), "r2": r2,
+        })
+    if dof <= 0:
+        notes.append(f"{metric}: {len(rows)} run(s) for {X.shape[1]} coefficients: no standard errors")
+    return Fit(data.game, metric, len(rows), r2, effects, notes)
+
+
+def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None, *,
+            model_ref: str | None = None, pairs: bool = False) -> list[Fit]:
+    """Every (game, metric) model; ``metrics`` names outcome columns or metric names (``self_gain`` fits
+    ``self_gain_p1`` and ``self_gain_p2``)."""
+    fits = []
+    for name in sorted(datas):
+        data = datas[name]
+        chosen = data.metrics if not metrics else [m for m in data.metrics
+                                                   if m in metrics or base_metric(m) in metrics]
+        fits += [fit(data, m, model_ref=model_ref, pairs=pairs) for m in chosen]
+    return fits
+
+
+def effects_csv(fits: Sequence[Fit]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for f in fits:
+        for e in f.effects:
+            w.writerow(["" if isinstance(e[k], float) and math.isnan(e[k]) else e[k] for k in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _num(x: float, digits: int = 1) -> str:
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{(x if round(x, digits) != 0 else 0.0):+.{digits}f}"  # no "-0.0" for rounding noise
+
+
+def format_fit(f: Fit) -> str:
+    """One model as text: each effect x100 with its 95% interval."""
+    head = f"{f.game}: {f.metric} (n = {f.n}, R2 = {'-' if math.isnan(f.r2) else f'{f.r2:.3f}'}; effects x100)"
+    lines = [head]
+    width = max([len(f"{e['term']}={e['level']}") for e in f.effects] + [10])
+    for e in f.effects:
+        name = "const (all references)" if e["term"] == CONST else f"{e['term']}={e['level']}"
+        ci = "" if math.isnan(e["se_x100"]) else f"  [{_num(e['low_x100'])}, {_num(e['high_x100'])}]"
+        ref = "" if e["term"] == CONST else f"  vs {e['reference']}"
+        lines.append(f"  {name:<{max(width, 22)}} {_num(e['effect_x100']):>8}{ci}{ref}")
+    lines += [f"  note: {n}" for n in f.notes]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------- model pairs
+
+@dataclass
+class PairTable:
+    """Mean per-seat metric by ordered pair of players (rows: seat 1, columns: seat 2) and the pure
+    equilibria of the meta-game in which each seat picks its player and is paid these means."""
+
+    game: str
+    metric: str
+    rows: list[str]
+    cols: list[str]
+    p1: np.ndarray
+    p2: np.ndarray
+    runs: np.ndarray
+    equilibria: list[tuple[int, int]]
+
+
+def pair_table(data: GameData, metric: str = PAYOFF_METRIC) -> PairTable | None:
+    """None unless the game has two seats and the per-seat ``metric`` (``<metric>_p1``/``_p2``)."""
+    a, b = f"{metric}_p1", f"{metric}_p2"
+    if data.seats != 2 or a not in data.metrics or b not in data.metrics:
+        return None
+    rows_ = sorted({r["p1_model"] for r in data.rows})
+    cols_ = sorted({r["p2_model"] for r in data.rows})
+    sums = np.zeros((2, len(rows_), len(cols_)))
+    n = np.zeros((len(rows_), len(cols_)), dtype=int)
+    for r in data.rows:
+        if math.isnan(r.get(a, math.nan)) or math.isnan(r.get(b, math.nan)):
+            continue
+        i, j = rows_.index(r["p1_model"]), cols_.index(r["p2_model"])
+        sums[0, i, j] += r[a]
+        sums[1, i, j] += r[b]
+        n[i, j] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(n > 0, sums / np.maximum(n, 1), np.nan)
+    return PairTable(data.game, metric, rows_, cols_, means[0], means[1], n, pure_equilibria(means[0], means[1]))
+
+
+def pairs_csv(tables: Sequence[PairTable]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(PAIR_COLUMNS)
+    for t in tables:
+        eq = set(t.equilibria)
+        for i, r in enumerate(t.rows):
+            for j, c in enumerate(t.cols):
+                if t.runs[i, j]:
+                    w.writerow([t.game, t.metric, r, c, int(t.runs[i, j]), t.p1[i, j], t.p2[i, j],
+                                str((i, j) in eq).lower()])
+    return buf.getvalue()
+
+
+def format_equilibria(t: PairTable) -> str:
+    if not t.equilibria:
+        return f"{t.game}: model-choice meta-game on {t.metric}: no pure equilibrium among the observed pairs"
+    eqs = "; ".join(f"({t.rows[i]}, {t.cols[j]})" for i, j in t.equilibria)
+    return f"{t.game}: model-choice meta-game on {t.metric}: pure equilibria (p1, p2): {eqs}"
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+EFFECTS_TITLE = "Linear-model effects"
+PAIRS_TITLE = "Player pairs and the model-choice meta-game"
+
+
+@dataclass
+class Section:
+    """A family's part of the report: its figures, notes, tables (title, DataFrame) and CSV files."""
+
+    family: str
+    figures: list[Any] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    tables: list[tuple[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+
+def excludes_zero(e: Mapping[str, Any]) -> bool:
+    """Whether the 95% interval excludes 0 (rounding noise of an exact fit does not count)."""
+    return not math.isnan(e["se_x100"]) and (e["low_x100"] > 1e-9 or e["high_x100"] < -1e-9)
+
+
+def _ci_text(e: Mapping[str, Any]) -> str:
+    if math.isnan(e["se_x100"]):
+        return _num(e["effect_x100"])
+    return f"{_num(e['effect_x100'])} [{_num(e['low_x100'])}, {_num(e['high_x100'])}]"
+
+
+def effects_frame(fits: Sequence[Fit]) -> Any:
+    """Rows ``term=level`` (vs reference), one column per metric: effect x100 [95% interval]."""
+    import pandas as pd
+
+    cells: dict[str, dict[str, str]] = {}
+    for f in fits:
+        for e in f.effects:
+            name = "const (all references)" if e["term"] == CONST else f"{e['term']}={e['level']} (vs {e['reference']})"
+            cells.setdefault(name, {})[f"{f.metric} (n={f.n})"] = _ci_text(e)
+    return pd.DataFrame.from_dict(cells, orient="index").rename_axis("effect x100")
+
+
+def pairs_frame(t: PairTable) -> Any:
+    import pandas as pd
+
+    eq = set(t.equilibria)
+    rows = [[("-" if not t.runs[i, j] else f"{t.p1[i, j]:.3f} / {t.p2[i, j]:.3f} (n={int(t.runs[i, j])})"
+              + (" *" if (i, j) in eq else "")) for j in range(len(t.cols))] for i in range(len(t.rows))]
+    return pd.DataFrame(rows, index=pd.Index(t.rows, name="p1 \\ p2"), columns=t.cols)
+
+
+def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> list[Section]:
+    """One section per family with declared factors among ``run_dirs``; [] when there is none."""
+    datas = collect(run_dirs)
+    if not datas:
+        return []
+    from .. import figures as F
+
+    sections: dict[str, Section] = {}
+    try:
+        import statsmodels  # noqa: F401
+    except ImportError:
+        statsmodels_missing = True
+    else:
+        statsmodels_missing = False
+    fits_by_family: dict[str, list[Fit]] = {}
+    pairs_by_family: dict[str, list[PairTable]] = {}
+    for name in sorted(datas):
+        data = datas[name]
+        sec = sections.setdefault(data.family, Section(data.family))
+        if data.dropped_invalid:
+            sec.notes.append(f"{data.title}: {data.dropped_invalid} run(s) with a rule break are left out "
+                             "(as in GLEE's data)")
+        if statsmodels_missing:
+            sec.skipped.append((f"{EFFECTS_TITLE}: {data.title}", "needs statsmodels: pip install 'econarena[report]'"))
+        else:
+            fits = [fit(data, m) for m in data.metrics]
+            fits_by_family.setdefault(data.family, []).extend(fits)
+            sec.tables.append((f"{data.title}: effects x100 [95% interval]", effects_frame(fits)))
+            sec.notes += [f"{data.title}: {n}" for f in fits for n in f.notes]
+            try:
+                sec.figures.append(_figure_effects(data, fits, figdir, F))
+            except F.Skip as exc:
+                sec.skipped.append((f"{EFFECTS_TITLE}: {data.title}", str(exc)))
+        t = pair_table(data)
+        if t is None:
+            sec.skipped.append((f"{PAIRS_TITLE}: {data.title}", f"needs two seats and a per-seat '{PAYOFF_METRIC}' "
+                                "metric in the runs"))
+            continue
+        pairs_by_family.setdefault(data.family, []).append(t)
+        sec.tables.append((f"{data.title}: mean {PAYOFF_METRIC} of p1 / p2 by pair (* = pure equilibrium)",
+                           pairs_frame(t)))
+        sec.notes.append(format_equilibria(t).replace(f"{t.game}:", f"{data.title}:", 1))
+        sec.figures.append(_figure_pairs(data, t, figdir, F))
+    for family, sec in sections.items():
+        if family in fits_by_family:
+            path = out / f"{family}_effects.csv"
+            path.write_text(effects_csv(fits_by_family[family]), encoding="utf-8")
+            sec.files.append(path)
+        if family in pairs_by_family:
+            path = out / f"{family}_pairs.csv"
+            path.write_text(pairs_csv(pairs_by_family[family]), encoding="utf-8")
+            sec.files.append(path)
+    return [sections[k] for k in sorted(sections)]
+
+
+def _figure_effects(data: GameData, fits: Sequence[Fit], figdir: Path, F: Any) -> Any:
+    """One panel per metric: each effect x100 (a dot) with its 95% interval (a line), 0 marked."""
+    shown = [f for f in fits if len(f.effects) > 1]
+    if not shown:
+        raise F.Skip("no metric has an effect to show (one level of every factor and player).")
+    names: list[str] = []
+    for f in shown:
+        for e in f.effects[1:]:
+            n = f"{e['term']}={e['level']}"
+            if n not in names:
+                names.append(n)
+    ncol = min(len(shown), 4)
+    nrow = math.ceil(len(shown) / ncol)
+    fig, axes = F._subplots(nrow, ncol, (3.3 * ncol + 2.6, (0.26 * len(names) + 1.3) * nrow + 0.3))
+    for ax in axes.flat[len(shown):]:
+        ax.set_visible(False)
+    for k, (ax, f) in enumerate(zip(axes.flat, shown)):
+        ys = {n: i for i, n in enumerate(names)}
+        for e in f.effects[1:]:
+            y = ys[f"{e['term']}={e['level']}"]
+            color = "#b2182b" if excludes_zero(e) else "#2166ac"
+            if not math.isnan(e["se_x100"]):
+                ax.hlines(y, e["low_x100"], e["high_x100"], color=color, lw=1.6)
+            ax.plot([e["effect_x100"]], [y], "o", color=color, ms=4)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names if k % ncol == 0 else [""] * len(names), fontsize=8)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_title(f"{f.metric} (n={f.n})")
+        ax.set_xlabel("effect x100 (points of M)")
+    refs = ", ".join(f"{fa.name}={fa.reference}" for fa in data.factors)
+    players = next((e["reference"] for f in shown for e in f.effects if e["term"].endswith("_model")), "-")
+    fig.suptitle(f"{data.title}: effects relative to the references")
+    key = f"effects_{data.game}"
+    png, svg = F._save(fig, figdir, key, data.dirs)
+    return F.Figure(key, f"{EFFECTS_TITLE}: {data.title}",
+                    "One OLS per metric (columns) on the one-hot game parameters, the merged market variable and "
+                    "each seat's player. Dot: the coefficient x100, the change of the metric (in points of M) "
+                    "against the reference level with everything else equal; line: its 95% interval "
+                    f"(coef ± 1.96 SE). Red: the interval excludes 0. References: {refs}; players: {players}.",
+                    png, svg, data.dirs)
+
+
+def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
+    """Two heatmaps (seat 1's and seat 2's mean metric by ordered pair), equilibria outlined."""
+    from matplotlib.patches import Rectangle
+
+    n_r, n_c = len(t.rows), len(t.cols)
+    size = (2 * (0.75 * n_c + 2.2) + 1.0, 0.6 * n_r + 2.2)
+    fig, axes = F._subplots(1, 2, size)
+    for ax, values, who in ((axes[0, 0], t.p1, "p1 (row player)"), (axes[0, 1], t.p2, "p2 (column player)")):
+        masked = np.ma.masked_invalid(values)
+        im = ax.imshow(masked, cmap="viridis", aspect="auto")
+        fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean {t.metric}")
+        for i in range(n_r):
+            for j in range(n_c):
+                if t.runs[i, j]:
+                    v = values[i, j]
+                    lo, hi = np.nanmin(values), np.nanmax(values)
+                    dark = hi > lo and (v - lo) / (hi - lo) < 0.5
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                            color="white" if dark else "black")
+        for i, j in t.equilibria:
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d7301f", lw=2.5))
+        ax.set_xticks(range(n_c))
+        ax.set_xticklabels([F._wrap(c, 12) for c in t.cols], fontsize=8)
+        ax.set_yticks(range(n_r))
+        ax.set_yticklabels([F._wrap(r, 16) for r in t.rows], fontsize=8)
+        ax.set_xlabel("p2 (seat 2) player")
+        ax.set_ylabel("p1 (seat 1) player")
+        ax.set_title(f"{t.metric} of {who}")
+        ax.grid(False)
+    eqs = "; ".join(f"({t.rows[i]}, {t.cols[j]})" for i, j in t.equilibria) or "none among the observed pairs"
+    fig.suptitle(f"{data.title}: mean {t.metric} by pair; red boxes: pure equilibria of the model choice")
+    key = f"pairs_{data.game}"
+    png, svg = F._save(fig, figdir, key, data.dirs)
+    return F.Figure(key, f"{PAIRS_TITLE}: {data.title}",
+                    f"Mean {t.metric} of the seat-1 player (left) and of the seat-2 player (right) for each ordered "
+                    "pair (rows: seat 1, columns: seat 2; blank: not played). The meta-game: each seat picks its "
+                    "player and is paid these means; a pair is a pure Nash equilibrium when neither seat gains by "
+                    "switching alone (red boxes; ties count, a pair with an unplayed deviation is not certified). "
+                    f"Equilibria: {eqs}.", png, svg, data.dirs)

@@ -1,0 +1,315 @@
+"""NegotiationArena analyses (spec 2.6) over run directories, played here or imported from the released logs.
+
+Every run of a ``family = "negotiationarena"`` game carries per-run ``metrics`` (the game's own
+``metrics(setup, round_log)``): ``payoff`` [RED, BLUE], ``win`` [d1 > d2, d1 < d2], ``agreement``,
+``first_offer``, ``first_response``, ``final_price`` and, for buy/sell, ``bad_counter_offer``. Here they are
+aggregated, with the scenario being the game's name and player 1 the label in seat 0 (RED, who moves first):
+
+- Win rate per ordered pair: w_i = mean(win_i) over the pair's games (ties count in neither); the correct
+  rate is w_i / (w_1 + w_2). ``formula = "paper"`` reproduces the published notebooks, which overwrite the
+  P1 rate before computing P2: r_1 = w_1 / (w_1 + w_2), r_2 = w_2 / (r_1 + w_2). P1 rates agree.
+- Payoff per ordered pair: the mean payoff of each seat over all its games (ties and no deals included).
+- Anchoring: over accepted games with a first offer, Spearman's rho (average ranks for ties) and Pearson's
+  r between the first proposed price and the accepted one.
+- Bad counter-offer rate: the share of buy/sell games whose buyer's first counter-price exceeds the
+  seller's first price, with SE = sqrt(x (1 - x) / n).
+- Acceptance curve: per first offered amount, the share of first responses that accept it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...games import GAMES
+from ...games.base import Game
+from ...rundir import RUNS, complete_runs, game_name, read_jsonl
+
+if sys.version_info >= (3, 11):
+    pass
+else:  # pragma: no cover
+    pass
+
+FAMILY = "negotiationarena"
+FORMULAS = ("correct", "paper")
+PAIR_COLUMNS = ("scenario", "p1_model", "p2_model", "games", "p1_win_rate", "p2_win_rate", "p1_payoff",
+                "p2_payoff")
+
+
+@dataclass(frozen=True)
+class GameRow:
+    """One finished game, as the aggregations read it."""
+
+    scenario: str
+    p1: str
+    p2: str
+    payoff: tuple[float, float]
+    win: tuple[bool, bool]
+    agreement: bool
+    first_offer: float | None = None
+    first_response: str | None = None
+    final_price: float | None = None
+    bad_counter_offer: bool | None = None
+
+
+def win_rates(win1: Sequence[bool], win2: Sequence[bool], formula: str = "correct") -> tuple[float | None,
+                                                                                             float | None]:
+    """(P1, P2) win rates of one ordered pair; None when nobody ever won (all ties)."""
+    if formula not in FORMULAS:
+        raise ValueError(f"formula: expected one of {', '.join(FORMULAS)}, got {formula!r}")
+    if not win1 or len(win1) != len(win2):
+        raise ValueError("win1 and win2 must be equally long and not empty")
+    w1 = sum(map(bool, win1)) / len(win1)
+    w2 = sum(map(bool, win2)) / len(win2)
+    if w1 + w2 == 0:
+        return None, None
+    r1 = w1 / (w1 + w2)
+    r2 = w2 / (r1 + w2) if formula == "paper" else w2 / (w1 + w2)
+    return r1, r2
+
+
+def _ranks(x: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank."""
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    ranks = [0.0] * len(x)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson's r; None with fewer than two points or a constant series."""
+    if len(x) != len(y):
+        raise ValueError("x and y must be equally long")
+    n = len(x)
+    if n < 2:
+        return None
+    mx, my = math.fsum(x) / n, math.fsum(y) / n
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = math.fsum((a - mx) ** 2 for a in x)
+    syy = math.fsum((b - my) ** 2 for b in y)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho: Pearson's r of the average ranks (as scipy.stats.spearmanr)."""
+    if len(x) != len(y):
+        raise ValueError("x and y must be equally long")
+    return pearson(_ranks(x), _ranks(y))
+
+
+def anchoring(rows: Iterable[GameRow]) -> dict[str, Any]:
+    """First offer vs accepted price over the accepted games that have both."""
+    pts = [(r.first_offer, r.final_price) for r in rows
+           if r.agreement and r.first_offer is not None and r.final_price is not None]
+    x = [float(a) for a, _ in pts]
+    y = [float(b) for _, b in pts]
+    return {"n": len(pts), "spearman": spearman(x, y) if pts else None, "pearson": pearson(x, y) if pts else None}
+
+
+def bad_counter_offer_rate(rows: Iterable[GameRow]) -> dict[str, Any]:
+    flags = [r.bad_counter_offer for r in rows if r.bad_counter_offer is not None]
+    if not flags:
+        return {"n": 0, "rate": None, "se": None}
+    x = sum(flags) / len(flags)
+    return {"n": len(flags), "rate": x, "se": math.sqrt(x * (1 - x) / len(flags))}
+
+
+def acceptance_curve(rows: Iterable[GameRow]) -> dict[float, tuple[float, int]]:
+    """First offered amount -> (share of first responses that accept, games)."""
+    seen: dict[float, list[bool]] = defaultdict(list)
+    for r in rows:
+        if r.first_offer is not None and r.first_response is not None:
+            seen[float(r.first_offer)].append(r.first_response == "accept")
+    return {k: (sum(v) / len(v), len(v)) for k, v in sorted(seen.items())}
+
+
+def pair_table(rows: Iterable[GameRow], formula: str = "correct") -> list[dict[str, Any]]:
+    """One row per scenario and ordered (p1, p2) pair: games, win rates and mean payoffs."""
+    groups: dict[tuple[str, str, str], list[GameRow]] = defaultdict(list)
+    for r in rows:
+        groups[(r.scenario, r.p1, r.p2)].append(r)
+    out = []
+    for (scenario, p1, p2), rs in sorted(groups.items()):
+        r1, r2 = win_rates([r.win[0] for r in rs], [r.win[1] for r in rs], formula)
+        out.append({"scenario": scenario, "p1_model": p1, "p2_model": p2, "games": len(rs),
+                    "p1_win_rate": r1, "p2_win_rate": r2,
+                    "p1_payoff": math.fsum(r.payoff[0] for r in rs) / len(rs),
+                    "p2_payoff": math.fsum(r.payoff[1] for r in rs) / len(rs)})
+    return out
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.12g}"
+    return str(v)
+
+
+def pairs_csv(table: Sequence[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(PAIR_COLUMNS)
+    for row in table:
+        w.writerow([_cell(row[c]) for c in PAIR_COLUMNS])
+    return buf.getvalue()
+
+
+def format_pairs(table: Sequence[Mapping[str, Any]], formula: str = "correct") -> str:
+    """The pair table as aligned text (win rates by the chosen formula)."""
+    head = ["scenario", "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win", "P1 payoff", "P2 payoff"]
+    body = [[str(r["scenario"]), str(r["p1_model"]), str(r["p2_model"]), str(r["games"])]
+            + ["-" if r[k] is None else f"{r[k]:.3f}" for k in ("p1_win_rate", "p2_win_rate")]
+            + [f"{r['p1_payoff']:.2f}", f"{r['p2_payoff']:.2f}"] for r in table]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = [f"NegotiationArena: win rates ({formula} formula) and mean payoffs by ordered pair"]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
+    return "\n".join(lines)
+
+
+def _game_of(run_dir: Path, games: Mapping[str, Game]) -> Game | None:
+    name = game_name(run_dir)
+    game = games.get(name) if name is not None else None
+    return game if game is not None and game.info.family == FAMILY else None
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def row_of(scenario: str, record: Mapping[str, Any]) -> GameRow | None:
+    """A complete run record as a GameRow; None when it lacks the metrics (an older or foreign record)."""
+    m = record.get("metrics")
+    labels = record.get("labels") or []
+    if not isinstance(m, Mapping) or len(labels) != 2:
+        return None
+    pay, win = m.get("payoff"), m.get("win")
+    if not (isinstance(pay, list) and len(pay) == 2 and isinstance(win, list) and len(win) == 2):
+        return None
+    p = (_num(pay[0]), _num(pay[1]))
+    if p[0] is None or p[1] is None:
+        return None
+    bad = m.get("bad_counter_offer")
+    resp = m.get("first_response")
+    return GameRow(scenario, str(labels[0]), str(labels[1]), (p[0], p[1]), (bool(win[0]), bool(win[1])),
+                   bool(m.get("agreement")), _num(m.get("first_offer")), resp if isinstance(resp, str) else None,
+                   _num(m.get("final_price")), bad if isinstance(bad, bool) else None)
+
+
+def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None) -> list[GameRow]:
+    """Every complete run of a NegotiationArena game among ``run_dirs`` (other directories ignored)."""
+    games = games or GAMES
+    out = []
+    for d in map(Path, run_dirs):
+        game = _game_of(d, games)
+        if game is None:
+            continue
+        for _key, rec in sorted(complete_runs(read_jsonl(d / RUNS)).items()):
+            row = row_of(game.name, rec)
+            if row is not None:
+                out.append(row)
+    return out
+
+
+# ---- the report's NegotiationArena section ----
+
+def _title(scenario: str) -> str:
+    game = GAMES.get(scenario)
+    return game.info.title if game is not None else scenario
+
+
+def _matrix(table: Sequence[Mapping[str, Any]], scenario: str, fmt: Any) -> Any:
+    """Rows: player 1 (RED, moves first); columns: player 2 (BLUE); cells from ``fmt(row)``."""
+    import pandas as pd
+
+    rows = [r for r in table if r["scenario"] == scenario]
+    p1s = sorted({r["p1_model"] for r in rows})
+    p2s = sorted({r["p2_model"] for r in rows})
+    cell = {(r["p1_model"], r["p2_model"]): fmt(r) for r in rows}
+    return pd.DataFrame([[cell.get((a, b), "-") for b in p2s] for a in p1s],
+                        index=pd.Index(p1s, name="P1 (RED) \\ P2 (BLUE)"), columns=p2s)
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = "correct") -> dict[str, Any] | None:
+    """Per scenario: win-rate and payoff matrices by ordered model pair, the anchoring scatter (first
+    offer vs agreed price, with Spearman and Pearson), the ultimatum acceptance curve and the bad
+    counter-offer rate. None when no NegotiationArena runs are present."""
+    from .. import figures as F
+
+    rows = collect(run_dirs)
+    if not rows:
+        return None
+    table = pair_table(rows, formula)
+    scenarios = sorted({r.scenario for r in rows})
+    out: dict[str, Any] = {"scenarios": [], "figures": [], "formula": formula}
+    for sc in scenarios:
+        mine = [r for r in rows if r.scenario == sc]
+        out["scenarios"].append({
+            "name": sc, "title": _title(sc), "games": len(mine),
+            "wins": _matrix(table, sc, lambda r: f"{_rate(r['p1_win_rate'])} / {_rate(r['p2_win_rate'])} "
+                                                  f"(n={r['games']})"),
+            "payoffs": _matrix(table, sc, lambda r: f"{r['p1_payoff']:.2f} / {r['p2_payoff']:.2f}"),
+            "anchoring": anchoring(mine), "bad_counter_offers": bad_counter_offer_rate(mine),
+            "acceptance": acceptance_curve(mine)})
+    try:
+        out["figures"].append(_figure_offers(rows, scenarios, figdir, F))
+    except F.Skip as exc:
+        out["skipped"] = [("First offers, agreed prices and acceptance", str(exc))]
+    return out
+
+
+def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Path, F: Any) -> Any:
+    """Per scenario with offers: the anchoring scatter, and for the ultimatum the acceptance curve."""
+    panels = [sc for sc in scenarios if any(r.first_offer is not None for r in rows if r.scenario == sc)]
+    if not panels:
+        raise F.Skip("no game recorded a first offer")
+    fig, axes = F._subplots(1, len(panels), (4.2 * len(panels), 3.6))
+    for ax, sc in zip(axes[0], panels):
+        mine = [r for r in rows if r.scenario == sc]
+        agreed = [(r.first_offer, r.final_price) for r in mine
+                  if r.agreement and r.first_offer is not None and r.final_price is not None]
+        a = anchoring(mine)
+        if agreed:
+            ax.scatter([x for x, _ in agreed], [y for _, y in agreed], s=14, alpha=0.7, color="#4292c6",
+                       label="agreed games")
+        curve = acceptance_curve(mine)
+        if len(curve) > 1 and any(r.first_response is not None for r in mine):
+            ax2 = ax.twinx()
+            ax2.plot(list(curve), [v for v, _ in curve.values()], color="#d94801", marker="o", ms=3,
+                     label="share accepting the first offer")
+            ax2.set_ylim(-0.05, 1.05)
+            ax2.set_ylabel("first offers accepted")
+        rho = "-" if a["spearman"] is None else f"{a['spearman']:.2f}"
+        r = "-" if a["pearson"] is None else f"{a['pearson']:.2f}"
+        ax.set_title(f"{_title(sc)}: Spearman {rho}, Pearson {r} (n={a['n']})", fontsize=9)
+        ax.set_xlabel("first offer")
+        ax.set_ylabel("agreed price / trade")
+    sources = sorted({f"{r.p1} vs {r.p2}" for r in rows})[:4]
+    png, svg = F._save(fig, figdir, "na_offers", sources)
+    return F.Figure("na_offers", "NegotiationArena: anchoring and acceptance",
+                    "Dots: the first offer of a game against the price (or trade) agreed, for games that ended "
+                    "in agreement; the title gives Spearman's and Pearson's correlation between them (the "
+                    "anchoring effect). Line (where first offers differ): the share of first offers accepted at "
+                    "each offered amount (the ultimatum's acceptance curve).", png, svg, sources)

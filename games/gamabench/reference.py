@@ -1,0 +1,115 @@
+"""Reading GAMA-Bench's released result files into a repeated game's round log (shared by its games).
+
+A result file is ``{"meta": {...}, "round_records": [...], "player_data": [{"records": [...], ...}]}``.
+Player order survives only in ``player_data[i].records`` (some games shuffle ``round_records.responses``
+in place), so choices are always read from there. The imported rounds are replayed through the game's own
+``apply``/``events`` so imported and native runs carry the same events and are scored by the same code;
+``apply`` never judges, so values the reference accepted and our rules would refuse come in as they are.
+Pure: takes the parsed JSON, does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..base import GameParams, ImportedRun, Setup
+from .repeated import RepeatedGame
+
+
+def _table(raw: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = raw.get(key) if isinstance(raw, Mapping) else None
+    if not isinstance(value, kind):
+        raise ValueError(f"reference result: {key!r} must be a JSON {'object' if kind is dict else 'list'}")
+    return value
+
+
+def reference_meta(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The file's ``meta`` table (the game's parameters as the reference ran it)."""
+    return _table(raw, "meta", dict)
+
+
+def reference_choices(raw: Mapping[str, Any], convert: Callable[[Any], Any] = lambda v: v
+                      ) -> tuple[int, list[list[Any]]]:
+    """(number of players, per round the choice of each seat) read from ``player_data[i].records``.
+
+    The number of rounds is ``len(round_records)`` (``meta.round_id`` counts the same completed rounds).
+    """
+    rounds = len(_table(raw, "round_records", list))
+    players = _table(raw, "player_data", list)
+    if not players:
+        raise ValueError("reference result: 'player_data' is empty")
+    per_seat = []
+    for i, p in enumerate(players):
+        records = p.get("records") if isinstance(p, dict) else None
+        if not isinstance(records, list) or len(records) < rounds:
+            raise ValueError(f"reference result: player_data[{i}].records must list one answer for each of the "
+                             f"{rounds} rounds")
+        per_seat.append([convert(v) for v in records[:rounds]])
+    n = len(players)
+    declared = reference_meta(raw).get("player_num", n)
+    if declared != n:
+        raise ValueError(f"reference result: meta.player_num is {declared!r} but player_data has {n} players")
+    return n, [[per_seat[i][r] for i in range(n)] for r in range(rounds)]
+
+
+def reference_messages(raw: Mapping[str, Any]) -> list[list[dict[str, Any]]] | None:
+    """Each seat's stored chat as ``{"role", "content"}`` messages (Gemini's ``parts`` joined)."""
+    out = []
+    for p in _table(raw, "player_data", list):
+        prompt = p.get("prompt") if isinstance(p, dict) else None
+        if not isinstance(prompt, list):
+            return None
+        chat = []
+        for m in prompt:
+            if not isinstance(m, dict):
+                continue
+            role = {"model": "assistant"}.get(m.get("role"), m.get("role"))
+            if "content" in m:
+                content = m["content"]
+            else:
+                content = "\n".join(x.get("text", "") if isinstance(x, dict) else str(x) for x in m.get("parts", []))
+            chat.append({"role": role, "content": content})
+        out.append(chat)
+    return out
+
+
+def replay(game: RepeatedGame, params: GameParams, n_players: int, choices: Sequence[Sequence[Any]],
+           raw: Mapping[str, Any]) -> ImportedRun:
+    """Play the imported choices through the game's rules: round log (Host shape), payoffs, chats."""
+    setup: Setup = game.setup(params, n_players, np.random.default_rng(0))
+    state = game.initial_state(setup)
+    log = []
+    for r, row in enumerate(choices):
+        actions = {i: None if v is None else {game.action_key: v} for i, v in enumerate(row)}
+        after = game.apply(state, actions)
+        log.append({"round": r, "actions": [actions[i] for i in range(n_players)],
+                    "events": game.events(state, after, actions)})
+        state = after
+    return ImportedRun(params=params.model_dump(), n_players=n_players, round_log=log,
+                       payoffs=list(game.outcome(state).payoffs), messages=reference_messages(raw))
+
+
+def as_int(value: Any) -> int:
+    """A recorded whole-number answer (the reference stored ints; a numeric string is read too)."""
+    if isinstance(value, bool):
+        raise ValueError(f"reference result: expected a whole number, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"reference result: expected a whole number, got {value!r}")
+
+
+def as_label(value: Any) -> str:
+    """A recorded text answer, lower-cased as the reference stored it."""
+    if not isinstance(value, str):
+        raise ValueError(f"reference result: expected a text answer, got {value!r}")
+    return value.lower()

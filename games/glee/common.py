@@ -1,0 +1,71 @@
+"""Pieces shared by GLEE's three two-player families (bargaining, negotiation, persuasion).
+
+Why a module of its own: the three games format money the same way, seat the same two players (Alice
+moves first, Bob second) and bound the free-text message the same way; keeping that here keeps their
+prompts and judging consistent. Not a game: it registers nothing and declares no parameters or
+equilibrium of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..base import ActionField, Game, GameParams, Setup
+
+NAMES = ("Alice", "Bob")
+MESSAGE_CHARS = 1000  # a public message is bounded: a 20-round chat must stay a readable prompt
+MAX_MONEY = 1e9
+ANNOUNCED_MAX = 20  # GLEE tells the players the horizon only up to 20 rounds
+
+
+def pretty(x: float) -> str:
+    """Money and percentages as GLEE shows them: thousands separators, at most two decimals, no trailing
+    zeros (10000 -> "10,000", 12.5 -> "12.5")."""
+    text = f"{x:,.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def two_seats(game: str, n_players: int) -> None:
+    if n_players != 2:
+        raise ValueError(f"{game} is a two-player game (Alice and Bob), got {n_players} players")
+
+
+def proposer(t: int) -> int:
+    """Alice proposes in odd rounds, Bob in even ones."""
+    return (t - 1) % 2
+
+
+class AlternatingOffers(Game):
+    """Bargaining and negotiation: in round t the proposer offers, then the other seat responds. The
+    state class (``State``) has ``round`` (from 1) and ``phase`` ("offer", "respond", "done")."""
+
+    State: ClassVar[type]
+
+    def setup(self, params: GameParams, n_players: int, rng: np.random.Generator) -> Setup:
+        two_seats(self.name, n_players)
+        return Setup(2, params.model_dump())
+
+    def initial_state(self, setup: Setup) -> Any:
+        return self.State(setup)
+
+    def to_move(self, state: Any) -> tuple[int, ...]:
+        if state.phase == "offer":
+            return (proposer(state.round),)
+        if state.phase == "respond":
+            return (1 - proposer(state.round),)
+        return ()
+
+
+def message_field(rival: str) -> ActionField:
+    return ActionField("message", "text", f"the message you pass to {rival}", max_length=MESSAGE_CHARS)
+
+
+def say(player: int, message: str | None, **public: Any) -> dict[str, Any]:
+    """The public transcript entry of one move (the ``say`` event every language game logs)."""
+    return {"player": player, "message": message, **public}
+
+
+def set_at(values: tuple[Any, ...], i: int, value: Any) -> tuple[Any, ...]:
+    return values[:i] + (value,) + values[i + 1:]

@@ -1,0 +1,14 @@
+"""NegotiationArena (Bianchi et al.): two players, RED and BLUE, exchange tagged messages and proposals.
+
+- ``common.py``: the alternating-message engine, trades and the released logs' format, shared by:
+- ``exchange.py`` (resource exchange), ``ultimatum.py`` (multi-turn ultimatum), ``buysell.py`` (seller and
+  buyer).
+Prompts: ``hosts/templates/{resource_exchange,ultimatum,buy_sell}.toml``; analysis:
+``analysis/families/negotiationarena.py``; importer: ``importers/negotiationarena.py``.
+"""
+
+from .buysell import BuySell
+from .exchange import ResourceExchange
+from .ultimatum import MultiTurnUltimatum
+
+GAMES = (ResourceExchange(), MultiTurnUltimatum(), BuySell())

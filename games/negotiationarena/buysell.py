@@ -1,0 +1,153 @@
+"""NegotiationArena: seller and buyer (spec 2.4), RED sells one X to BLUE for ZUP.
+
+Rules: RED (the seller, moving first) holds one X that cost it ``seller_cost`` ZUP (40) to produce; BLUE (the
+buyer) holds ``buyer_money`` ZUP (100) and is willing to pay at most ``buyer_value`` (60). Each knows only
+its own numbers. They alternate messages, at most ``turns`` (10, five each). Each message proposes a price
+(RED gives X: 1, BLUE gives ZUP: price), ACCEPTs the price proposed in the other's message just before (the
+sale happens) or REJECTs (the game ends without a sale). The prompt allows ``max_proposals`` proposals (4),
+not enforced, as in the paper. The buyer may not offer, nor accept, a price above its money.
+
+Parameters: ``seller_cost`` (40; 60 in the reverse setting), ``buyer_value`` (60; 40 reversed),
+``buyer_money`` (100), ``turns`` (10), ``max_proposals`` (4), ``metrics`` ("correct" or "paper").
+
+Payoffs: a sale at price p pays the seller p - cost and the buyer value - p; no sale 0 / 0. In the 40/60
+setting the buyer wins (a larger payoff change) iff p < 50.
+
+Metrics beyond the shared ones: ``bad_counter_offer`` (the buyer's first counter-price p2 above the
+seller's first price p1; a buyer message without a price counts as p2 = 0; None when the seller's first
+message has no price).
+
+Equilibrium: none is declared; the ``rational`` baseline is truthful and accepts any gain: it accepts a
+price that does not lose it money and otherwise proposes its own value (cost or willingness to pay).
+``random`` picks uniformly among legal replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from ..base import ActionField, GameInfo, GameParams, Setup
+from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
+
+GOOD, MONEY = "X", "ZUP"
+
+
+class BuySellParams(GameParams):
+    seller_cost: int = Field(default=40, ge=0, le=10**9)
+    buyer_value: int = Field(default=60, ge=0, le=10**9)
+    buyer_money: int = Field(default=100, ge=1, le=10**9)
+    turns: int = Field(default=10, ge=2, le=100)
+    max_proposals: int = Field(default=4, ge=1, le=50)
+    metrics: Literal["correct", "paper"] = "correct"
+
+
+class BuySell(NegotiationGame):
+    name: ClassVar[str] = "buy_sell"
+    version: ClassVar[str] = "1"
+    description: ClassVar[str] = "NegotiationArena: a seller and a buyer haggle over the price of one item"
+    Params = BuySellParams
+    log_class: ClassVar[str] = "BuySellGame"
+    choices: ClassVar[tuple[str, ...]] = ("propose", "accept", "reject")
+    has_private_values: ClassVar[bool] = True
+    info: ClassVar[GameInfo] = GameInfo(
+        title="Seller and buyer", moves="sequential", rounds=True, messages="public+secret", n_players=2, family=FAMILY,
+        action_axis="price (ZUP)", round_curve="price",
+        equilibrium_note="none declared; any price between cost and value is a deal both gain from")
+
+    def setup(self, params: BuySellParams, n_players: int, rng: np.random.Generator) -> Setup:
+        self._two(n_players)
+        return Setup(2, params.model_dump())
+
+    def endowments(self, setup: Setup) -> tuple[dict[str, int], dict[str, int]]:
+        return {GOOD: 1}, {MONEY: setup["buyer_money"]}
+
+    def trade_fields(self, state: NAState, player: int) -> tuple[ActionField, ...]:
+        return (ActionField("price", "number", "the ZUP Player BLUE pays for the X in your proposal (only read "
+                            "when decision is propose)", low=0, integer=True),)
+
+    def trade_of(self, setup: Setup, player: int, action: Mapping[str, Any]) -> Trade:
+        return {"red_gives": {GOOD: 1}, "blue_gives": {MONEY: int(action["price"])}}
+
+    def price_of(self, trade: Trade | None) -> float | None:
+        return None if trade is None else float(trade["blue_gives"].get(MONEY, 0))
+
+    def payoffs_of(self, setup: Setup, deal: Trade | None) -> tuple[float, float]:
+        if deal is None:
+            return 0.0, 0.0
+        p = float(deal["blue_gives"].get(MONEY, 0))
+        return p - setup["seller_cost"], setup["buyer_value"] - p
+
+    def offer_text(self, trade: Trade) -> str:
+        return f"Player RED Gives {GOOD}: 1 | Player BLUE Gives {MONEY}: {trade['blue_gives'].get(MONEY, 0)}"
+
+    def observation(self, state: NAState, player: int) -> dict[str, Any]:
+        s = state.setup
+        if player == RED:
+            res, goal = f"{GOOD}: 1", f"Sell the resource for {MONEY}. It cost {GOOD}: {s['seller_cost']} {MONEY} " \
+                                      "to produce."
+        else:
+            res, goal = f"{MONEY}: {s['buyer_money']}", f"Buy the resource with {MONEY}. You are willing to pay " \
+                                                      f"at most {GOOD}: {s['buyer_value']} {MONEY} for it."
+        return {**self.base_observation(state, player), "my_resources": res, "my_goal": goal,
+                "max_proposals": s["max_proposals"]}
+
+    def strategy(self, state: NAState, player: int, kind: str, rng: np.random.Generator | None = None,
+                 **kw: Any) -> dict[str, Any]:
+        s = state.setup
+        own = s["seller_cost"] if player == RED else min(s["buyer_value"], s["buyer_money"])
+        if kind == "rational":
+            if state.table is not None:
+                t = thaw(state.table)
+                if self.payoffs_of(s, t)[player] >= 0 and self.feasible(s, t, player) is None:
+                    return {"reason": "no loss", "message": "Deal.", "decision": "accept", "price": 0}
+            if self.final_turn(state):
+                return {"reason": "no gain left", "message": "No deal.", "decision": "reject", "price": 0}
+            return {"reason": "truthful", "message": f"My price is {own} ZUP.", "decision": "propose",
+                    "price": own}
+        if kind == "random":
+            assert rng is not None
+            options = ["propose", "reject"]
+            if state.table is not None and self.feasible(s, thaw(state.table), player) is None:
+                options.append("accept")
+            d = options[int(rng.integers(len(options)))]
+            top = s["buyer_money"] if player == BLUE else 2 * max(s["buyer_value"], s["seller_cost"], 1)
+            return {"reason": "random", "message": f"message {int(rng.integers(100))}", "decision": d,
+                    "price": int(rng.integers(0, top + 1))}
+        return super().strategy(state, player, kind, rng, **kw)
+
+    def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        out = super().metrics(setup, rounds)
+        says = [r["events"] for r in rounds]
+        first_red = next((e for e in says if e["say"]["player"] == RED), None)
+        first_blue = next((e for e in says if e["say"]["player"] == BLUE), None)
+        bad = None
+        if first_red is not None and first_red["say"].get("decision") == "propose" and first_blue is not None:
+            p1 = first_red["price"]
+            p2 = first_blue["price"] if first_blue["say"].get("decision") == "propose" else 0.0
+            bad = bool(p2 > p1)
+        out["bad_counter_offer"] = bad
+        return out
+
+    def params_from_log(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        goals = raw["player_goals"]
+        init = raw["player_initial_resources"]
+        cost = log_resources(goals[RED])[GOOD]
+        value = log_resources(goals[BLUE])[GOOD]
+        return {"seller_cost": cost, "buyer_value": value, "buyer_money": log_resources(init[BLUE])[MONEY],
+                "turns": int(raw["iterations"]), "max_proposals": max(1, int(raw["iterations"]) // 2 - 1)}
+
+    def action_from_log(self, setup: Setup, seat: int, answer: str, trade: Trade | None, message: str,
+                        reason: str) -> dict[str, Any]:
+        if answer == "ACCEPT":
+            d, p = "accept", 0
+        elif answer == "REJECT":
+            d, p = "reject", 0
+        elif trade is not None:
+            d, p = "propose", trade["blue_gives"].get(MONEY, 0)
+        else:
+            d, p = "none", 0
+        return {"reason": reason, "message": message, "decision": d, "price": p}

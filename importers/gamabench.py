@@ -1,0 +1,220 @@
+"""Import another tool's released results as run directories of ours (``econarena import gamabench``).
+
+Why: a published leaderboard is only comparable with our runs if both are scored by the same code. Each
+reference result file becomes one run, read by the game's own ``from_reference`` into its round log and
+scored by the game's own ``score``; the run directories then feed ``summary``, ``report`` and the
+GAMA-Bench score table exactly like runs played here.
+
+Which game reads which folder is declared by the games (``GameInfo.reference``: folder under
+``raw_results/`` and the Params it implies); nothing here names a game. File names follow the reference:
+``<model>_<stem>_<tag>.json`` where ``<stem>`` is a component of the folder (``sealed_bid_auction`` for
+``sealed_bid_auction/first_price``) and ``<model>_`` may be absent (then ``--unnamed-model``). Tags:
+
+- ``v1_<n>``: a default run; label ``<model>``, session ``n`` (the file's run number);
+- ``v<k>_<n>``: run ``n`` of prompt template k; label ``<model>[v<k>]``;
+- anything else (``v1``, ``v1_t3``, ``v1_cot1``, ``v1_role2``, ``v1_r4``, ``v1_savept1_3``, ...): a
+  robustness variant; its own label ``<model>[<tag>]``, session 0, never mixed into the default scores.
+
+One run directory per (folder, label), named ``<folder>--<label>`` (characters other than letters, digits,
+``.``, ``_`` and ``-`` become ``_``). The reference re-asked until an answer parsed, so every imported
+reply is valid; decisions come from the stored chats where present and are marked ``imported``. A seat's
+recorded action is the mean of its numbers over the rounds (else its last reply), its payoff the one
+``from_reference`` gives (none when the file has none), and the winners the seats with the highest payoff,
+as for runs of K rounds played here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..games import GAMES
+from ..games.base import Game, ImportedRun, Outcome
+from .common import ImportFailed, ImportResult, decisions_of, imported_config, plan_dirs, why, write_imported
+
+SOURCE = "GAMA-Bench raw_results"
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One declared reference folder: which game reads it, with which Params overrides."""
+
+    parts: tuple[str, ...]
+    game: Game
+    overrides: Mapping[str, Any]
+
+    @property
+    def path(self) -> str:
+        return "/".join(self.parts)
+
+
+@dataclass
+class _Run:
+    session: int
+    source: Path
+    record: dict[str, Any]
+    decisions: list[dict[str, Any]]
+
+
+def declared_folders(games: Mapping[str, Game] | None = None) -> list[Folder]:
+    """Every (folder, game, overrides) the registered games declare, longest folder first."""
+    out = []
+    for game in (games or GAMES).values():
+        for folder, overrides in game.info.reference:
+            out.append(Folder(tuple(p for p in folder.split("/") if p), game, dict(overrides)))
+    return sorted(out, key=lambda f: -len(f.parts))
+
+
+def parse_file_name(name: str, folder: Folder, unnamed: str) -> tuple[str, str, int] | None:
+    """(model, label, session) from a reference file name, or None when it does not follow the pattern."""
+    for stem in reversed(folder.parts):
+        m = re.fullmatch(rf"(?:(?P<model>.+?)_)?{re.escape(stem)}_(?P<tag>v\d+(?:_.+)?)\.json", name)
+        if m is None:
+            continue
+        model = m.group("model") or unnamed
+        tag = m.group("tag")
+        if d := re.fullmatch(r"v1_(\d+)", tag):
+            return model, model, int(d.group(1))
+        if d := re.fullmatch(r"(v\d+)_(\d+)", tag):
+            return model, f"{model}[{d.group(1)}]", int(d.group(2))
+        return model, f"{model}[{tag}]", 0
+    return None
+
+
+def _folder_of(path: Path, folders: Sequence[Folder]) -> Folder | None:
+    parts = path.resolve().parent.parts
+    for f in folders:  # longest first: sealed_bid_auction/first_price before any shorter match
+        if parts[-len(f.parts):] == f.parts:
+            return f
+    return None
+
+
+def _run_record(game: Game, folder: Folder, imp: ImportedRun, label: str, model: str, session: int,
+                source: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run record (the Host's shape) and decisions of one imported file; raises ValueError if unusable."""
+    if imp.n_players < 1 or not imp.round_log:
+        raise ValueError("no players or no rounds")
+    params = game.Params.model_validate({**imp.params, **folder.overrides})
+    setup = game.setup(params, imp.n_players, np.random.default_rng(0))
+    n = imp.n_players
+    actions = [game.summary_action([(r["actions"][i] or {}).get(game.action_key) if i < len(r["actions"]) else None
+                                for r in imp.round_log]) for i in range(n)]
+    payoffs = list(imp.payoffs) if imp.payoffs is not None and len(imp.payoffs) == n else [None] * n
+    ne = game.equilibrium(setup)
+    dev: list[float | None] = [None] * n
+    ratio: list[float | None] = [None] * n
+    if ne is not None:
+        out = Outcome(tuple(actions), (True,) * n, tuple(p if p is not None else math.nan for p in payoffs), (),
+                      False)
+        dev = [game.deviation(setup, out, ne, i) if actions[i] is not None else None for i in range(n)]
+        ratio = [p / q if p is not None and q else None for p, q in zip(payoffs, ne.payoffs)]
+    base = {"lineup": "melee", "environment": "melee", "session": session, "run": 0, "labels": [label] * n,
+            "agents": ["imported"] * n, "models": [model] * n, "params": setup.to_dict(),
+            "private_values": setup.values.get("private_value")}
+    known = [p for p in payoffs if p is not None]
+    winners = [i for i, p in enumerate(payoffs) if p == max(known)] if known and len(known) == n else []
+    record = {**base, "complete": True, "rounds": len(imp.round_log), "actions": actions, "valid": [True] * n,
+              "first_valid": [True] * n, "payoffs": payoffs, "winners": winners, "void": False,
+              "ne_actions": list(ne.actions) if ne is not None else None,
+              "ne_payoffs": list(ne.payoffs) if ne is not None else None, "payoff_ratio": ratio,
+              "deviation": dev, "extra": {}, "round_log": imp.round_log,
+              "score": game.score(setup, imp.round_log), "metrics": game.metrics(setup, imp.round_log),
+              "imported": {"source": SOURCE, "file": source, "folder": folder.path}}
+    json.dumps(record, allow_nan=False)  # a value the JSONL could not hold is this file's problem, not a crash
+    return record, decisions_of(game, imp, base, label, model, SOURCE)
+
+
+def _config_text(name: str, folder: Folder, label: str, n: int, sessions: int, params: Mapping[str, Any],
+                 raw_dir: Path) -> str:
+    return imported_config("gamabench", name, folder.game, [{"agent": "imported", "label": label, "count": n}],
+                           sessions, params, f"{SOURCE} from {raw_dir}, folder {folder.path}, label {label}")
+
+
+def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "unnamed",
+                     games: Mapping[str, Game] | None = None) -> ImportResult:
+    """Read every result file under ``raw_dir`` into run directories under ``out`` (see the module doc)."""
+    raw, out = Path(raw_dir), Path(out)
+    if not raw.is_dir():
+        raise ImportFailed(f"{raw}: not a directory (expected a GAMA-Bench raw_results/ folder or part of one)")
+    folders = declared_folders(games)
+    result = ImportResult()
+    groups: dict[tuple[str, str], list[_Run]] = {}
+    meta: dict[tuple[str, str], tuple[Folder, str]] = {}
+    unclaimed: dict[Path, int] = {}
+    unreadable: dict[str, Folder] = {}
+    for path in sorted(p for p in raw.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        rel = path.relative_to(raw).as_posix()
+        folder = _folder_of(path, folders)
+        if folder is None:
+            if path.suffix == ".json":  # notes and READMEs beside the results are not results
+                unclaimed[path.parent] = unclaimed.get(path.parent, 0) + 1
+            continue
+        if path.suffix != ".json":
+            result.warnings.append(f"{path}: not a .json result file; skipped")
+            continue
+        parsed = parse_file_name(path.name, folder, unnamed)
+        if parsed is None:
+            result.warnings.append(f"{path}: the name does not read as [<model>_]{folder.parts[-1]}_v<N>[_...].json "
+                                   "(or with another folder component as the game's name); skipped")
+            continue
+        model, label, session = parsed
+        if folder.game.name in unreadable:
+            result.skipped[folder.game.name] += 1
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            result.warnings.append(f"{path}: not readable JSON ({why(exc)}); skipped")
+            continue
+        if not isinstance(data, dict):
+            result.warnings.append(f"{path}: expected a JSON object with meta, round_records and player_data; "
+                                   "skipped")
+            continue
+        try:
+            imp = folder.game.from_reference(data)
+        except NotImplementedError:
+            unreadable[folder.game.name] = folder
+            result.skipped[folder.game.name] = result.skipped.get(folder.game.name, 0) + 1
+            continue
+        except Exception as exc:  # hostile or truncated files: one line, never a traceback
+            result.warnings.append(f"{path}: not a readable {folder.game.name} result ({why(exc)}); skipped")
+            continue
+        try:
+            record, decisions = _run_record(folder.game, folder, imp, label, model, session, rel)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError) as exc:
+            result.warnings.append(f"{path}: cannot score this {folder.game.name} result ({why(exc)}); skipped")
+            continue
+        key = (folder.path, label)
+        runs = groups.setdefault(key, [])
+        clash = next((r for r in runs if r.session == session), None)
+        if clash is not None:
+            result.warnings.append(f"{path}: run {session} of {label} in {folder.path} was already read from "
+                                   f"{clash.source.name}; skipped")
+            continue
+        meta[key] = (folder, model)
+        runs.append(_Run(session, path, record, decisions))
+    for parent, count in sorted(unclaimed.items()):
+        result.warnings.append(f"{parent}: no registered game reads this folder; {count} file(s) skipped")
+    _write(groups, meta, raw, out, result)
+    return result
+
+
+def _write(groups: dict[tuple[str, str], list[_Run]], meta: dict[tuple[str, str], tuple[Folder, str]], raw: Path,
+           out: Path, result: ImportResult) -> None:
+    names = plan_dirs(groups, out, lambda key: f"{key[0].replace('/', '-')}--{key[1]}")
+    for key, runs in sorted(groups.items()):
+        d = names[key]
+        folder, _model = meta[key]
+        runs.sort(key=lambda r: r.session)
+        first = runs[0].record
+        write_imported(d, _config_text(d.name, folder, key[1], len(first["labels"]), len(runs), first["params"], raw),
+                       [(r.decisions, r.record) for r in runs], raw, SOURCE)
+        result.dirs.append(d)
+        result.runs += len(runs)
