@@ -23,7 +23,8 @@ BASELINES = {
     "rational": "plays the Nash equilibrium for its own private information",
     "random": "uniform over legal actions, reproducible from the seed",
     "scripted": "replays fixed raw replies (responses = [...]): test prompts, parsing and rule breaks",
-    "level_k": "level-k reasoning with k (default 1): beauty contest upper/2 x ratio^k; auctions: value",
+    "level_k": "level-k reasoning with k (default 1) where the game has a rule: beauty contest, guessing game, "
+               "auctions",
     "human": "a person at the terminal: reads the prompt a model reads, types the reply (--human-input FILE "
              "scripts it)",
 }
