@@ -96,9 +96,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .games import GAMES
     from .hosts.config import BASELINES
 
-    print("games:")
+    from .agents.baselines import POLICY_AGENTS
+
+    print("games (with the baselines each has a rule for; scripted and human seats play every game):")
     for name, g in sorted(GAMES.items()):
-        print(f"  {name:<22} {g.description}")
+        print(f"  {name:<22} {g.description} [{', '.join(k for k in g.policies() if k in POLICY_AGENTS)}]")
     print("agents (baselines):")
     for name, desc in sorted(BASELINES.items()):
         print(f"  {name:<22} {desc}")
