@@ -92,11 +92,10 @@ def _runs_text(exp: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from .agents.baselines import POLICY_AGENTS
     from .agents.llm import PROVIDERS
     from .games import GAMES
     from .hosts.config import BASELINES
-
-    from .agents.baselines import POLICY_AGENTS
 
     print("games (with the baselines each has a rule for; scripted and human seats play every game):")
     for name, g in sorted(GAMES.items()):
