@@ -14,11 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..games import GAMES
 from .experiment import (
     BASELINES,
     MAX_INT,
+    MAX_LLM_CALLS,
     MAX_PERSONA,
     MAX_SEATS,
     PERSONAS,
@@ -29,6 +31,7 @@ from .experiment import (
     SteerSection,
     agent_names,
     cell_experiment,
+    llm_call_bound,
 )
 from .grid import GridError, parse_grid
 from .resolved import resolved_data, resolved_toml
@@ -250,6 +253,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
                     errors.append(f"{where}: players[{i}].count: only a melee seats several copies of an "
                                   f"entry; in '{exp.environment}' players_per_game sets the table size")
 
+    errors += _policy_problems(where, game, players, exp.environment)
     if (exp.environment == "rational" and players and not errors
             and not any(p.agent == "rational" for p in players)):
         if "rational" in {label_key(x) for x in labels}:
@@ -277,6 +281,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     _check_cells(experiment, where)
     _check_judge(experiment, where)
     _check_draws(experiment, where)  # first: the template check below draws a configuration too
+    _check_llm_budget(experiment, where)
     problems = check_template_overrides(experiment)
     if problems:
         raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
@@ -345,6 +350,40 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
     if errors:
         raise ConfigError("\n".join(errors))
     return steer, judge
+
+
+def _check_llm_budget(exp: Experiment, where: str) -> None:
+    """Refuse an experiment whose LLM calls could exceed what any budget allows (``MAX_LLM_CALLS``, or the
+    file's own ``experiment.max_llm_calls``): a round limit typed as 10**9 is a typo found here, not on the
+    invoice. The bound counts every decision of every run at the game's round limit, re-asks included."""
+    bounds = llm_call_bound(exp)
+    total = sum(bounds.values())
+    own = exp.experiment.max_llm_calls
+    limit = own if own is not None else MAX_LLM_CALLS
+    if total <= limit:
+        return
+    worst = ", ".join(f"{label}: {n:,}" for label, n in sorted(bounds.items(), key=lambda kv: -kv[1])[:3])
+    raise ConfigError(
+        f"{where}: the LLM players could make up to {total:,} calls ({worst}), more than "
+        + (f"experiment.max_llm_calls = {limit:,}" if own is not None else f"the limit of {limit:,} per experiment")
+        + "; lower sessions, runs, reask or the game's round limit (for an ascending auction: max_rounds, or "
+        "a larger increment), or, if you mean it, raise experiment.max_llm_calls")
+
+
+def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environment: str) -> list[str]:
+    """A baseline the game has no rule for is a configuration error, found before anything runs (it used
+    to fail every decision at run time, reported as API errors)."""
+    offered = [k for k in game.policies() if k in POLICY_AGENTS]
+    known = ", ".join(offered) or "none"
+    out = []
+    for i, p in enumerate(players):
+        if p.agent in POLICY_AGENTS and p.agent not in offered:
+            out.append(f"{where}: players[{i}].agent: {game.name} has no {p.agent!r} rule; its baselines are "
+                       f"{known} (scripted and human seats play every game)")
+    if environment == "rational" and "rational" not in offered:
+        out.append(f"{where}: experiment.environment: 'rational' seats rational opponents, but {game.name} has no "
+                   f"rational baseline (its baselines: {known})")
+    return out
 
 
 _NO_JUDGE = ("{where}: this {game} setting takes its payoffs from a judge model: add a [judge] table (agent, "
