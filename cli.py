@@ -97,9 +97,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .games import GAMES
     from .hosts.config import BASELINES
 
-    print("games (with the baselines each has a rule for; scripted and human seats play every game):")
+    print("games (with the baselines each has a rule for, and its own policies for agent = \"policy\"; scripted "
+          "and human seats play every game):")
     for name, g in sorted(GAMES.items()):
-        print(f"  {name:<22} {g.description} [{', '.join(k for k in g.policies() if k in POLICY_AGENTS)}]")
+        own = [k for k in g.policies() if k not in POLICY_AGENTS]
+        extra = f"; policy: {', '.join(own)}" if own else ""
+        print(f"  {name:<22} {g.description} [{', '.join(k for k in g.policies() if k in POLICY_AGENTS)}{extra}]")
     print("agents (baselines):")
     for name, desc in sorted(BASELINES.items()):
         print(f"  {name:<22} {desc}")

@@ -62,6 +62,17 @@ class LevelKAgent(_StrategyAgent):
         return {"k": self.k}
 
 
+class PolicyAgent(_StrategyAgent):
+    """A strategy the game itself declares beyond the three above (the dilemma's ``tit_for_tat``,
+    persuasion's ``commitment``): ``agent = "policy"``, ``policy = "<name>"``."""
+
+    kind = "policy"
+
+    def __init__(self, label: str, policy: str) -> None:
+        super().__init__(label)
+        self.strategy_name = policy
+
+
 class ScriptedAgent:
     """Replays fixed raw texts: the k-th decision of a session gets ``responses[k mod len]``.
 

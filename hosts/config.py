@@ -375,11 +375,16 @@ def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environm
     to fail every decision at run time, reported as API errors)."""
     offered = [k for k in game.policies() if k in POLICY_AGENTS]
     known = ", ".join(offered) or "none"
+    own = [k for k in game.policies() if k not in POLICY_AGENTS]
     out = []
     for i, p in enumerate(players):
         if p.agent in POLICY_AGENTS and p.agent not in offered:
             out.append(f"{where}: players[{i}].agent: {game.name} has no {p.agent!r} rule; its baselines are "
                        f"{known} (scripted and human seats play every game)")
+        if p.agent == "policy" and p.policy not in own:
+            hint = (f"use agent = {p.policy!r}" if p.policy in offered else
+                    f"its own policies are {', '.join(own)}" if own else f"{game.name} declares no policy of its own")
+            out.append(f"{where}: players[{i}].policy: {game.name} has no policy {p.policy!r}; {hint}")
     if environment == "rational" and "rational" not in offered:
         out.append(f"{where}: experiment.environment: 'rational' seats rational opponents, but {game.name} has no "
                    f"rational baseline (its baselines: {known})")
@@ -448,6 +453,7 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         return None
     common = {"agent", "label", "count", "persona"}
     allowed = common | ({"responses"} if agent == "scripted" else {"k"} if agent == "level_k"
+                        else {"policy"} if agent == "policy"
                         else set(LLM_SETTING_KEYS) if agent in PROVIDERS else set())
     bad = [k for k in raw if k not in allowed]
     for k in bad:
@@ -467,9 +473,14 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         except ValidationError as err:
             errors.extend(_pyd_errors(where, key, err))
             return None
+    policy = raw.get("policy")
+    if agent == "policy" and (not isinstance(policy, str) or not policy.strip()):
+        errors.append(f"{where}: '{key}.policy': expected the name of a strategy the game declares, e.g. "
+                      "\"tit_for_tat\" (`econarena list` shows each game's)")
+        return None
     label = raw.get("label")
     if label is None:
-        label = agent if llm is None or not llm.model else f"{agent}/{llm.model}"
+        label = policy if agent == "policy" else agent if llm is None or not llm.model else f"{agent}/{llm.model}"
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None
@@ -497,8 +508,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
                       f"text (a non-empty string of at most {MAX_PERSONA} characters) appended to the player's "
                       f"system prompt (got {persona!r:.60})")
         return None
-    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm,
-                       persona=persona)
+    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, policy=policy,
+                       llm=llm, persona=persona)
 
 
 def is_alias_file(data: dict[str, Any]) -> bool:

@@ -25,6 +25,8 @@ BASELINES = {
     "scripted": "replays fixed raw replies (responses = [...]): test prompts, parsing and rule breaks",
     "level_k": "level-k reasoning with k (default 1) where the game has a rule: beauty contest, guessing game, "
                "auctions",
+    "policy": "a strategy the game itself declares (policy = \"tit_for_tat\"; `econarena list` shows each "
+              "game's)",
     "human": "a person at the terminal: reads the prompt a model reads, types the reply (--human-input FILE "
              "scripts it)",
 }
@@ -91,6 +93,7 @@ class PlayerEntry(_Strict):
     count: int = 1
     responses: list[str] = Field(default_factory=list)
     k: int = 1
+    policy: str | None = None  # agent = "policy": the game-declared strategy this seat plays
     llm: LLMSettings | None = None
     persona: str | None = None  # appended to this player's system prompt (NegotiationArena's personas)
 

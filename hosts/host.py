@@ -206,7 +206,7 @@ class Host:
             for i, p in enumerate(x.players):
                 key = (i, p.llm.model_dump_json() if p.llm is not None else "")
                 if key not in made:
-                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, policy=p.policy, llm=p.llm,
                                              options=self.options.runtime, human_io=self.options.human_io)
                 row.append(made[key])
             out.append(row)

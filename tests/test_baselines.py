@@ -36,6 +36,8 @@ def test_every_baseline_is_refused_by_validate_or_plays_a_session_to_the_end(
     replies = tmp_path / "replies.txt"
     replies.write_text("{}\n" * 2000, encoding="utf-8")  # a person who answers nothing useful, many times
     for baseline in sorted(BASELINES):
+        if baseline == "policy":
+            continue  # the game's own strategies: the next test
         doc = arena.experiment_dict(game, _players(baseline, n), SMALL.get(game), sessions=1, seed=3,
                                     name=f"{game}-{baseline}")
         toml = tmp_path / f"{baseline}.toml"
@@ -59,6 +61,32 @@ def test_every_baseline_is_refused_by_validate_or_plays_a_session_to_the_end(
         assert (manifest["status"], manifest["runs_complete"]) == ("complete", 1), (game, baseline)
         assert arena.sorted_runs(out)[0]["complete"]
     assert ("level_k" in GAMES[game].policies()) == (game in LEVEL_K_GAMES)
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_every_policy_a_game_declares_is_seatable_and_an_unknown_one_is_refused(
+        game: str, arena, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``agent = "policy"`` seats a strategy the game itself declares (the dilemma's tit_for_tat, persuasion's
+    commitment): each plays a session to the end against random; a name the game lacks is exit 2."""
+    n = GAMES[game].info.n_players or 3
+    own = [k for k in GAMES[game].policies() if k not in POLICY_AGENTS]
+    for policy in [*own, "no_such_policy"]:
+        doc = arena.experiment_dict(game, [{"agent": "policy", "policy": policy},
+                                           {"agent": "random", "count": n - 1}], SMALL.get(game), sessions=1,
+                                    seed=3, name=f"{game}-{policy}")
+        toml = tmp_path / f"{policy}.toml"
+        toml.write_text(arena.to_toml(doc), encoding="utf-8")
+        capsys.readouterr()
+        code = main(["validate", str(toml)])
+        err = capsys.readouterr().err
+        if policy not in own:
+            assert code == 2 and f"players[0].policy: {game} has no policy 'no_such_policy'" in err
+            continue
+        out = tmp_path / f"out-{policy}"
+        assert main(["run", str(toml), "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err
+        run = arena.sorted_runs(out)[0]
+        assert run["complete"] and run["labels"][0] == policy and run["agents"][0] == "policy"
+        assert run["valid"][0], f"{game}: the declared policy {policy} broke a rule"
 
 
 def test_a_rational_environment_needs_a_game_with_a_rational_baseline(arena, tmp_path: Path, monkeypatch,
