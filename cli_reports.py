@@ -524,4 +524,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     s.add_argument("--title", default="EconArena: the paper's experiments")
     _analysis_options(s)
-    s.set_defaults(func=cmd_suite)
+    s.set_defaults(func=cmd_suite, stop_signals=True)

@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -136,6 +136,44 @@ def run_until_signalled(coro: Coroutine[Any, Any, T]) -> T:
                     signal.signal(sig, handler)
             asyncio.set_event_loop(None)
             loop.close()
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """For a whole ``run``/``steer``/``suite`` command: a stop signal outside the event loop (reading the
+    files, checking the directory, writing the summary) raises :class:`Interrupted`, so it ends the command
+    with 130 like a signal during the games. Without this a SIGINT inherited as ignored (``cmd &``) was lost
+    during start-up and the run went on, and SIGTERM or SIGHUP killed it with 143 or 129. The event loop
+    installs its own handlers while it runs (:func:`run_until_signalled`); a second signal here exits at
+    once. nohup's ignored SIGHUP stays ignored; the previous dispositions come back afterwards."""
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        received.append(name)
+        if len(received) > 1:
+            _force_exit(name)
+        raise Interrupted(name)
+
+    previous: dict[Any, Any] = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            old = signal.getsignal(sig)
+            if name == "SIGHUP" and old is signal.SIG_IGN:
+                continue  # nohup
+            signal.signal(sig, on_signal)
+        except ValueError:  # not the main thread
+            continue
+        previous[sig] = old
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            if old is not None:
+                signal.signal(sig, old)
 
 
 def _install_stop_handlers(loop: asyncio.AbstractEventLoop, on_signal: Callable[[str], None]) -> dict[Any, Any]:
