@@ -311,3 +311,46 @@ def test_nohup_keeps_ignoring_sighup_during_start_up(tmp_path: Path) -> None:
                            "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=120, start_new_session=True)
     assert proc.returncode == 0 and status(tmp_path / "out") == "complete", proc.stderr
+
+
+STEER_CFR = """\
+[experiment]
+name = "steer-cfr"
+game = "fruit_trade"
+sessions = 4
+seed = 2
+
+[steer]
+actions = "offers"
+samples = 4
+iterations = 1000000
+every = 100000
+report_at = 100000
+
+[[players]]
+agent = "random"
+label = "p1"
+
+[[players]]
+agent = "random"
+label = "p2"
+"""
+
+
+def test_a_steering_run_stops_at_once_while_cfr_solves_in_worker_threads(arena, tmp_path: Path) -> None:
+    """Found by trying: the first SIGTERM waited for every CFR solve in flight (46 s for 250,000 iterations;
+    up to minutes at the largest solve a file may ask for) before the run exited; a solve now ends at its
+    next iteration once its game is cancelled."""
+    toml = tmp_path / "steer.toml"
+    toml.write_text(STEER_CFR)
+    out = tmp_path / "out"
+    proc = launch(arena, ["steer", str(toml), "--out", str(out), "--quiet"])
+    deadline = time.monotonic() + 60
+    while lines(out / "decisions.jsonl") < 1:  # random players decide in a moment, then CFR solves (~30 s each)
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    code, err = stopped_within(proc)
+    assert code == 130 and "interrupted by SIGTERM" in err and "Traceback" not in err, err
+    assert status(out) == "interrupted" and lines(out / "steering.jsonl") == 0
