@@ -78,9 +78,51 @@ def sigterm_as_sigint() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def resume_command(exp, out: Path) -> str:  # noqa: ANN001
+def resume_command(exp, out: Path, shard: tuple[int, int] | None = None) -> str:  # noqa: ANN001
     """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
-    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
+    part = f" --shard {shard[0]}/{shard[1]}" if shard else ""
+    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed}{part} --resume"
+
+
+def ray_engine(args: argparse.Namespace) -> Any:
+    """The Ray engine that ``--ray [ADDRESS]`` asks for, or None; a clear error when Ray is missing."""
+    address = getattr(args, "ray", None)
+    if address is None:
+        return None
+    try:
+        from .hosts.ray_engine import RayEngine
+    except ImportError:
+        raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
+    return RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
+                     replicas=getattr(args, "replicas", 1) or 1, gpus_per_replica=getattr(args, "gpus_per_replica", None))
+
+
+def _exit_with(message: str) -> int:
+    err(message)
+    return EXIT_CONFIG
+
+
+def add_ray_arguments(r: argparse.ArgumentParser) -> None:
+    """``--ray`` and its companions, the same for ``run``, ``steer`` and ``suite``."""
+    r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="play sessions on Ray: alone, a Ray instance started on this machine; with an ADDRESS "
+                        "(host:6379, ray://host:10001, or 'auto' with RAY_ADDRESS) an existing cluster")
+    r.add_argument("--ray-workers", type=_positive, metavar="N",
+                   help="session workers on Ray (default: one per CPU of the cluster)")
+    r.add_argument("--replicas", type=_positive, default=1, metavar="N",
+                   help="copies of each local (hf) model on Ray, one actor each (default 1)")
+    r.add_argument("--gpus-per-replica", type=float, metavar="G",
+                   help="GPUs each local model replica holds on Ray (default: 1 for a cuda device, else 0)")
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
 
 
 def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
@@ -92,7 +134,8 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 
     try:
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io)
+                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io,
+                       engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt:
         err(f"interrupted; finished runs are kept: {on_interrupt}")
         return EXIT_INTERRUPTED
@@ -105,15 +148,18 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 
 
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True, cache_dir: str | None = None, human_io=None):  # noqa: ANN001, ANN201
-    """Play one validated experiment into ``out``, write its summary, print the outcome line."""
+            cache: bool = True, cache_dir: str | None = None, human_io=None, engine=None,  # noqa: ANN001
+            shard: tuple[int, int] | None = None):  # noqa: ANN201
+    """Play one validated experiment into ``out`` (on ``engine``: Ray; only ``shard``'s sessions), write its
+    summary, print the outcome line."""
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
     from .hosts.steer import SteerHost
 
     options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io)
+                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
+                          engine=engine, shard=shard)
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
     with sigterm_as_sigint():
         result = asyncio.run(host.run())
@@ -126,7 +172,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
           f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
     if result.status == "incomplete":
         err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
-             f"retry them with: {resume_command(exp, out)}")
+             f"retry them with: {resume_command(exp, out, shard)}")
     return result
 
 
