@@ -94,7 +94,8 @@ def ray_engine(args: argparse.Namespace) -> Any:
     except ImportError:
         raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
     return RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
-                     replicas=getattr(args, "replicas", 1) or 1, gpus_per_replica=getattr(args, "gpus_per_replica", None))
+                     replicas=getattr(args, "replicas", 1) or 1,
+                     gpus_per_replica=getattr(args, "gpus_per_replica", None))
 
 
 def _exit_with(message: str) -> int:
@@ -145,6 +146,53 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     except OSError as exc:  # a full disk, a directory made read-only mid-run
         err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
         return EXIT_CONFIG
+
+
+def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespace) -> list[Any] | int:
+    """Several experiments at once on one Ray engine (``suite --ray``): each its own Host, directory and
+    lock, their sessions sharing the cluster's workers. The results, or an exit code after one clear line."""
+    from .agents.base import AgentError
+    from .agents.llm import RuntimeOptions
+    from .analysis.metrics import format_table, write_summary
+    from .hosts.host import Host, HostOptions
+    from .hosts.steer import SteerHost
+    from .rundir import RunDirectoryBusy
+
+    hosts = []
+    for exp, d, resume in jobs:
+        options = HostOptions(concurrency=args.concurrency, resume=resume, quiet=True, engine=args.engine,
+                              runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir))
+        hosts.append((SteerHost if exp.steer is not None else Host)(exp, d, options))
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(h.run() for h in hosts), return_exceptions=True)
+
+    try:
+        with sigterm_as_sigint():
+            results = asyncio.run(together())
+    except KeyboardInterrupt:
+        err("interrupted; finished runs are kept: run the same suite command again to continue")
+        return EXIT_INTERRUPTED
+    out = []
+    for (exp, d, _), r in zip(jobs, results):
+        if isinstance(r, (AgentError, RunDirectoryBusy)):
+            err(str(r))
+            return EXIT_CONFIG
+        if isinstance(r, OSError):
+            err(write_error(d, r) + "; finished runs are kept: run the same suite command again")
+            return EXIT_CONFIG
+        if isinstance(r, KeyboardInterrupt):
+            err("interrupted; finished runs are kept: run the same suite command again to continue")
+            return EXIT_INTERRUPTED
+        if isinstance(r, BaseException):
+            raise r
+        summary = write_summary(d)
+        if not args.quiet:
+            print(format_table(summary))
+        print(f"{exp.name}: {r.status}, {r.runs_done}/{r.runs_total} runs, {r.decisions} decisions in "
+              f"{r.elapsed_s:.1f}s -> {d}")
+        out.append(r)
+    return out
 
 
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001

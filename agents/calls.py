@@ -286,6 +286,8 @@ class RemoteProvider(Provider):
             self._states = {k: s for k, s in self._states.items() if not s.loop.is_closed()}
             gate = self.gate_factory(self.settings) if self.gate_factory is not None else LocalGate(self.settings)
             state = _LoopState(loop, len(self.endpoints.urls) if self.endpoints else 1, gate)
+            for i in range(len(state.clients)):  # made now, before any limit: a first call is not slower
+                self._client(state, i)
             self._states[id(loop)] = state
         return state
 
@@ -341,6 +343,8 @@ class RemoteProvider(Provider):
                                                       schema), settings.timeout_s)
                 except Exception as exc:  # noqa: BLE001 - every failure is judged below
                     failure = self._failure(exc, settings.timeout_s, pool.urls[i] if pool is not None else None)
+                    if failure.retryable and failure.retry_after is not None:
+                        state.gate.pause(failure.retry_after)  # before the slot is free: no request slips by
                 else:
                     gen.latency_s = time.perf_counter() - t0
                     if pool is not None:
@@ -361,7 +365,6 @@ class RemoteProvider(Provider):
                 continue  # another endpoint is up: try it at once (the attempt still counts)
             if failure.retry_after is not None:
                 wait = failure.retry_after + random.uniform(0, min(1.0, 0.1 * failure.retry_after))
-                state.gate.pause(failure.retry_after)
             else:
                 wait = backoff_delay(attempt - 1)
             if time.monotonic() + wait > deadline:

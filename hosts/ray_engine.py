@@ -32,6 +32,7 @@ import contextlib
 import copy
 import itertools
 import os
+import socket
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ import ray
 from .. import __version__
 from ..rundir import JUDGE_LOG, ResumeState, run_key
 
+PLACE_WARN_S = 20.0  # workers not placed after this long: the cluster is busy, tell the user
 MAX_RESTARTS = 4  # a worker killed more often than this fails its sessions (they stay for --resume)
 
 
@@ -181,8 +183,10 @@ class SessionWorker:
         return await asyncio.shield(self._building[exp_id])
 
     async def _build(self, exp_id: int, spec_ref: Any) -> Any:
-        from ..agents.cluster import CacheProxy, RemoteGate, ReplicaProvider, gate_key
+        from ..agents.base import AgentError
+        from ..agents.cluster import CacheProxy, ReplicaProvider, gate_key
         from ..agents.llm import PROVIDERS, LLMAgent, RuntimeOptions, provider_key, share_provider
+        from ..agents.preflight import preflight
         from .host import HostOptions
 
         spec = await spec_ref
@@ -192,9 +196,12 @@ class SessionWorker:
             if agent == "hf":
                 share_provider(agent, llm, ReplicaProvider(llm, replicas[key]))
                 continue
+            problems = preflight(agent, llm, f"{agent} player on Ray node {socket.gethostname()}")
+            if problems:  # keys are read from each node's environment: say which node lacks one
+                raise AgentError("; ".join(problems))
             provider = PROVIDERS[agent].load()(llm)
             if hasattr(provider, "gate_factory"):
-                provider.gate_factory = lambda s, k=gate_key(key): RemoteGate(self.services, k, s)
+                provider.gate_factory = _gate_factory(self.services, gate_key(key))
             share_provider(agent, llm, provider)
         options = HostOptions(concurrency=concurrency, quiet=True, runtime=RuntimeOptions(cache=False))
         host = host_cls(exp, Path(os.devnull), options)
@@ -231,6 +238,12 @@ class SessionWorker:
         return all(accepted)
 
 
+def _gate_factory(services: Any, key: str) -> Any:
+    from ..agents.cluster import RemoteGate
+
+    return lambda settings: RemoteGate(services, key, settings)
+
+
 def _llm_players(exp: Any) -> Iterator[tuple[str, Any]]:
     seen = set()
     for x in [exp] + [exp.for_cell(c) for c in exp.cells()] if exp.axes else [exp]:
@@ -248,9 +261,11 @@ class RayEngine:
     comes back. One engine may serve several experiments, one after another or side by side (``suite``)."""
 
     def __init__(self, address: str | None = None, workers: int | None = None, *, replicas: int = 1,
-                 gpus_per_replica: float | None = None, num_cpus: int | None = None) -> None:
+                 gpus_per_replica: float | None = None, num_cpus: int | None = None,
+                 cpus_per_worker: float | None = None) -> None:
         self.address = address
         self.workers_wanted = workers
+        self.cpus_per_worker = cpus_per_worker  # None: one CPU each, shared out when workers outnumber CPUs
         self.replicas_wanted = replicas
         self.gpus_per_replica = gpus_per_replica
         self.num_cpus = num_cpus  # a local instance's CPUs (tests); None: the machine's
@@ -307,12 +322,18 @@ class RayEngine:
                 raise AgentError(problem)
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
             n = self.workers_wanted or max(1, int(cpus))
-            per_worker = min(1.0, cpus / n)
+            per_worker = self.cpus_per_worker if self.cpus_per_worker is not None else min(1.0, cpus / n)
             max_sessions = max(1, host.options.concurrency) + 8
             self.workers = [SessionWorker.options(num_cpus=per_worker, max_concurrency=max_sessions)
                             .remote(names[0], names[1], __version__) for _ in range(n)]
             self._in_flight = [0] * n
-            self.pids = list(await asyncio.gather(*(w.pid.remote() for w in self.workers)))
+            pids = asyncio.ensure_future(asyncio.gather(*(w.pid.remote() for w in self.workers)))
+            done, _ = await asyncio.wait([pids], timeout=PLACE_WARN_S)
+            if not done:  # a busy cluster: Ray queues the workers until their CPUs are free; say so
+                free = ray.available_resources().get("CPU", 0.0)
+                print(f"econarena: waiting for Ray to place {n} session worker(s) of {per_worker:g} CPU each "
+                      f"({free:g} CPU free of {cpus:g}); fewer with --ray-workers", file=sys.stderr, flush=True)
+            self.pids = list(await pids)
 
     async def _replicas_for(self, exp: Any) -> dict[tuple[Any, ...], list[Any]]:
         """One set of replica actors per distinct local (hf) model of the experiment, loaded before any
@@ -363,6 +384,11 @@ class RayEngine:
                 self._in_flight[i] += 1
                 try:
                     await self.workers[i].play.remote(exp_id, spec, li, s, resume.session_runs(lineup.name, s))
+                except ray.exceptions.RayTaskError as exc:  # the worker's own error: raise it as it was
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, Exception):
+                        raise cause from None
+                    raise
                 except ray.exceptions.RayActorError as exc:  # restarted more than MAX_RESTARTS times
                     host.incomplete += 1
                     print(f"econarena: warning: session {s} of {lineup.name} lost its Ray worker too often "
