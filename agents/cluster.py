@@ -57,21 +57,20 @@ class _Gate:
 class ClusterServices:
     """Cluster-wide provider limits and the response cache (an async actor: waiting callers cost nothing)."""
 
-    def __init__(self, cache: bool, cache_path: str | None) -> None:
-        self.cache = None
-        self.cache_error: str | None = None
-        if cache:
-            from .cache import open_cache
-
-            try:
-                self.cache = open_cache(cache_path)
-            except Exception as exc:  # noqa: BLE001 - reported to the driver by ready()
-                self.cache_error = f"cannot open the response cache ({exc}); use --no-cache or another path"
+    def __init__(self) -> None:
+        self.caches: dict[str, Any] = {}
         self.gates: dict[str, _Gate] = {}
         self._tickets = itertools.count(1)
 
-    def ready(self) -> str | None:
-        return self.cache_error
+    def open_cache(self, path: str) -> str | None:
+        """Open the cache file ``path`` (the driver resolved it); why it cannot be opened, or None."""
+        from .cache import open_cache
+
+        try:
+            self.caches[path] = open_cache(path)
+        except Exception as exc:  # noqa: BLE001 - reported to the driver, which stops with it
+            return f"cannot open the response cache ({exc}); use --no-cache or another path"
+        return None
 
     async def acquire(self, key: str, limit: int, rpm: float | None, lease_s: float) -> tuple[int, str]:
         """Wait for a slot of provider ``key``; returns (ticket, key) for :meth:`release`."""
@@ -110,12 +109,14 @@ class ClusterServices:
         if gate is not None:
             gate.cool_until = max(gate.cool_until, time.monotonic() + seconds)
 
-    def cache_get(self, key: str) -> dict[str, Any] | None:
-        return self.cache.get(key) if self.cache is not None else None
+    def cache_get(self, path: str, key: str) -> dict[str, Any] | None:
+        cache = self.caches.get(path)
+        return cache.get(key) if cache is not None else None
 
-    def cache_put(self, key: str, fields: dict[str, Any]) -> None:
-        if self.cache is not None:
-            self.cache.put(key, **fields)
+    def cache_put(self, path: str, key: str, fields: dict[str, Any]) -> None:
+        cache = self.caches.get(path)
+        if cache is not None:
+            cache.put(key, **fields)
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Per provider: the most slots ever held at once, and slots granted (tests, the benchmark)."""
@@ -149,14 +150,14 @@ class CacheProxy:
     """The response cache seen from a worker: lookups are awaited (an ObjectRef), stores are sent and
     not waited for (a store lost with a killed worker only costs a repeated call)."""
 
-    def __init__(self, services: Any) -> None:
-        self.services = services
+    def __init__(self, services: Any, path: str) -> None:
+        self.services, self.path = services, path
 
     def get(self, key: str) -> Any:
-        return self.services.cache_get.remote(key)
+        return self.services.cache_get.remote(self.path, key)
 
     def put(self, key: str, **fields: Any) -> None:
-        self.services.cache_put.remote(key, fields)
+        self.services.cache_put.remote(self.path, key, fields)
 
 
 @ray.remote

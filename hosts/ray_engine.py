@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import copy
 import itertools
+import json
 import os
 import socket
 import sys
@@ -43,7 +44,7 @@ from typing import Any
 import ray
 
 from .. import __version__
-from ..rundir import JUDGE_LOG, ResumeState, run_key
+from ..rundir import JUDGE_LOG, ResumeState, encode_record, encode_run, run_key
 
 PLACE_WARN_S = 20.0  # workers not placed after this long: the cluster is busy, tell the user
 MAX_RESTARTS = 4  # a worker killed more often than this fails its sessions (they stay for --resume)
@@ -52,7 +53,7 @@ MAX_RESTARTS = 4  # a worker killed more often than this fails its sessions (the
 @dataclass
 class _Session:
     epoch: int = 0
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
     ended: bool = False
 
 
@@ -66,8 +67,9 @@ class Ledger:
         self.outbox: dict[int, list[dict[str, Any]]] = defaultdict(list)
         self.events: dict[int, asyncio.Event] = defaultdict(asyncio.Event)
 
-    def begin(self, key: tuple[Any, ...]) -> tuple[int, list[dict[str, Any]], bool]:
-        """A new attempt at a session: its epoch, the runs earlier attempts shipped, whether it ended."""
+    def begin(self, key: tuple[Any, ...]) -> tuple[int, list[str], bool]:
+        """A new attempt at a session: its epoch, the runs earlier attempts shipped (their lines), whether
+        it ended."""
         s = self.sessions.setdefault(key, _Session())
         s.epoch += 1
         return s.epoch, list(s.runs), s.ended
@@ -78,8 +80,8 @@ class Ledger:
             return False  # a stale attempt: its session went on elsewhere
         run = batch.get("run")
         if run is not None:
-            s.runs.append(run)
-            s.ended = not run.get("complete", True)  # an incomplete run ends a session
+            s.runs.append(run)  # its JSON line: parsed only if the session must continue elsewhere
+            s.ended = not batch["complete"]  # an incomplete run ends a session
         s.ended = s.ended or bool(batch.get("end"))
         self.outbox[key[0]].append(batch)
         self.events[key[0]].set()
@@ -101,35 +103,38 @@ class Ledger:
 
 
 class _ShipSink:
-    """A Host's sink on a worker: a session's records grouped by run and shipped to the ledger when the
+    """A Host's sink on a worker: a session's records, encoded here as the JSON lines the run directory
+    holds (the workers do that work, not the driver), grouped by run and shipped to the ledger when the
     run's record is written (its decisions and judge lines with it); the rest when the session ends."""
 
     def __init__(self, view: Any, ledger: Any, key: tuple[Any, ...], epoch: int) -> None:
         self.view, self.ledger, self.key, self.epoch = view, ledger, key, epoch
-        self.decisions: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)
-        self.judged: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)
-        self.other: list[tuple[str, dict[str, Any]]] = []
+        self.decisions: dict[tuple[str, int, int], list[str]] = defaultdict(list)
+        self.judged: dict[tuple[str, int, int], list[str]] = defaultdict(list)
+        self.other: list[tuple[str, str]] = []
         self.shipped = (0, 0, 0)
         self.refs: list[Any] = []
 
     def decision(self, rec: dict[str, Any]) -> None:
-        self.decisions[run_key(rec)].append(rec)
+        self.decisions[run_key(rec)].append(encode_record(rec))
 
     def append(self, name: str, rec: dict[str, Any]) -> None:
         if name == JUDGE_LOG:
-            self.judged[run_key(rec)].append(rec)
+            self.judged[run_key(rec)].append(encode_record(rec))
         else:
-            self.other.append((name, rec))
+            self.other.append((name, encode_record(rec)))
 
     def run(self, rec: dict[str, Any]) -> None:
         k = run_key(rec)
-        self._ship({"decisions": self.decisions.pop(k, []), "appends": [(JUDGE_LOG, j) for j in self.judged.pop(k, [])],
-                    "run": rec})
+        judged = "".join(self.judged.pop(k, []))
+        self._ship({"decisions": "".join(self.decisions.pop(k, [])), "appends": [(JUDGE_LOG, judged)] if judged else [],
+                    "run": encode_run(rec), "complete": bool(rec.get("complete", True))})
 
     def end(self) -> None:
         """What no run record took along (a steering line; decisions of a game stopped by an error)."""
-        decisions = [d for recs in self.decisions.values() for d in recs]
-        appends = [(JUDGE_LOG, j) for recs in self.judged.values() for j in recs] + self.other
+        decisions = "".join(d for lines in self.decisions.values() for d in lines)
+        judged = "".join(j for lines in self.judged.values() for j in lines)
+        appends = ([(JUDGE_LOG, judged)] if judged else []) + self.other
         self.decisions.clear()
         self.judged.clear()
         self.other = []
@@ -144,10 +149,12 @@ class _ShipSink:
         self.refs.append(self.ledger.put.remote(self.key, self.epoch, batch))
 
 
-def _resume_of(runs: list[dict[str, Any]]) -> ResumeState:
+def _resume_of(runs: list[dict[str, Any] | str]) -> ResumeState:
     """A session's ResumeState from its finished runs (from --resume and from earlier attempts)."""
     state = ResumeState()
     for r in runs:
+        if isinstance(r, str):
+            r = json.loads(r)
         if r.get("complete", True):
             state.runs.setdefault(run_key(r), r)
     for r in state.runs.values():
@@ -211,8 +218,8 @@ class SessionWorker:
         j = exp.judge
         if j is not None:
             host.judge = create_agent(j.agent, j.label, responses=j.responses, llm=j.llm, options=options.runtime)
-        if cache:
-            proxy = CacheProxy(self.services)
+        if cache is not None:
+            proxy = CacheProxy(self.services, cache)
             for agent in [a for row in host.agents for a in row] + [host.judge]:
                 if isinstance(agent, LLMAgent):
                     agent.cache = proxy
@@ -310,16 +317,9 @@ class RayEngine:
             from ..agents.cluster import ClusterServices
 
             here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-            runtime = host.options.runtime
             names = [f"econarena-{part}-{os.getpid()}-{id(self):x}" for part in ("ledger", "services")]
             self.ledger = Ledger.options(scheduling_strategy=here, name=names[0]).remote()
-            self.services = ClusterServices.options(scheduling_strategy=here, name=names[1]).remote(
-                runtime.cache, runtime.cache_path)
-            problem = await self.services.ready.remote()
-            if problem:
-                from ..agents.base import AgentError
-
-                raise AgentError(problem)
+            self.services = ClusterServices.options(scheduling_strategy=here, name=names[1]).remote()
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
             n = self.workers_wanted or max(1, int(cpus))
             per_worker = self.cpus_per_worker if self.cpus_per_worker is not None else min(1.0, cpus / n)
@@ -362,7 +362,17 @@ class RayEngine:
         await self._start(host)
         replicas = await self._replicas_for(host.exp)
         exp_id = next(self._ids)
-        spec = [ray.put((type(host), host.exp, host.options.concurrency, replicas, host.options.runtime.cache))]
+        cache = None
+        if host.options.runtime.cache:  # the driver's cache file, opened by the services actor beside it
+            from ..agents.cache import resolve_cache_path
+
+            cache = str(resolve_cache_path(host.options.runtime.cache_path).resolve())
+            problem = await self.services.open_cache.remote(cache)
+            if problem:
+                from ..agents.base import AgentError
+
+                raise AgentError(problem)
+        spec = [ray.put((type(host), host.exp, host.options.concurrency, replicas, cache))]
         host.dir.write_manifest(engine=self.describe())
         stop = asyncio.Event()
 
@@ -430,13 +440,7 @@ class RayEngine:
 def _write(host: Any, b: dict[str, Any]) -> None:
     """One batch into the run directory: a run's decisions and judge lines, then its record (the order a
     local run writes them in, so --resume reads a Ray run directory like any other)."""
-    d = host.dir
-    for rec in b["decisions"]:
-        d.decision(rec)
-    for name, rec in b["appends"]:
-        d.append(name, rec)
-    if b["run"] is not None:
-        d.run(b["run"])
+    host.dir.lines(b["decisions"], b["appends"], b["run"])
     host.done += b["done"]
     host.incomplete += b["incomplete"]
     host.decisions += b["decisions_made"]

@@ -91,7 +91,8 @@ def test_merge_refuses_what_is_not_one_whole_experiment(tmp_path: Path, arena: A
     a.write_text(arena.to_toml(doc(arena)))
     b.write_text(arena.to_toml(doc(arena, name="other")))
     for k in (1, 2):
-        assert arena.cli("run", str(a), "--out", str(tmp_path / f"a{k}"), "--quiet", "--shard", f"{k}/2").returncode == 0
+        r = arena.cli("run", str(a), "--out", str(tmp_path / f"a{k}"), "--quiet", "--shard", f"{k}/2")
+        assert r.returncode == 0, r.stderr
     assert arena.cli("run", str(b), "--out", str(tmp_path / "b2"), "--quiet", "--shard", "2/2").returncode == 0
     assert arena.cli("run", str(a), "--out", str(tmp_path / "plain"), "--quiet").returncode == 0
 

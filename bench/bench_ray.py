@@ -1,0 +1,117 @@
+"""Scale-out: the same experiments on the local engine and on a local Ray instance with 1 and 2 session
+workers; prints runs/s and decisions/s for each and the ratios.
+
+1. Baselines only (no model): a GAMA-Bench guessing game of 10 players x 20 rounds, 24 sessions of 2 runs
+   (9,600 decisions). CPU-bound: the goal on the 2-core reference machine is >= 1.6x with 2 workers over
+   1 (the driver, the ledger and Ray's own processes share those 2 cores with the workers).
+2. One LLM seat per table against a fake OpenAI-compatible server with 100 ms latency (in its own
+   process), 2 workers against 1 at the same per-worker concurrency: I/O-bound, so two workers keep
+   twice the calls in flight.
+
+Ray's start and the workers' start (seconds) are not timed: each engine plays a small warm-up experiment
+first, then the timed one. Every timed run is checked complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+
+
+def baseline_doc(sessions: int) -> dict[str, Any]:
+    return {"experiment": {"name": "bench-ray", "game": "guessing_game", "sessions": sessions, "runs": 2,
+                           "seed": 1},
+            "game": {"rounds": 20},
+            "players": [{"agent": "rational", "count": 4}, {"agent": "random", "count": 6}]}
+
+
+def llm_doc(port: int, sessions: int) -> dict[str, Any]:
+    return {"experiment": {"name": "bench-ray-llm", "game": "beauty_contest", "sessions": sessions, "runs": 1,
+                           "seed": 1},
+            "players": [{"agent": "openai", "model": "fake", "base_url": f"http://127.0.0.1:{port}/v1",
+                         "max_connections": 256, "timeout_s": 30}, {"agent": "rational", "count": 4}]}
+
+
+def play(doc: dict[str, Any], out: Path, engine: Any, concurrency: int) -> tuple[Any, float]:
+    from econarena.agents.llm import RuntimeOptions
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.host import Host, HostOptions
+
+    exp = parse_experiment(doc, "bench.toml")
+    shutil.rmtree(out, ignore_errors=True)
+    options = HostOptions(concurrency=concurrency, quiet=True, engine=engine, runtime=RuntimeOptions(cache=False))
+    t = time.perf_counter()
+    result = asyncio.run(Host(exp, out, options).run())
+    elapsed = time.perf_counter() - t
+    if result.status != "complete":
+        raise SystemExit(f"{out}: {result.status}; a benchmark of failures measures nothing")
+    return result, elapsed
+
+
+def engine_for(workers: int, tmp: Path, warm: dict[str, Any]) -> Any:
+    from econarena.hosts.ray_engine import RayEngine
+
+    engine = RayEngine(workers=workers)
+    play(warm, tmp / f"warm-{workers}", engine, 4)  # starts the workers, loads the code
+    return engine
+
+
+def line(name: str, result: Any, elapsed: float) -> str:
+    return (f"  {name:<22} {result.runs_done / elapsed:8.1f} runs/s {result.decisions / elapsed:9.0f} decisions/s "
+            f"({elapsed:.2f} s)")
+
+
+def main() -> int:
+    import ray
+    from bench_concurrency import start_server
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ray-"))
+    server, port = start_server(0.1)
+    try:
+        base, warm = baseline_doc(24), baseline_doc(2)
+        print("baselines only: guessing game, 10 players x 20 rounds, 24 sessions x 2 runs")
+        local = play(base, tmp / "local", None, 16)
+        print(line("local engine", *local))
+        timed = {}
+        for workers in (1, 2):
+            engine = engine_for(workers, tmp, warm)
+            try:
+                timed[workers] = play(base, tmp / f"ray-{workers}", engine, 16)
+            finally:
+                engine.close()
+            print(line(f"Ray, {workers} worker(s)", *timed[workers]))
+        print(f"  ratio: 2 workers / 1 worker = {timed[1][1] / timed[2][1]:.2f}x (goal >= 1.6x); "
+              f"Ray 1 worker / local = {local[1] / timed[1][1]:.2f}x")
+
+        print("one LLM seat per table, fake server with 100 ms latency, 160 sessions, concurrency 16 per worker")
+        llm, warm_llm = llm_doc(port, 160), llm_doc(port, 4)
+        llm_timed = {}
+        for workers in (1, 2):
+            engine = engine_for(workers, tmp, warm_llm)
+            try:
+                llm_timed[workers] = play(llm, tmp / f"llm-{workers}", engine, 16)
+            finally:
+                engine.close()
+            print(line(f"Ray, {workers} worker(s)", *llm_timed[workers]))
+        print(f"  ratio: 2 workers / 1 worker = {llm_timed[1][1] / llm_timed[2][1]:.2f}x (ideal 2x: twice the calls "
+              "in flight)")
+    finally:
+        server.kill()
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
