@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from .reference import round_check
 from .repeated import RepeatedGame, RepeatedState, round_values
 
 
@@ -163,7 +164,8 @@ class GuessingGame(RepeatedGame):
         messages = [list(p["prompt"]) if isinstance(p.get("prompt"), list) else [] for p in players]
         return ImportedRun(params=params.model_dump(), n_players=len(players), round_log=log,
                            payoffs=list(self.outcome(state).payoffs),
-                           messages=messages if any(messages) else None)
+                           messages=messages if any(messages) else None,
+                           check=round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))))
 
 
 def _reference_number(records: Any, k: int) -> dict[str, Any] | None:
