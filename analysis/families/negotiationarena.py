@@ -258,6 +258,7 @@ def published_check(rows_paper: Sequence[GameRow], rows_correct: Sequence[GameRo
               "correct": {(r["scenario"], r["p1_model"], r["p2_model"]): r
                           for r in pair_table(rows_correct, "correct")}}
     out = []
+    per_pair = data.get("source", {}).get("games_per_pair")
     for c in data.get("cell", []):
         key = (c["scenario"], c["p1"], c["p2"])
         if key not in tables["paper"]:
@@ -269,7 +270,8 @@ def published_check(rows_paper: Sequence[GameRow], rows_correct: Sequence[GameRo
         out.append({"figure": c["figure"], "scenario": c["scenario"], "p1_model": c["p1"], "p2_model": c["p2"],
                     "metric": c["metric"], "games": tables["paper"][key]["games"], "published": c["value"],
                     "from_logs": got, "reproduced": got is not None and abs(got - c["value"]) <= tol,
-                    "correct_from_logs": right, "correct_published": c.get("correct"), "note": c.get("note", "")})
+                    "correct_from_logs": right, "correct_published": c.get("correct"), "note": c.get("note", ""),
+                    "published_games": per_pair})
     return out
 
 
@@ -296,8 +298,13 @@ def format_check(rows: Sequence[Mapping[str, Any]]) -> str:
         return "-" if x is None else f"{x:.3f}"
     head = ["fig", "scenario", "P1 (RED)", "P2 (BLUE)", "metric", "games", "published", "from logs", "",
             "correct (logs)", "correct (spec)"]
+    def verdict(r: Mapping[str, Any]) -> str:
+        if r["reproduced"]:
+            return "ok"
+        full = r.get("published_games")
+        return "DIFFERS" if full in (None, r["games"]) else f"differs ({r['games']} of the paper's {full} games)"
     body = [[r["figure"], r["scenario"], r["p1_model"], r["p2_model"], r["metric"], str(r["games"]),
-             f(r["published"]), f(r["from_logs"]), "ok" if r["reproduced"] else "DIFFERS",
+             f(r["published"]), f(r["from_logs"]), verdict(r),
              f(r["correct_from_logs"]) + (" *" if r["note"] else ""), f(r["correct_published"])] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     done = sum(1 for r in rows if r["reproduced"])
