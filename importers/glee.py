@@ -124,15 +124,26 @@ def glee_record(game: Game, imp: ImportedRun, labels: list[str], models: list[st
                                 "max_rounds_raw": rec.get("max_rounds_raw"), "replay_payoffs": imp.payoffs})
 
 
+def _config(folder: Path) -> dict[str, Any]:
+    config = json.loads((folder / CONFIG).read_text(encoding="utf-8-sig"))
+    if not isinstance(config, dict):
+        raise ValueError("config.json: expected a JSON object")
+    return config
+
+
 def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | None = None) -> ImportResult:
-    """Read every GLEE game folder under ``src`` into run directories under ``out`` (see the module doc)."""
+    """Read every GLEE game folder under ``src`` into run directories under ``out`` (see the module doc).
+
+    Two passes, so memory holds one run directory's games at a time (the release has ~80,000): the first
+    reads only the configs (who played which game), the second reads, checks and writes group by group."""
     raw, out = Path(src), Path(out)
     if not raw.is_dir():
         raise ImportFailed(f"{raw}: not a directory (expected GLEE's Data/ folder or part of it)")
     games = games or GAMES
     result = ImportResult(NAME, check_note=CHECK_NOTE)
-    groups: dict[tuple[str, str, str], list[_Run]] = {}
+    plan: dict[tuple[str, str, str], list[tuple[Path, str]]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
+    families = {getattr(g, "glee_game_type", None) for g in games.values()} - {None}
     for folder in game_folders(raw):
         rel = folder.relative_to(raw).as_posix() if folder != raw else folder.name
         missing = [f for f in (CONFIG, GAME_CSV) if not (folder / f).is_file()]
@@ -140,55 +151,35 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
             result.refuse(rel, "missing_file", f"no {' and no '.join(missing)} in the game folder")
             continue
         try:
-            config = json.loads((folder / CONFIG).read_text(encoding="utf-8-sig"))
+            config = _config(folder)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            result.refuse(rel, "unreadable", f"config.json is not readable JSON ({why(exc)})")
-            continue
-        if not isinstance(config, dict):
-            result.refuse(rel, "unreadable", "config.json: expected a JSON object")
+            result.refuse(rel, "unreadable", f"config.json is not readable ({why(exc)})")
             continue
         game = reader_for(config, games)
         if game is None:
             result.refuse(rel, "unknown_format", f"config.json: no registered game reads game_type "
                                                  f"{str(config.get('game_type'))[:40]!r}")
             continue
-        others = {getattr(g, "glee_game_type", None) for g in games.values()} - {None, config.get("game_type")}
-        if others & set(folder.relative_to(raw).parts if folder != raw else ()):
+        if (families - {config.get("game_type")}) & set(folder.relative_to(raw).parts if folder != raw else ()):
             result.warnings.append(f"{rel}: the folder says another family than config.json's game_type "
                                    f"{config.get('game_type')!r}; read as the config says")
-        human = _human(folder, config)
         try:
-            rows = _read_csv(folder / GAME_CSV)
-            labels_models = [label_of(config, i) for i in (0, 1)]
-            chats = [None if lab == HUMAN else _chat(folder / f"log_player_{i + 1}.csv")
-                     for i, (lab, _m) in enumerate(labels_models)]
-            imp = game.from_reference({"config": config, "rows": rows, "human": human,
-                                       "messages": chats if any(c is not None for c in chats) else None})
-        except Exception as exc:  # hostile or truncated files: one line, never a traceback
-            result.refuse(rel, "unreadable", f"not a readable {config.get('game_type')} game ({why(exc)})")
+            labels = [label_of(config, i)[0] for i in (0, 1)]
+        except ValueError as exc:
+            result.refuse(rel, "unreadable", why(exc))
             continue
-        if not (imp.recorded or {}).get("finished"):
-            result.refuse(rel, "incomplete", "the last row of game.csv is a move nobody answered: the game did not "
-                                             "finish")
-            continue
-        labels = [lm[0] for lm in labels_models]
-        models = [lm[1] for lm in labels_models]
         key = (game.name, labels[0], labels[1])
-        extra = {"game_id": folder.name, "kind": HUMAN if human else "llm",
-                 "human_seats": [i for i, lab in enumerate(labels) if lab == HUMAN],
-                 **{k: config[k] for k in ("experiment_name", "name", "date", "commit") if k in config}}
-        try:
-            record, decisions = glee_record(game, imp, labels, models, len(groups.get(key, [])), rel, extra)
-        except Exception as exc:
-            result.refuse(rel, "unreadable", f"cannot record this {game.name} game ({why(exc)})")
-            continue
-        result.found += 1
-        result.imported[game.name] += 1
-        result.count_check(rel, game.name, imp.check)
-        groups.setdefault(key, []).append(_Run(rel, record, decisions))
+        plan.setdefault(key, []).append((folder, rel))
         readers[key] = game
-    names = plan_dirs(groups, out, lambda key: f"{key[0]}--{key[1]}--vs--{key[2]}")
-    for key, runs in sorted(groups.items()):
+    names = plan_dirs(plan, out, lambda key: f"{key[0]}--{key[1]}--vs--{key[2]}")
+    for key, items in sorted(plan.items()):
+        runs = [run for run in (_one(readers[key], folder, rel, result) for folder, rel in items) if run]
+        for i, run in enumerate(runs):  # sessions count the group's imported games in path order
+            run.record["session"] = i
+            for dec in run.decisions:
+                dec["session"] = i
+        if not runs:
+            continue
         d = names[key]
         players = [{"agent": "imported", "label": lab} for lab in key[1:]]
         config_text = imported_config(NAME, d.name, readers[key], players, len(runs), runs[0].record["params"],
@@ -197,4 +188,40 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
         write_imported(d, config_text, [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
+    result.refused.sort(key=lambda r: r.item)
+    result.disagreements.sort(key=lambda d: d.item)
     return result
+
+
+def _one(game: Game, folder: Path, rel: str, result: ImportResult) -> _Run | None:
+    """One game folder read, checked and recorded; None (and a refusal) when it cannot be."""
+    try:
+        config = _config(folder)
+        human = _human(folder, config)
+        rows = _read_csv(folder / GAME_CSV)
+        labels_models = [label_of(config, i) for i in (0, 1)]
+        chats = [None if lab == HUMAN else _chat(folder / f"log_player_{i + 1}.csv")
+                 for i, (lab, _m) in enumerate(labels_models)]
+        imp = game.from_reference({"config": config, "rows": rows, "human": human,
+                                   "messages": chats if any(c is not None for c in chats) else None})
+    except Exception as exc:  # hostile or truncated files: one line, never a traceback
+        result.refuse(rel, "unreadable", f"not a readable {game.name} game ({why(exc)})")
+        return None
+    if not (imp.recorded or {}).get("finished"):
+        result.refuse(rel, "incomplete", "the last row of game.csv is a move nobody answered: the game did not "
+                                         "finish")
+        return None
+    labels = [lm[0] for lm in labels_models]
+    models = [lm[1] for lm in labels_models]
+    extra = {"game_id": folder.name, "kind": HUMAN if human else "llm",
+             "human_seats": [i for i, lab in enumerate(labels) if lab == HUMAN],
+             **{k: config[k] for k in ("experiment_name", "name", "date", "commit") if k in config}}
+    try:
+        record, decisions = glee_record(game, imp, labels, models, 0, rel, extra)
+    except Exception as exc:
+        result.refuse(rel, "unreadable", f"cannot record this {game.name} game ({why(exc)})")
+        return None
+    result.found += 1
+    result.imported[game.name] += 1
+    result.count_check(rel, game.name, imp.check)
+    return _Run(rel, record, decisions)
