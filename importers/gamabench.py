@@ -146,10 +146,10 @@ def _config_text(name: str, folder: Folder, label: str, n: int, sessions: int, p
                            sessions, params, f"{SOURCE} from {raw_dir}, folder {folder.path}, label {label}")
 
 
-def import_dir(raw_dir: str | Path, out: str | Path, *, unnamed: str = "unnamed",
+def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
                games: Mapping[str, Game] | None = None) -> ImportResult:
-    """Read every result file under ``raw_dir`` into run directories under ``out`` (see the module doc)."""
-    raw, out = Path(raw_dir), Path(out)
+    """Read every result file under ``src`` into run directories under ``out`` (see the module doc)."""
+    raw, out = Path(src), Path(out)
     if not raw.is_dir():
         raise ImportFailed(f"{raw}: not a directory (expected a GAMA-Bench raw_results/ folder or part of one)")
     folders = declared_folders(games)

@@ -75,10 +75,10 @@ def _config_text(name: str, game: Game, models: list[str], sessions: int, params
                            sessions, params, f"{SOURCE} from {log_dir}: {models[0]} (RED) vs {models[1]} (BLUE)")
 
 
-def import_dir(log_dir: str | Path, out: str | Path, *, metrics: str = "correct",
+def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
                games: Mapping[str, Game] | None = None) -> ImportResult:
-    """Read every ``game_state.json`` under ``log_dir`` into run directories under ``out``."""
-    raw, out = Path(log_dir), Path(out)
+    """Read every ``game_state.json`` under ``src`` into run directories under ``out``."""
+    raw, out = Path(src), Path(out)
     if not raw.is_dir():
         raise ImportFailed(f"{raw}: not a directory (expected a folder of NegotiationArena game logs)")
     if metrics not in ("correct", "paper"):

@@ -431,3 +431,45 @@ def test_import_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["import", "glee", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 1
     assert "no GLEE games" in capsys.readouterr().err
     assert main(["analyze", "glee", str(tmp_path / "o"), "--human-vs-model"]) == 1
+
+
+def test_hostile_configs_are_refused_with_the_key(tmp_path: Path) -> None:
+    root = tmp_path / "Data"
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    write_game(root, "llm_vs_llm", "bargaining", "H0HUGE0000000001", config("bargaining", barg_args(1e12, 12)),
+               csv_text(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "H0NOARG000000002", config("bargaining", {"max_rounds": 12}),
+               csv_text(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "H0NOMOD000000003", {**config("bargaining", barg_args(100, 12)),
+                                                                      "player_2_args": {"public_name": "Bob"}},
+               csv_text(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "H0EMPTY000000004", config("bargaining", barg_args(100, 12)), "")
+    write_game(root, "llm_vs_llm", "persuasion", "H0PVAL0000000005", config(
+        "persuasion", {**pers_args(0.5, 0.5, 100, text=False, myopic=False)}),
+        persuasion_csv("h", ["yes"], "y", text=False))
+    result = import_dir(root, tmp_path / "out")
+    why = {r.item.rsplit("/", 1)[-1]: r.reason for r in result.refused}
+    assert result.runs == 0 and len(why) == 5
+    assert "parameter money" in why["H0HUGE0000000001"]
+    assert "game_args has no 'money_to_divide'" in why["H0NOARG000000002"]
+    assert "player_2_args has no model_name" in why["H0NOMOD000000003"]
+    assert "game.csv has no rows" in why["H0EMPTY000000004"]
+    assert "value_high" in why["H0PVAL0000000005"]
+
+
+def test_every_importer_follows_the_interface() -> None:
+    import inspect
+
+    from econarena.cli import build_parser
+    from econarena.importers.common import ImportResult
+    from econarena.importers.registry import IMPORTERS
+
+    assert set(IMPORTERS) == {"gamabench", "negotiationarena", "glee"}
+    for name, module in IMPORTERS.items():
+        assert name == module.NAME and module.DESCRIPTION and module.ITEMS and isinstance(module.OPTIONS, tuple)
+        sig = inspect.signature(module.import_dir)
+        assert list(sig.parameters)[:2] == ["src", "out"]
+        assert set(module.OPTIONS) <= set(sig.parameters) and sig.return_annotation in (ImportResult, "ImportResult")
+    choices = next(a for a in build_parser()._subparsers._group_actions[0].choices["import"]._actions
+                   if a.dest == "source").choices
+    assert list(choices) == ["gamabench", "negotiationarena", "glee"]
