@@ -300,6 +300,15 @@ def _linear_html(sec: glee.Section, report: Report, out: Path) -> str:
     return "\n".join(parts)
 
 
+def _people_html(sec: glee.Section, report: Report) -> str:
+    """GLEE's human games: each seat people played beside the models in the same seat (glee.human_section)."""
+    report.files += sec.files
+    parts = [f"<h2 id='people'>{_esc(glee.HUMAN_TITLE)}</h2>"]
+    parts += [f"<p class='note'>{_esc(n)}</p>" for n in sec.notes]
+    parts += [f"<h3>{_esc(title)}</h3>{_table_html(table, index=False)}" for title, table in sec.tables]
+    return "\n".join(parts)
+
+
 def _steering_html(sec: steering.Section, report: Report, out: Path) -> str:
     """Steering (issue 11): the table of NashConv, CFR gain and conversation shares per action space,
     then the curves over CFR iterations and the final mixed strategies."""
@@ -338,6 +347,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                 report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
         gama = gamabench.report_section(frames.dirs, figdir, out)
         linear = glee.report_sections(frames.dirs, figdir, out)
+        people = glee.human_section(frames.dirs, out)
         trade = na.report_section(frames.dirs, figdir)
         spread = distributions.report_sections(frames.dirs, figdir)
         steer = steering.report_section(frames.dirs, figdir, out)
@@ -355,6 +365,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
             + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
             + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
+            + ("<a href='#people'>People beside models</a>" if people is not None else "")
             + "".join(f"<a href='#metrics-{_esc(f)}'>Metrics ({_esc(f)})</a>" for f, _, _ in spread)
             + ("<a href='#negotiationarena'>NegotiationArena</a>" if trade is not None else "")
             + ("<a href='#steering'>Steering</a>" if steer is not None else "")
@@ -383,6 +394,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         body.append(_gamabench_html(gama, report, out))
     for sec in linear:
         body.append(_linear_html(sec, report, out))
+    if people is not None:
+        body.append(_people_html(people, report))
     for family, fig, why in spread:
         body.append(f"<h2 id='metrics-{_esc(family)}'>Metrics by player ({_esc(family)})</h2>")
         if fig is not None:

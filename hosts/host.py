@@ -56,6 +56,14 @@ class RunResult:
     decisions: int
 
 
+def _isatty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal; False for a closed or missing one (``2>&-`` leaves None)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     if seconds >= 3600:
@@ -78,7 +86,7 @@ class Progress:
     def __init__(self, total: int, label: str, enabled: bool, done_before: int = 0) -> None:
         self.total, self.label = total, label
         self.enabled = enabled
-        self.tty = sys.stderr.isatty()
+        self.tty = _isatty(sys.stderr)
         self.before = done_before
         self.runs = 0
         self.decisions = 0
@@ -87,8 +95,16 @@ class Progress:
         self._gap = self.FIRST_LOG_S
         if enabled and not self.tty:
             resumed = f", {done_before} already complete" if done_before else ""
-            print(f"{label}: started, {total - done_before} of {total} runs to play{resumed}", file=sys.stderr,
-                  flush=True)
+            self._write(f"{label}: started, {total - done_before} of {total} runs to play{resumed}\n")
+
+    def _write(self, text: str) -> None:
+        """Progress is a courtesy: a terminal that went away (SIGHUP, EIO) or a closed stderr must not
+        fail the run or keep its manifest from being written, so the line is dropped and progress stops."""
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            self.enabled = False
 
     def line(self) -> str:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
@@ -108,17 +124,15 @@ class Progress:
         finished = self.before + self.runs >= self.total
         if self.tty and (now - self._last > 0.1 or (runs and finished)):
             self._last = now
-            sys.stderr.write("\r\033[K" + self.line())
-            sys.stderr.flush()
+            self._write("\r\033[K" + self.line())
         elif not self.tty and now - self._last >= self._gap:
             self._last = now
             self._gap = min(self._gap * 2, self.LOG_EVERY_S)
-            print(self.line(), file=sys.stderr, flush=True)
+            self._write(self.line() + "\n")
 
     def close(self) -> None:
         if self.enabled and self.tty:
-            sys.stderr.write("\r\033[K" + self.line() + "\n")
-            sys.stderr.flush()
+            self._write("\r\033[K" + self.line() + "\n")
 
 
 def _llm_problems(exp: Experiment, check: Any) -> list[str]:
@@ -145,29 +159,6 @@ def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> d
 def settings_problems_of(exp: Experiment) -> list[str]:
     """What ``validate`` can find without keys or loading a model: structured modes, local model paths."""
     return _llm_problems(exp, settings_problems)
-
-
-def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:
-    """Decisions each label will make: (count, exact). English auctions give an upper bound.
-
-    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
-    """
-    out: dict[str, tuple[int, bool]] = {}
-    finished: dict[str, int] = {}
-    for key in done or ():
-        finished[key[0]] = finished.get(key[0], 0) + 1
-    for lineup, x in exp.tables():
-        rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
-        left = x.experiment.sessions * x.runs_per_session() - finished.get(lineup.name, 0)
-        for seat in lineup.seats:
-            label = x.players[seat].label
-            count, was_exact = out.get(label, (0, True))
-            # steering replays each game's prefix once per branch in this count: an upper bound
-            out[label] = (count + left * rounds, was_exact and exact and x.steer is None)
-        if x.judge is not None:
-            count, was_exact = out.get(x.judge.label, (0, True))
-            out[x.judge.label] = (count + left * len(lineup.seats), False)  # only games the judge must value
-    return out
 
 
 class Host:
@@ -243,7 +234,7 @@ class Host:
             for i, p in enumerate(x.players):
                 key = (i, p.llm.model_dump_json() if p.llm is not None else "")
                 if key not in made:
-                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, policy=p.policy, llm=p.llm,
                                              options=self.options.runtime, human_io=self.options.human_io)
                 row.append(made[key])
             out.append(row)
@@ -289,10 +280,12 @@ class Host:
             try:
                 self.dir.close()
             finally:
-                await close_all()
-                self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
-                                        runs_complete=self.done, runs_incomplete=self.incomplete,
-                                        elapsed_s=round(time.perf_counter() - start, 3))
+                try:  # a second stop signal may cancel the closing of clients: the manifest is written anyway
+                    await close_all()
+                finally:
+                    self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
+                                            runs_complete=self.done, runs_incomplete=self.incomplete,
+                                            elapsed_s=round(time.perf_counter() - start, 3))
         return RunResult(self.dir.path, status, total, self.done, self.incomplete,
                          time.perf_counter() - start, self.decisions)
 
@@ -372,6 +365,8 @@ class Host:
         """Play one move of a run; False when the game is over or a reply stopped it. ``steer`` maps a
         seat to an instruction added to its request at this move (``econarena steer``)."""
         movers = self.game.to_move(play.state)
+        if movers and not steer and self._fast_forward(ctx, play, movers):
+            movers = self.game.to_move(play.state)
         if not movers:
             return False
         state = play.state
@@ -396,6 +391,23 @@ class Host:
                     play.talk.report(seat, self.template.report(fields, after, seat))
         play.state = after
         play.rnd += 1
+        return True
+
+    def _fast_forward(self, ctx: RunContext, play: Playthrough, movers: tuple[int, ...]) -> bool:
+        """Let the game skip the moves in which its baseline seats change nothing (``Game.fast_forward``);
+        only when every seat to move plays a known policy: a model's or a person's move is always asked.
+        The skipped moves go into the round log as one entry; they are no decisions, so none is logged."""
+        agents = self.agents[ctx.table]
+        policies = {seat: policy for seat in movers if (policy := getattr(agents[ctx.seats[seat]], "policy", None))}
+        if len(policies) < len(movers):
+            return False
+        skip = self.game.fast_forward(play.state, policies)
+        if skip is None or skip.moves < 1:
+            return False
+        play.round_log.append({"round": play.rnd, "through": play.rnd + skip.moves - 1,
+                               "actions": [skip.actions.get(i) for i in range(len(ctx.seats))], "events": {}})
+        play.state = skip.state
+        play.rnd += skip.moves
         return True
 
     async def _finish(self, ctx: RunContext, play: Playthrough, decisions: list[int]) -> dict[str, Any]:
@@ -464,7 +476,9 @@ class Host:
             dev = [self.game.deviation(setup, out, ne, i) for i in range(n)]
             # scored like the metrics: a rule break scores 0 (see analysis/metrics.py)
             ratio = [(p if ok else 0.0) / q if q else None for p, q, ok in zip(out.payoffs, ne.payoffs, out.valid)]
-        return {"complete": True, "rounds": len(round_log), "actions": list(out.actions),
+        # a fast-forwarded stretch is one entry of the round log (``round`` to ``through``)
+        rounds = sum(e.get("through", e["round"]) - e["round"] + 1 for e in round_log)
+        return {"complete": True, "rounds": rounds, "actions": list(out.actions),
                 "valid": list(out.valid), "first_valid": first_valid,
                 "payoffs": list(out.payoffs), "winners": list(out.winners), "void": out.void,
                 "ne_actions": list(ne.actions) if ne is not None else None,
