@@ -42,7 +42,7 @@ def llm_doc(port: int, sessions: int) -> dict[str, Any]:
                          "max_connections": 256, "timeout_s": 30}, {"agent": "rational", "count": 4}]}
 
 
-def play(doc: dict[str, Any], out: Path, engine: Any, concurrency: int) -> tuple[Any, float]:
+def play(doc: dict[str, Any], out: Path, engine: Any, concurrency: int) -> tuple[Any, float, float]:
     from econarena.agents.llm import RuntimeOptions
     from econarena.hosts.config import parse_experiment
     from econarena.hosts.host import Host, HostOptions
@@ -50,12 +50,12 @@ def play(doc: dict[str, Any], out: Path, engine: Any, concurrency: int) -> tuple
     exp = parse_experiment(doc, "bench.toml")
     shutil.rmtree(out, ignore_errors=True)
     options = HostOptions(concurrency=concurrency, quiet=True, engine=engine, runtime=RuntimeOptions(cache=False))
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     result = asyncio.run(Host(exp, out, options).run())
-    elapsed = time.perf_counter() - t
+    elapsed, cpu = time.perf_counter() - t, time.process_time() - cpu
     if result.status != "complete":
         raise SystemExit(f"{out}: {result.status}; a benchmark of failures measures nothing")
-    return result, elapsed
+    return result, elapsed, cpu
 
 
 def engine_for(workers: int, tmp: Path, warm: dict[str, Any]) -> Any:
@@ -66,7 +66,7 @@ def engine_for(workers: int, tmp: Path, warm: dict[str, Any]) -> Any:
     return engine
 
 
-def line(name: str, result: Any, elapsed: float) -> str:
+def line(name: str, result: Any, elapsed: float, cpu: float = 0.0) -> str:
     return (f"  {name:<22} {result.runs_done / elapsed:8.1f} runs/s {result.decisions / elapsed:9.0f} decisions/s "
             f"({elapsed:.2f} s)")
 
@@ -87,10 +87,17 @@ def main() -> int:
         for workers in (1, 2):
             engine = engine_for(workers, tmp, warm)
             try:
+                ledger0 = ray.get(engine.ledger.cpu_s.remote())
                 timed[workers] = play(base, tmp / f"ray-{workers}", engine, 16)
+                ledger = ray.get(engine.ledger.cpu_s.remote()) - ledger0
             finally:
                 engine.close()
             print(line(f"Ray, {workers} worker(s)", *timed[workers]))
+            result, _, driver = timed[workers]
+            print(f"    driver CPU {driver / result.runs_done * 1e3:.2f} ms per run (a ceiling of "
+                  f"{result.runs_done / driver:.0f} runs/s, {result.decisions / driver:.0f} decisions/s); ledger CPU "
+                  f"{ledger / result.runs_done * 1e3:.2f} ms per run (ceiling "
+                  f"{result.runs_done / max(ledger, 1e-9):.0f} runs/s)")
         print(f"  ratio: 2 workers / 1 worker = {timed[1][1] / timed[2][1]:.2f}x (goal >= 1.6x); "
               f"Ray 1 worker / local = {local[1] / timed[1][1]:.2f}x")
 

@@ -101,6 +101,12 @@ class Ledger:
         """The driver saw the session's call return: forget it."""
         self.sessions.pop(key, None)
 
+    def cpu_s(self) -> float:
+        """CPU seconds this actor has used (the benchmark's projection of the ledger's ceiling)."""
+        import time
+
+        return time.process_time()
+
 
 class _ShipSink:
     """A Host's sink on a worker: a session's records, encoded here as the JSON lines the run directory

@@ -334,3 +334,18 @@ def test_ray_refuses_human_players(tmp_path: Path, arena: Any) -> None:
     script.write_text('{"answer": 3}\n')
     r = arena.cli("run", str(toml), "--out", str(tmp_path / "o"), "--ray", "--human-input", str(script))
     assert r.returncode == 2 and "not on a Ray cluster" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_ray_starts_and_stops_a_local_instance(tmp_path: Path, arena: Any) -> None:
+    """`econarena run FILE --ray`: a Ray instance of its own on this machine (beside the tests' one),
+    started and stopped by the command, and the same records as a local run."""
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["bc-grid-shuffle"]))
+    r = arena.cli("run", str(toml), "--out", str(tmp_path / "ray"), "--quiet", "--ray", "--ray-workers", "1",
+                  timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "complete, 12/12 runs" in r.stdout
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest["engine"] == {"engine": "ray", "address": "local", "workers": 1}
+    expected = json.loads(gzip.decompress(golden_path("bc-grid-shuffle").read_bytes()))
+    assert logs(tmp_path / "ray") == expected
