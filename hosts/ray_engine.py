@@ -46,6 +46,7 @@ import ray
 from .. import __version__
 from ..rundir import JUDGE_LOG, ResumeState, encode_record, encode_run, run_key
 
+SHIP_S = 0.01  # a worker gathers finished runs this long before shipping them in one call
 PLACE_WARN_S = 20.0  # workers not placed after this long: the cluster is busy, tell the user
 MAX_RESTARTS = 4  # a worker killed more often than this fails its sessions (they stay for --resume)
 
@@ -97,9 +98,14 @@ class Ledger:
         out = self.outbox.pop(exp, [])
         return out
 
-    def close(self, key: tuple[Any, ...]) -> None:
-        """The driver saw the session's call return: forget it."""
-        self.sessions.pop(key, None)
+    def put_many(self, items: list[tuple[tuple[Any, ...], int, dict[str, Any]]]) -> list[bool]:
+        """Batches of several sessions in one call (a worker ships what finished in the last moments)."""
+        return [self.put(key, epoch, batch) for key, epoch, batch in items]
+
+    def close(self, keys: list[tuple[Any, ...]]) -> None:
+        """The driver saw these sessions' calls return: forget them."""
+        for key in keys:
+            self.sessions.pop(key, None)
 
     def cpu_s(self) -> float:
         """CPU seconds this actor has used (the benchmark's projection of the ledger's ceiling)."""
@@ -113,13 +119,13 @@ class _ShipSink:
     holds (the workers do that work, not the driver), grouped by run and shipped to the ledger when the
     run's record is written (its decisions and judge lines with it); the rest when the session ends."""
 
-    def __init__(self, view: Any, ledger: Any, key: tuple[Any, ...], epoch: int) -> None:
-        self.view, self.ledger, self.key, self.epoch = view, ledger, key, epoch
+    def __init__(self, view: Any, shipper: _Shipper, key: tuple[Any, ...], epoch: int) -> None:
+        self.view, self.shipper, self.key, self.epoch = view, shipper, key, epoch
         self.decisions: dict[tuple[str, int, int], list[str]] = defaultdict(list)
         self.judged: dict[tuple[str, int, int], list[str]] = defaultdict(list)
         self.other: list[tuple[str, str]] = []
         self.shipped = (0, 0, 0)
-        self.refs: list[Any] = []
+        self.accepted: list[asyncio.Future[bool]] = []
 
     def decision(self, rec: dict[str, Any]) -> None:
         self.decisions[run_key(rec)].append(encode_record(rec))
@@ -152,7 +158,42 @@ class _ShipSink:
         batch.update(exp=self.key[0], done=now[0] - self.shipped[0], incomplete=now[1] - self.shipped[1],
                      decisions_made=now[2] - self.shipped[2])
         self.shipped = now
-        self.refs.append(self.ledger.put.remote(self.key, self.epoch, batch))
+        self.accepted.append(self.shipper.ship(self.key, self.epoch, batch))
+
+
+class _Shipper:
+    """A worker's batches of every session it plays, sent to the ledger together every ``SHIP_S`` (one
+    actor call for many runs: a call costs about a millisecond of CPU on each side). A batch still here when
+    the worker dies was never shipped, so its runs are played again by the retried call: nothing is lost,
+    nothing doubled."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+        self.items: list[tuple[tuple[Any, ...], int, dict[str, Any]]] = []
+        self.futures: list[asyncio.Future[bool]] = []
+        self.task: asyncio.Task[None] | None = None
+
+    def ship(self, key: tuple[Any, ...], epoch: int, batch: dict[str, Any]) -> asyncio.Future[bool]:
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.items.append((key, epoch, batch))
+        self.futures.append(future)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._send())
+        return future
+
+    async def _send(self) -> None:
+        while self.items:
+            await asyncio.sleep(SHIP_S)  # what else finishes meanwhile goes in the same call
+            items, futures = self.items, self.futures
+            self.items, self.futures = [], []
+            try:
+                results = await self.ledger.put_many.remote(items)
+            except Exception as exc:  # noqa: BLE001 - the sessions waiting on it fail with it
+                for f in futures:
+                    f.set_exception(exc)
+                continue
+            for f, ok in zip(futures, results):
+                f.set_result(ok)
 
 
 def _resume_of(runs: list[dict[str, Any] | str]) -> ResumeState:
@@ -181,6 +222,7 @@ class SessionWorker:
         # by name, not by handle: a restarted worker finds them again (handles as constructor arguments
         # would live in the object store, which Ray warns an actor restart may not find)
         self.ledger, self.services = ray.get_actor(ledger), ray.get_actor(services)
+        self.shipper = _Shipper(self.ledger)
         self.hosts: dict[int, Any] = {}
         self._building: dict[int, asyncio.Future[Any]] = {}
 
@@ -244,11 +286,16 @@ class SessionWorker:
             return True
         view = copy.copy(host)  # shares agents, template, limits; its own counters and sink
         view.done = view.incomplete = view.decisions = 0
-        view.sink = sink = _ShipSink(view, self.ledger, key, epoch)
+        view.sink = sink = _ShipSink(view, self.shipper, key, epoch)
         await view._session(li, lineup, session, _resume_of(prior + shipped))
         sink.end()
-        accepted = await asyncio.gather(*sink.refs)
-        return all(accepted)
+        return all(await asyncio.gather(*sink.accepted))  # the ledger holds it all before the call returns
+
+    async def shutdown(self) -> None:
+        """Close the providers' connections before the engine ends this worker."""
+        from ..agents.llm import close_all
+
+        await close_all()
 
 
 def _gate_factory(services: Any, key: str) -> Any:
@@ -381,6 +428,7 @@ class RayEngine:
         spec = [ray.put((type(host), host.exp, host.options.concurrency, replicas, cache))]
         host.dir.write_manifest(engine=self.describe())
         stop = asyncio.Event()
+        finished: list[tuple[Any, ...]] = []  # sessions whose calls returned: the ledger may forget them
 
         async def drain() -> None:
             while True:
@@ -388,6 +436,9 @@ class RayEngine:
                 batches = await self.ledger.take.remote(exp_id, 0.0 if final else 0.2)
                 for b in batches:
                     _write(host, b)
+                if finished:
+                    self.ledger.close.remote(finished[:])
+                    finished.clear()
                 if final and not batches:
                     return
 
@@ -411,7 +462,7 @@ class RayEngine:
                           f"({str(exc).splitlines()[0][:200]}); --resume plays it again", file=sys.stderr)
                 finally:
                     self._in_flight[i] -= 1
-                    self.ledger.close.remote((exp_id, lineup.name, s))
+                    finished.append((exp_id, lineup.name, s))
 
         drainer = asyncio.create_task(drain())
         n = max(1, len(self.workers) * max(1, host.options.concurrency))
@@ -433,6 +484,8 @@ class RayEngine:
         """Kill this engine's actors; disconnect from Ray, and stop it when this engine started it."""
         if not ray.is_initialized():
             return
+        with contextlib.suppress(Exception):  # connections closed cleanly, not torn down by the kill
+            ray.get([w.shutdown.remote() for w in self.workers], timeout=10)
         for actor in [*self.workers, *(r for rs in self.replicas.values() for r in rs), self.ledger, self.services]:
             if actor is not None:
                 with contextlib.suppress(Exception):
