@@ -118,6 +118,10 @@ class ClusterServices:
         if cache is not None:
             cache.put(key, **fields)
 
+    def cpu_s(self) -> float:
+        """CPU seconds this actor has used (the benchmark: its cost per request)."""
+        return time.process_time()
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Per provider: the most slots ever held at once, and slots granted (tests, the benchmark)."""
         return {k: {"peak": g.peak, "granted": g.granted, "held": len(g.leases)} for k, g in self.gates.items()}

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+SESSIONS = 64
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
@@ -79,8 +80,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     server, port = start_server(0.1)
     try:
-        base, warm = baseline_doc(24), baseline_doc(2)
-        print("baselines only: guessing game, 10 players x 20 rounds, 24 sessions x 2 runs")
+        base, warm = baseline_doc(SESSIONS), baseline_doc(2)
+        print(f"baselines only: guessing game, 10 players x 20 rounds, {SESSIONS} sessions x 2 runs")
         local = play(base, tmp / "local", None, 16)
         print(line("local engine", *local))
         timed = {}
@@ -88,8 +89,10 @@ def main() -> int:
             engine = engine_for(workers, tmp, warm)
             try:
                 ledger0 = ray.get(engine.ledger.cpu_s.remote())
+                busy0 = ray.get([w.cpu_s.remote() for w in engine.workers])
                 timed[workers] = play(base, tmp / f"ray-{workers}", engine, 16)
                 ledger = ray.get(engine.ledger.cpu_s.remote()) - ledger0
+                busy = [b - b0 for b, b0 in zip(ray.get([w.cpu_s.remote() for w in engine.workers]), busy0)]
             finally:
                 engine.close()
             print(line(f"Ray, {workers} worker(s)", *timed[workers]))
@@ -97,7 +100,8 @@ def main() -> int:
             print(f"    driver CPU {driver / result.runs_done * 1e3:.2f} ms per run (a ceiling of "
                   f"{result.runs_done / driver:.0f} runs/s, {result.decisions / driver:.0f} decisions/s); ledger CPU "
                   f"{ledger / result.runs_done * 1e3:.2f} ms per run (ceiling "
-                  f"{result.runs_done / max(ledger, 1e-9):.0f} runs/s)")
+                  f"{result.runs_done / max(ledger, 1e-9):.0f} runs/s); workers busy "
+                  f"{', '.join(f'{b / timed[workers][1]:.0%}' for b in busy)} of the time")
         print(f"  ratio: 2 workers / 1 worker = {timed[1][1] / timed[2][1]:.2f}x (goal >= 1.6x); "
               f"Ray 1 worker / local = {local[1] / timed[1][1]:.2f}x")
 
@@ -107,10 +111,15 @@ def main() -> int:
         for workers in (1, 2):
             engine = engine_for(workers, tmp, warm_llm)
             try:
+                services0 = ray.get(engine.services.cpu_s.remote())
                 llm_timed[workers] = play(llm, tmp / f"llm-{workers}", engine, 16)
+                services = ray.get(engine.services.cpu_s.remote()) - services0
             finally:
                 engine.close()
             print(line(f"Ray, {workers} worker(s)", *llm_timed[workers]))
+            calls = llm_timed[workers][0].runs_done  # one LLM call per run
+            print(f"    services actor (cluster-wide limits) CPU {services / calls * 1e3:.2f} ms per request (ceiling "
+                  f"of {calls / max(services, 1e-9):.0f} requests/s)")
         print(f"  ratio: 2 workers / 1 worker = {llm_timed[1][1] / llm_timed[2][1]:.2f}x (ideal 2x: twice the calls "
               "in flight)")
     finally:

@@ -229,6 +229,12 @@ class SessionWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu_s(self) -> float:
+        """CPU seconds this worker has used (the benchmark: how busy the workers were)."""
+        import time
+
+        return time.process_time()
+
     async def _host(self, exp_id: int, spec_ref: Any) -> Any:
         host = self.hosts.get(exp_id)
         if host is not None:
