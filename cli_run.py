@@ -185,12 +185,17 @@ def ray_engine(args: argparse.Namespace) -> Any:
     if address is None:
         return None
     try:
-        from .hosts.ray_engine import RayEngine
+        from .hosts.ray_engine import RayEngine, RayUnavailable
     except ImportError:
         raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
-    return RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
-                     replicas=getattr(args, "replicas", 1) or 1,
-                     gpus_per_replica=getattr(args, "gpus_per_replica", None))
+    engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
+                       replicas=getattr(args, "replicas", 1) or 1,
+                       gpus_per_replica=getattr(args, "gpus_per_replica", None))
+    try:
+        engine.connect()
+    except RayUnavailable as exc:
+        raise SystemExit(_exit_with(str(exc))) from None
+    return engine
 
 
 def _exit_with(message: str) -> int:

@@ -51,6 +51,10 @@ PLACE_WARN_S = 20.0  # workers not placed after this long: the cluster is busy, 
 MAX_RESTARTS = 4  # a worker killed more often than this fails its sessions (they stay for --resume)
 
 
+class RayUnavailable(Exception):
+    """The cluster named by --ray cannot be reached or started (a configuration problem: exit 2)."""
+
+
 @dataclass
 class _Session:
     epoch: int = 0
@@ -348,6 +352,27 @@ class RayEngine:
     # ---- setting up ----
     def describe(self) -> dict[str, Any]:
         return {"engine": "ray", "address": self.address or "local", "workers": len(self.workers)}
+
+    def connect(self) -> None:
+        """Join the cluster (or start the local instance) before any run directory is touched; a cluster
+        that cannot be reached is a :class:`RayUnavailable` naming the address, not a minutes-long hang."""
+        if ray.is_initialized():
+            return
+        address = self.address
+        if address not in (None, "local", "auto") and not address.startswith("ray://"):
+            host, _, port = address.rpartition(":")
+            try:
+                socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+            except (OSError, ValueError) as exc:
+                raise RayUnavailable(f"--ray {address}: no Ray cluster answers there "
+                                     f"({getattr(exc, 'strerror', None) or exc}); start one with `ray start "
+                                     "--head` and give its address (host:6379), or --ray alone for one on this "
+                                     "machine") from None
+        try:
+            self._connect()
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise RayUnavailable(f"--ray {address or ''}: cannot start or join Ray: "
+                                 f"{str(exc).splitlines()[0][:300]}") from None
 
     def _connect(self) -> None:
         if ray.is_initialized():

@@ -349,3 +349,13 @@ def test_run_ray_starts_and_stops_a_local_instance(tmp_path: Path, arena: Any) -
     assert manifest["engine"] == {"engine": "ray", "address": "local", "workers": 1}
     expected = json.loads(gzip.decompress(golden_path("bc-grid-shuffle").read_bytes()))
     assert logs(tmp_path / "ray") == expected
+
+
+def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path, arena: Any) -> None:
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    started = time.monotonic()
+    r = arena.cli("run", str(toml), "--out", str(tmp_path / "o"), "--ray", "127.0.0.1:1")
+    assert r.returncode == 2 and "--ray 127.0.0.1:1: no Ray cluster answers there" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and time.monotonic() - started < 30
+    assert not (tmp_path / "o" / "manifest.json").exists()
