@@ -444,8 +444,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.add_argument("--out", help="report folder (default: RUN_DIR/report for one directory, else ./report)")
     r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     r.add_argument("--title", default="EconArena report")
-    r.add_argument("--transcripts", type=int, default=3, metavar="N",
-                   help="transcripts of up to N runs per directory of a game that talks (default 3; 0: none)")
+    r.add_argument("--transcripts", type=_int_at_least(0), default=50, metavar="N",
+                   help="conversations: up to N games per directory of a game that talks (default 50; 0: none)")
+    r.add_argument("--open", action="store_true", help="open the report in the web browser when it is built")
     _analysis_options(r)
     r.set_defaults(func=cmd_report)
 

@@ -313,3 +313,105 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
                     "in agreement; the title gives Spearman's and Pearson's correlation between them (the "
                     "anchoring effect). Line (where first offers differ): the share of first offers accepted at "
                     "each offered amount (the ultimatum's acceptance curve).", png, svg, sources)
+
+
+# ---------------------------------------------------------------------------------- scorecard and section
+
+PUBLISHED = "negotiationarena_figure3"  # analysis/published/<this>.toml: coordinates scenario, pair, metric
+TOLERANCES = {"win_rate": 0.01, "payoff": 0.5}
+
+
+def _rows(ctx: Any) -> list[GameRow]:
+    return ctx.memo(FAMILY, lambda: collect(ctx.run_dirs))
+
+
+def _published_cell(board: Any, scenario: str, p1: str, p2: str, metric: str) -> Any:
+    """The published cell for this scenario, ordered pair (``"P1 vs P2"``, each side by name or alias) and
+    metric (``p1_win_rate`` ...; ``win_rate`` is player 1's)."""
+    names = {metric, "win_rate"} if metric == "p1_win_rate" else {metric}
+    for c in board.cells:
+        at = c.at
+        if at.get("metric") not in names or scenario not in board.names_of(at.get("scenario", "")) \
+                and at.get("scenario") != _title(scenario):
+            continue
+        a, sep, b = str(at.get("pair", "")).partition(" vs ")
+        if sep and p1 in board.names_of(a.strip()) and p2 in board.names_of(b.strip()):
+            return c
+    return None
+
+
+def scorecard(ctx: Any) -> Any:
+    """Per scenario the win-rate and payoff matrices (rows: player 1, columns: player 2), each cell with
+    the published value beside it where a published table has that scenario and pair."""
+    from .. import page
+    from .. import published as pub
+
+    rows = _rows(ctx)
+    if not rows:
+        return None
+    table = pair_table(rows)
+    board = pub.load(PUBLISHED)
+    agreement = page.Agreement()
+    parts = []
+    for sc in sorted({r.scenario for r in rows}):
+        mine = [r for r in table if r["scenario"] == sc]
+        p1s = sorted({r["p1_model"] for r in mine}, key=lambda m: -max(
+            (r["p1_win_rate"] or 0) for r in mine if r["p1_model"] == m))
+        p2s = sorted({r["p2_model"] for r in mine})
+        at = {(r["p1_model"], r["p2_model"]): r for r in mine}
+        for kind, keys, digits in (("win rate", ("p1_win_rate", "p2_win_rate"), 2),
+                                   ("payoff", ("p1_payoff", "p2_payoff"), 1)):
+            body = []
+            for a in p1s:
+                line = [page.esc(a)]
+                for b in p2s:
+                    r = at.get((a, b))
+                    if r is None:
+                        line.append("<span class='na'>-</span>")
+                        continue
+                    vals = [r[k] for k in keys]
+                    cell = ("<b>" + " / ".join(page.number(v, digits) for v in vals)
+                            + f"</b><small>n={r['games']}</small>")
+                    if board is not None:
+                        for k, v in zip(keys, vals):
+                            c = _published_cell(board, sc, a, b, k)
+                            if c is not None:
+                                cell += page.published_mark(v, c.value, TOLERANCES["payoff" if "payoff" in k
+                                                                                    else "win_rate"],
+                                                            digits, c.note, agreement, f"{_title(sc)} {a} vs {b} {k}")
+                    line.append(cell)
+                body.append(line)
+            caption = f"{page.esc(_title(sc))}: {kind} P1 / P2 ({sum(r['games'] for r in mine)} games)"
+            parts.append(page.grid(["P1 (RED) \\ P2 (BLUE)", *p2s], body, caption))
+    intro = ("Rows: player 1 (RED, moves first); columns: player 2 (BLUE). Win rate: a player wins a game when "
+             "its payoff change is larger than the opponent's; payoff: mean change per game. Strongest player 1 "
+             "first.")
+    if board is not None and agreement.compared:
+        intro += (f" <span class='pub'>pub</span>: {page.esc(board.table)}, {page.esc(board.source)}; &#10003; "
+                  "agrees, else the gap ours &minus; published.")
+    dirs = {str(d) for d in ctx.run_dirs if _game_of(Path(d), GAMES) is not None}
+    return page.Card(FAMILY, "NegotiationArena: who wins, who gains", "<div class='cards'>" + "".join(parts)
+                     + "</div>", intro, len(dirs), agreement.verdict(2))
+
+
+def section(ctx: Any) -> Any:
+    """The anchoring and acceptance figure; bad counter-offers and anchoring numbers per scenario."""
+    from .. import page
+
+    rows = _rows(ctx)
+    if not rows:
+        return None
+    found = report_section(ctx.run_dirs, ctx.figdir)
+    assert found is not None
+    parts = []
+    for sc in found["scenarios"]:
+        bad, a = sc["bad_counter_offers"], sc["anchoring"]
+        bits = [f"{sc['games']} games"]
+        if a["n"]:
+            rho = "-" if a["spearman"] is None else f"{a['spearman']:.2f}"
+            bits.append(f"anchoring over {a['n']} agreed games: Spearman {rho}")
+        if bad["n"]:
+            bits.append(f"bad counter-offers {bad['rate']:.1%} of {bad['n']} games (SE {bad['se']:.1%})")
+        parts.append(f"<li><b>{page.esc(sc['title'])}</b>: {page.esc('; '.join(bits))}</li>")
+    return page.Section(FAMILY, "NegotiationArena", found["figures"], found.get("skipped", []),
+                        "<ul>" + "".join(parts) + "</ul>")
