@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import math
 import platform
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ import pandas as pd
 
 from .. import __version__
 from ..games import GAMES
+from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
 from ..rundir import BASELINE_AGENTS
 from . import distributions
 from . import figures as F
@@ -42,11 +42,6 @@ from .page import Card, Context, Section, esc, sources_html, table_html
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide
 from .transcripts import conversations_section
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
 # Every family module gives scorecard(ctx) and section(ctx); the order breaks ties between cards that
@@ -70,31 +65,6 @@ def figure_number(fig: F.Figure) -> int:
     return int(fig.key.split("_", 1)[0].removeprefix("fig"))
 
 
-def load_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
-    """USD per million (input, output) tokens by model name or label, from a TOML file::
-
-        ["gpt-4o"]
-        input_per_mtok = 2.5
-        output_per_mtok = 10.0
-
-    Prices change and differ by contract, so none are built in; local models and baselines cost 0.
-    """
-    if path is None:
-        return {}
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    out = {}
-    for name, v in data.items():
-        if isinstance(v, dict):
-            prices = []
-            for key in ("input_per_mtok", "output_per_mtok"):
-                x = v.get(key, 0.0)
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-                    raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
-                prices.append(float(x))
-            out[name] = (prices[0], prices[1])
-    return out
-
-
 def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """Tokens, latency and cost per label (the decisions of opponents left out)."""
     prices = prices or {}
@@ -104,12 +74,11 @@ def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = 
         models = sorted({str(m) for m in part["model"].dropna()})
         tin, tout = part["tokens_in"].sum(min_count=1), part["tokens_out"].sum(min_count=1)
         known = part["tokens_in"].notna() | part["tokens_out"].notna()
-        price = prices.get(str(label)) or next((prices[m] for m in models if m in prices), None)
+        price = price_of(prices, str(label), models)
         if agent in LOCAL_AGENTS:
             cost = "0 (local)"
         elif price is not None and known.any():
-            usd = (0 if math.isnan(tin) else tin) * price[0] + (0 if math.isnan(tout) else tout) * price[1]
-            cost = f"{usd / 1e6:.4f}"
+            cost = f"{cost_usd(price, 0 if math.isnan(tin) else tin, 0 if math.isnan(tout) else tout):.4f}"
         else:
             cost = "-"
         rows.append({
@@ -366,9 +335,9 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     incomplete = frames.experiments[frames.experiments["runs_incomplete"] > 0]
     if len(incomplete):
         names = ", ".join(str(x) for x in incomplete["experiment"][:5]) + (" ..." if len(incomplete) > 5 else "")
-        body.append(f"<p class='note'>{int(incomplete['runs_incomplete'].sum())} incomplete run(s) in "
-                    f"{len(incomplete)} experiment(s) ({_esc(names)}) are left out; finish them with <code>econarena "
-                    "run ... --resume</code>.</p>")
+        body.append(f"<p class='note'>{int(incomplete['runs_incomplete'].sum())} incomplete run(s) are left out "
+                    f"({len(incomplete)} experiment(s): {_esc(names)}); finish them with <code>econarena run ... "
+                    "--resume</code>.</p>")
     boxes = F.missing_glyphs(sorted({str(x) for x in frames.players["label"].dropna()}))
     if boxes:
         report.notes.append("label(s) " + ", ".join(f"{k!r}" for k in boxes) + " use characters no installed font "

@@ -200,11 +200,17 @@ def pivot(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = 
     return labels, columns, cells
 
 
-def format_leaderboard(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = None) -> str:
-    """The table as the reference's leaderboard prints it: one row per label, 1 decimal; Overall ± std."""
+def leaderboard_cells(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = None
+                      ) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the leaderboard: one row per label, 1 decimal; Overall ± std."""
     labels, columns, cells = pivot(rows, games)
     head = ["model", *columns]
-    body = [[lab, *(_cell(cells.get((lab, c)), c == OVERALL) for c in columns)] for lab in labels]
+    return head, [[lab, *(_cell(cells.get((lab, c)), c == OVERALL) for c in columns)] for lab in labels]
+
+
+def format_leaderboard(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = None) -> str:
+    """The table as the reference's leaderboard prints it: one row per label, 1 decimal; Overall ± std."""
+    head, body = leaderboard_cells(rows, games)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
 
     def line(cs: list[str]) -> str:

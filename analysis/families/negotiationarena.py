@@ -171,12 +171,17 @@ def pairs_csv(table: Sequence[Mapping[str, Any]]) -> str:
     return buf.getvalue()
 
 
+def pairs_cells(table: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the pair table."""
+    head = ["scenario", "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win", "P1 payoff", "P2 payoff"]
+    return head, [[str(r["scenario"]), str(r["p1_model"]), str(r["p2_model"]), str(r["games"])]
+                  + ["-" if r[k] is None else f"{r[k]:.3f}" for k in ("p1_win_rate", "p2_win_rate")]
+                  + [f"{r['p1_payoff']:.2f}", f"{r['p2_payoff']:.2f}"] for r in table]
+
+
 def format_pairs(table: Sequence[Mapping[str, Any]], formula: str = "correct") -> str:
     """The pair table as aligned text (win rates by the chosen formula)."""
-    head = ["scenario", "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win", "P1 payoff", "P2 payoff"]
-    body = [[str(r["scenario"]), str(r["p1_model"]), str(r["p2_model"]), str(r["games"])]
-            + ["-" if r[k] is None else f"{r[k]:.3f}" for k in ("p1_win_rate", "p2_win_rate")]
-            + [f"{r['p1_payoff']:.2f}", f"{r['p2_payoff']:.2f}"] for r in table]
+    head, body = pairs_cells(table)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     lines = [f"NegotiationArena: win rates ({formula} formula) and mean payoffs by ordered pair"]
     lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
