@@ -183,7 +183,9 @@ def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    # compressed once, after quantising: the first encoding only carries the pixels across
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None},
+                pil_kwargs={"compress_level": 1})
     png.write_bytes(_quantised(buf.getvalue()))
     fig.savefig(svg, bbox_inches="tight", metadata={"Date": None})
     return png, svg

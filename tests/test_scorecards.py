@@ -231,7 +231,7 @@ def test_the_scorecard_is_on_the_first_screen_in_chromium(scaled: tuple[Path, Pa
     width, height = map(int, re.search(r'data-viewport="(\d+)x(\d+)"', body).groups())
     assert width == 1280
     left, top, right, bottom = map(int, re.search(r'data-scorecard-box="([-\d,]+)"', body).group(1).split(","))
-    assert 0 <= left and right <= width and 0 < top < height / 2  # the table starts in the top half
+    assert left >= 0 and right <= width and 0 < top < height / 2  # the table starts in the top half
     assert int(re.search(r'data-scroll-width="(\d+)"', body).group(1)) <= width  # nothing to scroll sideways
     # and on the screenshot: the card's background fills the top of the first screen under the title
     shot = tmp_path / "first.png"
