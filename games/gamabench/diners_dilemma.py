@@ -36,8 +36,8 @@ import numpy as np
 from pydantic import Field
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from ..repeated import RepeatedGame, RepeatedState
 from .reference import as_label, reference_choices, reference_meta, replay
-from .repeated import RepeatedGame, RepeatedState
 
 CHOICES = ("cheap", "costly")
 

@@ -31,8 +31,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Setup, fmt_num
+from ..repeated import RepeatedGame, RepeatedState
 from .reference import as_label, reference_choices, reference_meta, replay
-from .repeated import RepeatedGame, RepeatedState
 
 CHOICES = ("go", "stay")
 

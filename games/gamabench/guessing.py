@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
-from .repeated import RepeatedGame, RepeatedState, round_values
+from ..repeated import RepeatedGame, RepeatedState, round_values
 
 
 class GuessingParams(GameParams):

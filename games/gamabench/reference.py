@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..base import GameParams, ImportedRun, Setup
-from .repeated import RepeatedGame
+from ..repeated import RepeatedGame
 
 
 def _table(raw: Mapping[str, Any], key: str, kind: type) -> Any:

@@ -46,7 +46,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
-from .repeated import RepeatedGame, RepeatedState
+from ..repeated import RepeatedGame, RepeatedState
 
 BID_CAP = 1_000_000_000  # bids above this are rule breaks: keeps payoffs finite for any reply
 
