@@ -324,3 +324,15 @@ def test_steering_report_renders_in_chromium(built: Any, tmp_path: Path) -> None
     n = len(built.figures)
     assert n >= 2 and f'data-images-total="{n}"' in body.group(0) and f'data-images-loaded="{n}"' in body.group(0)
     assert 'data-figure="steer_curves"' in dom.stdout and 'data-figure="steer_strategies"' in dom.stdout
+
+
+def test_strategy_per_information_state(dirs: list[Path]) -> None:
+    """Each game is one information state of the steered player; its row holds the CFR average strategy at
+    the report iteration (the largest probability in bold), NashConv and CFR gain there."""
+    tables = {title.split(":")[0]: (head, rows) for title, head, rows in S.strategy_tables(S.collect(dirs))}
+    head, rows = tables["steer / self / tones"]
+    assert head == ["state", "what the steered player saw", *TONES, "NashConv", "CFR gain"]
+    assert rows[0] == ["game 0", "", "0.02", "<b>0.96</b>", "0.01", "0.01", "0.0306", "0.7194"]
+    assert rows[1][:2] == ["game 1", ""] and rows[1][-2:] == ["0.0100", "0.0500"]  # iteration 18: the last <= 20
+    head, rows = tables["steer / self / offers"]
+    assert rows[1][2:5] == ["<b>0.50</b>", "<b>0.50</b>", "0.00"]
