@@ -13,10 +13,12 @@ from .cli_run import (
     EXIT_CONFIG,
     EXIT_ERROR,
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     err,
     load_price_arg,
     out_dir_problem,
+    release_dead_streams,
     resume_command,
     run_guarded,
     same_experiment,
@@ -67,8 +69,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         e = exp.experiment
         cells = f" x {exp.n_cells()} grid cells" if exp.axes else ""
         print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
-              f"session(s) x {_runs_text(exp)})")
+              f"session(s) x {_runs_text(exp)}){_calls_text(exp)}")
     return EXIT_OK
+
+
+def _calls_text(exp: Any) -> str:
+    """The upper bound of paid calls an experiment with LLM players was checked against; '' without any."""
+    from .hosts.experiment import MAX_LLM_CALLS, llm_call_bound
+
+    bounds = llm_call_bound(exp)
+    if not bounds:
+        return ""
+    limit = exp.experiment.max_llm_calls or MAX_LLM_CALLS
+    return f"; at most {sum(bounds.values()):,} LLM calls, re-asks included (limit {limit:,})"
 
 
 def _runs_text(exp: Any) -> str:
@@ -80,13 +93,17 @@ def _runs_text(exp: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from .agents.baselines import POLICY_AGENTS
     from .agents.llm import PROVIDERS
     from .games import GAMES
     from .hosts.config import BASELINES
 
-    print("games:")
+    print("games (with the baselines each has a rule for, and its own policies for agent = \"policy\"; scripted "
+          "and human seats play every game):")
     for name, g in sorted(GAMES.items()):
-        print(f"  {name:<22} {g.description}")
+        own = [k for k in g.policies() if k not in POLICY_AGENTS]
+        extra = f"; policy: {', '.join(own)}" if own else ""
+        print(f"  {name:<22} {g.description} [{', '.join(k for k in g.policies() if k in POLICY_AGENTS)}{extra}]")
     print("agents (baselines):")
     for name, desc in sorted(BASELINES.items()):
         print(f"  {name:<22} {desc}")
@@ -120,7 +137,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
-    from .hosts.host import planned_calls, preflight_experiment
+    from .hosts.experiment import planned_calls
+    from .hosts.host import preflight_experiment
 
     load_dotenv()
     exps, errors = _load_all(args.files, args.seed)
@@ -152,6 +170,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 kind = next((p for p in exp.players if p.label == label), exp.judge)
                 llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
                 print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
+            if (calls := _calls_text(exp)):
+                print(f"  in all:{calls.removeprefix(';')}")
         return EXIT_OK
     dirs = [Path(args.out) if args.out else Path("runs") / exp.name for exp in exps]
     for exp, d in zip(exps, dirs):
@@ -177,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 err(f"--human-input {args.human_input}: {exc.strerror or exc}")
                 return EXIT_CONFIG
             human_io = (script, sys.stdout, True)
-        elif not sys.stdin.isatty():
+        elif sys.stdin is None or not sys.stdin.isatty():  # closed (<&-) or not a terminal
             err(f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
                  "or give the replies with --human-input FILE")
             return EXIT_CONFIG
@@ -273,12 +293,17 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
+        err("interrupted")
+        return EXIT_INTERRUPTED
     except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
         err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
         return EXIT_CONFIG
+    finally:
+        release_dead_streams()
 
 
 if __name__ == "__main__":

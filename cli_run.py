@@ -12,15 +12,35 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def err(msg: str) -> None:
-    print(f"econarena: error: {msg}", file=sys.stderr)
+    """One error line on stderr; a terminal that is gone (a closed SSH session) or a closed stderr does not
+    turn it into a second failure: the manifest and the exit code still tell what happened."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"econarena: error: {msg}", file=sys.stderr, flush=True)
+
+
+def release_dead_streams() -> None:
+    """Point stdout and stderr at /dev/null when they can no longer be written (a closed SSH session: EIO),
+    so the interpreter's final flush does not replace the exit code with 120 and a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, stream.fileno())
+                os.close(null)
+        except AttributeError:  # closed on entry (2>&-): None
+            pass
 
 
 def write_error(d: Path, exc: OSError) -> str:
@@ -62,20 +82,95 @@ def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
         return False
 
 
-@contextlib.contextmanager
-def sigterm_as_sigint() -> Iterator[None]:
-    """SIGTERM (kill, systemd, a batch scheduler) stops a run the way Ctrl-C does: manifest says
-    ``interrupted``, finished runs are kept, exit 130. The signal is re-raised as SIGINT so asyncio's own
-    Ctrl-C handling (cancel the main task, run every ``finally``) does the work."""
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, a scheduler, systemd; a closed terminal
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal ended the run (its manifest says ``interrupted``); ``signame`` names the signal."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+def run_until_signalled(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, stopped by SIGINT, SIGTERM or SIGHUP whatever dispositions were inherited.
+
+    Why not asyncio's own Ctrl-C handling: asyncio handles SIGINT only when Python's default handler is
+    installed, and a process started by a batch script, a CI job or ``cmd &`` in a non-interactive shell
+    inherits SIGINT as *ignored*, so neither Ctrl-C nor a SIGTERM mapped onto it could stop a run. Handlers
+    installed on the running loop work whatever was inherited. The first signal cancels the main task (the
+    Host then marks the manifest ``interrupted`` and closes its files); a signal that comes once the main
+    task is over (waiting for a model thread to finish its batch) exits at once with 130, the manifest
+    being written. A SIGHUP that was ignored on entry (``nohup``) stays ignored: that is what nohup asks for.
+    The previous dispositions are restored afterwards. Raises :class:`Interrupted` after a signal.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    main = loop.create_task(coro)
+    received: list[str] = []
+
+    def on_signal(name: str) -> None:
+        received.append(name)
+        if main.done():  # only threads are left to wait for, and the manifest is final
+            _force_exit(name)
+        main.cancel()
+
+    previous = _install_stop_handlers(loop, on_signal)
     try:
-        old = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
+        try:
+            return loop.run_until_complete(main)
+        except asyncio.CancelledError:
+            if received:
+                raise Interrupted(received[0]) from None
+            raise
     finally:
-        signal.signal(signal.SIGTERM, old)
+        try:
+            _cancel_remaining(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                if handler is not None:  # None: set outside Python, left at the default
+                    signal.signal(sig, handler)
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _install_stop_handlers(loop: asyncio.AbstractEventLoop, on_signal: Callable[[str], None]) -> dict[Any, Any]:
+    """Each stop signal -> ``on_signal(name)`` on the loop; returns the dispositions to restore."""
+    previous: dict[Any, Any] = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:  # not POSIX (no SIGHUP)
+            continue
+        try:
+            old = signal.getsignal(sig)
+            if name == "SIGHUP" and old is signal.SIG_IGN:
+                continue  # nohup: the user asked the run to outlive the terminal
+            loop.add_signal_handler(sig, on_signal, name)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no such support
+            continue
+        previous[sig] = old
+    return previous
+
+
+def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks still pending (an agent's reply stopped the loop: Ctrl-D) and let them finish."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def _force_exit(name: str) -> None:
+    """A second stop signal while threads finish: say so and leave now (the manifest is written)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    err(f"{name} again while stopping: exiting now; finished runs are kept (see manifest.json)")
+    os._exit(EXIT_INTERRUPTED)
 
 
 def resume_command(exp, out: Path) -> str:  # noqa: ANN001
@@ -110,8 +205,9 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
                        cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io,
                        prices=getattr(args, "price_table", None))
-    except KeyboardInterrupt:
-        err(f"interrupted; finished runs are kept: {on_interrupt}")
+    except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
+        by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
+        err(f"interrupted{by}; finished runs are kept: {on_interrupt}")
         return EXIT_INTERRUPTED
     except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
         err(str(exc))
@@ -135,8 +231,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
                           runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
                           prices=prices or {})
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
-    with sigterm_as_sigint():
-        result = asyncio.run(host.run())
+    result = run_until_signalled(host.run())
     summary = write_summary(out)
     if not quiet:
         head, rows, footer = summary_cells(summary)

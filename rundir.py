@@ -23,7 +23,7 @@ from . import SCHEMA_VERSION, __version__
 DECISIONS = "decisions.jsonl"
 RUNS = "runs.jsonl"
 # `agents` values in run records that call no model API (the Host's baselines, and imported runs)
-BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "human", "imported"})
+BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "policy", "human", "imported"})
 MANIFEST = "manifest.json"
 JUDGE_LOG = "judge.jsonl"  # the judge model's calls (games with judged payoffs), apart from player decisions
 STEERING = "steering.jsonl"  # one record per steered game: action values and CFR metrics

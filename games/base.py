@@ -42,7 +42,7 @@ from .params import (
 __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
     "ActionSpec", "FieldKind", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement", "Outcome",
-    "Setup", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num", "judge_reply",
+    "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num", "judge_reply",
     "validate_param",
 ]
 
@@ -71,6 +71,15 @@ class Outcome:
     winners: tuple[int, ...]
     void: bool
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Moves a game skips because no decision in them can change anything (``Game.fast_forward``)."""
+
+    state: Any  # the state after the skipped moves, as playing them would have left it
+    moves: int  # how many moves were skipped (at least 1)
+    actions: Mapping[int, dict[str, Any]]  # what each seat to move played in every one of them
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,20 @@ class Game(abc.ABC):
                  **kw: Any) -> dict[str, Any]:
         """Reference actions for baseline agents (``rational``, ``random``, ...); see ``info.policies``."""
         raise ValueError(f"{self.name} offers no {kind!r} strategy")
+
+    def fast_forward(self, state: Any, policies: Mapping[int, tuple[str, Mapping[str, Any]]]) -> Skip | None:
+        """Skip the coming moves in which no decision can change anything, when the game can tell.
+
+        ``policies`` maps the seats whose decisions are baseline strategies of this game to (kind,
+        options), e.g. ``{0: ("rational", {}), 2: ("level_k", {"k": 2})}``; the other seats (models,
+        people, scripts) must be asked. The Host calls this only when every seat to move is in
+        ``policies``, and a game answers only when it can prove that playing those policies for the next
+        ``moves`` moves changes nothing but a counter (the English auction's clock, while every bidder
+        stays): the run then ends exactly as if the moves had been played, in work that does not grow with
+        the numbers a user typed. The skipped moves are not decisions: nobody is asked, none is logged;
+        the round log holds one entry for them (``round`` to ``through``). Default: None (play every move).
+        """
+        return None
 
     def events(self, before: Any, after: Any, actions: Mapping[int, dict[str, Any] | None]) -> dict[str, Any]:
         """The public record of one move (logged in the run record's ``rounds``; input to ``score``)."""

@@ -80,29 +80,6 @@ def settings_problems_of(exp: Experiment) -> list[str]:
     return _llm_problems(exp, settings_problems)
 
 
-def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:
-    """Decisions each label will make: (count, exact). English auctions give an upper bound.
-
-    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
-    """
-    out: dict[str, tuple[int, bool]] = {}
-    finished: dict[str, int] = {}
-    for key in done or ():
-        finished[key[0]] = finished.get(key[0], 0) + 1
-    for lineup, x in exp.tables():
-        rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
-        left = x.experiment.sessions * x.runs_per_session() - finished.get(lineup.name, 0)
-        for seat in lineup.seats:
-            label = x.players[seat].label
-            count, was_exact = out.get(label, (0, True))
-            # steering replays each game's prefix once per branch in this count: an upper bound
-            out[label] = (count + left * rounds, was_exact and exact and x.steer is None)
-        if x.judge is not None:
-            count, was_exact = out.get(x.judge.label, (0, True))
-            out[x.judge.label] = (count + left * len(lineup.seats), False)  # only games the judge must value
-    return out
-
-
 class Host:
     def __init__(self, exp: Experiment, out: Path, options: HostOptions | None = None) -> None:
         self.exp = exp
@@ -152,7 +129,7 @@ class Host:
             for i, p in enumerate(x.players):
                 key = (i, p.llm.model_dump_json() if p.llm is not None else "")
                 if key not in made:
-                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, policy=p.policy, llm=p.llm,
                                              options=self.options.runtime, human_io=self.options.human_io)
                 row.append(made[key])
             out.append(row)
@@ -196,10 +173,12 @@ class Host:
             try:
                 self.dir.close()
             finally:
-                await close_all()
-                self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
-                                        runs_complete=self.done, runs_incomplete=self.incomplete,
-                                        elapsed_s=round(time.perf_counter() - start, 3))
+                try:  # a second stop signal may cancel the closing of clients: the manifest is written anyway
+                    await close_all()
+                finally:
+                    self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
+                                            runs_complete=self.done, runs_incomplete=self.incomplete,
+                                            elapsed_s=round(time.perf_counter() - start, 3))
         return RunResult(self.dir.path, status, total, self.done, self.incomplete,
                          time.perf_counter() - start, self.decisions)
 
@@ -278,6 +257,8 @@ class Host:
         """Play one move of a run; False when the game is over or a reply stopped it. ``steer`` maps a
         seat to an instruction added to its request at this move (``econarena steer``)."""
         movers = self.game.to_move(play.state)
+        if movers and not steer and self._fast_forward(ctx, play, movers):
+            movers = self.game.to_move(play.state)
         if not movers:
             return False
         state = play.state
@@ -302,6 +283,23 @@ class Host:
                     play.talk.report(seat, self.template.report(fields, after, seat))
         play.state = after
         play.rnd += 1
+        return True
+
+    def _fast_forward(self, ctx: RunContext, play: Playthrough, movers: tuple[int, ...]) -> bool:
+        """Let the game skip the moves in which its baseline seats change nothing (``Game.fast_forward``);
+        only when every seat to move plays a known policy: a model's or a person's move is always asked.
+        The skipped moves go into the round log as one entry; they are no decisions, so none is logged."""
+        agents = self.agents[ctx.table]
+        policies = {seat: policy for seat in movers if (policy := getattr(agents[ctx.seats[seat]], "policy", None))}
+        if len(policies) < len(movers):
+            return False
+        skip = self.game.fast_forward(play.state, policies)
+        if skip is None or skip.moves < 1:
+            return False
+        play.round_log.append({"round": play.rnd, "through": play.rnd + skip.moves - 1,
+                               "actions": [skip.actions.get(i) for i in range(len(ctx.seats))], "events": {}})
+        play.state = skip.state
+        play.rnd += skip.moves
         return True
 
     async def _finish(self, ctx: RunContext, play: Playthrough, decisions: list[int]) -> dict[str, Any]:
@@ -370,7 +368,9 @@ class Host:
             dev = [self.game.deviation(setup, out, ne, i) for i in range(n)]
             # scored like the metrics: a rule break scores 0 (see analysis/metrics.py)
             ratio = [(p if ok else 0.0) / q if q else None for p, q, ok in zip(out.payoffs, ne.payoffs, out.valid)]
-        return {"complete": True, "rounds": len(round_log), "actions": list(out.actions),
+        # a fast-forwarded stretch is one entry of the round log (``round`` to ``through``)
+        rounds = sum(e.get("through", e["round"]) - e["round"] + 1 for e in round_log)
+        return {"complete": True, "rounds": rounds, "actions": list(out.actions),
                 "valid": list(out.valid), "first_valid": first_valid,
                 "payoffs": list(out.payoffs), "winners": list(out.winners), "void": out.void,
                 "ne_actions": list(ne.actions) if ne is not None else None,

@@ -17,6 +17,14 @@ from typing import Any
 from ..prices import cost_usd, price_of
 
 
+def _isatty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal; False for a closed or missing one (``2>&-`` leaves None)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def duration(seconds: float) -> str:
     seconds = int(seconds)
     if seconds >= 3600:
@@ -39,7 +47,7 @@ class Progress:
                  prices: Mapping[str, tuple[float, float]] | None = None) -> None:
         self.total, self.label = total, label
         self.enabled = enabled
-        self.tty = sys.stderr.isatty()
+        self.tty = _isatty(sys.stderr)
         self.before = done_before
         self.runs = 0
         self.decisions = 0
@@ -53,10 +61,21 @@ class Progress:
         self._bar: Any = None
         if enabled and not self.tty:
             resumed = f", {done_before} already complete" if done_before else ""
-            print(f"{label}: started, {total - done_before} of {total} runs to play{resumed}", file=sys.stderr,
-                  flush=True)
+            self._write(f"{label}: started, {total - done_before} of {total} runs to play{resumed}\n")
         elif enabled:
-            self._bar = _Bar(self)
+            try:
+                self._bar = _Bar(self)
+            except (OSError, ValueError, AttributeError):  # the terminal went away before the first draw
+                self.enabled = False
+
+    def _write(self, text: str) -> None:
+        """Progress is a courtesy: a terminal that went away (SIGHUP, EIO) or a closed stderr must not
+        fail the run or keep its manifest from being written, so the line is dropped and progress stops."""
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            self.enabled = False
 
     def _left(self) -> str:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
@@ -107,15 +126,25 @@ class Progress:
         finished = self.before + self.runs >= self.total
         if self.tty and (now - self._last > 0.1 or (runs and finished)):
             self._last = now
-            self._bar.update()
+            self._drawn(self._bar.update)
         elif not self.tty and now - self._last >= self._gap:
             self._last = now
             self._gap = min(self._gap * 2, self.LOG_EVERY_S)
-            print(self.line(), file=sys.stderr, flush=True)
+            self._write(self.line() + "\n")
+
+    def _drawn(self, draw: Any) -> None:
+        """A redraw of the bar, dropped (and the bar with it) when the terminal has gone away."""
+        try:
+            draw()
+        except (OSError, ValueError, AttributeError):
+            self.enabled = False
 
     def close(self) -> None:
-        if self.enabled and self._bar is not None:
-            self._bar.close()
+        if self._bar is not None:
+            if self.enabled:
+                self._drawn(self._bar.close)
+            else:
+                self._drawn(self._bar.rich.stop)
             self._bar = None
 
 

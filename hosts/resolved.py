@@ -44,6 +44,8 @@ def _player(p: Any, masked: Any) -> dict[str, Any]:
         entry["responses"] = list(p.responses)
     if p.agent == "level_k":
         entry["k"] = p.k
+    if p.agent == "policy":
+        entry["policy"] = p.policy
     if p.persona is not None:
         entry["persona"] = p.persona
     if p.llm is not None:

@@ -103,7 +103,8 @@ def sorted_decisions(out: Path) -> list[dict[str, Any]]:
 def cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``econarena ARGS`` in a subprocess (no API keys in its environment)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([ECONARENA, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([ECONARENA, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)  # never the runner's terminal: a background job must not stop
 
 
 @pytest.fixture

@@ -62,7 +62,7 @@ def _lines(path: Path) -> int:
 def _start(arena, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return subprocess.Popen([arena.ECONARENA, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, stdin=subprocess.DEVNULL)
 
 
 def _wait_lines(proc: subprocess.Popen[str], path: Path, n: int, timeout: float = 60) -> None:
