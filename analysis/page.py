@@ -147,19 +147,20 @@ class Agreement:
 
 
 def published_mark(ours: float | None, published: float | None, tolerance: float, digits: int = 1,
-                   note: str | None = None, agreement: Agreement | None = None, where: str = "") -> str:
+                   note: str | None = None, agreement: Agreement | None = None, where: str = "",
+                   label: str = "pub") -> str:
     """The published value under ours: a check mark when they agree within ``tolerance``, else the gap."""
     if published is None:
         return ""
     title = f" title='{esc(note)}'" if note else ""
     star = "*" if note else ""
     if ours is None or math.isnan(ours):
-        return f"<span class='pub'{title}>pub {published:.{digits}f}{star}</span>"
+        return f"<span class='pub'{title}>{esc(label)} {published:.{digits}f}{star}</span>"
     ok = agreement.add(ours, published, tolerance, where) if agreement is not None else \
         abs(ours - published) <= tolerance
     if ok:
-        return f"<span class='pub ok'{title}>pub {published:.{digits}f} &#10003;{star}</span>"
-    return (f"<span class='pub off'{title}>pub {published:.{digits}f} "
+        return f"<span class='pub ok'{title}>{esc(label)} {published:.{digits}f} &#10003;{star}</span>"
+    return (f"<span class='pub off'{title}>{esc(label)} {published:.{digits}f} "
             f"({ours - published:+.{digits}f}){star}</span>")
 
 

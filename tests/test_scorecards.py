@@ -84,7 +84,7 @@ def _imported(tmp: Path, models: int, runs: int, rounds: int) -> Path:
 # ------------------------------------------------------------------------------------- published numbers
 
 def test_the_published_gamabench_board_is_consistent_data() -> None:
-    board = pub.load(gamabench.PUBLISHED)
+    board = pub.table(gamabench.PUBLISHED)
     assert board is not None and "CUHK-ARISE/GAMABench" in board.source and board.coordinates == ("model", "game")
     games = gamabench.leaderboard_games()
     models = sorted({c.at["model"] for c in board.cells})
@@ -111,7 +111,10 @@ def test_the_published_gamabench_board_is_consistent_data() -> None:
      "cells[1]: a second cell"),
     ('source = "s"\ntable = "t"\ncoordinates = ["a"]\ncells = [{ a = "x", value = 1, b = 2 }]', "unknown key(s) b"),
     ('source = "s"\ntable = "t"\ncoordinates = ["a"]\ncells = [{ a = "x", value = nan }]', "finite number"),
-    ('source = "s"\ntable = "t"\ncells = [{ a = "x", value = 1 }]', "coordinates"),
+    ('source = "s"\ntable = "t"\ncoordinates = "a"\ncells = [{ a = "x", value = 1 }]', "coordinates"),
+    ('source = "s"\ntable = "t"\ncoordinates = ["a"]\ncells = [{ a = "x", value = 1, decimals = 2.5 }]',
+     "cells[0].decimals"),
+    ('[source]\nfigure = "F"\n[[cell]]\na = "x"\nvalue = 1', "source.paper"),
     ('source = "s"\n[x', "cannot read"),
 ])
 def test_a_bad_published_file_names_the_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -122,20 +125,33 @@ def test_a_bad_published_file_names_the_file_and_key(tmp_path: Path, text: str, 
     assert str(path) in str(exc.value) and expected in str(exc.value)
 
 
-def test_a_negotiationarena_file_drops_in(tmp_path: Path) -> None:
-    """Any file in the folder reads the same way: NegotiationArena's Figure 3 (scenario, pair, metric)."""
+def test_any_file_in_the_folder_reads_the_same_way(tmp_path: Path) -> None:
+    """NegotiationArena's Figure 3 as shipped ([source], [[cell]] with p1 and p2), and the same cells as a
+    ``pair`` coordinate with aliases: the scorecard finds the cell of an ordered pair either way."""
     from econarena.analysis.families import negotiationarena as na
 
-    (tmp_path / "negotiationarena_figure3.toml").write_text(
+    assert set(pub.names()) >= {"gamabench_leaderboard", "negotiationarena_figure3"}
+    board = pub.table(na.PUBLISHED)
+    assert board is not None and board.table == "Figure 3" and "Bianchi" in board.source
+    assert board.coordinates == ("figure", "scenario", "p1", "p2", "metric")
+    cell = na._published_cell(board, "resource_exchange", "claude-2.1", "gpt-4-1106-preview", "p2_win_rate")
+    assert cell is not None and cell.value == 0.76 and cell.more == {"decimals": 2, "correct": 0.8,
+                                                                       "formula": "paper"}
+    assert cell.tolerance == pytest.approx(0.005, abs=1e-6)
+    assert na._published_cell(board, "resource_exchange", "claude-2.1", "my-model", "p2_win_rate") is None
+    # beside ours: judged against the corrected number, the published one in the note
+    agree = page.Agreement()
+    mark = na._beside(page, 0.8, cell, "p2_win_rate", 2, agree, "x")
+    assert "pub corr. 0.80 &#10003;" in mark and "published 0.76 by the study&#x27;s own formula" in mark
+    (tmp_path / "other.toml").write_text(
         'source = "Bianchi et al. 2024"\ntable = "Figure 3"\ncoordinates = ["scenario", "pair", "metric"]\n'
         'cells = [{ scenario = "ultimatum", pair = "GPT-4 vs Claude-2", metric = "p1_win_rate", value = 0.8, '
         'note = "read off the heatmap" }]\n[aliases]\n"GPT-4" = ["gpt-4-1106-preview"]\n', encoding="utf-8")
-    board = pub.load("negotiationarena_figure3", tmp_path)
-    assert board is not None and pub.available(tmp_path) == ["negotiationarena_figure3"]
-    cell = na._published_cell(board, "ultimatum", "gpt-4-1106-preview", "Claude-2", "p1_win_rate")
-    assert cell is not None and cell.value == 0.8 and cell.note == "read off the heatmap"
-    assert na._published_cell(board, "ultimatum", "Claude-2", "gpt-4-1106-preview", "p1_win_rate") is None
-    assert na._published_cell(board, "buy_sell", "gpt-4-1106-preview", "Claude-2", "p1_win_rate") is None
+    other = pub.table("other", tmp_path)
+    cell = na._published_cell(other, "ultimatum", "gpt-4-1106-preview", "Claude-2", "p1_win_rate")
+    assert cell is not None and cell.value == 0.8 and cell.note == "read off the heatmap" and cell.tolerance is None
+    assert na._published_cell(other, "ultimatum", "Claude-2", "gpt-4-1106-preview", "p1_win_rate") is None
+    assert na._published_cell(other, "buy_sell", "gpt-4-1106-preview", "Claude-2", "p1_win_rate") is None
 
 
 def test_ours_beside_published_agreement_and_gap() -> None:

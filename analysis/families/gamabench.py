@@ -366,7 +366,7 @@ def scorecard(ctx: Any) -> Any:
     data, rows = _collected(ctx)
     if not rows:
         return None
-    board = pub.load(PUBLISHED)
+    board = pub.table(PUBLISHED)
     labels, columns, cells = pivot(rows)
     columns = [c for c in columns if c == OVERALL or c in leaderboard_games()]
     titles = {**data.titles, OVERALL: "Overall"}
