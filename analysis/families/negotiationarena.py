@@ -496,6 +496,11 @@ def scorecard(ctx: Any) -> Any:
         intro += (f" <span class='pub'>pub</span>: {page.esc(board.table)}, {page.esc(board.source)}; &#10003; "
                   "agrees to the printed decimals, else the gap ours &minus; published; <i>pub corr.</i>: the "
                   "published number recomputed with the correct formula (hover for the published one); * a note.")
+        per_pair = published.load(PUBLISHED).get("source", {}).get("games_per_pair")
+        fewest = min(r["games"] for r in table)
+        if isinstance(per_pair, int) and fewest < per_pair:
+            intro += (f" The published cells are over {per_pair} games per pair, some here over as few as {fewest}:"
+                      " such cells need not agree.")
     dirs = {str(d) for d in ctx.run_dirs if _game_of(Path(d), GAMES) is not None}
     return page.Card(FAMILY, "NegotiationArena: who wins, who gains", "<div class='cards'>" + "".join(parts)
                      + "</div>", intro, len(dirs), agreement.verdict(2))
