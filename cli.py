@@ -17,6 +17,7 @@ from .cli_run import (
     EXIT_OK,
     add_ray_arguments,
     err,
+    load_price_arg,
     out_dir_problem,
     ray_engine,
     release_dead_streams,
@@ -116,7 +117,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .analysis.metrics import format_table, summarize
+    from .analysis.metrics import format_table, summarize, summary_cells
+    from .terminal import show
 
     status = EXIT_OK
     for d in args.run_dirs:
@@ -130,7 +132,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
-            print(format_table(summary))
+            head, rows, footer = summary_cells(summary)
+            show(head, rows, format_table(summary), footer=footer)
     return status
 
 
@@ -207,6 +210,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
         else:
             human_io = (sys.stdin, sys.stdout, False)
+    args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
+    if args.price_table is None:
+        return EXIT_CONFIG
     if humans and args.ray:
         err(f"{humans[0]} is a human player: a person plays at this terminal, not on a Ray cluster; run it "
              "without --ray")
@@ -295,6 +301,8 @@ def _run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
     r.add_argument("--seed", type=int, help="override experiment.seed (an integer >= 0)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label: the progress "
+                   "bar shows the cost so far")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
                    "user cache directory)")

@@ -20,12 +20,14 @@ from .cli_run import (
     EXIT_OK,
     add_ray_arguments,
     err,
+    load_price_arg,
     out_dir_problem,
     ray_engine,
     run_guarded,
     run_side_by_side,
     same_experiment,
 )
+from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
 
@@ -42,20 +44,7 @@ def _need_report_extra() -> bool:
 
 
 def _prices_ok(path: str | None) -> bool:
-    """Read --prices up front: a typo must not surface as a traceback after a whole suite has run."""
-    if path is None:
-        return True
-    from .analysis.report import load_prices
-
-    try:
-        load_prices(path)
-    except OSError as exc:
-        err(f"--prices {path}: {exc.strerror or exc}")
-        return False
-    except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
-        err(f"--prices {path}: {exc}")
-        return False
-    return True
+    return load_price_arg(path) is not None
 
 
 def _print_report(rep: Any) -> None:
@@ -99,7 +88,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_CONFIG
     _print_report(rep)
+    if args.open:
+        open_in_browser(rep.html)
     return EXIT_OK
+
+
+def open_in_browser(page: Path) -> None:
+    """Hand the page's file URL to the user's browser (``webbrowser``: $BROWSER, else the desktop's)."""
+    import webbrowser
+
+    url = page.resolve().as_uri()
+    if not webbrowser.open(url):
+        print(f"could not start a browser; open {url}", file=sys.stderr)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -207,7 +207,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if not files:
         err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
         return EXIT_CONFIG
-    if not args.no_report and not _prices_ok(args.prices):
+    args.price_table = load_price_arg(args.prices)  # the progress bar's cost, and the report's
+    if args.price_table is None:
         return EXIT_CONFIG
     if args.models and not Path(args.models).is_file():
         err(f"--models {args.models}: no such file")
@@ -372,7 +373,7 @@ def _after_gamabench(result: Any, out: Path, args: argparse.Namespace) -> list[P
     rows = gamabench.score_table(gamabench.collect(result.dirs).scores)
     csv_path = out / "gamabench_scores.csv"
     write_atomic(csv_path, gamabench.scores_csv(rows))
-    print(gamabench.format_leaderboard(rows))
+    show(*gamabench.leaderboard_cells(rows), gamabench.format_leaderboard(rows), title="GAMA-Bench scores")
     return [csv_path]
 
 
@@ -384,7 +385,8 @@ def _after_negotiationarena(result: Any, out: Path, args: argparse.Namespace) ->
     table = na.pair_table(na.collect(result.dirs), args.metrics)
     csv_path = out / "negotiationarena_pairs.csv"
     write_atomic(csv_path, na.pairs_csv(table))
-    print(na.format_pairs(table, args.metrics))
+    show(*na.pairs_cells(table), na.format_pairs(table, args.metrics), left=3,
+         title=f"NegotiationArena: win rates ({args.metrics} formula) and mean payoffs by ordered pair")
     check = na.published_check(na.collect(result.dirs, reading="paper"), na.collect(result.dirs, reading="correct"))
     check_path = out / "negotiationarena_published_check.csv"
     write_atomic(check_path, na.check_csv(check))
@@ -536,8 +538,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.add_argument("--out", help="report folder (default: RUN_DIR/report for one directory, else ./report)")
     r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     r.add_argument("--title", default="EconArena report")
-    r.add_argument("--transcripts", type=int, default=3, metavar="N",
-                   help="transcripts of up to N runs per directory of a game that talks (default 3; 0: none)")
+    r.add_argument("--transcripts", type=_int_at_least(0), default=50, metavar="N",
+                   help="conversations: up to N games per directory of a game that talks (default 50; 0: none)")
+    r.add_argument("--open", action="store_true", help="open the report in the web browser when it is built")
     _analysis_options(r)
     r.set_defaults(func=cmd_report)
 

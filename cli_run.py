@@ -226,6 +226,22 @@ def _positive(value: str) -> int:
     return n
 
 
+def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
+    """Read --prices up front (None after one clear error line): a typo must not surface as a traceback
+    after a whole suite has run."""
+    from .prices import load_prices
+
+    if path is None:
+        return {}
+    try:
+        return load_prices(path)
+    except OSError as exc:
+        err(f"--prices {path}: {exc.strerror or exc}")
+    except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        err(f"--prices {path}: {exc}")
+    return None
+
+
 def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
                 human_io: Any = None) -> Any:
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
@@ -236,6 +252,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     try:
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
                        cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io,
+                       prices=getattr(args, "price_table", None),
                        engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
@@ -297,23 +314,26 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
 
 
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True, cache_dir: str | None = None, human_io=None, engine=None,  # noqa: ANN001
+            cache: bool = True, cache_dir: str | None = None, human_io=None,  # noqa: ANN001
+            prices: dict[str, tuple[float, float]] | None = None, engine=None,  # noqa: ANN001
             shard: tuple[int, int] | None = None):  # noqa: ANN201
     """Play one validated experiment into ``out`` (on ``engine``: Ray; only ``shard``'s sessions), write its
     summary, print the outcome line."""
     from .agents.llm import RuntimeOptions
-    from .analysis.metrics import format_table, write_summary
+    from .analysis.metrics import format_table, summary_cells, write_summary
     from .hosts.host import Host, HostOptions
     from .hosts.steer import SteerHost
+    from .terminal import show
 
     options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
                           runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
-                          engine=engine, shard=shard)
+                          prices=prices or {}, engine=engine, shard=shard)
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
     result = run_until_signalled(host.run())
     summary = write_summary(out)
     if not quiet:
-        print(format_table(summary))
+        head, rows, footer = summary_cells(summary)
+        show(head, rows, format_table(summary), title=exp.name, footer=footer)
         if exp.steer is not None:
             print_steering(out)
     print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from ..games.schema import json_schema, reasoning_chars
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
+from .progress import Progress
 from .prompts import Template
 
 
@@ -43,6 +43,8 @@ class HostOptions:
     # resume)`` (hosts/ray_engine.py plays them on a Ray cluster; this process stays the only writer)
     engine: Any = None
     shard: tuple[int, int] | None = None  # (K, N): only the sessions of shard K of N (hosts/shards.py)
+    # USD per million tokens by label or model (--prices): the progress bar's cost so far
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,85 +56,6 @@ class RunResult:
     runs_incomplete: int
     elapsed_s: float
     decisions: int
-
-
-def _isatty(stream: Any) -> bool:
-    """Whether ``stream`` is a terminal; False for a closed or missing one (``2>&-`` leaves None)."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-class Progress:
-    """What a long run is doing: runs and decisions done, decisions per second, time left.
-
-    On a terminal one live line, redrawn at most 10 times a second. Elsewhere (CI, nohup, a log file) plain
-    lines: the first at once, then after 2, 4, 8 ... seconds up to every LOG_EVERY_S, so a log shows the
-    run started and how fast it goes without flooding. Rates count only this process's work, never the
-    runs a resume found finished.
-    """
-
-    LOG_EVERY_S = 30.0
-    FIRST_LOG_S = 2.0
-
-    def __init__(self, total: int, label: str, enabled: bool, done_before: int = 0) -> None:
-        self.total, self.label = total, label
-        self.enabled = enabled
-        self.tty = _isatty(sys.stderr)
-        self.before = done_before
-        self.runs = 0
-        self.decisions = 0
-        self.start = time.perf_counter()
-        self._last = self.start
-        self._gap = self.FIRST_LOG_S
-        if enabled and not self.tty:
-            resumed = f", {done_before} already complete" if done_before else ""
-            self._write(f"{label}: started, {total - done_before} of {total} runs to play{resumed}\n")
-
-    def _write(self, text: str) -> None:
-        """Progress is a courtesy: a terminal that went away (SIGHUP, EIO) or a closed stderr must not
-        fail the run or keep its manifest from being written, so the line is dropped and progress stops."""
-        try:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-        except (OSError, ValueError, AttributeError):
-            self.enabled = False
-
-    def line(self) -> str:
-        elapsed = max(time.perf_counter() - self.start, 1e-9)
-        done = self.before + self.runs
-        left = ""
-        if self.runs > 0 and done < self.total:
-            left = f", about {_duration((self.total - done) * elapsed / self.runs)} left"
-        return (f"{self.label}: {done}/{self.total} runs, {self.decisions} decisions "
-                f"({self.decisions / elapsed:.1f}/s){left}")
-
-    def step(self, runs: int = 0, decisions: int = 0) -> None:
-        self.runs += runs
-        self.decisions += decisions
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        finished = self.before + self.runs >= self.total
-        if self.tty and (now - self._last > 0.1 or (runs and finished)):
-            self._last = now
-            self._write("\r\033[K" + self.line())
-        elif not self.tty and now - self._last >= self._gap:
-            self._last = now
-            self._gap = min(self._gap * 2, self.LOG_EVERY_S)
-            self._write(self.line() + "\n")
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            self._write("\r\033[K" + self.line() + "\n")
 
 
 def _llm_problems(exp: Experiment, check: Any) -> list[str]:
@@ -254,7 +177,8 @@ class Host:
         self.done = len(resume.runs)
         # a live progress line would redraw over the prompt a person is reading
         human = any(p.agent == "human" for x in self.exps for p in x.players)
-        self._progress = progress = Progress(total, e.name, not self.options.quiet and not human, self.done)
+        self._progress = progress = Progress(total, e.name, not self.options.quiet and not human, self.done,
+                                             self.options.prices)
         start = time.perf_counter()
         status = "failed"
         try:
@@ -570,6 +494,8 @@ class Host:
         key = self.game.action_key
         self.decisions += 1
         self._progress.step(decisions=1)
+        if reply.tokens_in or reply.tokens_out:
+            self._progress.usage(agent.label, reply.model or agent.model, reply.tokens_in, reply.tokens_out)
         self.sink.decision({
             "lineup": d.ctx.lineup.name, "session": d.ctx.session, "run": d.ctx.run, "round": d.rnd,
             "player": d.seat, "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,

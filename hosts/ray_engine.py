@@ -160,7 +160,7 @@ class _ShipSink:
         v = self.view
         now = (v.done, v.incomplete, v.decisions)
         batch.update(exp=self.key[0], done=now[0] - self.shipped[0], incomplete=now[1] - self.shipped[1],
-                     decisions_made=now[2] - self.shipped[2])
+                     decisions_made=now[2] - self.shipped[2], usage=v._progress.drain())
         self.shipped = now
         self.accepted.append(self.shipper.ship(self.key, self.epoch, batch))
 
@@ -198,6 +198,23 @@ class _Shipper:
                 continue
             for f, ok in zip(futures, results):
                 f.set_result(ok)
+
+
+class _Usage:
+    """A worker view's progress: draws nothing, keeps each reply's tokens for the driver's bar (its cost)."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[str, str | None, int | None, int | None]] = []
+
+    def usage(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None) -> None:
+        self.replies.append((label, model, tokens_in, tokens_out))
+
+    def step(self, runs: int = 0, decisions: int = 0) -> None:
+        pass
+
+    def drain(self) -> list[tuple[str, str | None, int | None, int | None]]:
+        out, self.replies = self.replies, []
+        return out
 
 
 def _resume_of(runs: list[dict[str, Any] | str]) -> ResumeState:
@@ -296,6 +313,7 @@ class SessionWorker:
             return True
         view = copy.copy(host)  # shares agents, template, limits; its own counters and sink
         view.done = view.incomplete = view.decisions = 0
+        view._progress = _Usage()
         view.sink = sink = _ShipSink(view, self.shipper, key, epoch)
         await view._session(li, lineup, session, _resume_of(prior + shipped))
         sink.end()
@@ -534,4 +552,6 @@ def _write(host: Any, b: dict[str, Any]) -> None:
     host.done += b["done"]
     host.incomplete += b["incomplete"]
     host.decisions += b["decisions_made"]
+    for reply in b["usage"]:
+        host._progress.usage(*reply)
     host._progress.step(runs=b["done"], decisions=b["decisions_made"])

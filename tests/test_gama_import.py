@@ -323,7 +323,9 @@ def test_report_has_a_gamabench_section(raw_tree: Path, tmp_path: Path, arena) -
     assert r.returncode == 0, r.stderr
     assert "gama_scores.png" in r.stdout and "gama_rounds.png" in r.stdout
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "<h2 id='gamabench'>GAMA-Bench</h2>" in html and "href='#gamabench'" in html
+    assert "<section class='scorecard' id='card-gamabench'>" in html and "href='#card-gamabench'" in html
+    card = html.split("id='card-gamabench'", 1)[1].split("</section>", 1)[0]
+    assert "<b>70.0</b><small>± 14.1</small>" in card  # m1's guessing cell, first on the page
     assert "data-figure='gama_scores'" in html and "data-figure='gama_rounds'" in html
     assert "70.0 ± 14.1 (n=2)" in html  # m1's guessing cell
     for key in ("gama_scores", "gama_rounds"):
@@ -349,7 +351,7 @@ def test_no_gamabench_section_without_such_runs(tmp_path: Path, arena) -> None:
     bc = arena.experiment_dict("beauty_contest", [{"agent": "rational"}, {"agent": "random"}], {"upper_bound": 100})
     arena.run_experiment(bc, tmp_path / "bc")
     rep = build_report([tmp_path / "bc"], tmp_path / "rep", n_boot=20)
-    assert "id='gamabench'" not in rep.html.read_text(encoding="utf-8")
+    assert "id='card-gamabench'" not in rep.html.read_text(encoding="utf-8")
     assert not (tmp_path / "rep" / "gamabench_scores.csv").exists()
 
 

@@ -48,6 +48,7 @@ else:  # pragma: no cover
     pass
 
 Z95 = 1.959963984540054  # the normal 97.5% quantile: the paper's coef +- 1.96 SE
+FAMILY = "glee"
 CLIPPED = ("efficiency", "fairness")  # GLEE clips these to [0, 1] before fitting (analyze/ML.py::load_data)
 PAYOFF_METRIC = "self_gain"  # the per-seat metric that pays the players of the model-choice meta-game
 CSV_COLUMNS = ("game", "metric", "term", "level", "reference", "effect_x100", "low_x100", "high_x100",
@@ -602,6 +603,92 @@ def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
                     "switching alone (red boxes; ties count, a pair with an unplayed deviation is not certified). "
                     f"Equilibria: {eqs}.", png, svg, data.dirs)
 
+
+# ---------------------------------------------------------------------------------- scorecard and section
+
+CARD_METRICS = ("efficiency", "fairness", "self_gain")
+
+
+def _datas(ctx: Any) -> dict[str, GameData]:
+    def make() -> dict[str, GameData]:
+        try:
+            return collect(ctx.run_dirs)
+        except AnalysisError:
+            return {}  # the section says why (report_sections raises it with the file and run)
+    return ctx.memo(FAMILY, make)
+
+
+def _mean_ci(xs: Sequence[float], n_boot: int, seed: int) -> Any:
+    import numpy as np
+
+    from ..stats import bootstrap_mean
+
+    vals = np.asarray([x for x in xs if not math.isnan(x)], dtype=float)
+    return bootstrap_mean(vals, np.arange(len(vals)), n_boot=n_boot, seed=seed)
+
+
+def scorecard(ctx: Any) -> Any:
+    """Per game (bargaining, negotiation, persuasion) and player: mean efficiency and fairness of the games
+    it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
+    first."""
+    from .. import page
+
+    datas = _datas(ctx)
+    if not datas:
+        return None
+    parts, dirs = [], set()
+    for name in sorted(datas):
+        data = datas[name]
+        dirs.update(data.dirs)
+        per: dict[str, dict[str, list[float]]] = {}
+        for row in data.rows:
+            for i in range(data.seats):
+                player = row[f"p{i + 1}_model"]
+                mine = per.setdefault(player, {m: [] for m in CARD_METRICS})
+                for m in ("efficiency", "fairness"):
+                    if m in row:
+                        mine[m].append(row[m])
+                if f"self_gain_p{i + 1}" in row:
+                    mine["self_gain"].append(row[f"self_gain_p{i + 1}"])
+        est = {p: {m: _mean_ci(v[m], ctx.n_boot, ctx.seed) for m in CARD_METRICS} for p, v in per.items()}
+        order = sorted(est, key=lambda p: (-(est[p]["self_gain"].value if est[p]["self_gain"].n else -1e300), p))
+        body = [[page.esc(p), *(page.estimate_cell(est[p][m]) for m in CARD_METRICS),
+                 str(max(len(per[p][m]) for m in CARD_METRICS))] for p in order]
+        parts.append(page.grid(("player", "efficiency", "fairness", "self-gain", "seats played"), body,
+                               page.esc(data.title)))
+    intro = ("Per game and player: efficiency and fairness of the games it played (0-1, clipped as GLEE does) and "
+             "its own self-gain (share of the surplus it kept, either seat), each with a 95% bootstrap interval "
+             "over games; runs with a rule break left out, as in GLEE's data. Best self-gain first.")
+    return page.Card(FAMILY, "GLEE: efficiency, fairness, self-gain", "".join(parts), intro, len(dirs))
+
+
+def section(ctx: Any) -> Any:
+    """The linear models' effect plots and pair heatmaps; their tables, notes and CSV files as detail."""
+    from .. import page
+
+    secs = report_sections(ctx.run_dirs, ctx.figdir, ctx.out) if _datas(ctx) else []
+    people = human_section(ctx.run_dirs, ctx.out)
+    if not secs and people is None:
+        return None
+    out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))
+    detail = []
+    for sec in secs:
+        out.figures += sec.figures
+        out.skipped += sec.skipped
+        out.files += sec.files
+        detail.append(f"<h4>Linear models ({page.esc(sec.family)})</h4><p>One OLS per game and metric on the "
+                      "game's declared parameters (one-hot, reference level dropped) and each seat's player; "
+                      "effects x100 with 95% intervals (coef &plusmn; 1.96 SE). Also in "
+                      + ", ".join(f"<code>{page.esc(p.name)}</code>" for p in sec.files) + ".</p>")
+        detail += [f"<p class='note'>{page.esc(n)}</p>" for n in sec.notes]
+        detail += [f"<h5>{page.esc(t)}</h5>{page.table_html(df)}" for t, df in sec.tables]
+    if people is not None:  # GLEE's human games: each seat people played beside the models in the same seat
+        out.files += people.files
+        detail.append(f"<h4 id='people'>{page.esc(HUMAN_TITLE)}</h4>")
+        detail += [f"<p class='note'>{page.esc(n)}</p>" for n in people.notes]
+        detail += [f"<h5>{page.esc(t)}</h5>{page.table_html(df, index=False)}" for t, df in people.tables]
+    out.detail = "".join(detail)
+    return out
 
 # --------------------------------------------------------------------- per-game table (glee_games.csv)
 
