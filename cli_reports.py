@@ -18,10 +18,13 @@ from .cli_run import (
     EXIT_ERROR,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    add_ray_arguments,
     err,
     load_price_arg,
     out_dir_problem,
+    ray_engine,
     run_guarded,
+    run_side_by_side,
     same_experiment,
 )
 from .terminal import show
@@ -188,7 +191,6 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
     from .hosts.config import ConfigError, load_experiment
     from .hosts.host import preflight_experiment
-    from .rundir import complete_runs, read_jsonl, runnable_prefix
 
     load_dotenv()
     try:
@@ -240,7 +242,18 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if problem:
         err(problem)
         return EXIT_CONFIG
-    worst, done = EXIT_OK, []
+    args.engine = ray_engine(args)
+    try:
+        return _suite_runs(exps, out, args)
+    finally:
+        if args.engine is not None:
+            args.engine.close()
+
+
+def _suite_runs(exps: list[Any], out: Path, args: argparse.Namespace) -> int:
+    from .rundir import complete_runs, read_jsonl, runnable_prefix
+
+    worst, done, side_by_side = EXIT_OK, [], []
     for i, exp in enumerate(exps, 1):
         d = out / exp.name
         resume = False
@@ -258,12 +271,22 @@ def cmd_suite(args: argparse.Namespace) -> int:
                 continue
             resume = True
         print(f"[{i}/{len(exps)}] {exp.name}: {'resuming' if resume else 'running'} -> {d}")
+        if args.engine is not None:  # on Ray the experiments run side by side, below
+            side_by_side.append((exp, d, resume))
+            continue
         result = run_guarded(exp, d, args, resume=resume,
                              on_interrupt="run the same suite command again to continue")
         if isinstance(result, int):
             return result
         done.append(d)
         if result.status != "complete":
+            worst = max(worst, EXIT_INCOMPLETE)
+    if side_by_side:
+        results = run_side_by_side(side_by_side, args)
+        if isinstance(results, int):
+            return results
+        done += [d for _, d, _ in side_by_side]
+        if any(r.status != "complete" for r in results):
             worst = max(worst, EXIT_INCOMPLETE)
     if args.no_report or not done:
         return worst
@@ -603,5 +626,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    "cache directory)")
     s.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     s.add_argument("--title", default="EconArena: the paper's experiments")
+    add_ray_arguments(s)
     _analysis_options(s)
     s.set_defaults(func=cmd_suite)

@@ -39,6 +39,10 @@ class HostOptions:
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
     # (input, output, echo) for human seats: the terminal, or a script file (--human-input)
     human_io: tuple[TextIO, TextIO, bool] | None = None
+    # where sessions are played: None here, in this process; or an engine with ``async play(host, work,
+    # resume)`` (hosts/ray_engine.py plays them on a Ray cluster; this process stays the only writer)
+    engine: Any = None
+    shard: tuple[int, int] | None = None  # (K, N): only the sessions of shard K of N (hosts/shards.py)
     # USD per million tokens by label or model (--prices): the progress bar's cost so far
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
@@ -86,6 +90,8 @@ class Host:
         self.game = exp.game
         self.options = options or HostOptions()
         self.dir = RunDirectory(out)
+        # where records go: the run directory, or (a session played on a Ray worker) a buffer shipped to it
+        self.sink: Any = self.dir
         self.template = Template(exp.game, exp.prompts)
         tables = exp.tables()  # one per lineup and [grid] cell, each with its cell's experiment
         self.lineups = [lu for lu, _ in tables]
@@ -100,7 +106,29 @@ class Host:
 
     # ---- top level ----
     def total_runs(self) -> int:
+        if self.options.shard is not None:
+            from .shards import shard_sessions
+
+            return sum(shard_sessions(x.experiment.sessions, li, len(self.exps), self.options.shard)
+                       * x.runs_per_session() for li, x in enumerate(self.exps))
         return sum(x.experiment.sessions * x.runs_per_session() for x in self.exps)
+
+    def work_items(self) -> Iterator[tuple[int, int]]:
+        """(table, session) pairs in play order, lazily: memory does not grow with the number of sessions
+        (10**12 sessions start at once and run in constant memory). With a shard, only its own pairs."""
+        sessions = [x.experiment.sessions for x in self.exps]
+        n = len(self.lineups)
+        work = ((li, s) for s in range(max(sessions)) for li in range(n) if s < sessions[li])
+        if self.options.shard is not None:
+            from .shards import in_shard
+
+            k = self.options.shard
+            work = ((li, s) for li, s in work if in_shard(li, s, n, k))
+        return work
+
+    def session_finished(self, li: int, session: int, resume: ResumeState) -> bool:
+        """Whether a resume found the session finished (an engine then does not send it anywhere)."""
+        return len(resume.session_runs(self.lineups[li].name, session)) >= self.exps[li].experiment.runs
 
     async def run(self) -> RunResult:
         total = self.total_runs()
@@ -142,6 +170,9 @@ class Host:
         except BaseException:
             await close_all()
             raise
+        if self.options.shard is not None:
+            k, n = self.options.shard
+            self.dir.write_manifest(shard={"index": k, "count": n})
         self._sem = asyncio.Semaphore(self.options.concurrency)
         self.done = len(resume.runs)
         # a live progress line would redraw over the prompt a person is reading
@@ -151,19 +182,19 @@ class Host:
         start = time.perf_counter()
         status = "failed"
         try:
-            # Lazily: (table, session) pairs are produced as workers ask, so memory does not grow with
-            # the number of sessions (10**12 sessions start at once and run in constant memory).
-            sessions = [x.experiment.sessions for x in self.exps]
-            work = ((li, s) for s in range(max(sessions)) for li in range(len(self.lineups)) if s < sessions[li])
-            n_workers = max(1, min(self.options.concurrency, sum(sessions)))
-            workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
-            try:
-                await asyncio.gather(*workers)
-            except BaseException:
-                for w in workers:
-                    w.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
-                raise
+            work = self.work_items()  # one shared generator: each pair goes to exactly one worker
+            if self.options.engine is not None:
+                await self.options.engine.play(self, work, resume)
+            else:
+                n_workers = max(1, min(self.options.concurrency, sum(x.experiment.sessions for x in self.exps)))
+                workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
+                try:
+                    await asyncio.gather(*workers)
+                except BaseException:
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+                    raise
             status = "complete" if self.incomplete == 0 else "incomplete"
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "interrupted"
@@ -211,13 +242,14 @@ class Host:
             history = self._history(past, e) if e.history != "none" and past else None
             ctx = RunContext(li, lineup, session, run, setup, seats, ne, counters, history, n_past)
             record = await self._play_run(ctx)
-            self.dir.run(record)
             if not record["complete"]:
-                self.incomplete += 1
+                self.incomplete += 1  # counted before the record leaves: a Ray worker ships both at once
+                self.sink.run(record)
                 return  # later runs need this run's history; --resume retries from here
             past.append(record)
             n_past += 1
             self.done += 1
+            self.sink.run(record)
             self._progress.step(runs=1)
 
     def _history(self, past: deque[dict[str, Any]], e: ExperimentSection) -> list[dict[str, Any]]:
@@ -342,7 +374,7 @@ class Host:
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
             reply = await self._ask(judge, request)
-            self.dir.append(JUDGE_LOG, {
+            self.sink.append(JUDGE_LOG, {
                 "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": judge.label,
                 "model": reply.model or judge.model, "template": self.template.id,
                 "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
@@ -464,7 +496,7 @@ class Host:
         self._progress.step(decisions=1)
         if reply.tokens_in or reply.tokens_out:
             self._progress.usage(agent.label, reply.model or agent.model, reply.tokens_in, reply.tokens_out)
-        self.dir.decision({
+        self.sink.decision({
             "lineup": d.ctx.lineup.name, "session": d.ctx.session, "run": d.ctx.run, "round": d.rnd,
             "player": d.seat, "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,
             "template": self.template.id, "decision_index": index, "attempt": attempt,
