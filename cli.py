@@ -17,8 +17,11 @@ from .cli_run import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     Interrupted,
+    add_ray_arguments,
     err,
+    load_price_arg,
     out_dir_problem,
+    ray_engine,
     release_dead_streams,
     resume_command,
     run_guarded,
@@ -117,7 +120,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .analysis.metrics import format_table, summarize
+    from .analysis.metrics import format_table, summarize, summary_cells
+    from .terminal import show
 
     status = EXIT_OK
     for d in args.run_dirs:
@@ -131,7 +135,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
-            print(format_table(summary))
+            head, rows, footer = summary_cells(summary)
+            show(head, rows, format_table(summary), footer=footer)
     return status
 
 
@@ -173,7 +178,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             if (calls := _calls_text(exp)):
                 print(f"  in all:{calls.removeprefix(';')}")
         return EXIT_OK
-    dirs = [Path(args.out) if args.out else Path("runs") / exp.name for exp in exps]
+    shard = args.shard
+    suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    dirs = [Path(args.out) if args.out else Path("runs") / f"{exp.name}{suffix}" for exp in exps]
     for exp, d in zip(exps, dirs):
         problem = out_dir_problem(d)
         if problem:
@@ -185,6 +192,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.resume and not same_experiment(d, exp):
             err(f"{d} holds a different experiment (its config.toml differs); "
                  "use --out DIR, or resume with the same file and --seed")
+            return EXIT_CONFIG
+        if args.resume and (problem := _shard_problem(d, shard)):
+            err(problem)
             return EXIT_CONFIG
     humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
               if p.agent == "human"]
@@ -203,15 +213,71 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
         else:
             human_io = (sys.stdin, sys.stdout, False)
+    args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
+    if args.price_table is None:
+        return EXIT_CONFIG
+    if humans and args.ray:
+        err(f"{humans[0]} is a human player: a person plays at this terminal, not on a Ray cluster; run it "
+             "without --ray")
+        return EXIT_CONFIG
+    args.engine = ray_engine(args)
     worst = EXIT_OK
-    for exp, d in zip(exps, dirs):
-        result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d),
-                             human_io=human_io)
-        if isinstance(result, int):
-            return result
-        if result.status == "incomplete":
-            worst = max(worst, EXIT_INCOMPLETE)
+    try:
+        for exp, d in zip(exps, dirs):
+            result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d, shard),
+                                 human_io=human_io)
+            if isinstance(result, int):
+                return result
+            if result.status == "incomplete":
+                worst = max(worst, EXIT_INCOMPLETE)
+    finally:
+        if args.engine is not None:
+            args.engine.close()
     return worst
+
+
+def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
+    """A resume must play the shard the directory holds (or none, for an unsharded one)."""
+    from .rundir import RunDirectory
+
+    held = RunDirectory(d).read_manifest().get("shard")
+    have = (held["index"], held["count"]) if isinstance(held, dict) and "index" in held else None
+    if have == (tuple(shard) if shard else None):
+        return None
+    said = f"shard {have[0]}/{have[1]}" if have else "an unsharded run"
+    asked = f"--shard {shard[0]}/{shard[1]}" if shard else "no --shard"
+    return f"{d} holds {said}, but this resume has {asked}; resume it with the options it was started with"
+
+
+def _shard_arg(value: str) -> tuple[int, int]:
+    from .hosts.shards import parse_shard
+
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Shards of one experiment (``run --shard K/N``) -> one run directory equal to an unsharded run."""
+    from .analysis.metrics import format_table, write_summary
+    from .hosts.shards import MergeError, merge_shards
+
+    out = Path(args.out)
+    problem = out_dir_problem(out)
+    if problem:
+        err(problem)
+        return EXIT_CONFIG
+    try:
+        manifest = merge_shards([Path(d) for d in args.shards], out)
+    except MergeError as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    summary = write_summary(out)
+    if not args.quiet:
+        print(format_table(summary))
+    print(f"merged {len(args.shards)} shard(s): {manifest['runs_complete']} runs -> {out}")
+    return EXIT_OK
 
 
 def cmd_steer(args: argparse.Namespace) -> int:
@@ -238,12 +304,18 @@ def _run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
     r.add_argument("--seed", type=int, help="override experiment.seed (an integer >= 0)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label: the progress "
+                   "bar shows the cost so far")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
                    "user cache directory)")
     r.add_argument("--dry-run", action="store_true", help="validate and print how many calls each label makes")
     r.add_argument("--human-input", metavar="FILE", help="replies of human players read from FILE instead of the "
                    "terminal (each ends with an empty line, or is one JSON line), for scripted tests and demos")
+    r.add_argument("--shard", type=_shard_arg, metavar="K/N",
+                   help="play only the sessions of shard K of N (1 <= K <= N), for job arrays; each shard in its "
+                        "own --out (default runs/<name>-shard-K-of-N); join them with 'econarena merge'")
+    add_ray_arguments(r)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -257,6 +329,14 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("steer", help="steering experiments ([steer]): CFR over prompt actions, with OpenSpiel")
     _run_arguments(st)
     st.set_defaults(func=cmd_steer, stop_signals=True)
+
+    m = sub.add_parser("merge", help="join the shard directories of one experiment (run --shard K/N)",
+                       description="Join the run directories of every shard of one experiment (run --shard K/N) "
+                                   "into one run directory equal to an unsharded run.")
+    m.add_argument("shards", nargs="+", metavar="SHARD_DIR")
+    m.add_argument("--out", required=True, help="the merged run directory (new)")
+    m.add_argument("--quiet", action="store_true", help="no table")
+    m.set_defaults(func=cmd_merge)
 
     v = sub.add_parser("validate", help="check TOML files without running anything")
     v.add_argument("files", nargs="+", metavar="FILE.toml")

@@ -211,9 +211,73 @@ def _force_exit(name: str) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
-def resume_command(exp, out: Path) -> str:  # noqa: ANN001
+def resume_command(exp, out: Path, shard: tuple[int, int] | None = None) -> str:  # noqa: ANN001
     """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
-    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
+    part = f" --shard {shard[0]}/{shard[1]}" if shard else ""
+    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed}{part} --resume"
+
+
+def ray_engine(args: argparse.Namespace) -> Any:
+    """The Ray engine that ``--ray [ADDRESS]`` asks for, or None; a clear error when Ray is missing."""
+    address = getattr(args, "ray", None)
+    if address is None:
+        return None
+    try:
+        from .hosts.ray_engine import RayEngine, RayUnavailable
+    except ImportError:
+        raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
+    engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
+                       replicas=getattr(args, "replicas", 1) or 1,
+                       gpus_per_replica=getattr(args, "gpus_per_replica", None))
+    try:
+        engine.connect()
+    except RayUnavailable as exc:
+        raise SystemExit(_exit_with(str(exc))) from None
+    return engine
+
+
+def _exit_with(message: str) -> int:
+    err(message)
+    return EXIT_CONFIG
+
+
+def add_ray_arguments(r: argparse.ArgumentParser) -> None:
+    """``--ray`` and its companions, the same for ``run``, ``steer`` and ``suite``."""
+    r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="play sessions on Ray: alone, a Ray instance started on this machine; with an ADDRESS "
+                        "(host:6379, ray://host:10001, or 'auto' with RAY_ADDRESS) an existing cluster")
+    r.add_argument("--ray-workers", type=_positive, metavar="N",
+                   help="session workers on Ray (default: one per CPU of the cluster)")
+    r.add_argument("--replicas", type=_positive, default=1, metavar="N",
+                   help="copies of each local (hf) model on Ray, one actor each (default 1)")
+    r.add_argument("--gpus-per-replica", type=float, metavar="G",
+                   help="GPUs each local model replica holds on Ray (default: 1 for a cuda device, else 0)")
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
+    """Read --prices up front (None after one clear error line): a typo must not surface as a traceback
+    after a whole suite has run."""
+    from .prices import load_prices
+
+    if path is None:
+        return {}
+    try:
+        return load_prices(path)
+    except OSError as exc:
+        err(f"--prices {path}: {exc.strerror or exc}")
+    except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        err(f"--prices {path}: {exc}")
+    return None
 
 
 def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
@@ -225,7 +289,9 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 
     try:
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io)
+                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io,
+                       prices=getattr(args, "price_table", None),
+                       engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
         err(f"interrupted{by}; finished runs are kept: {on_interrupt}")
@@ -238,28 +304,81 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
         return EXIT_CONFIG
 
 
-def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True, cache_dir: str | None = None, human_io=None):  # noqa: ANN001, ANN201
-    """Play one validated experiment into ``out``, write its summary, print the outcome line."""
+def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespace) -> list[Any] | int:
+    """Several experiments at once on one Ray engine (``suite --ray``): each its own Host, directory and
+    lock, their sessions sharing the cluster's workers. The results, or an exit code after one clear line."""
+    from .agents.base import AgentError
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
     from .hosts.steer import SteerHost
+    from .rundir import RunDirectoryBusy
+
+    hosts = []
+    for exp, d, resume in jobs:
+        options = HostOptions(concurrency=args.concurrency, resume=resume, quiet=True, engine=args.engine,
+                              runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir))
+        hosts.append((SteerHost if exp.steer is not None else Host)(exp, d, options))
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(h.run() for h in hosts), return_exceptions=True)
+
+    try:
+        results = run_until_signalled(together())
+    except KeyboardInterrupt as exc:
+        by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
+        err(f"interrupted{by}; finished runs are kept: run the same suite command again to continue")
+        return EXIT_INTERRUPTED
+    out = []
+    for (exp, d, _), r in zip(jobs, results):
+        if isinstance(r, (AgentError, RunDirectoryBusy)):
+            err(str(r))
+            return EXIT_CONFIG
+        if isinstance(r, OSError):
+            err(write_error(d, r) + "; finished runs are kept: run the same suite command again")
+            return EXIT_CONFIG
+        if isinstance(r, KeyboardInterrupt):
+            err("interrupted; finished runs are kept: run the same suite command again to continue")
+            return EXIT_INTERRUPTED
+        if isinstance(r, BaseException):
+            raise r
+        summary = write_summary(d)
+        if not args.quiet:
+            print(format_table(summary))
+        print(f"{exp.name}: {r.status}, {r.runs_done}/{r.runs_total} runs, {r.decisions} decisions in "
+              f"{r.elapsed_s:.1f}s -> {d}")
+        out.append(r)
+    return out
+
+
+def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
+            cache: bool = True, cache_dir: str | None = None, human_io=None,  # noqa: ANN001
+            prices: dict[str, tuple[float, float]] | None = None, engine=None,  # noqa: ANN001
+            shard: tuple[int, int] | None = None):  # noqa: ANN201
+    """Play one validated experiment into ``out`` (on ``engine``: Ray; only ``shard``'s sessions), write its
+    summary, print the outcome line."""
+    from .agents.llm import RuntimeOptions
+    from .analysis.metrics import format_table, summary_cells, write_summary
+    from .hosts.host import Host, HostOptions
+    from .hosts.steer import SteerHost
+    from .terminal import show
 
     options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io)
+                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
+                          prices=prices or {}, engine=engine, shard=shard)
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
     result = run_until_signalled(host.run())
     summary = write_summary(out)
     if not quiet:
-        print(format_table(summary))
+        head, rows, footer = summary_cells(summary)
+        show(head, rows, format_table(summary), title=exp.name, footer=footer)
         if exp.steer is not None:
             print_steering(out)
     print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
           f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
     if result.status == "incomplete":
         err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
-             f"retry them with: {resume_command(exp, out)}")
+             f"retry them with: {resume_command(exp, out, shard)}")
     return result
 
 

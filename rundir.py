@@ -347,6 +347,27 @@ class RunDirectory:
         fh.write(_dumps_record(rec))
         fh.flush()
 
+    def lines(self, decisions: str, appends: list[tuple[str, str]], run: str | None) -> None:
+        """Records already encoded as JSON lines (by :func:`encode_record`, in a Ray worker): a run's
+        decisions, its lines of other logs, then its record, in the order and with the flushes that
+        :meth:`decision`, :meth:`append` and :meth:`run` give them."""
+        assert self._runs is not None and self._dec is not None
+        if decisions:
+            self._dec.write(decisions)
+        for name, text in appends:
+            fh = self._extra.get(name)
+            if fh is None:
+                fh = self._extra[name] = (self.path / name).open("a", encoding="utf-8")
+            fh.write(text)
+            fh.flush()
+        if run is not None:
+            self._dec.flush()
+            self._runs.write(run)
+            self._runs.flush()
+        elif decisions and time.monotonic() - self._last_flush > FLUSH_S:
+            self._dec.flush()
+            self._last_flush = time.monotonic()
+
     def close(self) -> None:
         try:
             for fh in (self._dec, self._runs, *self._extra.values()):
@@ -355,6 +376,16 @@ class RunDirectory:
         finally:
             self._dec = self._runs = None
             self._extra = {}
+
+
+def encode_run(rec: dict[str, Any]) -> str:
+    """A run record's line, exactly as :meth:`RunDirectory.run` writes it."""
+    return json.dumps(rec) + "\n"
+
+
+def encode_record(rec: dict[str, Any]) -> str:
+    """A decision's (or another log's) line, exactly as :meth:`RunDirectory.decision` writes it."""
+    return _dumps_record(rec)
 
 
 def _dumps_record(rec: dict[str, Any]) -> str:

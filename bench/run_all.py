@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-BENCHES = ["bench_host.py", "bench_gama.py", "bench_concurrency.py", "bench_steering.py", "bench_hf.py"]
+BENCHES = ["bench_host.py", "bench_gama.py", "bench_report.py", "bench_concurrency.py", "bench_steering.py",
+           "bench_hf.py", "bench_ray.py"]
 
 
 def main() -> int:

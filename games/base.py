@@ -42,7 +42,8 @@ from .params import (
 __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
     "ActionSpec", "FieldKind", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement", "Outcome",
-    "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num", "judge_reply",
+    "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num",
+    "judge_reply",
     "validate_param",
 ]
 
@@ -83,11 +84,33 @@ class Skip:
 
 
 @dataclass(frozen=True)
+class ReplayCheck:
+    """Our rules' replay of an imported run set beside the source's own record of it.
+
+    The source's record is what happened in that study (under its harness's rules and parser); the replay
+    says whether our rules, fed the same moves, reach the same outcome. ``causes`` are short codes of what
+    differs or had to be tolerated (they are listed even when the outcomes agree, e.g. a malformed proposal
+    nobody accepted); ``kind`` classes the first cause of a disagreement: ``parser difference``, ``rule
+    difference``, ``malformed move``, ``metric definition``, ``source inconsistency`` or ``unexplained``.
+    """
+
+    agree: bool
+    recorded: Any  # the source's outcome, JSON-ready (e.g. payoffs, the deal)
+    replayed: Any  # our rules' outcome of the same moves, same shape; None when the replay could not finish
+    causes: tuple[str, ...] = ()
+    kind: str = ""
+    detail: str = ""  # one line for a reader: what differs and why
+
+
+@dataclass(frozen=True)
 class ImportedRun:
     """One run of another tool's released results, read into this game's terms (``from_reference``).
 
     ``round_log`` has the Host's shape (``{"round", "actions": [per seat a reply dict or None],
     "events": {...}}``) so the game's own ``score`` and ``metrics`` read imported and native runs alike.
+    ``recorded``: the source's own record of the outcome where it keeps one apart from the moves (then it
+    is the outcome of record: ``payoffs`` per seat, ``metrics`` that override the replay's, anything else
+    the game keeps); ``check``: the replay against that record (None: nothing to compare).
     """
 
     params: dict[str, Any]  # keys of the game's Params
@@ -95,6 +118,8 @@ class ImportedRun:
     round_log: list[dict[str, Any]]
     payoffs: list[float] | None = None  # per seat, when the source records them
     messages: list[list[dict[str, Any]]] | None = None  # per seat, the stored chat, when present
+    recorded: dict[str, Any] | None = None
+    check: ReplayCheck | None = None
 
 
 @dataclass(frozen=True)

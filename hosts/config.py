@@ -409,9 +409,20 @@ def _check_judge(exp: Experiment, where: str) -> None:
                           "the [judge] table")
 
 
-def _url_problem(url: str) -> str | None:
-    """Why a base_url cannot be used (never echoing it: it may hold a key), or None."""
+def _url_problem(url: str | list[str]) -> str | None:
+    """Why a base_url (or a list of them: several endpoints) cannot be used (never echoing it: it may hold
+    a key), or None."""
     from urllib.parse import urlsplit
+
+    if isinstance(url, list):
+        if not url:
+            return "expected a URL or a non-empty list of URLs (several endpoints of one model)"
+        for i, u in enumerate(url):
+            if (problem := _url_problem(u)) is not None:
+                return f"entry {i + 1}: {problem}"
+        if len(set(url)) < len(url):
+            return "the same URL is listed twice"
+        return None
 
     try:
         parts = urlsplit(url)

@@ -66,6 +66,9 @@ class SteerHost(Host):
             write_atomic(path, "".join(json.dumps(r) + "\n" for r in good))
         return {(r["lineup"], r["session"]) for r in good}
 
+    def session_finished(self, li: int, session: int, resume: ResumeState) -> bool:
+        return (self.lineups[li].name, session) in self._steered
+
     # ---- one game ----
     async def _session(self, li: int, lineup: Lineup, session: int, resume: ResumeState) -> None:
         if (lineup.name, session) in self._steered:
@@ -120,10 +123,10 @@ class SteerHost(Host):
             raise
         for run in sorted(records):
             if run not in prior:
-                self.dir.run(records[run])
-                self.done += 1
+                self.done += 1  # counted before the record leaves: a Ray worker ships both at once
+                self.sink.run(records[run])
                 self._progress.step(runs=1)
-        self.dir.append(STEERING, line)
+        self.sink.append(STEERING, line)
         self._steered.add((lineup.name, session))
 
     async def _branch(self, ctx: RunContext, prefix: Playthrough, prefix_counters: list[int], instruction: str,
@@ -145,10 +148,12 @@ class SteerHost(Host):
             if not record.get("complete", True):
                 self.incomplete += 1
                 return
-            self.dir.run({**record, "steer": None})
-        self.done += self.branches  # the game is finished: its branches will never be played
+            self.done += self.branches  # the game is finished: its branches will never be played
+            self.sink.run({**record, "steer": None})
+        else:
+            self.done += self.branches
         self._progress.step(runs=self.branches)
-        self.dir.append(STEERING, {
+        self.sink.append(STEERING, {
             "lineup": lineup.name, "session": session, "seat": self.steer.seat, "space": self._space_name(),
             "actions": [label for label, _ in self.space], "skipped": "the game ended before the steered "
             "decision", "runs": [[0]]})

@@ -35,6 +35,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 
 
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """One real local Ray instance (2 CPUs) for every Ray test of the session, shut down at the end."""
+    import logging
+
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'econarena[ray]' (make install)")
+    if not ray.is_initialized():
+        # workers read API keys from their own environment: the golden LLM experiments name GOLDEN_KEY
+        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
+                 runtime_env={"env_vars": {"GOLDEN_KEY": "sk-golden-test"}})
+    yield ray
+    ray.shutdown()
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
     """A fake LLM server on 127.0.0.1 (tests/fakeservers.py), one per test module."""

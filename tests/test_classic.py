@@ -320,4 +320,6 @@ def test_shipped_config_runs_and_reports(tmp_path: Path, arena) -> None:
     r = arena.cli("report", str(out), "--out", str(tmp_path / "report"), "--boot", "50", timeout=300)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "report" / "figures" / "classic_metrics.png").exists()
-    assert "Metrics by player (classic)" in (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    assert "data-figure='classic_metrics'" in page and "classic: the games&#x27; metrics by player" in page
+    assert "id='card-econarena'" in page  # no family module of its own: the EconArena scorecard covers it

@@ -517,6 +517,7 @@ def test_pip_install_prints_no_packaging_warnings(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert {f"econarena/hosts/templates/{g}.toml" for g in ("common", "beauty_contest", "english_auction",
                                                            "second_price_auction")} <= set(names)
+    assert "econarena/analysis/published/gamabench_leaderboard.toml" in names  # the report's published numbers
 
 
 # ----------------------------------------------------------- found by the adversarial pass of this change

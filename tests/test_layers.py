@@ -105,7 +105,7 @@ def test_games_import_no_sdk() -> None:
 def test_core_host_and_baselines_import_no_sdk() -> None:
     loaded = imported_after("import econarena.cli, econarena.hosts.host, econarena.agents.registry, "
                             "econarena.analysis.metrics")
-    heavy = {"openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers"}
+    heavy = {"openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "ray"}
     assert not loaded & heavy, loaded & heavy
 
 

@@ -128,7 +128,7 @@ class DivideDollar(RepeatedGame):
         meta = reference_meta(raw)
         n, choices = reference_choices(raw, as_int)
         params = DollarParams(golds=meta.get("golds", 100), rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("total_proposal", "total"),))
 
 
 def dollar_score(per_round: Sequence[tuple[Sequence[int], int, int]], golds: int) -> float | None:

@@ -152,7 +152,7 @@ class ElFarolBar(RepeatedGame):
         n, choices = reference_choices(raw, as_label)
         params = BarParams(**{k: meta[k] for k in ("min", "max", "home", "ratio", "mode") if k in meta},
                            rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("go_num", "go"),))
 
 
 def bar_score(counts: Sequence[tuple[int, int, int]], ratio: float) -> float | None:

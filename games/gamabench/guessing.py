@@ -37,6 +37,7 @@ from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
 from ..repeated import RepeatedGame, RepeatedState, round_values
+from .reference import round_check
 
 
 class GuessingParams(GameParams):
@@ -177,7 +178,8 @@ class GuessingGame(RepeatedGame):
         messages = [list(p["prompt"]) if isinstance(p.get("prompt"), list) else [] for p in players]
         return ImportedRun(params=params.model_dump(), n_players=len(players), round_log=log,
                            payoffs=list(self.outcome(state).payoffs),
-                           messages=messages if any(messages) else None)
+                           messages=messages if any(messages) else None,
+                           check=round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))))
 
 
 def level_k_number(anchor: float, k: int, ratio: float, lo: int, hi: int) -> int:

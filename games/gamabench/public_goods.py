@@ -134,7 +134,7 @@ class PublicGoods(RepeatedGame):
                              f"got {init!r} and reset {reset!r}")
         n, choices = reference_choices(raw, as_int)
         params = GoodsParams(tokens=meta.get("tokens", 20), ratio=meta.get("ratio", 2), rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("total_tokens", "pot"),))
 
 
 def goods_score(per_round: Sequence[Sequence[float]], tokens: float) -> float | None:
