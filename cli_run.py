@@ -229,10 +229,22 @@ def ray_engine(args: argparse.Namespace) -> Any:
     engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
                        replicas=getattr(args, "replicas", 1) or 1,
                        gpus_per_replica=getattr(args, "gpus_per_replica", None))
+    previous = signal.getsignal(signal.SIGTERM)
     try:
         engine.connect()
     except RayUnavailable as exc:
         raise SystemExit(_exit_with(str(exc))) from None
+    except SystemExit as exc:  # ray.init's own SIGTERM handler (sys.exit(15)) fired while Ray started
+        if exc.code != signal.SIGTERM:
+            raise
+        with contextlib.suppress(Exception):
+            import ray
+
+            ray.shutdown()  # what it started so far
+        raise Interrupted("SIGTERM") from None
+    finally:  # ray.init replaces SIGTERM's handler with sys.exit(15): a stop signal is ours again (exit 130)
+        with contextlib.suppress(ValueError, TypeError):  # not the main thread; set outside Python (None)
+            signal.signal(signal.SIGTERM, previous)
     return engine
 
 
