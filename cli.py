@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from .cli_run import (
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    Interrupted,
     add_ray_arguments,
     err,
     load_price_arg,
@@ -24,6 +26,7 @@ from .cli_run import (
     resume_command,
     run_guarded,
     same_experiment,
+    stopped_by_signals,
 )
 
 
@@ -322,10 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run experiments from TOML files")
     _run_arguments(r)
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, stop_signals=True)
     st = sub.add_parser("steer", help="steering experiments ([steer]): CFR over prompt actions, with OpenSpiel")
     _run_arguments(st)
-    st.set_defaults(func=cmd_steer)
+    st.set_defaults(func=cmd_steer, stop_signals=True)
 
     m = sub.add_parser("merge", help="join the shard directories of one experiment (run --shard K/N)",
                        description="Join the run directories of every shard of one experiment (run --shard K/N) "
@@ -361,12 +364,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     from .rundir import LogError
 
-    try:
-        return args.func(args)
+    try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
+        with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
+            return args.func(args)
     except BrokenPipeError:
         return EXIT_OK
-    except KeyboardInterrupt:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
-        err("interrupted")
+    except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
+        err(f"interrupted by {exc.signame}" if isinstance(exc, Interrupted) else "interrupted")
         return EXIT_INTERRUPTED
     except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
         err(str(exc))

@@ -628,4 +628,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--title", default="EconArena: the paper's experiments")
     add_ray_arguments(s)
     _analysis_options(s)
-    s.set_defaults(func=cmd_suite)
+    s.set_defaults(func=cmd_suite, stop_signals=True)

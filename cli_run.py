@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -138,6 +138,44 @@ def run_until_signalled(coro: Coroutine[Any, Any, T]) -> T:
             loop.close()
 
 
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """For a whole ``run``/``steer``/``suite`` command: a stop signal outside the event loop (reading the
+    files, checking the directory, writing the summary) raises :class:`Interrupted`, so it ends the command
+    with 130 like a signal during the games. Without this a SIGINT inherited as ignored (``cmd &``) was lost
+    during start-up and the run went on, and SIGTERM or SIGHUP killed it with 143 or 129. The event loop
+    installs its own handlers while it runs (:func:`run_until_signalled`); a second signal here exits at
+    once. nohup's ignored SIGHUP stays ignored; the previous dispositions come back afterwards."""
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        received.append(name)
+        if len(received) > 1:
+            _force_exit(name)
+        raise Interrupted(name)
+
+    previous: dict[Any, Any] = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            old = signal.getsignal(sig)
+            if name == "SIGHUP" and old is signal.SIG_IGN:
+                continue  # nohup
+            signal.signal(sig, on_signal)
+        except ValueError:  # not the main thread
+            continue
+        previous[sig] = old
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            if old is not None:
+                signal.signal(sig, old)
+
+
 def _install_stop_handlers(loop: asyncio.AbstractEventLoop, on_signal: Callable[[str], None]) -> dict[Any, Any]:
     """Each stop signal -> ``on_signal(name)`` on the loop; returns the dispositions to restore."""
     previous: dict[Any, Any] = {}
@@ -191,10 +229,22 @@ def ray_engine(args: argparse.Namespace) -> Any:
     engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
                        replicas=getattr(args, "replicas", 1) or 1,
                        gpus_per_replica=getattr(args, "gpus_per_replica", None))
+    previous = signal.getsignal(signal.SIGTERM)
     try:
         engine.connect()
     except RayUnavailable as exc:
         raise SystemExit(_exit_with(str(exc))) from None
+    except SystemExit as exc:  # ray.init's own SIGTERM handler (sys.exit(15)) fired while Ray started
+        if exc.code != signal.SIGTERM:
+            raise
+        with contextlib.suppress(Exception):
+            import ray
+
+            ray.shutdown()  # what it started so far
+        raise Interrupted("SIGTERM") from None
+    finally:  # ray.init replaces SIGTERM's handler with sys.exit(15): a stop signal is ours again (exit 130)
+        with contextlib.suppress(ValueError, TypeError):  # not the main thread; set outside Python (None)
+            signal.signal(signal.SIGTERM, previous)
     return engine
 
 

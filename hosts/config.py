@@ -538,9 +538,10 @@ def validate_alias_file(data: dict[str, Any], where: str) -> list[str]:
         except ConfigError as exc:
             errors.append(f"{where} [{alias}]: {exc}")
             continue
-        _parse_player({**entry, "label": entry.get("label", alias)}, 0, f"{where} [{alias}]", "melee", {},
-                      errors)
-    return [e.replace("players[0]", alias) for e in errors]
+        mine: list[str] = []  # each alias's messages name that alias's keys, not the last alias's
+        _parse_player({**entry, "label": entry.get("label", alias)}, 0, f"{where} [{alias}]", "melee", {}, mine)
+        errors += [e.replace("players[0]", alias) for e in mine]
+    return errors
 
 
 # ---- [grid] cells ----

@@ -69,8 +69,16 @@ def _llm_problems(exp: Experiment, check: Any) -> list[str]:
 
 
 def preflight_experiment(exp: Experiment) -> list[str]:
-    """Missing SDKs or keys for every LLM player, before anything starts."""
-    return _llm_problems(exp, preflight)
+    """Missing SDKs or keys for every LLM player, and OpenSpiel for a [steer] file, before anything starts."""
+    problems = _llm_problems(exp, preflight)
+    if exp.steer is not None:  # without it the run stopped at its start with a traceback
+        from ..games.steering.cfr import OpenSpielMissing, require_openspiel
+
+        try:
+            require_openspiel()
+        except OpenSpielMissing as exc:
+            problems.append(f"[steer]: {exc}")
+    return problems
 
 
 @functools.lru_cache(maxsize=256)

@@ -430,12 +430,18 @@ class RayEngine:
                             .remote(names[0], names[1], __version__) for _ in range(n)]
             self._in_flight = [0] * n
             pids = asyncio.ensure_future(asyncio.gather(*(w.pid.remote() for w in self.workers)))
-            done, _ = await asyncio.wait([pids], timeout=PLACE_WARN_S)
-            if not done:  # a busy cluster: Ray queues the workers until their CPUs are free; say so
-                free = ray.available_resources().get("CPU", 0.0)
-                print(f"econarena: waiting for Ray to place {n} session worker(s) of {per_worker:g} CPU each "
-                      f"({free:g} CPU free of {cpus:g}); fewer with --ray-workers", file=sys.stderr, flush=True)
-            self.pids = list(await pids)
+            try:
+                done, _ = await asyncio.wait([pids], timeout=PLACE_WARN_S)
+                if not done:  # a busy cluster: Ray queues the workers until their CPUs are free; say so
+                    free = ray.available_resources().get("CPU", 0.0)
+                    print(f"econarena: waiting for Ray to place {n} session worker(s) of {per_worker:g} CPU "
+                          f"each ({free:g} CPU free of {cpus:g}); fewer with --ray-workers", file=sys.stderr,
+                          flush=True)
+                self.pids = list(await pids)
+            except BaseException:  # a stop signal while the workers start: the gathered calls end with a
+                pids.cancel()      # CancelledError that nobody awaits; retrieve it, or asyncio prints a traceback
+                pids.add_done_callback(lambda f: f.cancelled() or f.exception())
+                raise
 
     async def _replicas_for(self, exp: Any) -> dict[tuple[Any, ...], list[Any]]:
         """One set of replica actors per distinct local (hf) model of the experiment, loaded before any

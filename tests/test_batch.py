@@ -257,3 +257,100 @@ def test_handlers_work_in_process_with_sigint_ignored_and_dispositions_come_back
         for s, h in before.items():
             signal.signal(s, h)
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+# Runs econarena's main in a process of its own that sends itself a stop signal at a fixed point outside the
+# event loop: while the files are read (start-up) or while the summary is written (the end). SIGINT starts
+# ignored, as in a `cmd &` job; SIGHUP starts ignored only for the nohup case.
+SIGNAL_AT = """\
+import os, signal, sys
+sig, where, ignored = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+for name in ignored:
+    signal.signal(getattr(signal, name), signal.SIG_IGN)
+import econarena.analysis.metrics as metrics
+import econarena.hosts.config as config
+target = (config, "load_experiment") if where == "start" else (metrics, "write_summary")
+real = getattr(*target)
+def patched(*args, **kwargs):
+    os.kill(os.getpid(), sig)
+    return real(*args, **kwargs)
+setattr(*target, patched)
+from econarena.cli import main
+sys.exit(main(sys.argv[4:]))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("where", ["start", "summary"])
+def test_a_stop_signal_before_or_after_the_games_stops_the_command_with_130(sig: str, where: str,
+                                                                           tmp_path: Path) -> None:
+    """Found by trying: a SIGINT during start-up of a `cmd &` job was lost (the run went on to the end),
+    and SIGTERM/SIGHUP while the files were read or the summary written killed it with 143/129."""
+    toml = tmp_path / "small.toml"
+    toml.write_text(EXPERIMENT.replace("sessions = 400", "sessions = 3"))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT, sig, where, "SIGINT", "run", str(toml), "--out",
+                           str(out), "--quiet"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=120, start_new_session=True)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert f"interrupted by {sig}" in proc.stderr
+    if where == "start":  # nothing was touched: no manifest, a plain run starts afresh
+        assert not (out / "manifest.json").exists()
+    else:  # every run finished; the printed --resume writes the summary that the signal stopped
+        assert status(out) == "complete" and not (out / "summary.json").exists()
+        hint = proc.stderr.split("finished runs are kept: ")[1].strip()
+        assert main(hint.split()[1:] + ["--quiet"]) == 0
+        assert (out / "summary.json").exists()
+
+
+def test_nohup_keeps_ignoring_sighup_during_start_up(tmp_path: Path) -> None:
+    toml = tmp_path / "small.toml"
+    toml.write_text(EXPERIMENT.replace("sessions = 400", "sessions = 3"))
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT, "SIGHUP", "start", "SIGINT,SIGHUP", "run", str(toml),
+                           "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120, start_new_session=True)
+    assert proc.returncode == 0 and status(tmp_path / "out") == "complete", proc.stderr
+
+
+STEER_CFR = """\
+[experiment]
+name = "steer-cfr"
+game = "fruit_trade"
+sessions = 4
+seed = 2
+
+[steer]
+actions = "offers"
+samples = 4
+iterations = 1000000
+every = 100000
+report_at = 100000
+
+[[players]]
+agent = "random"
+label = "p1"
+
+[[players]]
+agent = "random"
+label = "p2"
+"""
+
+
+def test_a_steering_run_stops_at_once_while_cfr_solves_in_worker_threads(arena, tmp_path: Path) -> None:
+    """Found by trying: the first SIGTERM waited for every CFR solve in flight (46 s for 250,000 iterations;
+    up to minutes at the largest solve a file may ask for) before the run exited; a solve now ends at its
+    next iteration once its game is cancelled."""
+    toml = tmp_path / "steer.toml"
+    toml.write_text(STEER_CFR)
+    out = tmp_path / "out"
+    proc = launch(arena, ["steer", str(toml), "--out", str(out), "--quiet"])
+    deadline = time.monotonic() + 60
+    while lines(out / "decisions.jsonl") < 1:  # random players decide in a moment, then CFR solves (~30 s each)
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    code, err = stopped_within(proc)
+    assert code == 130 and "interrupted by SIGTERM" in err and "Traceback" not in err, err
+    assert status(out) == "interrupted" and lines(out / "steering.jsonl") == 0

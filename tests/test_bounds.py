@@ -78,6 +78,27 @@ def test_skipping_quiet_rounds_changes_no_outcome(seed: int, arena, tmp_path: Pa
     assert kept <= {key(d) for d in arena.read_jsonl(tmp_path / "slow" / "decisions.jsonl")}
 
 
+@pytest.mark.parametrize("increment", [1e-300, 5e-324, 1e-200])
+def test_an_increment_too_small_for_the_values_ends_at_the_round_limit_without_hanging(increment: float) -> None:
+    """Found by trying: with value / increment past what a float holds (or where k * increment no longer
+    changes with k) the search for the next drop never ended, in the equilibrium too (every English auction
+    with such a file hung at its first session, SIGTERM unanswered), and the round bound was a traceback."""
+    params = EA.Params(private_value=[50, 60.5], assets=100, increment=increment, max_rounds=300)
+    assert EA.max_moves(params, 2) == (300, False)
+    setup = EA.setup(params, 2, np.random.default_rng(0))
+    ne = EA.equilibrium(setup)  # the price never reaches a value: the clock runs out, no sale
+    assert ne.extra == {"price": None, "rounds": 300, "end": "max_rounds reached"} and ne.winners == ()
+    state = EA.initial_state(setup)
+    skip = EA.fast_forward(state, {0: ("rational", {}), 1: ("rational", {})})
+    assert skip is not None and skip.state.round == 299
+    slow = state  # every round played: the same end
+    while not slow.done:
+        slow = EA.apply(slow, {i: EA.strategy(slow, i, "rational") for i in EA.to_move(slow)})
+    assert EA.outcome(slow) == ne
+    huge = EA.Params(private_value=[50, 60.5], assets=100, increment=increment, max_rounds=10**18)
+    assert EA.equilibrium(EA.setup(huge, 2, np.random.default_rng(0))).extra["rounds"] == 10**18
+
+
 def test_a_seat_that_must_be_asked_is_never_skipped() -> None:
     setup = EA.setup(EA.Params(private_value=[50, 60], assets=100), 2, np.random.default_rng(0))
     state = EA.initial_state(setup)

@@ -392,6 +392,18 @@ def test_an_alias_loop_says_it_is_a_loop_and_chains_resolve(tmp_path: Path, caps
         follow_alias({"X": {"alias": "X"}}, "X", "m")
 
 
+def test_each_bad_alias_of_a_models_file_is_named_with_its_own_key(tmp_path: Path, capsys) -> None:
+    """Found by trying: every message named the keys of the file's LAST alias ('nop.k' for alias badk)."""
+    models = tmp_path / "models.toml"
+    models.write_text('[badk]\nagent = "level_k"\nk = -1\n\n[weird]\nagent = "rational"\npolicy = "tit_for_tat"\n\n'
+                      '[nop]\nagent = "policy"\n\n[fine]\nagent = "policy"\npolicy = "tit_for_tat"\n')
+    err = _err_of(capsys, ["validate", str(models)])
+    assert f"{models} [badk]: 'badk.k': expected an integer from 0 to 1000 (got -1)" in err
+    assert f"{models} [weird]: unknown key 'weird.policy' for agent 'rational'" in err
+    assert f"{models} [nop]: 'nop.policy': expected the name of a strategy" in err
+    assert "fine" not in err and len(err.strip().splitlines()) == 3
+
+
 # ----------------------------------------------------------------------------------------------- bounded work
 
 def test_a_deeply_nested_reply_is_recorded_and_resumable(tmp_path: Path, arena) -> None:

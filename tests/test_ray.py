@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -359,3 +360,70 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path, arena: 
     assert r.returncode == 2 and "--ray 127.0.0.1:1: no Ray cluster answers there" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and time.monotonic() - started < 30
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+# econarena's main in a process of its own that sends itself SIGTERM at a fixed point: inside ray.init (just
+# after Ray set its own SIGTERM handler, sys.exit(15)) or while the summary is written after the games.
+SIGTERM_AT = """\
+import os, signal, sys
+import ray
+import econarena.analysis.metrics as metrics
+where = sys.argv[1]
+target = (ray, "init") if where == "init" else (metrics, "write_summary")
+real = getattr(*target)
+def patched(*args, **kwargs):
+    out = real(*args, **kwargs) if where == "init" else None
+    os.kill(os.getpid(), signal.SIGTERM)
+    return out if where == "init" else real(*args, **kwargs)
+setattr(*target, patched)
+from econarena.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("where", ["init", "summary"])
+def test_sigterm_around_a_ray_run_exits_130_not_15(where: str, tmp_path: Path, arena: Any) -> None:
+    """Found by trying: ray.init sets SIGTERM to sys.exit(15), so a SIGTERM while Ray started, or after
+    the games (the summary), ended `econarena run --ray` with 15 and no message instead of 130."""
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    out = tmp_path / "o"
+    r = subprocess.run([sys.executable, "-c", SIGTERM_AT, where, "run", str(toml), "--out", str(out), "--quiet",
+                        "--ray", "--ray-workers", "1"], capture_output=True, text=True, timeout=240,
+                       stdin=subprocess.DEVNULL, start_new_session=True)
+    assert r.returncode == 130 and "interrupted by SIGTERM" in r.stderr, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr
+    if where == "summary":
+        assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_run_stopped_while_ray_places_its_workers_leaves_no_unretrieved_error(ray_cluster: Any) -> None:
+    """Found by trying: a stop signal while the session workers started left the gathered pid calls with a
+    CancelledError nobody retrieved: a traceback on stderr after "interrupted by SIGTERM"."""
+    import gc
+    from types import SimpleNamespace
+
+    from econarena.hosts.ray_engine import RayEngine
+
+    engine = RayEngine(workers=1, cpus_per_worker=0.25)
+    host = SimpleNamespace(options=SimpleNamespace(concurrency=1))
+    reported: list[dict[str, Any]] = []
+
+    async def stopped_while_starting() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context))
+        start = asyncio.ensure_future(engine._start(host))
+        while not engine.workers:  # the actors are asked for; their pids come once their processes run
+            await asyncio.sleep(0.001)
+        start.cancel()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in others:  # what run_until_signalled does with what is left: cancel, then wait
+            t.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        gc.collect()
+        await asyncio.sleep(0)
+
+    try:
+        asyncio.run(stopped_while_starting())
+    finally:
+        engine.close()
+    assert not [c for c in reported if "never retrieved" in c.get("message", "")], reported

@@ -241,9 +241,10 @@ class EnglishAuction(Game):
         one's assets is a rule break that counts as a drop, so the auction is over by the first round whose
         price exceeds the largest assets, round floor((A - start) / increment) + 1 (one more for rounding)."""
         top = _largest(params.assets)
-        if top is None:  # a normal distribution: no largest draw
+        span = None if top is None else (top - params.start_price) / params.increment
+        if span is None or not math.isfinite(span):  # a normal distribution: no largest draw; or a tiny increment
             return params.max_rounds, False
-        return max(1, min(params.max_rounds, math.floor((top - params.start_price) / params.increment) + 3)), False
+        return max(1, min(params.max_rounds, math.floor(span) + 3)), False
 
     def initial_state(self, setup: Setup) -> EnglishState:
         n = setup.n_players
@@ -331,8 +332,11 @@ class EnglishAuction(Game):
             if not active:
                 continue
             v = s["private_value"][i]
-            k = max(state.round, math.ceil((v - start) / inc) - 1)  # first round with price >= v, near
-            while start + k * inc < v:
+            # first round with price >= v, near; a drop after the last round (or too far for a float: a tiny
+            # increment) starts the search at the last round, where k * inc still changes with k
+            q = (v - start) / inc
+            k = target if not math.isfinite(q) or q > target else max(state.round, math.ceil(q) - 1)
+            while k < target and start + k * inc < v:
                 k += 1
             while k > state.round and start + (k - 1) * inc >= v:
                 k -= 1
