@@ -58,10 +58,14 @@ def in_shard(li: int, session: int, tables: int, shard: tuple[int, int]) -> bool
 def shard_sessions(sessions: int, li: int, tables: int, shard: tuple[int, int]) -> int:
     """How many of a table's ``sessions`` fall in ``shard``, without enumerating them (10**12 is fine)."""
     k, n = shard
-    period = n // math.gcd(tables, n)  # s -> (s * tables + li) % n repeats every `period` sessions
-    hits = [s for s in range(period) if (s * tables + li) % n == k - 1]
+    g = math.gcd(tables, n)
+    period = n // g  # s -> (s * tables + li) % n repeats every `period` sessions
+    if (k - 1 - li) % g:
+        return 0
+    # the one s in [0, period) with s * tables = k - 1 - li (mod n): solved, not searched (N may be 10**20)
+    first = (k - 1 - li) // g * pow(tables // g, -1, period) % period if period > 1 else 0
     full, rest = divmod(sessions, period)
-    return full * len(hits) + sum(1 for s in hits if s < rest)
+    return full + (1 if first < rest else 0)
 
 
 class MergeError(ValueError):

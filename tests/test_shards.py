@@ -53,6 +53,14 @@ def test_the_assignment_is_a_fixed_rule() -> None:
     assert shard_sessions(10**12, 0, 1, (1, 8)) == 10**12 // 8
 
 
+def test_shard_counts_for_a_huge_n_are_computed_not_searched() -> None:
+    """--shard 1/100000000000000000000 hung: the count searched a period of N sessions one by one."""
+    n = 10**20
+    assert shard_sessions(7, 0, 1, (1, n)) == 1 and shard_sessions(7, 0, 1, (8, n)) == 0
+    assert shard_sessions(7, 0, 1, (7, n)) == 1 and shard_sessions(10**30, 1, 3, (2, n)) == 10**10
+    assert shard_sessions(10**30, 0, 4, (2, n)) == 0  # 4s never hits an odd residue of an even N
+
+
 def test_shards_merge_into_the_unsharded_run(tmp_path: Path, arena: Any) -> None:
     toml = tmp_path / "e.toml"
     toml.write_text(arena.to_toml(doc(arena)))
