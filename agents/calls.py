@@ -63,7 +63,7 @@ class Failure:
     message: str
     status: int | None = None
     retry_after: float | None = None
-    down: bool = False  # refused, timed out, connection lost: the endpoint itself is the problem
+    down: bool = False  # refused, timed out, connection lost, 5xx: the endpoint itself is the problem
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
@@ -96,8 +96,10 @@ def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
 def status_failure(status: int, message: str, headers: Any = None) -> Failure:
     """Judge an HTTP error status the same way for every provider."""
     retryable = status in RETRYABLE_STATUS or status >= 500
+    # a 5xx is the server's own failure (a crashed replica behind a gateway answers 502/503, not a refusal):
+    # with several endpoints it is set aside like one that refuses connections
     return Failure(retryable, f"HTTP {status}: {message}", status,
-                   parse_retry_after(headers) if retryable else None)
+                   parse_retry_after(headers) if retryable else None, down=status >= 500)
 
 
 def backoff_delay(retry: int) -> float:

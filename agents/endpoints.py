@@ -3,7 +3,7 @@
 Replicas of a vLLM or SGLang server (or several API gateways) serve one player. A session stays on one
 endpoint while it lives, so its growing conversation keeps hitting that server's prefix cache; a new
 session goes to the endpoint with the fewest calls in flight. An endpoint that refuses connections, drops
-them or times out is set aside for ``SET_ASIDE_S`` seconds (one warning per endpoint, the URL masked) and
+them, times out or answers 5xx is set aside for ``SET_ASIDE_S`` seconds (one warning per endpoint, the URL masked) and
 the call goes to another at once, within the provider's usual retry budget (agents/calls.py). When every
 endpoint is set aside, the one due back first is tried.
 

@@ -87,6 +87,32 @@ def test_two_servers_one_stopped_mid_run(tmp_path: Path, capfd: Any) -> None:
     assert err.count(f"warning: endpoint {b.url}/v1 failed") == 1, err
 
 
+def test_a_server_answering_500_is_set_aside_like_a_refusing_one(tmp_path: Path, capfd: Any) -> None:
+    """A dead replica behind a gateway answers 502/503, a crashing one 500, rather than refusing: its
+    sessions move to the healthy server at once (before, they retried the 500s there and were lost)."""
+    from fakeservers import status
+
+    from econarena.agents.llm import RuntimeOptions
+    from econarena.hosts.host import Host, HostOptions
+
+    a, b = FakeLLMServer(latency=0.02).start(), FakeLLMServer(latency=0.02).start()
+    a.reply = lambda protocol, body: '{"chosen_number": 20}'
+    b.script(*[status(code) for code in (500, 502, 503) * 40])
+    try:
+        exp = parse_experiment(doc([f"{a.url}/v1", f"{b.url}/v1"], max_retries=1), "e.toml")
+        result = asyncio.run(Host(exp, tmp_path / "out", HostOptions(concurrency=6, quiet=True,
+                                                                     runtime=RuntimeOptions(cache=False))).run())
+    finally:
+        a.stop()
+        b.stop()
+    decisions = [json.loads(x) for x in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
+    llm = [d for d in decisions if d["label"] == "gpt"]
+    assert result.status == "complete" and all(d["error"] is None for d in llm), [d["error"] for d in llm]
+    assert 1 <= b.count() <= 6 and a.count() == len(llm) == 54, (a.count(), b.count())
+    err = capfd.readouterr().err
+    assert err.count(f"warning: endpoint {b.url}/v1 failed (HTTP 50") == 1, err
+
+
 def test_sessions_spread_over_both_servers_and_stay() -> None:
     """Six sessions of five calls each through one provider: three sessions per server, and every call of
     a session on the server its first call went to (its conversation keeps that server's prefix cache)."""
