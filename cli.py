@@ -181,6 +181,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     shard = args.shard
     suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
     dirs = [Path(args.out) if args.out else Path("runs") / f"{exp.name}{suffix}" for exp in exps]
+    firsts: dict[Path, Any] = {}
+    for exp, d in zip(exps, dirs):  # two files of one [experiment] name would append to one directory
+        if (first := firsts.setdefault(d.resolve(), exp)) is not exp:
+            err(f"{first.path} and {exp.path} both write to {d} (the same [experiment] name {exp.name!r}); "
+                "give each its own name, or run them one at a time with --out")
+            return EXIT_CONFIG
     for exp, d in zip(exps, dirs):
         problem = out_dir_problem(d)
         if problem:

@@ -105,6 +105,20 @@ def test_run_several_files(tmp_path: Path, toml: Path, monkeypatch, capsys) -> N
     assert "--out names one directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("shard", [[], ["--shard", "1/2"]])
+def test_two_files_of_one_name_are_refused_not_appended_into_one_directory(
+        tmp_path: Path, toml: Path, monkeypatch, capsys, shard: list[str]) -> None:
+    """`run a.toml b.toml` (or a.toml twice) with one [experiment] name appended the second experiment's
+    runs to the first's directory and overwrote its config.toml: a directory of two experiments."""
+    other = tmp_path / "other.toml"
+    other.write_text(EXPERIMENT.replace("seed = 5", "seed = 6"))
+    monkeypatch.chdir(tmp_path)
+    for files in ([toml, other], [toml, toml]):
+        assert main(["run", *map(str, files), "--quiet", *shard]) == 2
+        assert f"both write to {Path('runs') / ('cli-bc' + ('-shard-1-of-2' if shard else ''))}" in capsys.readouterr().err
+        assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("runs.jsonl"))
+
+
 def test_validate(toml: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(toml)]) == 0
     assert "ok (beauty_contest, melee, 1 table(s) x 3 session(s) x 2 run(s))" in capsys.readouterr().out
