@@ -113,9 +113,10 @@ def test_two_files_of_one_name_are_refused_not_appended_into_one_directory(
     other = tmp_path / "other.toml"
     other.write_text(EXPERIMENT.replace("seed = 5", "seed = 6"))
     monkeypatch.chdir(tmp_path)
+    where = Path("runs") / ("cli-bc-shard-1-of-2" if shard else "cli-bc")
     for files in ([toml, other], [toml, toml]):
         assert main(["run", *map(str, files), "--quiet", *shard]) == 2
-        assert f"both write to {Path('runs') / ('cli-bc' + ('-shard-1-of-2' if shard else ''))}" in capsys.readouterr().err
+        assert f"both write to {where}" in capsys.readouterr().err
         assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("runs.jsonl"))
 
 
