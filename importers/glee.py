@@ -15,7 +15,8 @@ here names a game).
 The outcome of record is GLEE's own reading of ``game.csv`` (the last row's decision, the accepted offer in
 the row before it, the rounds played); the replay of the rows through our rules is the check beside it,
 counted and listed. Refused, with the reason: a folder without config.json or game.csv, files that cannot
-be read, a game_type no game reads, a game whose last row is a proposal nobody answered (``incomplete``).
+be read, a game_type no game reads, a game whose last row is a proposal nobody answered (``incomplete``), a
+second folder of a game id already found (``duplicate``: a copy of the tree inside the tree).
 
 Players: a person (``player_<i>_type = "otree"``) is labelled ``human``; the model that played people
 (``otree_LLM``) is ``gemini-1.5-flash``, as GLEE's analysis maps it; a model name loses its provider prefix
@@ -144,8 +145,12 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
     plan: dict[tuple[str, str, str], list[tuple[Path, str]]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
     families = {getattr(g, "glee_game_type", None) for g in games.values()} - {None}
+    ids: dict[str, str] = {}  # game id -> where it was found first: a second copy is not a second game
     for folder in game_folders(raw):
         rel = folder.relative_to(raw).as_posix() if folder != raw else folder.name
+        if (first := ids.setdefault(folder.name, rel)) != rel:
+            result.refuse(rel, "duplicate", f"game id {folder.name} is also at {first}: one game, imported once")
+            continue
         missing = [f for f in (CONFIG, GAME_CSV) if not (folder / f).is_file()]
         if missing:
             result.refuse(rel, "missing_file", f"no {' and no '.join(missing)} in the game folder")

@@ -457,6 +457,37 @@ def test_hostile_configs_are_refused_with_the_key(tmp_path: Path) -> None:
     assert "value_high" in why["H0PVAL0000000005"]
 
 
+def test_a_copy_of_a_game_is_refused_as_a_duplicate_and_bad_rounds_are_unreadable(tmp_path: Path) -> None:
+    """A copy of the tree inside the tree imported every game twice; a last round of 'one' or -3 was read as
+    round 0 or -3, and GLEE's discounting by it gave payoffs above the money."""
+    root = tmp_path / "Data"
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    cfg = config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9))
+    d = write_game(root, "llm_vs_llm", "bargaining", "D0GAME0000000001", cfg, csv_text(h, rows))
+    import shutil
+
+    shutil.copytree(d, root / "backup" / d.name)
+    for gid, r in (("D0WORD0000000002", "one"), ("D0NEGR0000000003", -3), ("D0ZERO0000000004", 0)):
+        write_game(root, "llm_vs_llm", "bargaining", gid, cfg, csv_text(h, [[60, 40, "Alice", r, ""],
+                                                                           ["", "", "Bob", r, "accept"]]))
+    result = import_dir(root, tmp_path / "out")
+    assert result.runs == 1 and result.found == 5 and len(result.refused) == 4
+    why = {r.item: (r.category, r.reason) for r in result.refused}
+    assert why["llm_vs_llm/bargaining/D/0/G/D0GAME0000000001"] == (
+        "duplicate", "game id D0GAME0000000001 is also at backup/D0GAME0000000001: one game, imported once")
+    for gid, r in (("D0WORD0000000002", "'one'"), ("D0NEGR0000000003", "'-3'"), ("D0ZERO0000000004", "'0'")):
+        category, reason = why[f"llm_vs_llm/bargaining/D/0/{gid[2]}/{gid}"]
+        assert category == "unreadable" and f"the last row's round is {r}, expected a whole number from 1" in reason
+
+
+def test_a_negative_gain_is_flagged_like_an_offer_not_dividing_the_money() -> None:
+    h, rows = bargaining_rows([(-50, 150)], ["accept"])
+    imp = BARG.from_reference({"config": config("bargaining", barg_args(100, 12)),
+                               "rows": [dict(zip(h, map(str, r))) for r in rows]})
+    assert imp.recorded["alice_gain"] == -50.0  # GLEE's reading, as GLEE's code takes it
+    assert imp.check.agree and imp.check.causes == ("offer_not_dividing_money",)
+
+
 def test_every_importer_follows_the_interface() -> None:
     import inspect
 

@@ -448,7 +448,7 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
                 action = {"alice_gain": x, "bob_gain": y}
                 if ma:
                     action["message"] = R.message(row, human)
-                if not math.isclose(x + y, money, rel_tol=1e-9, abs_tol=1e-6):
+                if min(x, y) < 0 or not math.isclose(x + y, money, rel_tol=1e-9, abs_tol=1e-6):
                     causes.add("offer_not_dividing_money")
         else:
             d = R.cell(row, "decision")

@@ -42,8 +42,8 @@ CAUSES: dict[str, tuple[str, str]] = {
     "ended_before_horizon": ("source inconsistency", "the last row rejects before the configured last round: the "
                              "harness stopped earlier than its config says (GLEE's 'infinite' runs were capped at 25 "
                              "rounds while some configs say 99)"),
-    "offer_not_dividing_money": ("malformed move", "an offer's two gains do not add up to the money (GLEE checked "
-                                 "this for models only)"),
+    "offer_not_dividing_money": ("malformed move", "an offer's two gains do not add up to the money, or one is "
+                                 "negative (GLEE checked this for models only)"),
     "outside_option_swapped": ("malformed move", "the seller bought from John or the buyer sold to him; GLEE ends "
                                "the game without a trade either way, and so do we"),
     "rounds_short": ("source inconsistency", "fewer rounds than the configured total"),
@@ -148,11 +148,16 @@ def horizon(raw_max: int, infinite: int) -> int:
 
 
 def last_round(rows: Sequence[Mapping[str, Any]]) -> int:
+    """The rounds played: the last row's round, a whole number from 1 (GLEE's reading discounts by it, so a
+    round that is not one, such as ``one`` or ``-3``, leaves the game without a reading)."""
     r = cell(rows[-1], "round") if rows else None
     try:
-        return int(float(r)) if r is not None else 0
+        x = float(r) if r is not None else math.nan
     except ValueError:
-        return 0
+        x = math.nan
+    if not (math.isfinite(x) and x >= 1 and x.is_integer()):
+        raise ValueError(f"game.csv: the last row's round is {r!r}, expected a whole number from 1")
+    return int(x)
 
 
 def row_round(row: Mapping[str, Any]) -> int | None:
