@@ -197,6 +197,9 @@ def plan_dirs(groups: Mapping[Any, Any], out: Path, name_of: Any) -> dict[Any, P
             name, i = f"{base}-{i}", i + 1
         used.add(name)
         names[key] = out / name
+    if (out / MANIFEST).exists():  # --out a run directory itself: the imports would nest inside its runs
+        raise ImportFailed(f"--out {out} is a run directory; import into a directory of its own (its run "
+                           "directories are made inside it)")
     for d in names.values():
         manifest = d / MANIFEST
         if manifest.exists():

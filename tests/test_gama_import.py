@@ -202,6 +202,14 @@ def test_import_errors(raw_tree: Path, tmp_path: Path, arena) -> None:
     (own / "manifest.json").write_text('{"status": "complete"}')
     r = arena.cli("import", "gamabench", str(raw_tree), "--out", str(tmp_path / "mine"))
     assert r.returncode == 2 and "were not imported" in r.stderr and "Traceback" not in r.stderr
+    # --out one of our run directories (or an imported one): its runs would hold run directories inside
+    for run_dir in (own, tmp_path / "imported" / "guessing_game--m1"):
+        if run_dir != own:
+            assert arena.cli("import", "gamabench", str(raw_tree), "--out", str(run_dir.parent)).returncode == 0
+        before = sorted(p.name for p in run_dir.iterdir())
+        r = arena.cli("import", "gamabench", str(raw_tree), "--out", str(run_dir))
+        assert r.returncode == 2 and f"--out {run_dir} is a run directory" in r.stderr, r.stderr
+        assert sorted(p.name for p in run_dir.iterdir()) == before
     r = arena.cli("import", "elsewhere", str(raw_tree), "--out", str(tmp_path / "o"))
     assert r.returncode == 2
 
