@@ -171,6 +171,20 @@ def test_buy_sell_summary_that_contradicts_its_holdings_is_flagged() -> None:
     assert imp.check.agree and "outcome_mismatch" in imp.check.causes
 
 
+def test_an_accept_whose_summary_moves_nothing_although_the_trade_does_is_a_source_inconsistency() -> None:
+    """The summary says ACCEPT of X for 55 ZUP but its final holdings are the initial ones: the summary
+    contradicts itself (before: attributed to zero_net_accept, a metric definition, which is for trades that
+    net to nothing)."""
+    moves = [("PROPOSAL", trade({"X": 1}, {"ZUP": 55}), "55"), ("ACCEPT", "NONE", "ok")]
+    summary = engine_summary(MARKET, moves)
+    summary["final_resources"] = summary["initial_resources"]
+    imp = BS.from_reference(log_file("BuySellGame", ("A", "B"), MARKET, moves, 10,
+                                     [val(40, "seller_goal"), val(60, "buyer_goal")], summary=summary))
+    assert imp.recorded["agreement"] and not imp.check.agree
+    assert imp.check.causes[0] == "summary_ignores_trade" and "zero_net_accept" not in imp.check.causes
+    assert imp.check.kind == "source inconsistency" and "the summary contradicts itself" in imp.check.detail
+
+
 def test_a_two_sided_ultimatum_trade_keeps_the_logged_split() -> None:
     # 1702869646905: "RED Gives Dollars: 55 | BLUE Gives Dollars: 5" accepted; the engine nets it to 50 / 50
     imp = UL.from_reference(ult(("gpt-3.5-turbo-1106", "gpt-4-1106-preview"), ("NONE", gift(55, 5), "55"),

@@ -355,8 +355,10 @@ class NegotiationGame(Game):
                 causes.add("two_sided_transfer")
             if names_in(mine) - known:
                 causes.add("unknown_resource_accepted")
-            if not any(v for d in end["delta"] for v in d.values()):
-                causes.add("zero_net_accept")
+            if not any(v for d in end["delta"] for v in d.values()):  # nothing moved: did the trade net to nothing?
+                moves = mine is not None and any(mine["red_gives"].get(k, 0) != mine["blue_gives"].get(k, 0)
+                                                 for k in set(mine["red_gives"]) | set(mine["blue_gives"]))
+                causes.add("summary_ignores_trade" if moves else "zero_net_accept")
         if not recorded["consistent"]:
             causes.add("outcome_mismatch")
         replayed = None

@@ -37,6 +37,9 @@ CAUSES: dict[str, tuple[str, str]] = {
                        "NegotiationArena strips spaces only and compares exactly, ours strips all whitespace"),
     "unparsed_trade": ("parser difference", "a stored trade could not be read as one; our replay treats the move as "
                        "making no proposal"),
+    "summary_ignores_trade": ("source inconsistency", "the summary says ACCEPT and its final holdings equal the "
+                              "initial ones, but the accepted trade moves something: the summary contradicts "
+                              "itself; final - initial is kept"),
     "zero_net_accept": ("metric definition", "an accepted trade that moves nothing on balance: a deal under our "
                         "rules, 'no deal' (0 / 0) under the paper's ultimatum payoff rule"),
     "outcome_mismatch": ("source inconsistency", "the summary's player_outcome disagrees with final - initial "
