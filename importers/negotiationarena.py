@@ -10,7 +10,8 @@ holdings, the last answer), as the authors' engine executed it and as their figu
 are replayed through our rules as a separate check: a game our rules end differently is still imported
 with its recorded outcome, and counted and listed with its cause (games/negotiationarena/logs.py). A log
 without an END summary (the game never finished; the authors' loader skips those too), a log that is not
-JSON, or of a class no scenario reads is refused with its reason; nothing is skipped silently.
+JSON, or of a class no scenario reads is refused with its reason, and so is a second copy of a log already
+found (``duplicate``); nothing is skipped silently.
 
 One run directory per (scenario, RED model, BLUE model), named ``<scenario>--<red>--vs--<blue>`` (other
 characters than letters, digits, ``.``, ``_`` and ``-`` become ``_``); seat 0 is RED, labelled with its
@@ -22,6 +23,7 @@ scores the ultimatum's payoffs as the authors' notebook does (RED's payoff 0 whe
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -87,12 +89,17 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
     result = ImportResult(NAME, check_note=CHECK_NOTE)
     groups: dict[tuple[str, str, str], list[_Run]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
+    seen: dict[str, str] = {}  # the file's digest -> where it was found first: a copy is not a second game
     for path in sorted(raw.rglob(LOG_NAME)):
         if not path.is_file():
             continue
         rel = path.relative_to(raw).as_posix()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            if (first := seen.setdefault(hashlib.sha256(text.encode()).hexdigest(), rel)) != rel:
+                result.refuse(rel, "duplicate", f"the same log as {first}: one game, imported once")
+                continue
+            data = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue

@@ -296,6 +296,19 @@ def test_every_log_is_imported_or_refused_and_the_record_is_the_outcome(tmp_path
     assert runs["u/fifty/game_state.json"]["payoffs"] == [100.0, 0.0]  # the Outcome follows the rules
 
 
+def test_a_copy_of_a_log_is_refused_as_a_duplicate(tmp_path: Path) -> None:
+    """A copy of the logs inside the folder given (a backup, a second download) imported every game twice."""
+    logs = tmp_path / "logs"
+    game = ult(("C", "D"), ("NONE", gift(30), "30"), ("ACCEPT", "NONE", "ok"))
+    write_logs(logs, {"u/1702869646905": game, "backup/1702869646905": game,
+                      "u/other": ult(("C", "D"), ("NONE", gift(40), "40"), ("ACCEPT", "NONE", "ok"))})
+    result = import_dir(logs, tmp_path / "out")
+    assert result.found == 3 and result.runs == 2
+    assert [(r.item, r.category, r.reason) for r in result.refused] == [
+        ("u/1702869646905/game_state.json", "duplicate",
+         "the same log as backup/1702869646905/game_state.json: one game, imported once")]
+
+
 def test_import_cli_prints_and_writes_the_accounting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     logs = tmp_path / "logs"
     fixture_logs(logs)
