@@ -207,7 +207,7 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
         clash = next((r for r in runs if r.session == session), None)
         if clash is not None:
             result.refuse(rel, "duplicate", f"run {session} of {label} in {folder.path} was already read from "
-                                            f"{clash.source.name}")
+                                            f"{clash.source.relative_to(raw).as_posix()}")
             continue
         meta[key] = (folder, model)
         runs.append(_Run(session, path, record, decisions))

@@ -232,6 +232,19 @@ def test_a_game_that_cannot_import_yet_is_reported_as_skipped(raw_tree: Path, tm
     assert "Traceback" not in err
 
 
+def test_a_copy_of_a_folder_is_refused_naming_the_file_read_first(raw_tree: Path, tmp_path: Path) -> None:
+    """The reason named only the file name, the refused file's own name: 'already read from
+    m1_guessing_game_v1_1.json' when the copy under backup/ had been read."""
+    import shutil
+
+    shutil.copytree(raw_tree / "guessing_game", raw_tree / "backup" / "guessing_game")
+    result = import_reference(raw_tree, tmp_path / "out", unnamed="u")
+    dup = {r.item: r.reason for r in result.refused if r.category == "duplicate"}
+    assert len(dup) == 5 and result.found == result.runs + len(result.refused)
+    assert dup["guessing_game/m1_guessing_game_v1_1.json"] == (
+        "run 1 of m1 in guessing_game was already read from backup/guessing_game/m1_guessing_game_v1_1.json")
+
+
 def test_a_subset_of_the_tree_imports_alone(raw_tree: Path, tmp_path: Path) -> None:
     result = import_reference(raw_tree / "guessing_game", tmp_path / "sub", unnamed="u")
     assert result.runs == 5 and {d.name for d in result.dirs} == {"guessing_game--u", "guessing_game--m1",
