@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,26 @@ def write_import_report(result: ImportResult, out: Path) -> list[Path]:
         for r in result.refused:
             w.writerow([r.item, r.category, r.reason])
     return [report, dis, ref]
+
+
+def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk`` of ``src`` that follows links to folders (data assembled with ``ln -s`` is read, not
+    silently skipped), each real folder once, never a link to a folder above (a loop, or the whole disk
+    from ``ln -s ..``). Folders are visited in name order; ``dirs`` may be pruned by the caller."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(src, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not _above(os.path.realpath(os.path.join(root, d)), real))
+        yield Path(root), dirs, sorted(files)
+
+
+def _above(target: str, here: str) -> bool:
+    """Whether folder ``target`` is ``here`` or one of the folders that hold it."""
+    return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
 
 
 def slug(text: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,16 @@ import numpy as np
 
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Outcome
-from .common import ImportFailed, ImportResult, decisions_of, imported_config, plan_dirs, why, write_imported
+from .common import (
+    ImportFailed,
+    ImportResult,
+    decisions_of,
+    imported_config,
+    plan_dirs,
+    walk,
+    why,
+    write_imported,
+)
 
 NAME = "gamabench"
 DESCRIPTION = "GAMA-Bench raw_results/ (CUHK-ARISE/GAMABench): one JSON file per run"
@@ -97,7 +107,7 @@ def parse_file_name(name: str, folder: Folder, unnamed: str) -> tuple[str, str, 
 
 
 def _folder_of(path: Path, folders: Sequence[Folder]) -> Folder | None:
-    parts = path.resolve().parent.parts
+    parts = Path(os.path.abspath(path)).parent.parts  # the folder as named here: a link keeps its name
     for f in folders:  # longest first: sealed_bid_auction/first_price before any shorter match
         if parts[-len(f.parts):] == f.parts:
             return f
@@ -159,7 +169,8 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
     groups: dict[tuple[str, str], list[_Run]] = {}
     meta: dict[tuple[str, str], tuple[Folder, str]] = {}
     unreadable: dict[str, Folder] = {}
-    for path in sorted(p for p in raw.rglob("*") if p.is_file() and not p.name.startswith(".")):
+    for path in sorted(p for root, _dirs, files in walk(raw) for name in files
+                       if (p := root / name).is_file() and not name.startswith(".")):
         rel = path.relative_to(raw).as_posix()
         folder = _folder_of(path, folders)
         if folder is None:

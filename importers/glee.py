@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,16 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Setup
 from ..games.glee.common import reader_for
-from .common import ImportFailed, ImportResult, imported_config, plan_dirs, run_record, why, write_imported
+from .common import (
+    ImportFailed,
+    ImportResult,
+    imported_config,
+    plan_dirs,
+    run_record,
+    walk,
+    why,
+    write_imported,
+)
 
 NAME = "glee"
 DESCRIPTION = "GLEE's released games (eilamshapira/GLEE, Data/llm_vs_llm and Data/human_vs_llm)"
@@ -100,10 +108,10 @@ def _chat(path: Path) -> list[dict[str, str]] | None:
 def game_folders(src: Path) -> list[Path]:
     """Every folder under ``src`` (itself included) that holds config.json or game.csv, in path order."""
     found = []
-    for root, dirs, files in os.walk(src):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .partial: unfinished games, not released
+    for root, dirs, files in walk(src):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # .partial: unfinished games, not released
         if CONFIG in files or GAME_CSV in files:
-            found.append(Path(root))
+            found.append(root)
     return sorted(found)
 
 

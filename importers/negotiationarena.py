@@ -35,7 +35,16 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.negotiationarena.common import log_models, reader_for
-from .common import ImportFailed, ImportResult, imported_config, plan_dirs, run_record, why, write_imported
+from .common import (
+    ImportFailed,
+    ImportResult,
+    imported_config,
+    plan_dirs,
+    run_record,
+    walk,
+    why,
+    write_imported,
+)
 
 NAME = "negotiationarena"
 DESCRIPTION = "NegotiationArena game_state.json logs (vinid/NegotiationArena, branch paper_experiment_code)"
@@ -90,7 +99,7 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
     groups: dict[tuple[str, str, str], list[_Run]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
     seen: dict[str, str] = {}  # the file's digest -> where it was found first: a copy is not a second game
-    for path in sorted(raw.rglob(LOG_NAME)):
+    for path in sorted(root / LOG_NAME for root, _dirs, files in walk(raw) if LOG_NAME in files):
         if not path.is_file():
             continue
         rel = path.relative_to(raw).as_posix()

@@ -309,6 +309,32 @@ def test_a_copy_of_a_log_is_refused_as_a_duplicate(tmp_path: Path) -> None:
          "the same log as backup/1702869646905/game_state.json: one game, imported once")]
 
 
+@pytest.mark.parametrize("source", ["negotiationarena", "glee", "gamabench"])
+def test_linked_folders_are_read_and_links_up_the_tree_are_not_followed(tmp_path: Path, source: str) -> None:
+    """Logs gathered with `ln -s` were silently skipped (0 found); following links must not loop on
+    `ln -s ..` nor read the folders above the source."""
+    import os
+
+    from econarena.importers.registry import IMPORTERS
+
+    elsewhere, logs = tmp_path / "elsewhere", tmp_path / "logs"
+    game = ult(("C", "D"), ("NONE", gift(30), "30"), ("ACCEPT", "NONE", "ok"))
+    write_logs(elsewhere, {"u/1": game})
+    write_logs(tmp_path, {"above/1": game})  # beside logs/: never read from inside it
+    write_logs(logs, {"u/2": ult(("C", "D"), ("NONE", gift(40), "40"), ("ACCEPT", "NONE", "ok"))})
+    os.symlink(elsewhere / "u", logs / "linked")
+    os.symlink("..", logs / "u" / "up")
+    os.symlink(tmp_path, logs / "top")
+    result = IMPORTERS[source].import_dir(logs, tmp_path / "out")
+    if source == "negotiationarena":
+        assert result.runs == 2 and result.found == 2, [r.item for r in result.refused]
+        assert sorted(r["imported"]["file"] for d in result.dirs for r in map(
+            json.loads, (d / "runs.jsonl").read_text().splitlines())) == ["linked/1/game_state.json",
+                                                                          "u/2/game_state.json"]
+    else:  # the others walk the same tree: the two logs are JSON files in folders no GAMA-Bench game reads
+        assert result.found == result.runs + len(result.refused) == (2 if source == "gamabench" else 0)
+
+
 def test_import_cli_prints_and_writes_the_accounting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     logs = tmp_path / "logs"
     fixture_logs(logs)
