@@ -13,6 +13,7 @@ through our rules is a separate check (``ReplayCheck``), counted and listed here
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -182,7 +183,15 @@ def _above(target: str, here: str) -> bool:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    """A safe file name for ``text``; a long one is cut and made unique by a digest of the whole (a file
+    system takes 255 bytes, and two model names of 120 characters made the import stop)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    if len(name) > SLUG_MAX:
+        name = f"{name[:SLUG_MAX - 13]}--{hashlib.sha256(text.encode()).hexdigest()[:11]}"
+    return name
+
+
+SLUG_MAX = 120
 
 
 def write_imported(d: Path, config_text: str, runs: Sequence[tuple[list[dict[str, Any]], dict[str, Any]]],
