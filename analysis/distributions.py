@@ -85,7 +85,7 @@ def figure(family: str, values: Sequence[Value], figdir: Path, F: Any) -> Any:
     for ax, key in zip(axes.flat, keys):
         groups = sorted(panels[key].items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_GROUPS]
         ax.boxplot([g for _, g in groups], showmeans=True)
-        ax.set_xticks(range(1, len(groups) + 1), [name for name, _ in groups])
+        ax.set_xticks(range(1, len(groups) + 1), [F._wrap(name, 18) for name, _ in groups])
         ax.set_title(f"{GAMES[key[0]].info.title}: {key[1]}", fontsize=9)
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)

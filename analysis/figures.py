@@ -127,8 +127,19 @@ def setting_name(row: pd.Series | dict) -> str:
     return f"{row['experiment']}" + (f" ({', '.join(bits)})" if bits else "")
 
 
+LABEL_MAX = 48  # characters of a label drawn into a figure; the report's tables carry the whole name
+
+
+def short(label: object, limit: int = LABEL_MAX) -> str:
+    """A label cut to ``limit`` characters with an ellipsis: a 200-character model name as a tick or legend
+    entry squeezed the axes to nothing."""
+    text = str(label)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
 def _wrap(label: str, width: int = 14) -> str:
-    return "\n".join(textwrap.wrap(str(label), width)) or str(label)
+    text = short(label)
+    return "\n".join(textwrap.wrap(text, width)) or text
 
 
 def _xticks(ax: Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
@@ -179,6 +190,9 @@ def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[
     """PNG (palette-quantised: a quarter of the bytes, which the report embeds) and SVG. The run directories
     a figure came from (``sources``) are said in the report's HTML, never drawn into the image: a list of a
     hundred directory names is not a caption."""
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        for t in legend.get_texts() if legend is not None else ():
+            t.set_text(short(t.get_text()))
     _rotate_crowded_ticks(fig)
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
@@ -494,7 +508,9 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
     cols = sorted(est["column"].unique())
     labels = sorted(est["label"].unique())
     grid = est.pivot_table(index="label", columns="column", values="value").reindex(index=labels, columns=cols)
-    fig, axes = _subplots(1, 1, (max(5.5, 1.55 * len(cols) + 3.0), max(2.6, 0.42 * len(labels) + 1.6)))
+    names = max(len(short(x)) for x in labels)  # the y labels take their width from the figure's
+    fig, axes = _subplots(1, 1, (max(5.5, 1.55 * len(cols) + 3.0 + 0.09 * max(0, names - 20)),
+                                 max(2.6, 0.42 * len(labels) + 1.6)))
     ax = axes[0, 0]
     im = ax.imshow(grid.to_numpy(dtype=float), cmap="Reds", vmin=0, vmax=100, aspect="auto")
     for i in range(len(labels)):
@@ -508,7 +524,7 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels(cols)
     ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels(labels)
+    ax.set_yticklabels([short(x) for x in labels])
     ax.grid(False)
     ax.set_xlabel("game and whether history was given")
     ax.set_ylabel("player (label)")

@@ -41,6 +41,7 @@ CSS = """
 .transcript .turn.s1{margin-left:auto;background:#eaf4ea} .transcript .who{font-weight:600;color:#234}
 .transcript .end{margin:.5rem 0 .2rem;font-weight:600;color:#333}
 .games .pick{display:flex;gap:.8rem;flex-wrap:wrap;align-items:center;font-size:.85rem;margin:.4rem 0}
+.games .pick label{min-width:0;max-width:100%} .games .pick select{max-width:24rem}
 .games details.game>summary{font-weight:400} .games .count{color:#555}
 .transcript .rnd{color:#777;font-size:.8rem;margin-right:.4rem} .transcript .seat{color:#777;font-size:.8rem}
 .transcript .msg{white-space:pre-wrap}

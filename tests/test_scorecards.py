@@ -318,3 +318,43 @@ def test_report_open_hands_the_file_url_to_the_browser(tmp_path: Path) -> None:
             break
         time.sleep(0.1)
     assert record.read_text() == (tmp_path / "rep" / "report.html").resolve().as_uri()
+
+
+def test_long_unbroken_names_neither_widen_the_scorecard_nor_the_page(tmp_path: Path) -> None:
+    """A 200-character label without spaces made the scorecard's label column as wide as the label (the
+    numbers off the first screen), and long model names in the conversations' filter, a chat or the
+    provenance list made the whole page scroll sideways once opened."""
+    binary = _chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed, and CI must render the report (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from test_na_import import gift, ult, write_logs
+
+    from econarena.analysis.report import build_report
+    from econarena.cli import main
+    from econarena.importers.negotiationarena import import_dir
+
+    toml = tmp_path / "long.toml"
+    toml.write_text('[experiment]\nname = "long"\ngame = "beauty_contest"\nsessions = 3\nruns = 1\nseed = 1\n\n'
+                    f'[[players]]\nagent = "rational"\nlabel = "{"L" * 200}"\n\n[[players]]\nagent = "random"\n'
+                    f'label = "{"m/" * 100}"\n', encoding="utf-8")
+    assert main(["run", str(toml), "--out", str(tmp_path / "own"), "--quiet"]) == 0
+    red, blue = "R" * 150, "B" * 150
+    write_logs(tmp_path / "logs", {f"u/{i}": ult((red, blue), ("NONE", gift(30 + i), "offer " * 40),
+                                                 ("ACCEPT", "NONE", "ok")) for i in range(2)})
+    import_dir(tmp_path / "logs", tmp_path / "imported")
+    out = tmp_path / "report"
+    build_report([tmp_path / "own", tmp_path / "imported"], out, n_boot=50)
+    opened = out / "opened.html"  # every folded part open: what a reader sees after clicking everything
+    opened.write_text((out / "report.html").read_text(encoding="utf-8").replace("<details", "<details open"),
+                      encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
+             "--window-size=1280,800", "--virtual-time-budget=10000", "--dump-dom"]
+    for html_file in (out / "report.html", opened):
+        dom = subprocess.run([binary, *flags, html_file.as_uri()], capture_output=True, text=True, timeout=90)
+        body = re.search(r"<body[^>]*>", dom.stdout).group(0)
+        assert int(re.search(r'data-scroll-width="(\d+)"', body).group(1)) <= 1280, html_file.name
+        right = int(re.search(r'data-scorecard-box="([-\d,]+)"', body).group(1).split(",")[2])
+        assert right <= 1280, (html_file.name, right)
