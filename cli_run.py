@@ -117,7 +117,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
     with sigterm_as_sigint():
         result = asyncio.run(host.run())
-    summary = write_summary(out)
+    summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
         print(format_table(summary))
         if exp.steer is not None:

@@ -20,6 +20,7 @@ import pytest
 from econarena.games import GAMES, get_game
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
 from econarena.hosts.prompts import Template
+from econarena.rundir import dumps_line
 
 NAMES = sorted(GAMES)
 SEEDS = range(40)
@@ -350,7 +351,7 @@ def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> No
         for line in lines:
             rec = json.loads(line)
             assert keys <= set(rec), keys - set(rec)
-            assert json.dumps(rec) == line  # written exactly as json.dumps writes it, so it round-trips
+            assert dumps_line(rec) == (line + "\n").encode()  # the record as written: it round-trips
             json.dumps(rec, allow_nan=False)  # strict JSON: no NaN or Infinity
     scripted = [d for d in arena.read_jsonl(tmp_path / "decisions.jsonl") if d["agent"] == "scripted"]
     assert scripted and all(d["violation"] == PARSE_ERROR and not d["valid"] for d in scripted)

@@ -1,0 +1,106 @@
+"""End to end, as a user meets it: ``econarena run FILE --quiet`` of baseline-only experiments, every log
+and the summary written, then ``econarena summary`` of the finished directory.
+
+1. A 5-player second-price auction with rational players: 8,000 sessions, 40,000 decisions.
+2. GAMA-Bench's Guess 2/3 with ten rational players over 20 rounds: 200 runs, 40,000 decisions.
+
+Each command runs in its own process; the interpreter's start-up (the median wall time of
+``econarena --version``) is subtracted, so the figure is what the run itself costs. Each timing is
+repeated (``--repeat``) and the median printed. Goal: >= 20,000 decisions/s for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from figures import load_average, median, show  # noqa: E402
+
+EXE = str(Path(sys.executable).with_name("econarena"))
+
+SPA = """[experiment]
+name = "bench-spa"
+game = "second_price_auction"
+environment = "self"
+players_per_game = 5
+sessions = {sessions}
+runs = 1
+seed = 1
+
+[game]
+private_value = {{ normal = [50, 10] }}
+assets = 100
+
+[[players]]
+agent = "rational"
+"""
+
+GAMA = """[experiment]
+name = "bench-gama"
+game = "guessing_game"
+environment = "melee"
+sessions = {sessions}
+runs = 1
+seed = 1
+
+[game]
+rounds = 20
+
+[[players]]
+agent = "rational"
+count = 10
+"""
+
+# name -> (TOML, sessions, decisions per session, description)
+EXPERIMENTS = {
+    "e2e_spa": (SPA, 8000, 5, "second-price auction, 5 rational players, 40,000 decisions"),
+    "e2e_gama": (GAMA, 200, 200, "Guess 2/3, 10 rational players x 20 rounds, 40,000 decisions"),
+}
+
+
+def wall(args: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return elapsed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=sorted(EXPERIMENTS))
+    args = ap.parse_args()
+    print(f"(median of {args.repeat} runs each, interpreter start-up subtracted; {load_average()})")
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        startup = median([wall([EXE, "--version"], tmp) for _ in range(5)])
+        print(f"start-up of `econarena --version`: {startup * 1000:.0f} ms (subtracted)")
+        for name, (text, sessions, per_session, what) in EXPERIMENTS.items():
+            if args.only and name != args.only:
+                continue
+            toml = tmp / f"{name}.toml"
+            toml.write_text(text.format(sessions=sessions), encoding="utf-8")
+            decisions = sessions * per_session
+            runs, summaries = [], []
+            for i in range(args.repeat):
+                out = tmp / f"{name}-{i}"
+                runs.append(wall([EXE, "run", str(toml), "--out", str(out), "--quiet"], tmp) - startup)
+                lines = (out / "decisions.jsonl").read_bytes().count(b"\n")
+                if lines != decisions:
+                    raise RuntimeError(f"{out}: {lines} decisions logged, expected {decisions}")
+                summaries.append(wall([EXE, "summary", str(out)], tmp) - startup)
+            show(name, decisions / median(runs), "decisions/s", f"econarena run: {what}")
+            show(f"{name}_summary", median(summaries), "s", "   econarena summary of that directory",
+                 higher_is_better=False, digits=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The cost of one LLM call in this process: where the CPU goes between the Host and the wire.
+
+Against an OpenAI-compatible fake server that answers at once (``tests/fakeservers.py --latency 0``, in
+its own process, so its CPU is not ours), with 64 calls in flight:
+
+1. the Host: a 5-player beauty contest of ``agent = "openai"`` players, 2,000 decisions, no response
+   cache: decisions per second of one process (prompt rendering, judging, logging and the SDK included);
+2. the same run under cProfile, its CPU split into our code, the OpenAI SDK (with httpx2 and pydantic),
+   its aiohttp transport, the event loop, and the rest (builtins are charged to whoever called them);
+3. the layers below the Host on their own: our provider (``LLMAgent.decide``), the SDK's
+   ``chat.completions.create``, the SDK's generic ``client.post`` (what our provider sends), and plain
+   aiohttp posting the same body.
+
+Each rate is the median of ``--repeat`` runs after a warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_concurrency import PLAYERS, start_server, timed_run, via_agent  # noqa: E402
+from figures import load_average, median, show  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+INFLIGHT = 64
+BODY_MESSAGES = [{"role": "system", "content": "You are a player in an economic experiment."},
+                 {"role": "user", "content": "Pick a number between 0 and 100. " * 30}]
+
+
+def experiment(port: int, decisions: int) -> dict[str, Any]:
+    return {"experiment": {"name": "bench-llm-cost", "game": "beauty_contest", "sessions": decisions // PLAYERS,
+                           "seed": 1},
+            "players": [{"agent": "openai", "model": "fake-model", "base_url": f"http://127.0.0.1:{port}/v1",
+                         "api_key_env": "FAKE_KEY", "max_connections": INFLIGHT, "timeout_s": 30,
+                         "count": PLAYERS}]}
+
+
+def host_once(port: int, decisions: int, tmp: Path, profiler: cProfile.Profile | None = None) -> float:
+    from econarena.hosts.config import parse_experiment
+
+    exp = parse_experiment(experiment(port, decisions), "bench_llm_cost.toml")
+    out = tmp / f"host-{os.urandom(4).hex()}"
+    if profiler is not None:
+        profiler.enable()
+    try:
+        result, elapsed = timed_run(exp, out, INFLIGHT)
+    finally:
+        if profiler is not None:
+            profiler.disable()
+    return result.decisions / elapsed
+
+
+SDK_PACKAGES = ("openai", "httpx", "httpx2", "httpcore", "pydantic", "pydantic_core", "anyio", "sniffio",
+                "distro", "typing_extensions", "annotated_types", "h11")
+TRANSPORT_PACKAGES = ("aiohttp", "yarl", "multidict", "aiohappyeyeballs", "frozenlist", "propcache",
+                      "aiosignal", "attr")
+
+
+def category(filename: str) -> str:
+    """Whose code a profiled function is: ours, the SDK's, its transport's, the event loop's, or other."""
+    path = filename.replace("\\", "/")
+    if "site-packages/" in path:
+        top = path.split("site-packages/", 1)[1].split("/", 1)[0]
+        if top in SDK_PACKAGES or top.startswith("openai"):
+            return "OpenAI SDK (openai, httpx2, pydantic)"
+        if top in TRANSPORT_PACKAGES:
+            return "aiohttp transport"
+        return "other packages"
+    if path.startswith(str(REPO) + "/") and "/bench/" not in path:
+        return "econarena (ours)"
+    if "/asyncio/" in path or path.endswith(("selectors.py", "socket.py", "events.py")):
+        return "event loop (asyncio)"
+    return "stdlib and other"
+
+
+def split(stats: pstats.Stats) -> dict[str, float]:
+    """Own CPU time per category. Builtins and the standard library (json, typing, copy, ...) are charged to
+    whoever called them, in proportion to the time each caller spent in them: a ``json.dumps`` called by
+    the SDK is the SDK's cost, one called by our logging is ours."""
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    memo: dict[Any, dict[str, float]] = {}
+
+    def owner(func: Any, seen: frozenset[Any]) -> dict[str, float]:
+        """The categories a function's own time belongs to, as weights summing to 1."""
+        filename = func[0]
+        cat = category(filename) if filename != "~" else "stdlib and other"
+        if cat != "stdlib and other" or func in seen:
+            return {cat: 1.0}
+        if func in memo:
+            return memo[func]
+        callers = raw.get(func, (0, 0, 0, 0, {}))[4]
+        total = sum(c[2] for c in callers.values())
+        if not callers or total <= 0:
+            return {cat: 1.0}
+        mix: dict[str, float] = defaultdict(float)
+        for caller, c in callers.items():
+            for k, w in owner(caller, seen | {func}).items():
+                mix[k] += w * c[2] / total
+        memo[func] = dict(mix)
+        return memo[func]
+
+    out: dict[str, float] = defaultdict(float)
+    for func, (_cc, _nc, tt, _ct, _callers) in raw.items():
+        for k, w in owner(func, frozenset()).items():
+            out[k] += tt * w
+    return dict(out)
+
+
+async def sdk_rate(port: int, n: int, mode: str) -> float:
+    """Requests/s of the OpenAI SDK alone with its aiohttp transport, INFLIGHT at a time."""
+    import time
+
+    import httpx2
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    client = openai.AsyncOpenAI(api_key="sk-bench", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0,
+                                http_client=openai.DefaultAioHttpClient(
+                                    limits=httpx2.Limits(max_connections=INFLIGHT,
+                                                         max_keepalive_connections=INFLIGHT)))
+    sem = asyncio.Semaphore(INFLIGHT)
+    body = {"model": "fake-model", "messages": BODY_MESSAGES, "max_tokens": 50}
+
+    async def one() -> None:
+        async with sem:
+            if mode == "create":
+                await client.chat.completions.create(model="fake-model", messages=BODY_MESSAGES,  # type: ignore[arg-type]
+                                                     max_tokens=50)
+            else:
+                await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+
+    await asyncio.gather(*(one() for _ in range(INFLIGHT)))  # warm-up: connections
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    elapsed = time.perf_counter() - start
+    await client.close()
+    return n / elapsed
+
+
+async def aiohttp_rate(port: int, n: int) -> float:
+    """Requests/s of plain aiohttp posting the same body and reading the JSON reply."""
+    import time
+
+    import aiohttp
+
+    sem = asyncio.Semaphore(INFLIGHT)
+    body = {"model": "fake-model", "messages": BODY_MESSAGES, "max_tokens": 50}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=INFLIGHT)) as session:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+
+        async def one() -> None:
+            async with sem, session.post(url, json=body, headers={"Authorization": "Bearer sk-bench"}) as r:
+                data = await r.json()
+                assert data["choices"][0]["message"]["content"]
+
+        await asyncio.gather(*(one() for _ in range(INFLIGHT)))
+        start = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(n)))
+        return n / (time.perf_counter() - start)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--decisions", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    os.environ["FAKE_KEY"] = "sk-bench-not-a-real-key"
+    print(f"(instant fake server in its own process, {INFLIGHT} in flight, medians of {args.repeat}; "
+          f"{load_average()})")
+    server, port = start_server(0.0)
+    try:
+        with tempfile.TemporaryDirectory() as tmpdir:
+            tmp = Path(tmpdir)
+            host_once(port, 200, tmp)  # warm-up: SDK import, first connections
+            rate = median([host_once(port, args.decisions, tmp) for _ in range(args.repeat)])
+            show("llm_host", rate, "decisions/s", f"Host, {args.decisions} LLM decisions (5-player beauty contest)")
+            show("llm_host_us", 1e6 / rate, "us", "   CPU per LLM decision, all of it", higher_is_better=False)
+            prof = cProfile.Profile()
+            host_once(port, args.decisions, tmp, prof)
+            shares = split(pstats.Stats(prof))
+            total = sum(shares.values())
+            print("   where it goes (cProfile of one such run; builtins charged to their callers):")
+            for cat, t in sorted(shares.items(), key=lambda kv: -kv[1]):
+                print(f"     {cat:<40} {100 * t / total:5.1f}%  ({1e6 * t / args.decisions:6.0f} us/decision "
+                      "under the profiler)")
+            ours = shares.get("econarena (ours)", 0.0) / total
+            show("llm_ours_share", 100 * ours, "%", "   our own code's share of that CPU", higher_is_better=False,
+                 digits=1)
+            agent = median([(lambda r: r[0] / r[1])(via_agent(port, INFLIGHT, args.decisions))
+                            for _ in range(args.repeat)])
+            show("llm_agent", agent, "calls/s", "our provider alone (LLMAgent.decide, no Host)")
+            for mode in ("create", "post"):
+                r = median([asyncio.run(sdk_rate(port, args.decisions, mode)) for _ in range(args.repeat)])
+                what = "chat.completions.create" if mode == "create" else "client.post (as our provider sends)"
+                show(f"llm_sdk_{mode}", r, "requests/s", f"the OpenAI SDK alone, {what}")
+            r = median([asyncio.run(aiohttp_rate(port, args.decisions)) for _ in range(args.repeat)])
+            show("llm_aiohttp", r, "requests/s", "plain aiohttp, the same body")
+    finally:
+        server.terminate()
+        server.wait(5)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
