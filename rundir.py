@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import sys
 import time
@@ -78,13 +77,16 @@ def _dumps_stdlib(rec: Any) -> str:
         return json.dumps(safe, default=repr) + "\n"
 
 
-_LONG_NUMBER = re.compile(rb"\d{19}")  # orjson reads an integer beyond 64 bits as a float: leave it to json
+# orjson reads an integer beyond 64 bits as a float: a line with 19 digits in a row goes to json instead.
+# Digits become "0" and all else " ", then one substring search: ten times faster than a regex.
+_DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_LONG_NUMBER = b"0" * 19
 
 
 def loads_line(line: bytes) -> Any:
     """One JSON line as the standard library reads it (orjson where that gives the same value); raises
     ValueError (or RecursionError) when the line is not JSON."""
-    if _LONG_NUMBER.search(line) is None:
+    if _LONG_NUMBER not in line.translate(_DIGITS):
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -158,7 +160,7 @@ def _scan(path: Path, kind: str | None) -> Iterator[dict[str, Any] | BadLine]:
                 if line.strip():
                     yield BadLine(number, _text(line), "torn last line (the process died mid-write)")
                 return
-            if not line.strip():
+            if line.isspace():
                 continue
             try:
                 rec = loads_line(line)

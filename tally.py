@@ -46,30 +46,46 @@ def _exact_parts(values: list[float]) -> list[float] | None:
 
 class ExactSum:
     """A count and an exact sum of numbers, ``None`` and NaN skipped: ``value()`` equals ``math.fsum`` of all
-    of them whatever their order, while memory stays a few floats (numbers are folded in batches)."""
+    of them whatever their order, while memory stays a few floats (numbers are folded in batches).
 
-    __slots__ = ("_buf", "_parts", "n")
+    Numbers go straight into ``buf`` (``buf.append(x)``, the cheapest thing Python does), unfiltered; call
+    :meth:`check` after appending, which folds ``buf`` into the exact partials once it is long enough.
+    """
+
+    __slots__ = ("buf", "n", "parts")
 
     def __init__(self) -> None:
-        self._parts: list[float] = []
-        self._buf: list[Any] = []
-        self.n = 0
+        self.parts: list[float] = []
+        self.buf: list[Any] = []
+        self.n = 0  # numbers folded into parts
 
     def add(self, x: Any) -> None:
-        if x is None or x != x:  # None, or NaN
-            return
-        self._buf.append(x)
-        self.n += 1
-        if len(self._buf) >= _FOLD:
-            parts = _exact_parts(self._parts + self._buf)
-            if parts is not None:
-                self._parts, self._buf = parts, []
+        self.buf.append(x)
+        if len(self.buf) >= _FOLD:
+            self.fold()
+
+    def check(self) -> None:
+        if len(self.buf) >= _FOLD:
+            self.fold()
+
+    def fold(self) -> None:
+        values = _numbers(self.buf)
+        parts = _exact_parts(self.parts + values)
+        self.parts = parts if parts is not None else self.parts + values  # not finite: keep them all
+        self.n += len(values)
+        self.buf = []
 
     def value(self) -> float:
-        return math.fsum(self._parts + self._buf)
+        return math.fsum(self.parts + _numbers(self.buf))
 
     def mean(self) -> float | None:
-        return self.value() / self.n if self.n else None
+        values = _numbers(self.buf)
+        n = self.n + len(values)
+        return math.fsum(self.parts + values) / n if n else None
+
+
+def _numbers(xs: list[Any]) -> list[Any]:
+    return [x for x in xs if x is not None and x == x]  # None and NaN are no numbers here
 
 
 def sample_std(xs: list[Any]) -> float | None:
@@ -151,20 +167,28 @@ class Tally:
         self.runs_complete += 1
         cell = self.cells[lineup] = cell_suffix(r)
         ne = r.get("ne_payoffs")
+        payoffs, valids, devs, winners, run = r["payoffs"], r["valid"], r["deviation"], r["winners"], r["run"]
+        touched: dict[int, tuple[_Label, ExactSum]] = {}
         for i, label in enumerate(r["labels"]):
             a = self.labels[label + cell]
-            valid = bool(r["valid"][i])
+            valid = bool(valids[i])
             a.player_runs += 1
-            a.payoffs.add(r["payoffs"][i] if valid else 0.0)  # a rule break scores 0
-            a.ne.add(ne[i] if ne else None)  # None: no equilibrium
-            dev = r["deviation"][i] if valid else None  # no valid strategy: no distance to the equilibrium
-            a.dev.add(dev)
-            by_run = a.dev_by_run.get(r["run"])
+            a.payoffs.buf.append(payoffs[i] if valid else 0.0)  # a rule break scores 0
+            a.ne.buf.append(ne[i] if ne else None)  # None: no equilibrium
+            dev = devs[i] if valid else None  # no valid strategy: no distance to the equilibrium
+            a.dev.buf.append(dev)
+            by_run = a.dev_by_run.get(run)
             if by_run is None:
-                by_run = a.dev_by_run[r["run"]] = ExactSum()
-            by_run.add(dev)
-            a.wins += i in r["winners"]
+                by_run = a.dev_by_run[run] = ExactSum()
+            by_run.buf.append(dev)
+            a.wins += i in winners
             a.broke += broke(r, i)
+            touched[id(a)] = (a, by_run)
+        for a, by_run in touched.values():  # fold what has grown long
+            a.payoffs.check()
+            a.ne.check()
+            a.dev.check()
+            by_run.check()
         for label in set(r["labels"]):  # each run once per label, however many seats it held
             self.labels[label + cell].scores.append(r.get("score"))
         for item in self.pending.pop(key, ()):
@@ -179,7 +203,7 @@ class Tally:
         a.tokens_in += tokens_in or 0
         a.tokens_out += tokens_out or 0
         a.cached += bool(cached)
-        a.latency.add(latency)
+        a.latency.add(latency)  # (folds itself: decisions come one at a time)
 
     def summary(self, run_dir: str, scored: bool = False) -> dict[str, Any]:
         """The summary dict (``summary.json``); ``scored``: the game declares a 0-100 score

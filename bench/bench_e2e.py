@@ -7,11 +7,15 @@ and the summary written, then ``econarena summary`` of the finished directory.
 Each command runs in its own process; the interpreter's start-up (the median wall time of
 ``econarena --version``) is subtracted, so the figure is what the run itself costs. Each timing is
 repeated (``--repeat``) and the median printed. Goal: >= 20,000 decisions/s for both.
+
+``--against DIR`` times another copy of the package too (DIR holds an ``econarena`` folder, e.g. made with
+``git archive``), alternating run by run with this one, so both see the same load on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from figures import load_average, median, show  # noqa: E402
 
-EXE = str(Path(sys.executable).with_name("econarena"))
+CLI = [sys.executable, "-m", "econarena.cli"]
 
 SPA = """[experiment]
 name = "bench-spa"
@@ -63,9 +67,10 @@ EXPERIMENTS = {
 }
 
 
-def wall(args: list[str], cwd: Path) -> float:
+def wall(args: list[str], cwd: Path, tree: str | None = None) -> float:
+    env = {**os.environ, "PYTHONPATH": tree} if tree else None
     start = time.perf_counter()
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
@@ -76,29 +81,38 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", choices=sorted(EXPERIMENTS))
+    ap.add_argument("--against", metavar="DIR", help="also time the package in DIR/econarena, interleaved")
     args = ap.parse_args()
+    trees: list[str | None] = [None] + ([str(Path(args.against).resolve())] if args.against else [])
     print(f"(median of {args.repeat} runs each, interpreter start-up subtracted; {load_average()})")
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        startup = median([wall([EXE, "--version"], tmp) for _ in range(5)])
-        print(f"start-up of `econarena --version`: {startup * 1000:.0f} ms (subtracted)")
+        startup = {t: median([wall([*CLI, "--version"], tmp, t) for _ in range(5)]) for t in trees}
+        print(f"start-up of `econarena --version`: {startup[None] * 1000:.0f} ms (subtracted)")
         for name, (text, sessions, per_session, what) in EXPERIMENTS.items():
             if args.only and name != args.only:
                 continue
             toml = tmp / f"{name}.toml"
             toml.write_text(text.format(sessions=sessions), encoding="utf-8")
             decisions = sessions * per_session
-            runs, summaries = [], []
+            runs: dict[str | None, list[float]] = {t: [] for t in trees}
+            summaries: dict[str | None, list[float]] = {t: [] for t in trees}
             for i in range(args.repeat):
-                out = tmp / f"{name}-{i}"
-                runs.append(wall([EXE, "run", str(toml), "--out", str(out), "--quiet"], tmp) - startup)
-                lines = (out / "decisions.jsonl").read_bytes().count(b"\n")
-                if lines != decisions:
-                    raise RuntimeError(f"{out}: {lines} decisions logged, expected {decisions}")
-                summaries.append(wall([EXE, "summary", str(out)], tmp) - startup)
-            show(name, decisions / median(runs), "decisions/s", f"econarena run: {what}")
-            show(f"{name}_summary", median(summaries), "s", "   econarena summary of that directory",
+                for k, tree in enumerate(trees):
+                    out = tmp / f"{name}-{i}-{k}"
+                    runs[tree].append(wall([*CLI, "run", str(toml), "--out", str(out), "--quiet"], tmp, tree)
+                                      - startup[tree])
+                    lines = (out / "decisions.jsonl").read_bytes().count(b"\n")
+                    if lines != decisions:
+                        raise RuntimeError(f"{out}: {lines} decisions logged, expected {decisions}")
+                    summaries[tree].append(wall([*CLI, "summary", str(out)], tmp, tree) - startup[tree])
+            show(name, decisions / median(runs[None]), "decisions/s", f"econarena run: {what}")
+            show(f"{name}_summary", median(summaries[None]), "s", "   econarena summary of that directory",
                  higher_is_better=False, digits=2)
+            for tree in trees[1:]:
+                rate = decisions / median(runs[tree])
+                print(f"   against {tree}: {rate:,.0f} decisions/s, summary {median(summaries[tree]):.2f} s; "
+                      f"this tree x{decisions / median(runs[None]) / rate:.2f}", flush=True)
     return 0
 
 

@@ -105,8 +105,40 @@ def judge_reply(spec: ActionSpec, text: str, check: Any = None) -> Judgement:
     obj = extract_json(text)
     if obj is None:
         return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
-    norm = {_norm_key(k): (k, v) for k, v in obj.items()}
-    extras = _extras(obj, spec)
+    return judge_object(spec, obj, check)
+
+
+def is_plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is what parsing its own JSON text gives back: dicts with string keys, lists,
+    strings, bools, None, ints and finite floats (not subclasses, not tuples, not too deep). Such an
+    object can be judged as it is (:func:`judge_object`) with the judgement its text would get."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return True
+    if t is float:
+        return math.isfinite(value)
+    if depth >= EXTRAS_MAX_DEPTH:
+        return False
+    if t is dict:
+        for k, v in value.items():  # loops, not all(genexpr): a baseline's action is checked per decision
+            if type(k) is not str:
+                return False
+            tv = type(v)
+            if not (tv is str or tv is int or tv is bool or v is None or (tv is float and math.isfinite(v))
+                    or is_plain_json(v, depth + 1)):
+                return False
+        return True
+    if t is list:
+        return all(is_plain_json(v, depth + 1) for v in value)
+    return False
+
+
+def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Judgement:
+    """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing)."""
+    keyed = [(_norm_key(k), k, v) for k, v in obj.items()]
+    norm = {nk: (k, v) for nk, k, v in keyed}
+    names = {_norm_key(f.name) for f in spec.fields}
+    extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
     action: dict[str, Any] = {}
     for f in spec.fields:
         hit = norm.get(_norm_key(f.name))
@@ -239,11 +271,6 @@ def _norm_key(key: str) -> str:
     return _norm_key_cached(key) if len(key) <= 64 else _KEY_SEPARATORS.sub(" ", key.strip().lower())
 
 
-def _extras(obj: dict[str, Any], spec: ActionSpec) -> dict[str, Any]:
-    names = {_norm_key(f.name) for f in spec.fields}
-    return bounded_extras({k: v for k, v in obj.items() if _norm_key(k) not in names})
-
-
 EXTRAS_MAX_DEPTH = 8  # a reply's other keys are kept for reading, not for re-parsing: bound what they cost
 EXTRAS_MAX_CHARS = 20_000
 
@@ -266,6 +293,8 @@ def bounded_extras(extras: dict[str, Any]) -> dict[str, Any]:
     A reply nested a thousand levels deep would otherwise be stored as-is and make every later
     ``json.dumps`` of the decision record fail; the raw text is always kept in ``response``.
     """
+    if not extras:  # the usual case: nothing to cut or measure
+        return {}
     out = _cut(extras, 0)
     text = json.dumps(out)
     if len(text) > EXTRAS_MAX_CHARS:
