@@ -48,8 +48,8 @@ class ExactSum:
     """A count and an exact sum of numbers, ``None`` and NaN skipped: ``value()`` equals ``math.fsum`` of all
     of them whatever their order, while memory stays a few floats (numbers are folded in batches).
 
-    Numbers go straight into ``buf`` (``buf.append(x)``, the cheapest thing Python does), unfiltered; call
-    :meth:`check` after appending, which folds ``buf`` into the exact partials once it is long enough.
+    :meth:`add` folds ``buf`` into the exact partials once it is long enough; a hot loop may append to
+    ``buf`` itself (unfiltered, the cheapest thing Python does) and call :meth:`fold` now and then.
     """
 
     __slots__ = ("buf", "n", "parts")
@@ -61,10 +61,6 @@ class ExactSum:
 
     def add(self, x: Any) -> None:
         self.buf.append(x)
-        if len(self.buf) >= _FOLD:
-            self.fold()
-
-    def check(self) -> None:
         if len(self.buf) >= _FOLD:
             self.fold()
 
@@ -126,6 +122,13 @@ class _Label:
         self.violations: dict[str, int] = defaultdict(int)
         self.scores: list[Any] = []
 
+    def fold(self) -> None:
+        """Fold every sum, called when the payoffs have grown long: the other sums of a label grow with
+        its player-runs too (latency with its decisions), so memory stays bounded by the batch size."""
+        for x in (self.payoffs, self.ne, self.dev, self.latency, *self.dev_by_run.values()):
+            if x.buf:
+                x.fold()
+
 
 # a decision waiting for its run: (label, violation, tokens_in, tokens_out, cached, latency_s)
 _Pending = tuple[str, Any, Any, Any, Any, Any]
@@ -168,9 +171,15 @@ class Tally:
         cell = self.cells[lineup] = cell_suffix(r)
         ne = r.get("ne_payoffs")
         payoffs, valids, devs, winners, run = r["payoffs"], r["valid"], r["deviation"], r["winners"], r["run"]
-        touched: dict[int, tuple[_Label, ExactSum]] = {}
+        first = r.get("first_valid")
+        first = first if isinstance(first, list) else ()
+        labels = self.labels
+        touched: list[_Label] = []
         for i, label in enumerate(r["labels"]):
-            a = self.labels[label + cell]
+            a = labels[label + cell if cell else label]
+            if a not in touched:
+                touched.append(a)
+                a.scores.append(r.get("score"))  # each run once per label, however many seats it held
             valid = bool(valids[i])
             a.player_runs += 1
             a.payoffs.buf.append(payoffs[i] if valid else 0.0)  # a rule break scores 0
@@ -181,16 +190,13 @@ class Tally:
             if by_run is None:
                 by_run = a.dev_by_run[run] = ExactSum()
             by_run.buf.append(dev)
-            a.wins += i in winners
-            a.broke += broke(r, i)
-            touched[id(a)] = (a, by_run)
-        for a, by_run in touched.values():  # fold what has grown long
-            a.payoffs.check()
-            a.ne.check()
-            a.dev.check()
-            by_run.check()
-        for label in set(r["labels"]):  # each run once per label, however many seats it held
-            self.labels[label + cell].scores.append(r.get("score"))
+            if i in winners:
+                a.wins += 1
+            if not valid or (i < len(first) and not first[i]):  # broke(): first attempts count
+                a.broke += 1
+        for a in touched:
+            if len(a.payoffs.buf) >= _FOLD:
+                a.fold()
         for item in self.pending.pop(key, ()):
             self._count(lineup, item)
 
@@ -203,7 +209,7 @@ class Tally:
         a.tokens_in += tokens_in or 0
         a.tokens_out += tokens_out or 0
         a.cached += bool(cached)
-        a.latency.add(latency)  # (folds itself: decisions come one at a time)
+        a.latency.buf.append(latency)  # folded with the label's payoffs (_Label.fold)
 
     def summary(self, run_dir: str, scored: bool = False) -> dict[str, Any]:
         """The summary dict (``summary.json``); ``scored``: the game declares a 0-100 score
