@@ -150,25 +150,32 @@ def _text(line: bytes) -> str:
     return line.decode("utf-8", "surrogateescape")
 
 
-def _scan(path: Path, kind: str | None) -> Iterator[dict[str, Any] | BadLine]:
-    """Each line of a log as its record, or as a BadLine (not JSON, torn by a kill, the wrong shape)."""
+def _parse(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine]]:
+    """Each line of a log: (line number, the line, its record or a BadLine for a line that is not JSON or
+    torn by a kill)."""
     if not path.exists():
         return
     with path.open("rb") as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 if line.strip():
-                    yield BadLine(number, _text(line), "torn last line (the process died mid-write)")
+                    yield number, line, BadLine(number, _text(line), "torn last line (the process died mid-write)")
                 return
             if line.isspace():
                 continue
             try:
                 rec = loads_line(line)
             except (ValueError, RecursionError):
-                yield BadLine(number, _text(line.rstrip(b"\r\n")), "not JSON")
+                yield number, line, BadLine(number, _text(line.rstrip(b"\r\n")), "not JSON")
                 continue
-            problem = record_problem(rec, kind) if kind else None
-            yield BadLine(number, _text(line.rstrip(b"\r\n")), problem) if problem else rec
+            yield number, line, rec
+
+
+def _scan(path: Path, kind: str | None) -> Iterator[dict[str, Any] | BadLine]:
+    """Each line as its record, or as a BadLine (not JSON, torn, with ``kind`` the wrong shape), verbatim."""
+    for number, line, x in _parse(path):
+        problem = record_problem(x, kind) if kind and not isinstance(x, BadLine) else None
+        yield BadLine(number, _text(line.rstrip(b"\r\n")), problem) if problem else x
 
 
 def scan_jsonl(path: Path, kind: str | None = None) -> tuple[list[dict[str, Any]], list[BadLine]]:
@@ -180,15 +187,48 @@ def scan_jsonl(path: Path, kind: str | None = None) -> tuple[list[dict[str, Any]
     return out, bad
 
 
+class _RunLogCache:
+    """Parsed ``runs.jsonl`` files of this process, so that a report, which reads each run log in several
+    sections, parses it once. An entry is keyed on the file's identity, size and modification time (a file
+    appended to or replaced is parsed again) and the cache holds at most ``budget`` bytes of files, the least
+    recently read going first. Records are shared between readers: they must not be changed."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.entries: dict[tuple[Any, ...], tuple[int, list[tuple[int, Any]]]] = {}  # insertion order = LRU
+
+    def lines(self, path: Path) -> Iterator[tuple[int, Any]] | list[tuple[int, Any]]:
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if path.name != RUNS or st is None or st.st_size > self.budget:
+            return ((n, x) for n, _, x in _parse(path))
+        key = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+        hit = self.entries.pop(key, None)
+        if hit is None:
+            hit = (st.st_size, [(n, x) for n, _, x in _parse(path)])
+            while self.entries and sum(size for size, _ in self.entries.values()) + st.st_size > self.budget:
+                del self.entries[next(iter(self.entries))]
+        self.entries[key] = hit
+        return hit[1]
+
+
+_RUN_LOGS = _RunLogCache(64 * 2**20)
+
+
 def iter_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
                strict: bool = False) -> Iterator[dict[str, Any]]:
     """The records of :func:`read_jsonl` one at a time, so a reader that folds them (the summary) holds one
-    line in memory, not the whole log."""
+    line in memory, not the whole log. ``runs.jsonl`` is parsed once per process while it is unchanged."""
     skipped: list[int] = []
-    for x in _scan(path, kind):
+    for number, x in _RUN_LOGS.lines(path):
         if not isinstance(x, BadLine):
-            yield x
-            continue
+            problem = record_problem(x, kind) if kind else None
+            if problem is None:
+                yield x
+                continue
+            x = BadLine(number, "", problem)
         if x.why.startswith("torn"):
             continue
         if strict and x.why != "not JSON":

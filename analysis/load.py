@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..games import GAMES
 from ..games.base import GameInfo
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
+from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, read_jsonl, run_key
 from .metrics import broke
 
 if sys.version_info >= (3, 11):
@@ -185,10 +185,12 @@ def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], l
         "description": exp.get("description", ""),
     }
     keys = {run_key(r) for r in complete}
-    decisions = [d for d in read_jsonl(path / DECISIONS, kind="decisions", strict=True) if run_key(d) in keys]
-    if not messages:
-        for d in decisions:
-            d.pop("messages", None)
+    decisions = []
+    for d in iter_jsonl(path / DECISIONS, kind="decisions", strict=True):  # a line at a time: the prompts
+        if run_key(d) in keys:  # are most of the log and are dropped as they come
+            if not messages:
+                d.pop("messages", None)
+            decisions.append(d)
     return info, runs, complete, decisions
 
 

@@ -197,6 +197,7 @@ class Host:
         self.decisions = 0
         self.incomplete = 0
         self.done = 0
+        self._direct_moves = 0  # moves played by baselines alone, without awaiting anything
         self._progress = Progress(0, "", enabled=False)
 
     # ---- top level ----
@@ -359,8 +360,11 @@ class Host:
             return False
         state = play.state
         moves = [Decision(ctx, play.rnd, seat, state, play.talk, (steer or {}).get(seat)) for seat in movers]
-        if all(self._direct(ctx, seat) for seat in movers):  # baselines only: no task, no await
+        if all(self._direct(ctx, seat) for seat in movers):  # baselines only: no task, no await ...
             results = [self._decide_direct(d) for d in moves]
+            self._direct_moves += 1
+            if self._direct_moves % 64 == 0:  # ... but the loop must run now and then: Ctrl-C, SIGTERM and
+                await asyncio.sleep(0)  # the other workers (an LLM seat's table) wait for it
         else:
             results = await asyncio.gather(*(self._decide(d) for d in moves))
         play.errors = [r.error for r, _, _ in results if r.error]
