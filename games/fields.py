@@ -332,6 +332,9 @@ def _fenced_blocks(text: str) -> list[str]:
     return out
 
 
+_SPECIAL = re.compile(r'[{}"\\]')
+
+
 def extract_json(text: str) -> dict[str, Any] | None:
     """The reply's JSON object: a fenced block if any, else the LAST balanced ``{...}`` that parses.
 
@@ -347,13 +350,14 @@ def extract_json(text: str) -> dict[str, Any] | None:
     depth = 0
     start = -1
     in_str = False
-    escape = False
-    for i, ch in enumerate(text):
+    escaped = -1  # the position right after a backslash inside a string: that character is not special
+    for m in _SPECIAL.finditer(text):  # only braces, quotes and backslashes: prose is skipped in C
+        i, ch = m.start(), m.group()
         if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
+            if i == escaped:
+                continue
+            if ch == "\\":
+                escaped = i + 1
             elif ch == '"':
                 in_str = False
             continue

@@ -188,3 +188,64 @@ def test_a_run_log_is_parsed_once_while_it_is_unchanged(tmp_path: Path, arena, m
     assert parsed.count(out / RUNS) == 2
     with pytest.raises(Exception, match="line 4: not a runs record"):
         read_jsonl(out / RUNS, kind="runs", strict=True)
+
+
+# ---- finding the JSON in a reply --------------------------------------------------------------------
+
+def _extract_by_characters(text: str) -> Any:
+    """The reply scanner as it was, one character at a time: the reference the faster one must equal."""
+    from econarena.games.fields import _DECODER, FALLBACK_ATTEMPTS, _fenced_blocks, _loads
+
+    if not text:
+        return None
+    for block in reversed(_fenced_blocks(text)):
+        obj = _loads(block)
+        if obj is not None:
+            return obj
+    candidates, depth, start, in_str, escape = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                candidates.append(text[start:i + 1])
+    for cand in reversed(candidates):
+        obj = _loads(cand)
+        if obj is not None:
+            return obj
+    best = None
+    import re
+
+    for start in [m.start() for m in re.finditer(r"\{", text)][-FALLBACK_ATTEMPTS:]:
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and (best is None or end > best[0]):
+            best = (end, obj)
+    return best[1] if best else None
+
+
+def test_the_reply_scanner_finds_what_a_character_by_character_scan_finds() -> None:
+    from econarena.games.fields import extract_json
+
+    rng = random.Random(11)
+    pieces = ['{"answer": 7}', '{"a": "x\\\\"}', '"', "\\", "\\\\", '\\"', "{", "}", "{}", "```", "```json\n",
+              '{"bid": 3, "why": "{not} \\"me\\""}', "I think", " ", "\n", "é", '{"k": [1, {"n": null}]}', ":",
+              ",", "'", "NaN", '{"x": 1e999}', "reason: {", "}}", "{{"]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+        assert repr(extract_json(text)) == repr(_extract_by_characters(text)), text
