@@ -26,6 +26,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -56,6 +57,18 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     else:
         tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+_JSON_DEFAULT = json.JSONEncoder().default  # raises json.dumps's own TypeError for what it cannot write
+
+
+def json_text(obj: Any) -> str:
+    """``json.dumps(obj)`` exactly, without the layers it goes through on every call, for text that must
+    read as json.dumps wrote it (a baseline's reply, an action column): the C encoder where CPython has it."""
+    if c_make_encoder is None:  # pragma: no cover - an interpreter without the _json accelerator
+        return json.dumps(obj)
+    return "".join(c_make_encoder({}, _JSON_DEFAULT, encode_basestring_ascii, None, ": ", ", ", False, False,
+                                  True)(obj, 0))
 
 
 def dumps_line(rec: Any) -> bytes:
@@ -107,6 +120,11 @@ def record_problem(rec: Any, kind: str) -> str | None:
 
     Only what the readers index on is checked, so an older or newer field set still reads.
     """
+    if kind == "decisions" and type(rec) is dict:  # the common case, checked in one expression per line
+        s, r, p = rec.get("session"), rec.get("run"), rec.get("player")
+        if (type(s) is int and s >= 0 and type(r) is int and r >= 0 and type(p) is int and p >= 0
+                and type(rec.get("label")) is str and type(rec.get("lineup", "melee")) is str):
+            return None
     if not isinstance(rec, dict):
         return f"expected a JSON object, got {type(rec).__name__}"
     if not isinstance(rec.get("lineup", "melee"), str):

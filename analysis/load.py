@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..games import GAMES
 from ..games.base import GameInfo
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, read_jsonl, run_key
+from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, json_text, read_jsonl, run_key
 from .metrics import broke
 
 if sys.version_info >= (3, 11):
@@ -281,7 +281,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                 "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": d.get("model"),
                 "role": "opponent" if info["environment"] == "rational" and label != lineup else "player",
                 "template": d.get("template"), "response": d.get("response"),
-                "action": json.dumps(d.get("action")), "valid": bool(d.get("valid")),
+                "action": json_text(d.get("action")), "valid": bool(d.get("valid")),
                 "violation": d.get("violation"), "detail": d.get("detail"),
                 "latency_s": _f(d.get("latency_s")), "tokens_in": _f(d.get("tokens_in")),
                 "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": d.get("error"),

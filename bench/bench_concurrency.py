@@ -78,13 +78,13 @@ def via_host(toml: Path, concurrency: int, tmp: Path) -> tuple[int, float]:
     return result.decisions, elapsed
 
 
-def timed_run(exp: Any, out: Path, concurrency: int, host_cls: Any = None) -> tuple[Any, float]:
-    """Play ``exp`` in-process without the response cache; (result, seconds). A run that is not complete
-    is an error: a benchmark of failures measures nothing."""
+def timed_run(exp: Any, out: Path, concurrency: int, host_cls: Any = None, cache: bool = False) -> tuple[Any, float]:
+    """Play ``exp`` in-process, by default without the response cache; (result, seconds). A run that is not
+    complete is an error: a benchmark of failures measures nothing."""
     from econarena.agents.llm import RuntimeOptions
     from econarena.hosts.host import Host, HostOptions
 
-    options = HostOptions(concurrency=concurrency, quiet=True, runtime=RuntimeOptions(cache=False))
+    options = HostOptions(concurrency=concurrency, quiet=True, runtime=RuntimeOptions(cache=cache))
     start = time.perf_counter()
     result = asyncio.run((host_cls or Host)(exp, out, options).run())
     elapsed = time.perf_counter() - start

@@ -45,19 +45,26 @@ def experiment(port: int, decisions: int) -> dict[str, Any]:
                          "count": PLAYERS}]}
 
 
-def host_once(port: int, decisions: int, tmp: Path, profiler: cProfile.Profile | None = None) -> float:
+def host_once(port: int, decisions: int, tmp: Path, profiler: cProfile.Profile | None = None,
+              cache: bool = False) -> tuple[float, float]:
+    """(decisions/s, CPU seconds of this process per decision) of one Host run."""
+    import time
+
     from econarena.hosts.config import parse_experiment
 
     exp = parse_experiment(experiment(port, decisions), "bench_llm_cost.toml")
     out = tmp / f"host-{os.urandom(4).hex()}"
     if profiler is not None:
         profiler.enable()
+    cpu = time.process_time()
     try:
-        result, elapsed = timed_run(exp, out, INFLIGHT)
+        if cache:  # the response cache on, every call a miss (a fresh file): what a first run pays
+            os.environ["ECONARENA_CACHE_DIR"] = str(tmp / f"cache-{os.urandom(4).hex()}")
+        result, elapsed = timed_run(exp, out, INFLIGHT, cache=cache)
     finally:
         if profiler is not None:
             profiler.disable()
-    return result.decisions / elapsed
+    return result.decisions / elapsed, (time.process_time() - cpu) / result.decisions
 
 
 SDK_PACKAGES = ("openai", "httpx", "httpx2", "httpcore", "pydantic", "pydantic_core", "anyio", "sniffio",
@@ -182,9 +189,14 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmpdir:
             tmp = Path(tmpdir)
             host_once(port, 200, tmp)  # warm-up: SDK import, first connections
-            rate = median([host_once(port, args.decisions, tmp) for _ in range(args.repeat)])
-            show("llm_host", rate, "decisions/s", f"Host, {args.decisions} LLM decisions (5-player beauty contest)")
-            show("llm_host_us", 1e6 / rate, "us", "   CPU per LLM decision, all of it", higher_is_better=False)
+            runs = [host_once(port, args.decisions, tmp) for _ in range(args.repeat)]
+            show("llm_host", median([r for r, _ in runs]), "decisions/s",
+                 f"Host, {args.decisions} LLM decisions (5-player beauty contest), no response cache")
+            show("llm_host_us", 1e6 * median([c for _, c in runs]), "us", "   CPU of this process per LLM decision",
+                 higher_is_better=False)
+            cached = [host_once(port, args.decisions, tmp, cache=True) for _ in range(args.repeat)]
+            show("llm_host_cache", median([r for r, _ in cached]), "decisions/s",
+                 "   the same with the response cache on (every call a miss, as on a first run)")
             prof = cProfile.Profile()
             host_once(port, args.decisions, tmp, prof)
             shares = split(pstats.Stats(prof))

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import sys
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,7 +26,7 @@ from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
-from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, now_iso
+from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
 from .prompts import Template
@@ -133,18 +131,6 @@ def _llm_problems(exp: Experiment, check: Any) -> list[str]:
 def preflight_experiment(exp: Experiment) -> list[str]:
     """Missing SDKs or keys for every LLM player, before anything starts."""
     return _llm_problems(exp, preflight)
-
-
-_JSON_DEFAULT = json.JSONEncoder().default  # raises json.dumps's own TypeError for what it cannot write
-
-
-def _json_text(obj: Any) -> str:
-    """``json.dumps(obj)`` exactly, without the layers it goes through on every call: a baseline's reply
-    text is written at every decision. The C encoder where CPython has it, json.dumps elsewhere."""
-    if c_make_encoder is None:  # pragma: no cover - an interpreter without the _json accelerator
-        return json.dumps(obj)
-    return "".join(c_make_encoder({}, _JSON_DEFAULT, encode_basestring_ascii, None, ": ", ", ", False, False,
-                                  True)(obj, 0))
 
 
 @functools.lru_cache(maxsize=256)
@@ -495,7 +481,7 @@ class Host:
             seed_key = (2, ctx.table, ctx.session, seat, ctx.run, d.rnd) + ((attempt,) if attempt else ())
             try:  # as _ask: a baseline's failure is an error of this decision, not of the experiment
                 action = agent.act(strategy, LazyGenerator(e.seed, seed_key))
-                reply = Reply(text=_json_text(action))
+                reply = Reply(text=json_text(action))
             except Exception as exc:
                 reply = Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
             if reply.error:
