@@ -18,6 +18,8 @@ as a missing number.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import socket
@@ -168,12 +170,12 @@ def _text(line: bytes) -> str:
     return line.decode("utf-8", "surrogateescape")
 
 
-def _parse(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine]]:
-    """Each line of a log: (line number, the line, its record or a BadLine for a line that is not JSON or
-    torn by a kill)."""
-    if not path.exists():
+def _parse(path: Path, data: bytes | None = None) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine]]:
+    """Each line of a log (of ``data`` when given, the file's bytes): (line number, the line, its record or
+    a BadLine for a line that is not JSON or torn by a kill)."""
+    if data is None and not path.exists():
         return
-    with path.open("rb") as fh:
+    with (path.open("rb") if data is None else io.BytesIO(data)) as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 if line.strip():
@@ -207,29 +209,34 @@ def scan_jsonl(path: Path, kind: str | None = None) -> tuple[list[dict[str, Any]
 
 class _RunLogCache:
     """Parsed ``runs.jsonl`` files of this process, so that a report, which reads each run log in several
-    sections, parses it once. An entry is keyed on the file's identity, size and modification time (a file
-    appended to or replaced is parsed again) and the cache holds at most ``budget`` bytes of files, the least
-    recently read going first. Records are shared between readers: they must not be changed."""
+    sections, parses it once. An entry is used only while the file holds the very same bytes (compared by
+    digest: reading and hashing a file costs a fraction of parsing it), and the cache holds at most
+    ``budget`` bytes of files, the least recently read going first. Records are shared between readers:
+    they must not be changed."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self.entries: dict[tuple[Any, ...], tuple[int, list[tuple[int, Any]]]] = {}  # insertion order = LRU
+        self.entries: dict[str, tuple[int, bytes, list[tuple[int, Any]]]] = {}  # insertion order = LRU
 
     def lines(self, path: Path) -> Iterator[tuple[int, Any]] | list[tuple[int, Any]]:
         try:
-            st = path.stat()
+            size = path.stat().st_size if path.name == RUNS else -1
         except OSError:
-            st = None
-        if path.name != RUNS or st is None or st.st_size > self.budget:
+            size = -1
+        if not 0 <= size <= self.budget:
             return ((n, x) for n, _, x in _parse(path))
-        key = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return ((n, x) for n, _, x in _parse(path))
+        key, digest = str(path.resolve()), hashlib.blake2b(data, digest_size=16).digest()
         hit = self.entries.pop(key, None)
-        if hit is None:
-            hit = (st.st_size, [(n, x) for n, _, x in _parse(path)])
-            while self.entries and sum(size for size, _ in self.entries.values()) + st.st_size > self.budget:
+        if hit is None or hit[1] != digest:
+            hit = (len(data), digest, [(n, x) for n, _, x in _parse(path, data)])
+            while self.entries and sum(e[0] for e in self.entries.values()) + len(data) > self.budget:
                 del self.entries[next(iter(self.entries))]
         self.entries[key] = hit
-        return hit[1]
+        return hit[2]
 
 
 _RUN_LOGS = _RunLogCache(64 * 2**20)

@@ -171,9 +171,9 @@ def test_a_run_log_is_parsed_once_while_it_is_unchanged(tmp_path: Path, arena, m
     parsed: list[Path] = []
     real = rundir._parse
 
-    def counting(path: Path):  # noqa: ANN202
+    def counting(path: Path, *data: bytes):  # noqa: ANN202
         parsed.append(path)
-        return real(path)
+        return real(path, *data)
 
     monkeypatch.setattr(rundir, "_parse", counting)
     first = read_jsonl(out / RUNS, kind="runs", strict=True)
@@ -182,10 +182,15 @@ def test_a_run_log_is_parsed_once_while_it_is_unchanged(tmp_path: Path, arena, m
     read_jsonl(out / "decisions.jsonl")
     read_jsonl(out / "decisions.jsonl")
     assert parsed.count(out / "decisions.jsonl") == 2  # decision logs are streamed, never kept
+    text = (out / RUNS).read_bytes()
+    (out / RUNS).write_bytes(text.replace(b'"session":0', b'"session":7', 1))  # same size, same second
+    assert sorted(r["session"] for r in read_jsonl(out / RUNS)) == [1, 2, 7]  # the bytes decide, not the clock
+    assert parsed.count(out / RUNS) == 2
+    (out / RUNS).write_bytes(text)
     with (out / RUNS).open("a") as fh:  # appended to: parsed again, the new line included
         fh.write('[1, 2]\n')
     assert read_jsonl(out / RUNS, kind="runs") == first and len(read_jsonl(out / RUNS)) == 4
-    assert parsed.count(out / RUNS) == 2
+    assert parsed.count(out / RUNS) == 3
     with pytest.raises(Exception, match="line 4: not a runs record"):
         read_jsonl(out / RUNS, kind="runs", strict=True)
 
