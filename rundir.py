@@ -387,7 +387,7 @@ class RunDirectory:
         self.path.mkdir(parents=True, exist_ok=True)
         state = ResumeState()
         old = self.read_manifest() if resume else {}
-        self.tally = Tally()
+        self.tally = Tally(trusted=True)  # this process writes every record it counts
         if resume:
             state = self._clean_for_resume()
         elif any((self.path / name).exists() and (self.path / name).stat().st_size for name in (RUNS, DECISIONS)):

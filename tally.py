@@ -9,8 +9,9 @@ Why it can stream: a decision counts only once its run is known to be complete, 
 run, until the run record arrives (a handful of runs at a time: those in flight). Means use exact sums
 (:class:`ExactSum`, the same value ``math.fsum`` of all the numbers gives), so the result does not depend
 on the order of the records (concurrency, resume) and equals a summary recomputed from the files bit for
-bit, in memory that does not grow with the number of decisions. Only the per-run scores of games with a
-0-100 score are kept as a list (their standard deviation needs the mean first): one number per run.
+bit, in memory that does not grow with the number of decisions or, for the Host's own records, of runs.
+Only the per-run scores of games with a 0-100 score are kept as a list (their standard deviation needs the
+mean first): one number per run.
 
 This module imports nothing else of ours, so hosts (through the run directory) and analysis may both use it.
 """
@@ -130,56 +131,63 @@ class _Label:
                 x.fold()
 
 
-# a decision waiting for its run: (label, violation, tokens_in, tokens_out, cached, latency_s)
-_Pending = tuple[str, Any, Any, Any, Any, Any]
-
-
 class Tally:
     """Runs and decisions of one run directory, counted as they come (see the module docstring).
 
     Records are read with ``.get`` as the files' readers do; a run record must have the shape
-    ``rundir.record_problem`` accepts.
+    ``rundir.record_problem`` accepts. ``trusted``: the records come from the one process writing the
+    directory (``RunDirectory``), which writes each run once and every decision before its run; the tally
+    then keeps no set of the runs it has seen, so its memory does not grow with the number of runs.
+    Otherwise (records read back from files, which may have been edited) the first record of a run counts
+    and a decision may come before or after its run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, trusted: bool = False) -> None:
         self.labels: dict[str, _Label] = defaultdict(_Label)
-        self.complete: set[tuple[Any, Any, Any]] = set()
+        self.complete: set[tuple[Any, Any, Any]] | None = None if trusted else set()
         self.cells: dict[Any, str] = {}
-        self.pending: dict[tuple[Any, Any, Any], list[_Pending]] = defaultdict(list)
+        self.pending: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
         self.runs_complete = 0
         self.runs_incomplete = 0
 
     def decision(self, d: dict[str, Any]) -> None:
-        item = (d["label"], d.get("violation"), d.get("tokens_in"), d.get("tokens_out"), d.get("cached"),
-                d.get("latency_s"))
         key = (d.get("lineup", "melee"), d.get("session"), d.get("run"))
-        if key in self.complete:  # its run is already counted (a decision logged after its run record)
-            self._count(key[0], item)
+        if self.complete is not None and key in self.complete:  # a decision logged after its run record
+            self._count(key[0], d)
+            return
+        waiting = self.pending.get(key)
+        if waiting is None:
+            self.pending[key] = [d]
         else:
-            self.pending[key].append(item)
+            waiting.append(d)
 
     def run(self, r: dict[str, Any]) -> None:
-        if not r.get("complete", True):
-            self.runs_incomplete += 1
-            return
         lineup = r.get("lineup", "melee")
         key = (lineup, r.get("session"), r.get("run"))
-        if key in self.complete:  # a second record of a run that is already counted: the first one wins
+        if not r.get("complete", True):
+            self.runs_incomplete += 1
+            if self.complete is None:  # its decisions will never count here: a resume replays the run
+                self.pending.pop(key, None)
             return
-        self.complete.add(key)
+        if self.complete is not None:
+            if key in self.complete:  # a second record of a run that is already counted: the first one wins
+                return
+            self.complete.add(key)
         self.runs_complete += 1
         cell = self.cells[lineup] = cell_suffix(r)
         ne = r.get("ne_payoffs")
         payoffs, valids, devs, winners, run = r["payoffs"], r["valid"], r["deviation"], r["winners"], r["run"]
         first = r.get("first_valid")
         first = first if isinstance(first, list) else ()
+        score = r.get("score")
         labels = self.labels
         touched: list[_Label] = []
         for i, label in enumerate(r["labels"]):
             a = labels[label + cell if cell else label]
             if a not in touched:
                 touched.append(a)
-                a.scores.append(r.get("score"))  # each run once per label, however many seats it held
+                if score is not None:  # each run once per label, however many seats it held (None: no score)
+                    a.scores.append(score)
             valid = bool(valids[i])
             a.player_runs += 1
             a.payoffs.buf.append(payoffs[i] if valid else 0.0)  # a rule break scores 0
@@ -197,19 +205,19 @@ class Tally:
         for a in touched:
             if len(a.payoffs.buf) >= _FOLD:
                 a.fold()
-        for item in self.pending.pop(key, ()):
-            self._count(lineup, item)
+        for d in self.pending.pop(key, ()):
+            self._count(lineup, d)
 
-    def _count(self, lineup: Any, item: _Pending) -> None:
-        label, violation, tokens_in, tokens_out, cached, latency = item
-        a = self.labels[label + self.cells.get(lineup, "")]
+    def _count(self, lineup: Any, d: dict[str, Any]) -> None:
+        a = self.labels[d["label"] + self.cells.get(lineup, "")]
         a.decisions += 1
+        violation = d.get("violation")
         if violation:
             a.violations[violation] += 1
-        a.tokens_in += tokens_in or 0
-        a.tokens_out += tokens_out or 0
-        a.cached += bool(cached)
-        a.latency.buf.append(latency)  # folded with the label's payoffs (_Label.fold)
+        a.tokens_in += d.get("tokens_in") or 0
+        a.tokens_out += d.get("tokens_out") or 0
+        a.cached += bool(d.get("cached"))
+        a.latency.buf.append(d.get("latency_s"))  # folded with the label's payoffs (_Label.fold)
 
     def summary(self, run_dir: str, scored: bool = False) -> dict[str, Any]:
         """The summary dict (``summary.json``); ``scored``: the game declares a 0-100 score

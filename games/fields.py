@@ -79,6 +79,11 @@ class ActionSpec:
 
     fields: tuple[ActionField, ...]
 
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """The fields' names as a reply's keys are compared (see ``_norm_key``), computed once per spec."""
+        return frozenset(_norm_key(f.name) for f in self.fields)
+
     def field(self, name: str) -> ActionField:
         for f in self.fields:
             if f.name == name:
@@ -135,9 +140,9 @@ def is_plain_json(value: Any, depth: int = 0) -> bool:
 
 def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Judgement:
     """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing)."""
-    keyed = [(_norm_key(k), k, v) for k, v in obj.items()]
+    keyed = [(_NORMAL.get(k) or _norm_key(k), k, v) for k, v in obj.items()]
     norm = {nk: (k, v) for nk, k, v in keyed}
-    names = {_norm_key(f.name) for f in spec.fields}
+    names = spec.names
     extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
     action: dict[str, Any] = {}
     for f in spec.fields:
@@ -260,15 +265,18 @@ def _rule_problem(f: ActionField, v: Any) -> str | None:
 _KEY_SEPARATORS = re.compile(r"[\s_\-]+")
 
 
-@functools.lru_cache(maxsize=4096)
-def _norm_key_cached(key: str) -> str:
-    return _KEY_SEPARATORS.sub(" ", key.strip().lower())
+_NORMAL: dict[str, str] = {}  # key -> normal form, for the few distinct short keys replies use
 
 
 def _norm_key(key: str) -> str:
     """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``); the
-    few distinct keys repeat across decisions, so the normal forms are cached (long keys are not)."""
-    return _norm_key_cached(key) if len(key) <= 64 else _KEY_SEPARATORS.sub(" ", key.strip().lower())
+    few distinct keys repeat across decisions, so the normal forms of short ones are kept (at most 4096)."""
+    normal = _NORMAL.get(key)
+    if normal is None:
+        normal = _KEY_SEPARATORS.sub(" ", key.strip().lower())
+        if len(key) <= 64 and len(_NORMAL) < 4096:
+            _NORMAL[key] = normal
+    return normal
 
 
 EXTRAS_MAX_DEPTH = 8  # a reply's other keys are kept for reading, not for re-parsing: bound what they cost
