@@ -8,7 +8,6 @@ the reply's length and bounds what a reply can make us store.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -79,11 +78,6 @@ class ActionSpec:
 
     fields: tuple[ActionField, ...]
 
-    @functools.cached_property
-    def names(self) -> frozenset[str]:
-        """The fields' names as a reply's keys are compared (see ``_norm_key``), computed once per spec."""
-        return frozenset(_norm_key(f.name) for f in self.fields)
-
     def field(self, name: str) -> ActionField:
         for f in self.fields:
             if f.name == name:
@@ -142,7 +136,7 @@ def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Ju
     """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing)."""
     keyed = [(_NORMAL.get(k) or _norm_key(k), k, v) for k, v in obj.items()]
     norm = {nk: (k, v) for nk, k, v in keyed}
-    names = spec.names
+    names = {_NORMAL.get(f.name) or _norm_key(f.name) for f in spec.fields}
     extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
     action: dict[str, Any] = {}
     for f in spec.fields:

@@ -57,6 +57,7 @@ def _http_client(settings: LLMSettings) -> Any | None:
         return None
 
 
+@functools.lru_cache(maxsize=64)
 def _official(base_url: str | None) -> bool:
     return not base_url or (urlsplit(base_url).hostname or "").endswith("openai.com")
 
