@@ -11,6 +11,8 @@ Three ways to drive it (``--via``):
 - ``cli``: ``econarena run FILE.toml --concurrency N --no-cache --quiet`` in a subprocess; the time is the
   Host's own ``elapsed_s`` from ``manifest.json`` (so interpreter start-up is not counted, SDK import is).
 - ``agent``: LLMAgent.decide directly under a semaphore, without the Host (isolates the provider layer).
+- ``sdk``: the OpenAI SDK alone (``client.post`` with a prompt-sized body, a new client per run as the Host
+  makes one per experiment), nothing of ours: the ceiling the SDK puts on the ratio on this machine.
 """
 
 from __future__ import annotations
@@ -134,9 +136,38 @@ def via_agent(port: int, concurrency: int, decisions: int) -> tuple[int, float]:
     return n, time.perf_counter() - start
 
 
+def via_sdk(port: int, concurrency: int, decisions: int) -> tuple[int, float]:
+    import httpx2
+    import openai
+
+    messages = [{"role": "system", "content": "You are a player in an economic experiment."},
+                {"role": "user", "content": "Pick a number between 0 and 100. " * 40}]
+    body = json.dumps({"model": "fake-model", "messages": messages, "max_tokens": 50}).encode()
+
+    async def run() -> int:
+        limits = httpx2.Limits(max_connections=64, max_keepalive_connections=64)
+        client = openai.AsyncOpenAI(api_key="sk-bench", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0,
+                                    http_client=openai.DefaultAioHttpClient(limits=limits))
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one() -> bool:
+            async with sem:
+                raw = await client.post("/chat/completions", content=body, cast_to=bytes, options={"timeout": 30})
+            return bool(json.loads(raw)["choices"][0]["message"]["content"])
+
+        try:
+            return sum(await asyncio.gather(*(one() for _ in range(decisions))))
+        finally:
+            await client.close()
+
+    start = time.perf_counter()
+    n = asyncio.run(run())
+    return n, time.perf_counter() - start
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--via", choices=("host", "cli", "agent"), default="host")
+    ap.add_argument("--via", choices=("host", "cli", "agent", "sdk"), default="host")
     ap.add_argument("--decisions", type=int, default=DECISIONS)
     ap.add_argument("--latency", type=float, default=0.1, help="server latency in seconds (default 0.1)")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
@@ -156,6 +187,8 @@ def main() -> int:
                     return via_host(toml, concurrency, tmp)
                 if args.via == "cli":
                     return via_cli(toml, concurrency, tmp)
+                if args.via == "sdk":
+                    return via_sdk(port, concurrency, decisions)
                 return via_agent(port, concurrency, decisions)
 
             if args.via != "cli":  # warm-up: SDK import, first connections
@@ -163,8 +196,10 @@ def main() -> int:
                     warm = tmp / "warm.toml"
                     warm.write_text(toml_text(port, 4 * PLAYERS))
                     via_host(warm, 4, tmp)
-                else:
+                elif args.via == "agent":
                     via_agent(port, 4, 8)
+                else:
+                    via_sdk(port, 4, 8)
             rates: dict[int, float] = {}
             print(f"(median of {args.repeat} timings each; {load_average()})")
             for c in args.concurrency:

@@ -31,13 +31,21 @@ def experiment(sessions: int) -> dict:
     }
 
 
+def _summary(host: Host, out: Path) -> dict:
+    """As ``econarena run`` writes it: from the records counted while the run wrote them (older releases,
+    timed with ``PYTHONPATH``, read the logs back)."""
+    tally = getattr(host.dir, "tally", None)
+    return write_summary(out, tally) if tally is not None else write_summary(out)
+
+
 def measure(sessions: int, concurrency: int) -> tuple[int, float, int]:
     exp = parse_experiment(experiment(sessions), "<bench>")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         start = time.perf_counter()
-        result = asyncio.run(Host(exp, out, HostOptions(concurrency=concurrency, quiet=True)).run())
-        summary = write_summary(out)
+        host = Host(exp, out, HostOptions(concurrency=concurrency, quiet=True))
+        result = asyncio.run(host.run())
+        summary = _summary(host, out)
         elapsed = time.perf_counter() - start
         size = sum(f.stat().st_size for f in out.iterdir())
     assert result.status == "complete"

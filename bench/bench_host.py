@@ -30,13 +30,21 @@ def experiment(sessions: int) -> dict:
     }
 
 
+def _summary(host: Host, out: Path) -> dict:
+    """As ``econarena run`` writes it: from the records counted while the run wrote them (older releases,
+    timed with ``PYTHONPATH``, read the logs back)."""
+    tally = getattr(host.dir, "tally", None)
+    return write_summary(out, tally) if tally is not None else write_summary(out)
+
+
 def measure(sessions: int, concurrency: int) -> tuple[int, float]:
     exp = parse_experiment(experiment(sessions), "<bench>")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         start = time.perf_counter()
-        result = asyncio.run(Host(exp, out, HostOptions(concurrency=concurrency, quiet=True)).run())
-        write_summary(out)
+        host = Host(exp, out, HostOptions(concurrency=concurrency, quiet=True))
+        result = asyncio.run(host.run())
+        _summary(host, out)
         elapsed = time.perf_counter() - start
     assert result.status == "complete"
     return result.decisions, elapsed

@@ -19,8 +19,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from figures import PREVIOUS, RESULTS_ENV, load_average  # noqa: E402
 
-BENCHES = ["bench_e2e.py", "bench_host.py", "bench_gama.py", "bench_concurrency.py", "bench_llm_cost.py",
-           "bench_steering.py", "bench_hf.py"]
+BENCHES = ["bench_e2e.py", "bench_host.py", "bench_gama.py", "bench_concurrency.py",
+           "bench_concurrency.py --via sdk", "bench_llm_cost.py", "bench_steering.py", "bench_hf.py"]
 
 
 def main() -> int:
@@ -33,14 +33,15 @@ def main() -> int:
         results = Path(tmp) / "results.jsonl"
         results.touch()
         env = {**os.environ, RESULTS_ENV: str(results)}
-        for name in args.only or BENCHES:
+        for line in args.only or BENCHES:
+            name, *options = line.split()
             path = HERE / name
-            print(f"== {name}", flush=True)
+            print(f"== {line}", flush=True)
             if not path.exists():
                 print("   (missing)")
                 failed += 1
                 continue
-            failed += subprocess.call([sys.executable, str(path)], env=env) != 0
+            failed += subprocess.call([sys.executable, str(path), *options], env=env) != 0
         figures = {}
         for line in results.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
