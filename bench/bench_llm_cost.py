@@ -8,8 +8,8 @@ its own process, so its CPU is not ours), with 64 calls in flight:
 2. the same run under cProfile, its CPU split into our code, the OpenAI SDK (with httpx2 and pydantic),
    its aiohttp transport, the event loop, and the rest (builtins are charged to whoever called them);
 3. the layers below the Host on their own: our provider (``LLMAgent.decide``), the SDK's
-   ``chat.completions.create``, the SDK's generic ``client.post`` (what our provider sends), and plain
-   aiohttp posting the same body.
+   ``chat.completions.create``, its generic ``client.post`` with a typed reply, ``client.post`` with the body
+   and reply as bytes (what our provider sends), and plain aiohttp posting the same body.
 
 Each rate is the median of ``--repeat`` runs after a warm-up.
 """
@@ -73,6 +73,16 @@ TRANSPORT_PACKAGES = ("aiohttp", "yarl", "multidict", "aiohappyeyeballs", "froze
                       "aiosignal", "attr")
 
 
+def _ours() -> str:
+    """Where the econarena package being measured lives (this tree, or another one put on PYTHONPATH)."""
+    import econarena
+
+    return str(Path(econarena.__file__).resolve().parent).replace("\\", "/")
+
+
+OURS = _ours()
+
+
 def category(filename: str) -> str:
     """Whose code a profiled function is: ours, the SDK's, its transport's, the event loop's, or other."""
     path = filename.replace("\\", "/")
@@ -83,7 +93,7 @@ def category(filename: str) -> str:
         if top in TRANSPORT_PACKAGES:
             return "aiohttp transport"
         return "other packages"
-    if path.startswith(str(REPO) + "/") and "/bench/" not in path:
+    if path.startswith(OURS + "/") and "/bench/" not in path:
         return "econarena (ours)"
     if "/asyncio/" in path or path.endswith(("selectors.py", "socket.py", "events.py")):
         return "event loop (asyncio)"
@@ -129,6 +139,7 @@ async def sdk_rate(port: int, n: int, mode: str) -> float:
 
     import httpx2
     import openai
+    import orjson
     from openai.types.chat import ChatCompletion
 
     client = openai.AsyncOpenAI(api_key="sk-bench", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0,
@@ -143,8 +154,10 @@ async def sdk_rate(port: int, n: int, mode: str) -> float:
             if mode == "create":
                 await client.chat.completions.create(model="fake-model", messages=BODY_MESSAGES,  # type: ignore[arg-type]
                                                      max_tokens=50)
-            else:
+            elif mode == "post":
                 await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+            else:  # what our provider sends since issue 19: the body as bytes, the reply as bytes
+                orjson.loads(await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes))
 
     await asyncio.gather(*(one() for _ in range(INFLIGHT)))  # warm-up: connections
     start = time.perf_counter()
@@ -211,9 +224,10 @@ def main() -> int:
             agent = median([(lambda r: r[0] / r[1])(via_agent(port, INFLIGHT, args.decisions))
                             for _ in range(args.repeat)])
             show("llm_agent", agent, "calls/s", "our provider alone (LLMAgent.decide, no Host)")
-            for mode in ("create", "post"):
+            for mode, what in (("create", "chat.completions.create"),
+                               ("post", "client.post, typed ChatCompletion (our provider before issue 19)"),
+                               ("post_bytes", "client.post, body and reply as bytes (our provider now)")):
                 r = median([asyncio.run(sdk_rate(port, args.decisions, mode)) for _ in range(args.repeat)])
-                what = "chat.completions.create" if mode == "create" else "client.post (as our provider sends)"
                 show(f"llm_sdk_{mode}", r, "requests/s", f"the OpenAI SDK alone, {what}")
             r = median([asyncio.run(aiohttp_rate(port, args.decisions)) for _ in range(args.repeat)])
             show("llm_aiohttp", r, "requests/s", "plain aiohttp, the same body")
