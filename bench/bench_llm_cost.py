@@ -219,8 +219,10 @@ def main() -> int:
                 print(f"     {cat:<40} {100 * t / total:5.1f}%  ({1e6 * t / args.decisions:6.0f} us/decision "
                       "under the profiler)")
             ours = shares.get("econarena (ours)", 0.0) / total
-            show("llm_ours_share", 100 * ours, "%", "   our own code's share of that CPU", higher_is_better=False,
-                 digits=1)
+            print(f"   our own code's share of that CPU: {100 * ours:.1f}%")
+            show("llm_ours_us", ours * 1e6 * median([c for _, c in runs]), "us",
+                 "   our own code's CPU per LLM decision (that share of the CPU per decision)",
+                 higher_is_better=False)
             agent = median([(lambda r: r[0] / r[1])(via_agent(port, INFLIGHT, args.decisions))
                             for _ in range(args.repeat)])
             show("llm_agent", agent, "calls/s", "our provider alone (LLMAgent.decide, no Host)")

@@ -346,7 +346,8 @@ class Host:
             return False
         state = play.state
         moves = [Decision(ctx, play.rnd, seat, state, play.talk, (steer or {}).get(seat)) for seat in movers]
-        if all(self._direct(ctx, seat) for seat in movers):  # baselines only: no task, no await ...
+        direct, entries = self._direct_entries[ctx.table], ctx.seats
+        if all(direct[entries[seat]] for seat in movers):  # baselines only: no task, no await ...
             results = [self._decide_direct(d) for d in moves]
             self._direct_moves += 1
             if self._direct_moves % 64 == 0:  # ... but the loop must run now and then: Ctrl-C, SIGTERM and
@@ -455,13 +456,15 @@ class Host:
 
     def _direct(self, ctx: RunContext, seat: int) -> bool:
         """Whether the seat's player is a strategy baseline, asked for its action without a prompt."""
-        return self._judge_direct and isinstance(self.agents[ctx.table][ctx.seats[seat]], StrategyAgent)
+        return self._direct_entries[ctx.table][ctx.seats[seat]]
 
     @functools.cached_property
-    def _judge_direct(self) -> bool:
-        """The direct path judges actions with ``Game.judge_action``; a game that reads replies its own
-        way (its own ``judge``) sends every reply through it as text."""
-        return type(self.game).judge is Game.judge
+    def _direct_entries(self) -> list[list[bool]]:
+        """Per table and player entry: a strategy baseline (known once the agents exist). The direct path
+        judges actions with ``Game.judge_action``, so a game that reads replies its own way (its own
+        ``judge``) sends every reply through it as text."""
+        judged_as_objects = type(self.game).judge is Game.judge
+        return [[judged_as_objects and isinstance(a, StrategyAgent) for a in row] for row in self.agents]
 
     def _decide_direct(self, d: Decision) -> tuple[Reply, Judgement, bool]:
         """A strategy baseline's decision: its action is asked for directly and judged as the object it is.
