@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -13,12 +14,19 @@ from .cli_run import (
     EXIT_CONFIG,
     EXIT_ERROR,
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
+    Interrupted,
+    add_ray_arguments,
     err,
+    load_price_arg,
     out_dir_problem,
+    ray_engine,
+    release_dead_streams,
     resume_command,
     run_guarded,
     same_experiment,
+    stopped_by_signals,
 )
 
 
@@ -66,8 +74,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         e = exp.experiment
         cells = f" x {exp.n_cells()} grid cells" if exp.axes else ""
         print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
-              f"session(s) x {_runs_text(exp)})")
+              f"session(s) x {_runs_text(exp)}){_calls_text(exp)}")
     return EXIT_OK
+
+
+def _calls_text(exp: Any) -> str:
+    """The upper bound of paid calls an experiment with LLM players was checked against; '' without any."""
+    from .hosts.experiment import MAX_LLM_CALLS, llm_call_bound
+
+    bounds = llm_call_bound(exp)
+    if not bounds:
+        return ""
+    limit = exp.experiment.max_llm_calls or MAX_LLM_CALLS
+    return f"; at most {sum(bounds.values()):,} LLM calls, re-asks included (limit {limit:,})"
 
 
 def _runs_text(exp: Any) -> str:
@@ -79,13 +98,17 @@ def _runs_text(exp: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from .agents.baselines import POLICY_AGENTS
     from .agents.llm import PROVIDERS
     from .games import GAMES
     from .hosts.config import BASELINES
 
-    print("games:")
+    print("games (with the baselines each has a rule for, and its own policies for agent = \"policy\"; scripted "
+          "and human seats play every game):")
     for name, g in sorted(GAMES.items()):
-        print(f"  {name:<22} {g.description}")
+        own = [k for k in g.policies() if k not in POLICY_AGENTS]
+        extra = f"; policy: {', '.join(own)}" if own else ""
+        print(f"  {name:<22} {g.description} [{', '.join(k for k in g.policies() if k in POLICY_AGENTS)}{extra}]")
     print("agents (baselines):")
     for name, desc in sorted(BASELINES.items()):
         print(f"  {name:<22} {desc}")
@@ -97,7 +120,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .analysis.metrics import format_table, summarize
+    from .analysis.metrics import format_table, summarize, summary_cells
+    from .terminal import show
 
     status = EXIT_OK
     for d in args.run_dirs:
@@ -111,13 +135,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
-            print(format_table(summary))
+            head, rows, footer = summary_cells(summary)
+            show(head, rows, format_table(summary), footer=footer)
     return status
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
-    from .hosts.host import planned_calls, preflight_experiment
+    from .hosts.experiment import planned_calls
+    from .hosts.host import preflight_experiment
 
     load_dotenv()
     exps, errors = _load_all(args.files, args.seed)
@@ -149,8 +175,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 kind = next((p for p in exp.players if p.label == label), exp.judge)
                 llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
                 print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
+            if (calls := _calls_text(exp)):
+                print(f"  in all:{calls.removeprefix(';')}")
         return EXIT_OK
-    dirs = [Path(args.out) if args.out else Path("runs") / exp.name for exp in exps]
+    shard = args.shard
+    suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    dirs = [Path(args.out) if args.out else Path("runs") / f"{exp.name}{suffix}" for exp in exps]
     for exp, d in zip(exps, dirs):
         problem = out_dir_problem(d)
         if problem:
@@ -163,6 +193,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             err(f"{d} holds a different experiment (its config.toml differs); "
                  "use --out DIR, or resume with the same file and --seed")
             return EXIT_CONFIG
+        if args.resume and (problem := _shard_problem(d, shard)):
+            err(problem)
+            return EXIT_CONFIG
     humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
               if p.agent == "human"]
     human_io = None
@@ -174,21 +207,77 @@ def cmd_run(args: argparse.Namespace) -> int:
                 err(f"--human-input {args.human_input}: {exc.strerror or exc}")
                 return EXIT_CONFIG
             human_io = (script, sys.stdout, True)
-        elif not sys.stdin.isatty():
+        elif sys.stdin is None or not sys.stdin.isatty():  # closed (<&-) or not a terminal
             err(f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
                  "or give the replies with --human-input FILE")
             return EXIT_CONFIG
         else:
             human_io = (sys.stdin, sys.stdout, False)
+    args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
+    if args.price_table is None:
+        return EXIT_CONFIG
+    if humans and args.ray:
+        err(f"{humans[0]} is a human player: a person plays at this terminal, not on a Ray cluster; run it "
+             "without --ray")
+        return EXIT_CONFIG
+    args.engine = ray_engine(args)
     worst = EXIT_OK
-    for exp, d in zip(exps, dirs):
-        result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d),
-                             human_io=human_io)
-        if isinstance(result, int):
-            return result
-        if result.status == "incomplete":
-            worst = max(worst, EXIT_INCOMPLETE)
+    try:
+        for exp, d in zip(exps, dirs):
+            result = run_guarded(exp, d, args, resume=args.resume, on_interrupt=resume_command(exp, d, shard),
+                                 human_io=human_io)
+            if isinstance(result, int):
+                return result
+            if result.status == "incomplete":
+                worst = max(worst, EXIT_INCOMPLETE)
+    finally:
+        if args.engine is not None:
+            args.engine.close()
     return worst
+
+
+def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
+    """A resume must play the shard the directory holds (or none, for an unsharded one)."""
+    from .rundir import RunDirectory
+
+    held = RunDirectory(d).read_manifest().get("shard")
+    have = (held["index"], held["count"]) if isinstance(held, dict) and "index" in held else None
+    if have == (tuple(shard) if shard else None):
+        return None
+    said = f"shard {have[0]}/{have[1]}" if have else "an unsharded run"
+    asked = f"--shard {shard[0]}/{shard[1]}" if shard else "no --shard"
+    return f"{d} holds {said}, but this resume has {asked}; resume it with the options it was started with"
+
+
+def _shard_arg(value: str) -> tuple[int, int]:
+    from .hosts.shards import parse_shard
+
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Shards of one experiment (``run --shard K/N``) -> one run directory equal to an unsharded run."""
+    from .analysis.metrics import format_table, write_summary
+    from .hosts.shards import MergeError, merge_shards
+
+    out = Path(args.out)
+    problem = out_dir_problem(out)
+    if problem:
+        err(problem)
+        return EXIT_CONFIG
+    try:
+        manifest = merge_shards([Path(d) for d in args.shards], out)
+    except MergeError as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    summary = write_summary(out)
+    if not args.quiet:
+        print(format_table(summary))
+    print(f"merged {len(args.shards)} shard(s): {manifest['runs_complete']} runs -> {out}")
+    return EXIT_OK
 
 
 def cmd_steer(args: argparse.Namespace) -> int:
@@ -215,12 +304,18 @@ def _run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
     r.add_argument("--seed", type=int, help="override experiment.seed (an integer >= 0)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label: the progress "
+                   "bar shows the cost so far")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
     r.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the "
                    "user cache directory)")
     r.add_argument("--dry-run", action="store_true", help="validate and print how many calls each label makes")
     r.add_argument("--human-input", metavar="FILE", help="replies of human players read from FILE instead of the "
                    "terminal (each ends with an empty line, or is one JSON line), for scripted tests and demos")
+    r.add_argument("--shard", type=_shard_arg, metavar="K/N",
+                   help="play only the sessions of shard K of N (1 <= K <= N), for job arrays; each shard in its "
+                        "own --out (default runs/<name>-shard-K-of-N); join them with 'econarena merge'")
+    add_ray_arguments(r)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -230,10 +325,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run experiments from TOML files")
     _run_arguments(r)
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, stop_signals=True)
     st = sub.add_parser("steer", help="steering experiments ([steer]): CFR over prompt actions, with OpenSpiel")
     _run_arguments(st)
-    st.set_defaults(func=cmd_steer)
+    st.set_defaults(func=cmd_steer, stop_signals=True)
+
+    m = sub.add_parser("merge", help="join the shard directories of one experiment (run --shard K/N)",
+                       description="Join the run directories of every shard of one experiment (run --shard K/N) "
+                                   "into one run directory equal to an unsharded run.")
+    m.add_argument("shards", nargs="+", metavar="SHARD_DIR")
+    m.add_argument("--out", required=True, help="the merged run directory (new)")
+    m.add_argument("--quiet", action="store_true", help="no table")
+    m.set_defaults(func=cmd_merge)
 
     v = sub.add_parser("validate", help="check TOML files without running anything")
     v.add_argument("files", nargs="+", metavar="FILE.toml")
@@ -261,16 +364,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     from .rundir import LogError
 
-    try:
-        return args.func(args)
+    try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
+        with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
+            return args.func(args)
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
+        err(f"interrupted by {exc.signame}" if isinstance(exc, Interrupted) else "interrupted")
+        return EXIT_INTERRUPTED
     except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
         err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
         return EXIT_CONFIG
+    finally:
+        release_dead_streams()
 
 
 if __name__ == "__main__":

@@ -18,11 +18,16 @@ from .cli_run import (
     EXIT_ERROR,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    add_ray_arguments,
     err,
+    load_price_arg,
     out_dir_problem,
+    ray_engine,
     run_guarded,
+    run_side_by_side,
     same_experiment,
 )
+from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
 
@@ -39,20 +44,7 @@ def _need_report_extra() -> bool:
 
 
 def _prices_ok(path: str | None) -> bool:
-    """Read --prices up front: a typo must not surface as a traceback after a whole suite has run."""
-    if path is None:
-        return True
-    from .analysis.report import load_prices
-
-    try:
-        load_prices(path)
-    except OSError as exc:
-        err(f"--prices {path}: {exc.strerror or exc}")
-        return False
-    except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
-        err(f"--prices {path}: {exc}")
-        return False
-    return True
+    return load_price_arg(path) is not None
 
 
 def _print_report(rep: Any) -> None:
@@ -96,7 +88,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_CONFIG
     _print_report(rep)
+    if args.open:
+        open_in_browser(rep.html)
     return EXIT_OK
+
+
+def open_in_browser(page: Path) -> None:
+    """Hand the page's file URL to the user's browser (``webbrowser``: $BROWSER, else the desktop's)."""
+    import webbrowser
+
+    url = page.resolve().as_uri()
+    if not webbrowser.open(url):
+        print(f"could not start a browser; open {url}", file=sys.stderr)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -188,7 +191,6 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
     from .hosts.config import ConfigError, load_experiment
     from .hosts.host import preflight_experiment
-    from .rundir import complete_runs, read_jsonl, runnable_prefix
 
     load_dotenv()
     try:
@@ -205,7 +207,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if not files:
         err(f"no experiment files (TOML with an [experiment] table) in {', '.join(args.paths)}")
         return EXIT_CONFIG
-    if not args.no_report and not _prices_ok(args.prices):
+    args.price_table = load_price_arg(args.prices)  # the progress bar's cost, and the report's
+    if args.price_table is None:
         return EXIT_CONFIG
     if args.models and not Path(args.models).is_file():
         err(f"--models {args.models}: no such file")
@@ -239,7 +242,18 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if problem:
         err(problem)
         return EXIT_CONFIG
-    worst, done = EXIT_OK, []
+    args.engine = ray_engine(args)
+    try:
+        return _suite_runs(exps, out, args)
+    finally:
+        if args.engine is not None:
+            args.engine.close()
+
+
+def _suite_runs(exps: list[Any], out: Path, args: argparse.Namespace) -> int:
+    from .rundir import complete_runs, read_jsonl, runnable_prefix
+
+    worst, done, side_by_side = EXIT_OK, [], []
     for i, exp in enumerate(exps, 1):
         d = out / exp.name
         resume = False
@@ -257,12 +271,22 @@ def cmd_suite(args: argparse.Namespace) -> int:
                 continue
             resume = True
         print(f"[{i}/{len(exps)}] {exp.name}: {'resuming' if resume else 'running'} -> {d}")
+        if args.engine is not None:  # on Ray the experiments run side by side, below
+            side_by_side.append((exp, d, resume))
+            continue
         result = run_guarded(exp, d, args, resume=resume,
                              on_interrupt="run the same suite command again to continue")
         if isinstance(result, int):
             return result
         done.append(d)
         if result.status != "complete":
+            worst = max(worst, EXIT_INCOMPLETE)
+    if side_by_side:
+        results = run_side_by_side(side_by_side, args)
+        if isinstance(results, int):
+            return results
+        done += [d for _, d, _ in side_by_side]
+        if any(r.status != "complete" for r in results):
             worst = max(worst, EXIT_INCOMPLETE)
     if args.no_report or not done:
         return worst
@@ -291,57 +315,115 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 # --------------------------------------------------------------------------------------------- import
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Reference results -> run directories (importers/gamabench.py), summaries and the score table (analysis)."""
+    """Another tool's released results -> run directories (importers/), the accounting of every item, the
+    source's own tables (analysis/families/)."""
+    from .analysis.metrics import write_summary
+    from .importers.common import ImportFailed, write_import_report
+    from .importers.registry import IMPORTERS
+
     if Path(args.out).exists() and not Path(args.out).is_dir():
         err(f"--out {args.out}: is a file, not a directory")
         return EXIT_CONFIG
-    if args.source == "negotiationarena":
-        return cmd_import_negotiationarena(args)
-    from .analysis.families import gamabench
-    from .analysis.metrics import write_summary
-    from .importers.common import ImportFailed
-    from .importers.gamabench import import_reference
-    from .rundir import write_atomic
-
-    if not args.unnamed_model.strip():
-        err("--unnamed-model must not be empty")
-        return EXIT_CONFIG
+    module = IMPORTERS[args.source]
+    given = {"unnamed": args.unnamed_model, "metrics": args.metrics}
     out = Path(args.out)
     try:
-        result = import_reference(args.raw_dir, out, unnamed=args.unnamed_model)
+        result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
     except ImportFailed as exc:
         err(str(exc))
         return EXIT_CONFIG
     for w in result.warnings:
         print(f"econarena: warning: {w}", file=sys.stderr)
-    for game, n in sorted(result.skipped.items()):
-        print(f"econarena: skipped: {game}: reading reference results is not implemented for this game yet "
-              f"({n} file(s))", file=sys.stderr)
+    for r in result.refused[:_SHOWN]:
+        print(f"econarena: refused: {r.item}: {r.reason}", file=sys.stderr)
+    if len(result.refused) > _SHOWN:
+        print(f"econarena: ... and {len(result.refused) - _SHOWN} more refused (all in {out}/import_refused.csv)",
+              file=sys.stderr)
+    try:
+        files = write_import_report(result, out)
+    except OSError as exc:
+        err(f"cannot write to {exc.filename or out}: {exc.strerror or exc}")
+        return EXIT_CONFIG
     if not result.dirs:
-        err(f"no GAMA-Bench result files could be imported from {args.raw_dir}")
+        print("\n".join(result.lines()))
+        err(f"no {module.ITEMS} could be imported from {args.raw_dir}")
         return EXIT_ERROR
     for d in result.dirs:
         write_summary(d)
+    files += _AFTER_IMPORT[args.source](result, out, args)
+    print()
+    print("\n".join(result.lines()))
+    for d in result.disagreements[:_SHOWN]:
+        print(f"  disagrees: {d.item}: {d.kind}: {d.detail}")
+    if len(result.disagreements) > _SHOWN:
+        print(f"  ... and {len(result.disagreements) - _SHOWN} more (all in {out}/import_disagreements.csv)")
+    print(f"\nimported {result.runs} run(s) into {len(result.dirs)} run director"
+          f"{'y' if len(result.dirs) == 1 else 'ies'} under {out}; written: {', '.join(p.name for p in files)}")
+    return EXIT_OK
+
+
+_SHOWN = 20  # refusals and disagreements printed; the files hold them all
+
+
+def _after_gamabench(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
+    """The GAMA-Bench score table (analysis/families/gamabench.py), printed and written."""
+    from .analysis.families import gamabench
+    from .rundir import write_atomic
+
     rows = gamabench.score_table(gamabench.collect(result.dirs).scores)
     csv_path = out / "gamabench_scores.csv"
     write_atomic(csv_path, gamabench.scores_csv(rows))
-    print(gamabench.format_leaderboard(rows))
-    print(f"\nimported {result.runs} run(s) into {len(result.dirs)} run director"
-          f"{'y' if len(result.dirs) == 1 else 'ies'} under {out}; scores: {csv_path}")
-    return EXIT_OK
+    show(*gamabench.leaderboard_cells(rows), gamabench.format_leaderboard(rows), title="GAMA-Bench scores")
+    return [csv_path]
+
+
+def _after_negotiationarena(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
+    """The pair table (win rates by --metrics), then the published Figure 3 beside the recorded outcomes."""
+    from .analysis.families import negotiationarena as na
+    from .rundir import write_atomic
+
+    table = na.pair_table(na.collect(result.dirs), args.metrics)
+    csv_path = out / "negotiationarena_pairs.csv"
+    write_atomic(csv_path, na.pairs_csv(table))
+    show(*na.pairs_cells(table), na.format_pairs(table, args.metrics), left=3,
+         title=f"NegotiationArena: win rates ({args.metrics} formula) and mean payoffs by ordered pair")
+    check = na.published_check(na.collect(result.dirs, reading="paper"), na.collect(result.dirs, reading="correct"))
+    check_path = out / "negotiationarena_published_check.csv"
+    write_atomic(check_path, na.check_csv(check))
+    print()
+    print(na.format_check(check))
+    released = na.released_counts()
+    print("games per scenario, imported here / in the released section-one logs: " + "; ".join(
+        f"{g}: {result.imported.get(g, 0)} / {n}" for g, n in sorted(released.items())))
+    return [csv_path, check_path]
+
+
+def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
+    """glee_games.csv (one row per game: ids, players, rounds, deal, the paper's and the code's metrics) and
+    glee_summary.csv (per family, kind, seat and player), printed in short."""
+    from .analysis.families import glee
+    from .rundir import write_atomic
+
+    rows = glee.games_table(result.dirs)
+    games_path, summary_path = out / "glee_games.csv", out / "glee_summary.csv"
+    write_atomic(games_path, glee.table_csv(rows, glee.GAMES_COLUMNS))
+    summary = glee.summary_table(rows)
+    write_atomic(summary_path, glee.table_csv(summary, glee.SUMMARY_COLUMNS))
+    kinds = sorted({(r["family"], r["kind"]) for r in rows})
+    print("GLEE games imported: " + "; ".join(
+        f"{f} ({k}): {sum(1 for r in rows if (r['family'], r['kind']) == (f, k))}" for f, k in kinds))
+    if any(r["kind"] == glee.HUMAN for r in rows):
+        print(f"people beside models: econarena analyze glee {out} --human-vs-model")
+    return [games_path, summary_path]
+
+
+_AFTER_IMPORT = {"gamabench": _after_gamabench, "negotiationarena": _after_negotiationarena, "glee": _after_glee}
 
 
 # -------------------------------------------------------------------------------------------- analyze
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """A family's linear models (analysis/families/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
-    if not _need_report_extra():
-        return EXIT_ERROR
-    try:
-        import statsmodels  # noqa: F401
-    except ImportError:
-        err("this command needs statsmodels: pip install 'econarena[report]'")
-        return EXIT_ERROR
     from .analysis.families import glee
     from .analysis.load import expand_run_dirs
     from .rundir import write_atomic
@@ -350,6 +432,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if missing or not expand_run_dirs(args.run_dirs):
         err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
              "(a run directory holds runs.jsonl and config.toml)")
+        return EXIT_ERROR
+    if args.human_vs_model:
+        return _human_vs_model(args)
+    if not _need_report_extra():
+        return EXIT_ERROR
+    try:
+        import statsmodels  # noqa: F401
+    except ImportError:
+        err("this command needs statsmodels: pip install 'econarena[report]'")
         return EXIT_ERROR
     try:
         datas = glee.collect(args.run_dirs, args.family, by=args.by)
@@ -399,33 +490,36 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_import_negotiationarena(args: argparse.Namespace) -> int:
-    """NegotiationArena game logs -> run directories (importers/negotiationarena.py), summaries and the pair table."""
-    from .analysis.families import negotiationarena as na
-    from .analysis.metrics import write_summary
-    from .importers.common import ImportFailed
-    from .importers.negotiationarena import import_negotiationarena
+def _human_vs_model(args: argparse.Namespace) -> int:
+    """``econarena analyze glee DIRS --human-vs-model``: people beside models, printed and written."""
+    from .analysis.families import glee
     from .rundir import write_atomic
 
-    out = Path(args.out)
+    if args.family != "glee":
+        err(f"--human-vs-model: only the glee family has games with people, not {args.family!r}")
+        return EXIT_CONFIG
     try:
-        result = import_negotiationarena(args.raw_dir, out, metrics=args.metrics)
-    except ImportFailed as exc:
+        table = glee.human_vs_model(glee.games_table(args.run_dirs))
+    except glee.AnalysisError as exc:
         err(str(exc))
         return EXIT_CONFIG
-    for w in result.warnings:
-        print(f"econarena: warning: {w}", file=sys.stderr)
-    if not result.dirs:
-        err(f"no NegotiationArena game logs (game_state.json) could be imported from {args.raw_dir}")
+    if not table:
+        err(f"no game with a person in one seat (label 'human', from econarena import glee) in "
+            f"{', '.join(args.run_dirs)}")
         return EXIT_ERROR
-    for d in result.dirs:
-        write_summary(d)
-    table = na.pair_table(na.collect(result.dirs), args.metrics)
-    csv_path = out / "negotiationarena_pairs.csv"
-    write_atomic(csv_path, na.pairs_csv(table))
-    print(na.format_pairs(table, args.metrics))
-    print(f"\nimported {result.runs} game(s) into {len(result.dirs)} run director"
-          f"{'y' if len(result.dirs) == 1 else 'ies'} under {out}; pairs: {csv_path}")
+    print(glee.format_human(table))
+    out = Path(args.out) if args.out else (Path(args.run_dirs[0]) if len(args.run_dirs) == 1 else Path("."))
+    if out.exists() and not out.is_dir():
+        err(f"--out {out}: is a file, not a directory")
+        return EXIT_CONFIG
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "glee_human_vs_model.csv"
+        write_atomic(path, glee.table_csv(table, glee.HUMAN_COLUMNS))
+    except OSError as exc:
+        err(f"cannot write to {exc.filename or out}: {exc.strerror or exc}")
+        return EXIT_CONFIG
+    print(f"\nwritten: {path}")
     return EXIT_OK
 
 
@@ -444,8 +538,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.add_argument("--out", help="report folder (default: RUN_DIR/report for one directory, else ./report)")
     r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     r.add_argument("--title", default="EconArena report")
-    r.add_argument("--transcripts", type=int, default=3, metavar="N",
-                   help="transcripts of up to N runs per directory of a game that talks (default 3; 0: none)")
+    r.add_argument("--transcripts", type=_int_at_least(0), default=50, metavar="N",
+                   help="conversations: up to N games per directory of a game that talks (default 50; 0: none)")
+    r.add_argument("--open", action="store_true", help="open the report in the web browser when it is built")
     _analysis_options(r)
     r.set_defaults(func=cmd_report)
 
@@ -462,24 +557,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.set_defaults(func=cmd_compare)
 
     im = sub.add_parser("import", help="turn another tool's released results into run directories and scores",
-                        description="Read a GAMA-Bench raw_results/ tree (or part of it) into one run directory per "
-                                    "game folder and label under --out, score every run with the games' own code, "
-                                    "write OUT/gamabench_scores.csv (model, game, score, std, runs) and print the "
-                                    "leaderboard. Or read NegotiationArena game_state.json logs into one run "
-                                    "directory per scenario and ordered model pair, write "
-                                    "OUT/negotiationarena_pairs.csv (scenario, p1_model, p2_model, games, "
-                                    "p1_win_rate, p2_win_rate, p1_payoff, p2_payoff; player 1 is RED) and print it.")
-    im.add_argument("source", choices=["gamabench", "negotiationarena"],
-                    help="whose results: gamabench (CUHK-ARISE/GAMABench raw_results/) or negotiationarena "
-                         "(vinid/NegotiationArena game_state.json logs)")
-    im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR")
-    im.add_argument("--out", required=True, help="where the run directories and gamabench_scores.csv "
-                    "(negotiationarena_pairs.csv) go")
+                        description="Read another harness's released results into our run directories under --out "
+                                    "and account for every item: imported, or refused with its reason "
+                                    "(OUT/import_report.json, OUT/import_refused.csv). Where the source records an "
+                                    "outcome apart from the moves, that record is the outcome and our rules' replay "
+                                    "of the moves is a check: how many agree is printed, every disagreement listed "
+                                    "with its cause (OUT/import_disagreements.csv). gamabench: a raw_results/ tree "
+                                    "-> OUT/gamabench_scores.csv and the leaderboard. negotiationarena: "
+                                    "game_state.json logs -> OUT/negotiationarena_pairs.csv (player 1 is RED) and "
+                                    "the published Figure 3 beside the logs "
+                                    "(OUT/negotiationarena_published_check.csv). glee: GLEE's Data/ folder (models "
+                                    "and people) -> OUT/glee_games.csv (one row per game) and OUT/glee_summary.csv.")
+    im.add_argument("source", choices=["gamabench", "negotiationarena", "glee"],
+                    help="whose results: gamabench (CUHK-ARISE/GAMABench raw_results/), negotiationarena "
+                         "(vinid/NegotiationArena game_state.json logs) or glee (eilamshapira/GLEE Data/)")
+    im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR|DATA_DIR")
+    im.add_argument("--out", required=True, help="where the run directories, the accounting and the tables go")
     im.add_argument("--unnamed-model", default="unnamed", metavar="NAME",
                     help="gamabench: label of files whose name has no model prefix (default: unnamed)")
     im.add_argument("--metrics", choices=["correct", "paper"], default="correct",
-                    help="negotiationarena: win rates by the correct formula (default) or the published one, "
-                         "whose player-2 rate has a known error")
+                    help="negotiationarena: win rates and ultimatum payoffs by the correct rule (default) or the "
+                         "published one (the player-2 win rate has a known formula error; the published check "
+                         "always shows both)")
     im.set_defaults(func=cmd_import)
 
     a = sub.add_parser("analyze", help="a family's linear models (GLEE): effects x100 with 95%% intervals",
@@ -501,6 +600,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("--pairs", action="store_true",
                    help="one term per ordered pair of players (p1 | p2) instead of one per seat, relative to "
                         "the baseline player's self-play (GLEE's model-interaction variant)")
+    a.add_argument("--human-vs-model", action="store_true",
+                   help="instead of the linear models: each seat people played (label 'human', econarena import "
+                        "glee) beside every model in the same seat against the same opponent on the same "
+                        "configurations; print it and write OUT/glee_human_vs_model.csv")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("suite", help="run every experiment of a folder (resumable) and build one report",
@@ -523,5 +626,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    "cache directory)")
     s.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
     s.add_argument("--title", default="EconArena: the paper's experiments")
+    add_ray_arguments(s)
     _analysis_options(s)
-    s.set_defaults(func=cmd_suite)
+    s.set_defaults(func=cmd_suite, stop_signals=True)

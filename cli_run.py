@@ -12,15 +12,35 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def err(msg: str) -> None:
-    print(f"econarena: error: {msg}", file=sys.stderr)
+    """One error line on stderr; a terminal that is gone (a closed SSH session) or a closed stderr does not
+    turn it into a second failure: the manifest and the exit code still tell what happened."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"econarena: error: {msg}", file=sys.stderr, flush=True)
+
+
+def release_dead_streams() -> None:
+    """Point stdout and stderr at /dev/null when they can no longer be written (a closed SSH session: EIO),
+    so the interpreter's final flush does not replace the exit code with 120 and a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, stream.fileno())
+                os.close(null)
+        except AttributeError:  # closed on entry (2>&-): None
+            pass
 
 
 def write_error(d: Path, exc: OSError) -> str:
@@ -62,25 +82,214 @@ def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
         return False
 
 
-@contextlib.contextmanager
-def sigterm_as_sigint() -> Iterator[None]:
-    """SIGTERM (kill, systemd, a batch scheduler) stops a run the way Ctrl-C does: manifest says
-    ``interrupted``, finished runs are kept, exit 130. The signal is re-raised as SIGINT so asyncio's own
-    Ctrl-C handling (cancel the main task, run every ``finally``) does the work."""
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, a scheduler, systemd; a closed terminal
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal ended the run (its manifest says ``interrupted``); ``signame`` names the signal."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+def run_until_signalled(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, stopped by SIGINT, SIGTERM or SIGHUP whatever dispositions were inherited.
+
+    Why not asyncio's own Ctrl-C handling: asyncio handles SIGINT only when Python's default handler is
+    installed, and a process started by a batch script, a CI job or ``cmd &`` in a non-interactive shell
+    inherits SIGINT as *ignored*, so neither Ctrl-C nor a SIGTERM mapped onto it could stop a run. Handlers
+    installed on the running loop work whatever was inherited. The first signal cancels the main task (the
+    Host then marks the manifest ``interrupted`` and closes its files); a signal that comes once the main
+    task is over (waiting for a model thread to finish its batch) exits at once with 130, the manifest
+    being written. A SIGHUP that was ignored on entry (``nohup``) stays ignored: that is what nohup asks for.
+    The previous dispositions are restored afterwards. Raises :class:`Interrupted` after a signal.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    main = loop.create_task(coro)
+    received: list[str] = []
+
+    def on_signal(name: str) -> None:
+        received.append(name)
+        if main.done():  # only threads are left to wait for, and the manifest is final
+            _force_exit(name)
+        main.cancel()
+
+    previous = _install_stop_handlers(loop, on_signal)
     try:
-        old = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
+        try:
+            return loop.run_until_complete(main)
+        except asyncio.CancelledError:
+            if received:
+                raise Interrupted(received[0]) from None
+            raise
+    finally:
+        try:
+            _cancel_remaining(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                if handler is not None:  # None: set outside Python, left at the default
+                    signal.signal(sig, handler)
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """For a whole ``run``/``steer``/``suite`` command: a stop signal outside the event loop (reading the
+    files, checking the directory, writing the summary) raises :class:`Interrupted`, so it ends the command
+    with 130 like a signal during the games. Without this a SIGINT inherited as ignored (``cmd &``) was lost
+    during start-up and the run went on, and SIGTERM or SIGHUP killed it with 143 or 129. The event loop
+    installs its own handlers while it runs (:func:`run_until_signalled`); a second signal here exits at
+    once. nohup's ignored SIGHUP stays ignored; the previous dispositions come back afterwards."""
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        received.append(name)
+        if len(received) > 1:
+            _force_exit(name)
+        raise Interrupted(name)
+
+    previous: dict[Any, Any] = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            old = signal.getsignal(sig)
+            if name == "SIGHUP" and old is signal.SIG_IGN:
+                continue  # nohup
+            signal.signal(sig, on_signal)
+        except ValueError:  # not the main thread
+            continue
+        previous[sig] = old
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, old in previous.items():
+            if old is not None:
+                signal.signal(sig, old)
 
 
-def resume_command(exp, out: Path) -> str:  # noqa: ANN001
+def _install_stop_handlers(loop: asyncio.AbstractEventLoop, on_signal: Callable[[str], None]) -> dict[Any, Any]:
+    """Each stop signal -> ``on_signal(name)`` on the loop; returns the dispositions to restore."""
+    previous: dict[Any, Any] = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:  # not POSIX (no SIGHUP)
+            continue
+        try:
+            old = signal.getsignal(sig)
+            if name == "SIGHUP" and old is signal.SIG_IGN:
+                continue  # nohup: the user asked the run to outlive the terminal
+            loop.add_signal_handler(sig, on_signal, name)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no such support
+            continue
+        previous[sig] = old
+    return previous
+
+
+def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks still pending (an agent's reply stopped the loop: Ctrl-D) and let them finish."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def _force_exit(name: str) -> None:
+    """A second stop signal while threads finish: say so and leave now (the manifest is written)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    err(f"{name} again while stopping: exiting now; finished runs are kept (see manifest.json)")
+    os._exit(EXIT_INTERRUPTED)
+
+
+def resume_command(exp, out: Path, shard: tuple[int, int] | None = None) -> str:  # noqa: ANN001
     """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
-    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed} --resume"
+    part = f" --shard {shard[0]}/{shard[1]}" if shard else ""
+    return f"econarena run {exp.path} --out {out} --seed {exp.experiment.seed}{part} --resume"
+
+
+def ray_engine(args: argparse.Namespace) -> Any:
+    """The Ray engine that ``--ray [ADDRESS]`` asks for, or None; a clear error when Ray is missing."""
+    address = getattr(args, "ray", None)
+    if address is None:
+        return None
+    try:
+        from .hosts.ray_engine import RayEngine, RayUnavailable
+    except ImportError:
+        raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
+    engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
+                       replicas=getattr(args, "replicas", 1) or 1,
+                       gpus_per_replica=getattr(args, "gpus_per_replica", None))
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        engine.connect()
+    except RayUnavailable as exc:
+        raise SystemExit(_exit_with(str(exc))) from None
+    except SystemExit as exc:  # ray.init's own SIGTERM handler (sys.exit(15)) fired while Ray started
+        if exc.code != signal.SIGTERM:
+            raise
+        with contextlib.suppress(Exception):
+            import ray
+
+            ray.shutdown()  # what it started so far
+        raise Interrupted("SIGTERM") from None
+    finally:  # ray.init replaces SIGTERM's handler with sys.exit(15): a stop signal is ours again (exit 130)
+        with contextlib.suppress(ValueError, TypeError):  # not the main thread; set outside Python (None)
+            signal.signal(signal.SIGTERM, previous)
+    return engine
+
+
+def _exit_with(message: str) -> int:
+    err(message)
+    return EXIT_CONFIG
+
+
+def add_ray_arguments(r: argparse.ArgumentParser) -> None:
+    """``--ray`` and its companions, the same for ``run``, ``steer`` and ``suite``."""
+    r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="play sessions on Ray: alone, a Ray instance started on this machine; with an ADDRESS "
+                        "(host:6379, ray://host:10001, or 'auto' with RAY_ADDRESS) an existing cluster")
+    r.add_argument("--ray-workers", type=_positive, metavar="N",
+                   help="session workers on Ray (default: one per CPU of the cluster)")
+    r.add_argument("--replicas", type=_positive, default=1, metavar="N",
+                   help="copies of each local (hf) model on Ray, one actor each (default 1)")
+    r.add_argument("--gpus-per-replica", type=float, metavar="G",
+                   help="GPUs each local model replica holds on Ray (default: 1 for a cuda device, else 0)")
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
+    """Read --prices up front (None after one clear error line): a typo must not surface as a traceback
+    after a whole suite has run."""
+    from .prices import load_prices
+
+    if path is None:
+        return {}
+    try:
+        return load_prices(path)
+    except OSError as exc:
+        err(f"--prices {path}: {exc.strerror or exc}")
+    except (ValueError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        err(f"--prices {path}: {exc}")
+    return None
 
 
 def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
@@ -92,9 +301,12 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 
     try:
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
-                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io)
-    except KeyboardInterrupt:
-        err(f"interrupted; finished runs are kept: {on_interrupt}")
+                       cache=not args.no_cache, cache_dir=args.cache_dir, human_io=human_io,
+                       prices=getattr(args, "price_table", None),
+                       engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
+    except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
+        by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
+        err(f"interrupted{by}; finished runs are kept: {on_interrupt}")
         return EXIT_INTERRUPTED
     except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
         err(str(exc))
@@ -104,29 +316,81 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
         return EXIT_CONFIG
 
 
-def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
-            cache: bool = True, cache_dir: str | None = None, human_io=None):  # noqa: ANN001, ANN201
-    """Play one validated experiment into ``out``, write its summary, print the outcome line."""
+def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespace) -> list[Any] | int:
+    """Several experiments at once on one Ray engine (``suite --ray``): each its own Host, directory and
+    lock, their sessions sharing the cluster's workers. The results, or an exit code after one clear line."""
+    from .agents.base import AgentError
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
     from .hosts.steer import SteerHost
+    from .rundir import RunDirectoryBusy
+
+    hosts = []
+    for exp, d, resume in jobs:
+        options = HostOptions(concurrency=args.concurrency, resume=resume, quiet=True, engine=args.engine,
+                              runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir))
+        hosts.append((SteerHost if exp.steer is not None else Host)(exp, d, options))
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(h.run() for h in hosts), return_exceptions=True)
+
+    try:
+        results = run_until_signalled(together())
+    except KeyboardInterrupt as exc:
+        by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
+        err(f"interrupted{by}; finished runs are kept: run the same suite command again to continue")
+        return EXIT_INTERRUPTED
+    out = []
+    for (exp, d, _), r in zip(jobs, results):
+        if isinstance(r, (AgentError, RunDirectoryBusy)):
+            err(str(r))
+            return EXIT_CONFIG
+        if isinstance(r, OSError):
+            err(write_error(d, r) + "; finished runs are kept: run the same suite command again")
+            return EXIT_CONFIG
+        if isinstance(r, KeyboardInterrupt):
+            err("interrupted; finished runs are kept: run the same suite command again to continue")
+            return EXIT_INTERRUPTED
+        if isinstance(r, BaseException):
+            raise r
+        summary = write_summary(d)
+        if not args.quiet:
+            print(format_table(summary))
+        print(f"{exp.name}: {r.status}, {r.runs_done}/{r.runs_total} runs, {r.decisions} decisions in "
+              f"{r.elapsed_s:.1f}s -> {d}")
+        out.append(r)
+    return out
+
+
+def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
+            cache: bool = True, cache_dir: str | None = None, human_io=None,  # noqa: ANN001
+            prices: dict[str, tuple[float, float]] | None = None, engine=None,  # noqa: ANN001
+            shard: tuple[int, int] | None = None):  # noqa: ANN201
+    """Play one validated experiment into ``out`` (on ``engine``: Ray; only ``shard``'s sessions), write its
+    summary, print the outcome line."""
+    from .agents.llm import RuntimeOptions
+    from .analysis.metrics import format_table, summary_cells, write_summary
+    from .hosts.host import Host, HostOptions
+    from .hosts.steer import SteerHost
+    from .terminal import show
 
     options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
-                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io)
+                          runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
+                          prices=prices or {}, engine=engine, shard=shard)
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
-    with sigterm_as_sigint():
-        result = asyncio.run(host.run())
+    result = run_until_signalled(host.run())
     summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
-        print(format_table(summary))
+        head, rows, footer = summary_cells(summary)
+        show(head, rows, format_table(summary), title=exp.name, footer=footer)
         if exp.steer is not None:
             print_steering(out)
     print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
           f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
     if result.status == "incomplete":
         err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
-             f"retry them with: {resume_command(exp, out)}")
+             f"retry them with: {resume_command(exp, out, shard)}")
     return result
 
 

@@ -40,7 +40,7 @@ from .tally import Tally
 DECISIONS = "decisions.jsonl"
 RUNS = "runs.jsonl"
 # `agents` values in run records that call no model API (the Host's baselines, and imported runs)
-BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "human", "imported"})
+BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "policy", "human", "imported"})
 MANIFEST = "manifest.json"
 JUDGE_LOG = "judge.jsonl"  # the judge model's calls (games with judged payoffs), apart from player decisions
 STEERING = "steering.jsonl"  # one record per steered game: action values and CFR metrics
@@ -500,6 +500,29 @@ class RunDirectory:
         fh.write(dumps_line(rec))
         fh.flush()
 
+    def lines(self, decisions: bytes, appends: list[tuple[str, bytes]], run: bytes | None) -> None:
+        """Records already encoded as JSON lines (by :func:`encode_record`, in a Ray worker): a run's
+        decisions, its lines of other logs, then its record, in the order and with the flushes that
+        :meth:`decision`, :meth:`append` and :meth:`run` give them. This process never sees them as
+        records, so the summary is read back from the files (``tally`` becomes None)."""
+        assert self._runs is not None and self._dec is not None
+        self.tally = None
+        if decisions:
+            self._dec.write(decisions)
+        for name, text in appends:
+            fh = self._extra.get(name)
+            if fh is None:
+                fh = self._extra[name] = (self.path / name).open("ab")
+            fh.write(text)
+            fh.flush()
+        if run is not None:
+            self._dec.flush()
+            self._runs.write(run)
+            self._runs.flush()
+        elif decisions and time.monotonic() - self._last_flush > FLUSH_S:
+            self._dec.flush()
+            self._last_flush = time.monotonic()
+
     def close(self) -> None:
         try:
             for fh in (self._dec, self._runs, *self._extra.values()):
@@ -508,6 +531,16 @@ class RunDirectory:
         finally:
             self._dec = self._runs = None
             self._extra = {}
+
+
+def encode_run(rec: dict[str, Any]) -> bytes:
+    """A run record's line, exactly as :meth:`RunDirectory.run` writes it (a Ray worker encodes its own)."""
+    return dumps_line(rec)
+
+
+def encode_record(rec: dict[str, Any]) -> bytes:
+    """A decision's (or another log's) line, exactly as :meth:`RunDirectory.decision` writes it."""
+    return dumps_line(rec)
 
 
 def game_name(run_dir: str | Path) -> str | None:

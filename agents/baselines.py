@@ -31,6 +31,12 @@ class StrategyAgent:
     def _kwargs(self) -> dict[str, object]:
         return {}
 
+    @property
+    def policy(self) -> tuple[str, dict[str, object]]:
+        """The strategy this seat plays and its options (``("level_k", {"k": 2})``): a game that can tell
+        how such seats move may skip moves in which none of them changes anything (``Game.fast_forward``)."""
+        return self.strategy_name, self._kwargs()
+
     def act(self, strategy: Callable[..., dict[str, Any]], rng: Any) -> dict[str, Any]:
         """The action (a JSON-ready dict): ``strategy(kind, rng=..., **kw)`` is the game's reference
         strategy at this state and seat, ``rng`` the decision's seeded generator."""
@@ -53,7 +59,8 @@ class RandomAgent(StrategyAgent):
 
 
 class LevelKAgent(StrategyAgent):
-    """Level-k reasoning: beauty contest upper/2 x ratio^k; auctions bid (or stay up to) the value."""
+    """Level-k reasoning: level 0 is a naive anchor, level k best-responds to level k-1. The rule is the
+    game's own (``strategy(..., "level_k", k=...)``); games without one do not list it in their policies."""
 
     kind = strategy_name = "level_k"
 
@@ -63,6 +70,17 @@ class LevelKAgent(StrategyAgent):
 
     def _kwargs(self) -> dict[str, object]:
         return {"k": self.k}
+
+
+class PolicyAgent(StrategyAgent):
+    """A strategy the game itself declares beyond the three above (the dilemma's ``tit_for_tat``,
+    persuasion's ``commitment``): ``agent = "policy"``, ``policy = "<name>"``."""
+
+    kind = "policy"
+
+    def __init__(self, label: str, policy: str) -> None:
+        super().__init__(label)
+        self.strategy_name = policy
 
 
 class ScriptedAgent:
@@ -82,3 +100,8 @@ class ScriptedAgent:
 
     async def decide(self, request: DecisionRequest) -> Reply:
         return Reply(text=self.responses[request.decision_index % len(self.responses)])
+
+
+# Agents that play a strategy the game computes: a game offers them only where its ``GameInfo.policies``
+# lists them (checked when an experiment is read); scripted and human seats play every game.
+POLICY_AGENTS = tuple(cls.strategy_name for cls in (RationalAgent, RandomAgent, LevelKAgent))

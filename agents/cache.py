@@ -68,14 +68,16 @@ def sample_index(coords: Mapping[str, Any], player: int | None = None, decision_
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def cache_key(*, provider: str, model: str | None, base_url: str | None, messages: Sequence[Message],
+def cache_key(*, provider: str, model: str | None, base_url: str | Sequence[str] | None, messages: Sequence[Message],
               settings: Mapping[str, Any], sample: str) -> str:
     """sha256 over a canonical JSON of everything that determines the reply."""
     blob = json.dumps({
         "v": KEY_VERSION,
         "provider": provider,
         "model": model,
-        "base_url": (base_url or "").rstrip("/") or None,
+        # several endpoints serve one model: the list as written is the key (a single one keeps old keys)
+        "base_url": ((base_url or "").rstrip("/") or None) if base_url is None or isinstance(base_url, str)
+        else [u.rstrip("/") for u in base_url],
         "messages": [[m.role, m.content] for m in messages],
         "settings": dict(settings),
         "sample": sample,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .base import Message
+from .endpoints import AFFINITY, EndpointPool
 from .keys import api_key
 from .settings import Generation, LLMSettings, Provider
 
@@ -62,6 +63,7 @@ class Failure:
     message: str
     status: int | None = None
     retry_after: float | None = None
+    down: bool = False  # refused, timed out, connection lost: the endpoint itself is the problem
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
@@ -122,12 +124,14 @@ def _pieces(text: str) -> list[str]:
     return [x for x in out if x]
 
 
-def url_secrets(url: str | None) -> list[str]:
-    """Everything in a base_url that may be a credential: userinfo (``user:pass@``), every query value,
-    the fragment. Each as written and percent-decoded (``%2D``, ``+``), so :func:`redact` finds it in an
-    error message whichever form the SDK echoes."""
+def url_secrets(url: str | Sequence[str] | None) -> list[str]:
+    """Everything in a base_url (or each of a list of them) that may be a credential: userinfo
+    (``user:pass@``), every query value, the fragment. Each as written and percent-decoded (``%2D``, ``+``),
+    so :func:`redact` finds it in an error message whichever form the SDK echoes."""
     if not url:
         return []
+    if not isinstance(url, str):
+        return [x for u in url for x in url_secrets(u)]
     from urllib.parse import unquote, unquote_plus, urlsplit
 
     try:
@@ -147,6 +151,15 @@ def url_secrets(url: str | None) -> list[str]:
             if form and form not in found:
                 found.append(form)
     return found
+
+
+def public_urls(url: Any) -> Any:
+    """:func:`public_url` of a base_url, or of each of a list of them (several endpoints)."""
+    if isinstance(url, str):
+        return public_url(url)
+    if isinstance(url, (list, tuple)):
+        return [public_url(u) if isinstance(u, str) else u for u in url]
+    return url
 
 
 def public_url(url: str) -> str:
@@ -194,15 +207,37 @@ class RateLimiter:
             await asyncio.sleep(slot - now)
 
 
-class _LoopState:
-    """What must belong to one event loop: the SDK client (its connection pool), semaphore, limiter."""
+class LocalGate:
+    """The provider's limits in this process: ``max_connections`` requests at once, ``requests_per_minute``
+    spacing, and the pause a Retry-After asked for. On a Ray cluster a gate of the same shape asks a
+    cluster-wide actor instead (agents/cluster.py), so the limits hold for every worker together."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, client: Any, settings: LLMSettings) -> None:
-        self.loop = loop
-        self.client = client
+    def __init__(self, settings: LLMSettings) -> None:
         self.semaphore = asyncio.Semaphore(settings.max_connections)
         self.limiter = RateLimiter(settings.requests_per_minute) if settings.requests_per_minute else None
         self.cool_until = 0.0  # monotonic time before which no request is sent (server asked us to wait)
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> Any:
+        async with self.semaphore:
+            # checked after the semaphore: tasks queued behind it must see a pause set meanwhile
+            while self.cool_until > time.monotonic():
+                await asyncio.sleep(self.cool_until - time.monotonic())
+            if self.limiter is not None:
+                await self.limiter.acquire()
+            yield
+
+    def pause(self, seconds: float) -> None:
+        self.cool_until = max(self.cool_until, time.monotonic() + seconds)
+
+
+class _LoopState:
+    """What must belong to one event loop: the SDK clients (connection pools, one per endpoint), the gate."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, n_endpoints: int, gate: Any) -> None:
+        self.loop = loop
+        self.clients: list[Any] = [None] * n_endpoints
+        self.gate = gate
 
 
 class RemoteProvider(Provider):
@@ -214,6 +249,11 @@ class RemoteProvider(Provider):
         super().__init__(settings)
         self._key = api_key(self.name, settings)
         self._states: dict[int, _LoopState] = {}
+        self.endpoints: EndpointPool | None = None
+        if isinstance(settings.base_url, list):  # several servers: sessions spread, refusals set aside
+            self.endpoints = EndpointPool(settings.base_url, [public_url(u) for u in settings.base_url])
+        # a Ray worker sets this so the limits hold for the whole cluster (agents/cluster.py)
+        self.gate_factory: Any = None
 
     # -- what a subclass provides -------------------------------------------------------------------
     @abc.abstractmethod
@@ -244,25 +284,38 @@ class RemoteProvider(Provider):
         if state is None or state.loop is not loop:
             # a loop that has ended cannot be used to close its client; drop it
             self._states = {k: s for k, s in self._states.items() if not s.loop.is_closed()}
-            key = self._key or "none"  # loopback servers need no key, but SDKs insist on one
-            state = _LoopState(loop, self._make_client(self.settings, key), self.settings)
+            gate = self.gate_factory(self.settings) if self.gate_factory is not None else LocalGate(self.settings)
+            state = _LoopState(loop, len(self.endpoints.urls) if self.endpoints else 1, gate)
+            for i in range(len(state.clients)):  # made now, before any limit: a first call is not slower
+                self._client(state, i)
             self._states[id(loop)] = state
         return state
 
-    def _failure(self, exc: BaseException, timeout_s: float) -> Failure:
+    def _endpoint(self, settings: LLMSettings, i: int) -> LLMSettings:
+        """The settings a client and an attempt see: one base_url, endpoint ``i`` of a list."""
+        return settings if self.endpoints is None else settings.model_copy(update={"base_url": self.endpoints.urls[i]})
+
+    def _client(self, state: _LoopState, i: int) -> Any:
+        if state.clients[i] is None:
+            key = self._key or "none"  # loopback servers need no key, but SDKs insist on one
+            state.clients[i] = self._make_client(self._endpoint(self.settings, i), key)
+        return state.clients[i]
+
+    def _failure(self, exc: BaseException, timeout_s: float, url: str | None = None) -> Failure:
         if isinstance(exc, MalformedResponse):
             return Failure(False, f"malformed response: {exc}")
+        url = url if url is not None else self.settings.base_url if isinstance(self.settings.base_url, str) else None
         if _refused(exc):  # before the SDK's own reading: some transports call a refusal a timeout
-            where = public_url(self.settings.base_url) if self.settings.base_url else "the server"
+            where = public_url(url) if url else "the server"
             return Failure(True, f"connection refused by {where} (nothing is listening there; is the server "
-                                 "running?)")
+                                 "running?)", down=True)
         if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError from 3.11
-            return Failure(True, f"timed out after {timeout_s:g} s")
+            return Failure(True, f"timed out after {timeout_s:g} s", down=True)
         judged = self._judge(exc)
         if judged is not None:
             return judged
         if isinstance(exc, (ConnectionError, OSError)):
-            return Failure(True, f"connection error: {exc}")
+            return Failure(True, f"connection error: {exc}", down=True)
         return Failure(False, f"{type(exc).__name__}: {exc}")
 
     def _model(self, settings: LLMSettings) -> str:
@@ -275,35 +328,43 @@ class RemoteProvider(Provider):
                        schema: dict[str, Any] | None = None) -> Generation:
         self._model(settings)  # fail before any request when no model is set
         state = self._state()
+        pool = self.endpoints
         start = time.monotonic()
         deadline = start + settings.retry_max_wait_s
         attempt = 0
         while True:
-            async with state.semaphore:
-                # checked after the semaphore: tasks queued behind it must see a pause set meanwhile
-                while state.cool_until > time.monotonic():
-                    await asyncio.sleep(state.cool_until - time.monotonic())
-                if state.limiter is not None:
-                    await state.limiter.acquire()
+            async with state.gate.slot():
+                i = pool.choose(AFFINITY.get()) if pool is not None else 0
+                if pool is not None:
+                    pool.in_flight[i] += 1
                 t0 = time.perf_counter()
                 try:
-                    gen = await _within(self._attempt(state.client, messages, settings, schema),
-                                        settings.timeout_s)
+                    gen = await _within(self._attempt(self._client(state, i), messages, self._endpoint(settings, i),
+                                                      schema), settings.timeout_s)
                 except Exception as exc:  # noqa: BLE001 - every failure is judged below
-                    failure = self._failure(exc, settings.timeout_s)
+                    failure = self._failure(exc, settings.timeout_s, pool.urls[i] if pool is not None else None)
+                    if failure.retryable and failure.retry_after is not None:
+                        state.gate.pause(failure.retry_after)  # before the slot is free: no request slips by
                 else:
                     gen.latency_s = time.perf_counter() - t0
+                    if pool is not None:
+                        pool.served[i] += 1
                     return gen
+                finally:
+                    if pool is not None:
+                        pool.in_flight[i] -= 1
             attempt += 1
-            message = redact(failure.message, self._key)
+            message = redact(failure.message, self._key, *url_secrets(self.settings.base_url))
+            other = pool is not None and failure.down and pool.set_aside(i, message)
             if not failure.retryable:
                 raise CallError(f"{self.name}: {message}", status=failure.status, attempts=attempt)
             if attempt > settings.max_retries:
                 raise CallError(f"{self.name}: {message} (gave up after {attempt} attempts)",
                                 status=failure.status, retryable=True, attempts=attempt)
+            if other:
+                continue  # another endpoint is up: try it at once (the attempt still counts)
             if failure.retry_after is not None:
                 wait = failure.retry_after + random.uniform(0, min(1.0, 0.1 * failure.retry_after))
-                state.cool_until = max(state.cool_until, time.monotonic() + failure.retry_after)
             else:
                 wait = backoff_delay(attempt - 1)
             if time.monotonic() + wait > deadline:
@@ -321,9 +382,10 @@ class RemoteProvider(Provider):
             loop = None
         for state in states.values():
             if state.loop is loop:
-                # closing must not mask the experiment's result
-                with contextlib.suppress(Exception):
-                    await self._close_client(state.client)
+                for client in state.clients:
+                    if client is not None:  # closing must not mask the experiment's result
+                        with contextlib.suppress(Exception):
+                            await self._close_client(client)
 
 
 def _refused(exc: BaseException) -> bool:

@@ -11,12 +11,14 @@ what makes two identical prompts from different seats two different samples.
 
 from __future__ import annotations
 
+import inspect
 import sqlite3
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import AgentError, DecisionRequest, Message, Reply
+from .endpoints import AFFINITY
 from .keys import api_key, api_key_source
 from .preflight import (
     is_loopback,
@@ -31,8 +33,8 @@ from .settings import LLM_SETTING_KEYS, Generation, LLMSettings, Provider
 __all__ = [
     "LLM_SETTING_KEYS", "PROVIDERS", "Generation", "LLMAgent", "LLMSettings", "Provider", "ProviderInfo",
     "RuntimeOptions", "api_key", "api_key_source", "build_llm_agent", "close_all", "decision_seed",
-    "is_loopback", "load_dotenv", "local_model_problems", "preflight", "settings_problems",
-    "unknown_provider",
+    "is_loopback", "load_dotenv", "local_model_problems", "preflight", "provider_key", "settings_problems",
+    "share_provider", "unknown_provider",
 ]
 
 if TYPE_CHECKING:
@@ -88,6 +90,8 @@ class LLMAgent:
         if self.cache is not None:
             key = self._cache_key(messages, request)
             hit = self.cache.get(key)
+            if inspect.isawaitable(hit):  # the cluster's cache answers from another process (agents/cluster.py)
+                hit = await hit
             if hit is not None:
                 return Reply(text=hit["text"], model=hit["model"] or self.model,
                              latency_s=time.perf_counter() - start, tokens_in=hit["tokens_in"],
@@ -95,6 +99,8 @@ class LLMAgent:
         settings = self.settings
         if settings.seed is not None:  # one reproducible seed per decision, so seats do not echo each other
             settings = settings.model_copy(update={"seed": decision_seed(settings.seed, request)})
+        # the session a call belongs to: with several endpoints it stays on one (agents/endpoints.py)
+        token = AFFINITY.set((request.coords.get("lineup"), request.coords.get("session")))
         try:
             schema = dict(request.schema) if request.schema is not None else None
             gen = await self.provider.generate(messages, settings, schema)
@@ -104,6 +110,8 @@ class LLMAgent:
             return Reply(text="", model=self.model, latency_s=time.perf_counter() - start,
                          error=redact(f"{type(exc).__name__}: {exc}", api_key(self.kind, self.settings),
                                       *url_secrets(self.settings.base_url)))
+        finally:
+            AFFINITY.reset(token)
         latency = gen.latency_s or (time.perf_counter() - start)
         if key is not None and self.cache is not None and not gen.cached:
             self.cache.put(key, text=gen.text, model=gen.model, tokens_in=gen.tokens_in,
@@ -123,13 +131,25 @@ class RuntimeOptions:
 _SHARED: dict[tuple[Any, ...], Provider] = {}
 
 
+def provider_key(provider_name: str, settings: LLMSettings) -> tuple[Any, ...]:
+    """What makes two players share one provider: backend and connection settings (pool, limits, model)."""
+    url = tuple(settings.base_url) if isinstance(settings.base_url, list) else settings.base_url
+    return (provider_name, url, settings.api_key_env, settings.model, settings.device, settings.dtype,
+            settings.max_connections, settings.requests_per_minute)
+
+
+def share_provider(provider_name: str, settings: LLMSettings, provider: Provider) -> None:
+    """Make ``provider`` the one that players with these settings get (a Ray worker installs proxies for
+    the cluster's model replicas and limits this way, before its agents are built)."""
+    _SHARED[provider_key(provider_name, settings)] = provider
+
+
 def build_llm_agent(provider_name: str, label: str, settings: LLMSettings,
                     options: RuntimeOptions) -> LLMAgent:
     """Players with the same backend and connection settings share one provider (pool, limits, model)."""
     if provider_name not in PROVIDERS:
         raise unknown_provider(provider_name)
-    key = (provider_name, settings.base_url, settings.api_key_env, settings.model, settings.device,
-           settings.dtype, settings.max_connections, settings.requests_per_minute)
+    key = provider_key(provider_name, settings)
     provider = _SHARED.get(key)
     if provider is None:
         provider = PROVIDERS[provider_name].load()(settings)

@@ -30,10 +30,13 @@ def _module_available(name: str) -> bool:
         return False
 
 
-def is_loopback(base_url: str | None) -> bool:
-    """A server on this machine (vLLM, Ollama, llama.cpp, a test fake) usually takes no key."""
+def is_loopback(base_url: str | list[str] | None) -> bool:
+    """A server on this machine (vLLM, Ollama, llama.cpp, a test fake) usually takes no key. Several
+    endpoints are loopback when every one is."""
     if not base_url:
         return False
+    if isinstance(base_url, list):
+        return all(is_loopback(u) for u in base_url)
     try:
         host = urlsplit(base_url).hostname or ""
     except ValueError:

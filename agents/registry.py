@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .base import Agent, AgentError
-from .baselines import LevelKAgent, RandomAgent, RationalAgent, ScriptedAgent
+from .baselines import LevelKAgent, PolicyAgent, RandomAgent, RationalAgent, ScriptedAgent
 from .human import HumanAgent
 from .llm import PROVIDERS, LLMSettings, RuntimeOptions, build_llm_agent
 
 
-def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: int = 1,
+def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: int = 1, policy: str | None = None,
                  llm: LLMSettings | None = None, options: RuntimeOptions | None = None,
                  human_io: tuple[TextIO, TextIO, bool] | None = None) -> Agent:
     """``human_io`` = (input, output, echo) for ``human`` seats: the terminal, or a script file."""
@@ -21,6 +21,10 @@ def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: in
         return RandomAgent(label)
     if agent == "level_k":
         return LevelKAgent(label, k)
+    if agent == "policy":
+        if not policy:
+            raise AgentError(f"{label}: agent 'policy' needs the name of a policy the game declares")
+        return PolicyAgent(label, policy)
     if agent == "scripted":
         return ScriptedAgent(label, responses)
     if agent == "human":

@@ -26,7 +26,8 @@ class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = None
-    base_url: str | None = None
+    # one server, or several serving the same model (replicas): sessions are spread over them
+    base_url: str | list[str] | None = None
     api_key_env: str | None = None
     temperature: float | None = Field(default=None, ge=0)
     top_p: float | None = Field(default=None, gt=0, le=1)

@@ -3,12 +3,14 @@
 Each ``figure_*`` function takes the loaded frames and returns a :class:`Figure` (PNG + SVG written to
 ``out``) or raises :class:`Skip` with a sentence for the report when its data are absent. Readability
 rules applied everywhere: axes say what and in which unit, a legend names every colour, long labels are
-wrapped and rotated, bars carry 95% session-bootstrap intervals, and a footnote names the run directories
-the figure came from (so a PNG taken out of the report still says where it came from).
+wrapped and rotated, bars carry 95% session-bootstrap intervals. The run directories a figure came from
+are kept in ``Figure.sources`` and said in the report's HTML (briefly, with the full list under
+Provenance), not drawn into the image.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from collections.abc import Sequence
@@ -23,7 +25,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FixedFormatter, MaxNLocator
 
 from ..games import GAMES
 from ..games.base import GameInfo
@@ -160,15 +162,11 @@ def sources_text(sources: Sequence[str]) -> str:
     return ", ".join(map(str, sources))
 
 
-def _sources_note(fig: MplFigure, sources: Sequence[str]) -> None:
-    text = "Data: " + sources_text(sources)
-    width = max(60, int(fig.get_figwidth() * 15))
-    fig.text(0.01, -0.01, "\n".join(textwrap.wrap(text, width)), ha="left", va="top", fontsize=7.5,
-             color="#555555")
-
-
 def _rotate_crowded_ticks(fig: MplFigure) -> None:
-    """After the final layout (legends shrink the axes), rotate x labels that now overlap."""
+    """After the final layout (legends shrink the axes), rotate x labels that now overlap. Only axes with
+    text categories can overlap, and measuring needs a full draw: skipped for plots without them."""
+    if not any(isinstance(ax.xaxis.get_major_formatter(), FixedFormatter) for ax in fig.axes):
+        return
     fig.canvas.draw()
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_text()]
@@ -178,13 +176,32 @@ def _rotate_crowded_ticks(fig: MplFigure) -> None:
 
 
 def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
+    """PNG (palette-quantised: a quarter of the bytes, which the report embeds) and SVG. The run directories
+    a figure came from (``sources``) are said in the report's HTML, never drawn into the image: a list of a
+    hundred directory names is not a caption."""
     _rotate_crowded_ticks(fig)
-    _sources_note(fig, sources)
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
-    fig.savefig(png, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    buf = io.BytesIO()
+    # compressed once, after quantising: the first encoding only carries the pixels across
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None},
+                pil_kwargs={"compress_level": 1})
+    png.write_bytes(_quantised(buf.getvalue()))
     fig.savefig(svg, bbox_inches="tight", metadata={"Date": None})
     return png, svg
+
+
+def _quantised(data: bytes) -> bytes:
+    """A chart has few colours: 256 palette entries keep it exact to the eye at a third of the size."""
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - matplotlib depends on Pillow
+        return data
+    with Image.open(io.BytesIO(data)) as im:
+        small = im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+        out = io.BytesIO()
+        small.save(out, format="PNG")
+    return out.getvalue() if out.tell() < len(data) else data
 
 
 def _dirs(df: pd.DataFrame) -> list[str]:

@@ -107,7 +107,8 @@ def _f(x: Any, digits: int = 3) -> str:
     return str(x)
 
 
-def format_table(summary: dict[str, Any]) -> str:
+def summary_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[str]], str]:
+    """(header, rows, footer) of the summary table: what the plain text and the terminal table show."""
     head = ["label", "runs", "payoff", "NE payoff", "ratio", "deviation", "win rate", "rule breaks %",
             "converged at"]
     rows = [[label, _f(v["player_runs"]), _f(v["mean_payoff"], 2), _f(v["mean_ne_payoff"], 2),
@@ -118,11 +119,17 @@ def format_table(summary: dict[str, Any]) -> str:
         for row, v in zip(rows, summary["labels"].values()):
             row.append("-" if v.get("score") is None else _f(v["score"], 1)
                        + ("" if v.get("score_std") is None else f" ({v['score_std']:.1f})"))
+    footer = (f"complete runs: {summary['runs_complete']}"
+              + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
+    return head, rows, footer
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    head, rows, footer = summary_cells(summary)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
     lines = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
-    lines.append(f"complete runs: {summary['runs_complete']}"
-                 + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
+    lines.append(footer)
     return "\n".join(lines)

@@ -1,5 +1,11 @@
 """``econarena report``: run directories -> one self-contained ``report.html`` plus figures and exports.
 
+The page leads with the answer: one scorecard per family present (each family module's ``scorecard``),
+sorted by its headline number and set beside the published values where a study published them
+(``analysis/published/``); then every figure; then the conversations of the games that talk; then the
+detail (each family module's ``section``, comparisons, tokens and cost, every metric); and last the
+provenance (directories, experiments, versions), folded away.
+
 Why self-contained: a report is mailed, archived and opened on planes; every figure is embedded as a
 base64 PNG (the PNG and SVG files also sit beside the HTML for papers and slides), the CSS is inline and
 nothing is fetched. A figure whose data are absent is replaced by a note saying what it would need.
@@ -12,9 +18,8 @@ add their own (``gamabench_scores.csv``, ``glee_*.csv``, ``steering.csv``, ``ste
 from __future__ import annotations
 
 import base64
-import html
 import math
-import sys
+import platform
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -24,23 +29,24 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from ..games import GAMES
+from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
 from ..rundir import BASELINE_AGENTS
 from . import distributions
 from . import figures as F
 from .compare import compare, setting_pairs
-from .families import gamabench, glee, steering
+from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
 from .load import SETTING_COLUMNS, Frames, export, load
+from .page import Card, Context, Section, esc, sources_html, table_html
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide
-from .transcripts import transcripts_section
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
+# Every family module gives scorecard(ctx) and section(ctx); the order breaks ties between cards that
+# summarise as many run directories. EconArena's card covers the experiments no other module claims.
+FAMILY_MODULES = (econarena, gamabench, na, glee, steering)
 
 
 @dataclass
@@ -59,31 +65,6 @@ def figure_number(fig: F.Figure) -> int:
     return int(fig.key.split("_", 1)[0].removeprefix("fig"))
 
 
-def load_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
-    """USD per million (input, output) tokens by model name or label, from a TOML file::
-
-        ["gpt-4o"]
-        input_per_mtok = 2.5
-        output_per_mtok = 10.0
-
-    Prices change and differ by contract, so none are built in; local models and baselines cost 0.
-    """
-    if path is None:
-        return {}
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    out = {}
-    for name, v in data.items():
-        if isinstance(v, dict):
-            prices = []
-            for key in ("input_per_mtok", "output_per_mtok"):
-                x = v.get(key, 0.0)
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-                    raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
-                prices.append(float(x))
-            out[name] = (prices[0], prices[1])
-    return out
-
-
 def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """Tokens, latency and cost per label (the decisions of opponents left out)."""
     prices = prices or {}
@@ -93,12 +74,11 @@ def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = 
         models = sorted({str(m) for m in part["model"].dropna()})
         tin, tout = part["tokens_in"].sum(min_count=1), part["tokens_out"].sum(min_count=1)
         known = part["tokens_in"].notna() | part["tokens_out"].notna()
-        price = prices.get(str(label)) or next((prices[m] for m in models if m in prices), None)
+        price = price_of(prices, str(label), models)
         if agent in LOCAL_AGENTS:
             cost = "0 (local)"
         elif price is not None and known.any():
-            usd = (0 if math.isnan(tin) else tin) * price[0] + (0 if math.isnan(tout) else tout) * price[1]
-            cost = f"{usd / 1e6:.4f}"
+            cost = f"{cost_usd(price, 0 if math.isnan(tin) else tin, 0 if math.isnan(tout) else tout):.4f}"
         else:
             cost = "-"
         rows.append({
@@ -118,41 +98,55 @@ def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = 
 
 CSS = """
 body{font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;margin:0 auto;max-width:1180px;
-padding:1.2rem 1.6rem 4rem;color:#1b1b1b;line-height:1.45}
-h1{font-size:1.6rem;margin-bottom:.2rem} h2{margin-top:2.4rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
-.meta{color:#555;font-size:.9rem} figure{margin:1.2rem 0 2rem} figure img{max-width:100%;height:auto;
+padding:1rem 1.4rem 4rem;color:#1b1b1b;line-height:1.4}
+h1{font-size:1.5rem;margin:.2rem 0} h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+.meta{color:#555;font-size:.85rem;margin:.2rem 0} figure{margin:1.2rem 0 2rem} figure img{max-width:100%;height:auto;
 border:1px solid #eee} figcaption{font-size:.9rem;color:#333;max-width:980px}
-figcaption .src{display:block;color:#666;font-size:.8rem;margin-top:.3rem;word-break:break-all}
+figcaption .src{display:block;color:#666;font-size:.8rem;margin-top:.3rem}
 table{border-collapse:collapse;font-size:.82rem;margin:.6rem 0 1rem} th,td{border:1px solid #ddd;
 padding:.25rem .5rem;text-align:left;vertical-align:top} th{background:#f4f6f8}
-.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .8rem;margin:.8rem 0}
+.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.4rem .8rem;margin:.6rem 0;font-size:.9rem}
 details{margin:.5rem 0} summary{cursor:pointer;font-weight:600} .tablewrap{overflow-x:auto}
-nav a{margin-right:.9rem} code{background:#f4f4f4;padding:0 .2rem}
+nav{font-size:.85rem} nav a{margin-right:.8rem} code{background:#f4f4f4;padding:0 .2rem}
+.scorecard{border:1px solid #c9d3dd;border-radius:6px;padding:.3rem .9rem .5rem;margin:.8rem 0;background:#fbfcfd}
+.scorecard h2{margin:.3rem 0;border:0;font-size:1.15rem} .scorecard .intro{font-size:.8rem;color:#444;margin:.2rem 0}
+.scorecard .verdict{font-size:.85rem;margin:.3rem 0;font-weight:600}
+table.card{font-size:.8rem;margin:.4rem 1rem .6rem 0}
+table.card caption{text-align:left;font-weight:600;padding:.2rem 0}
+table.card th{font-weight:600;font-size:.75rem;vertical-align:bottom} table.card td{white-space:nowrap}
+table.card .n{text-align:right} table.card small{color:#555;font-size:.72rem;margin-left:.25rem}
+table.card td>small:first-of-type{margin-left:.3rem} table.card .sub{display:block;color:#555;font-size:.72rem}
+table.card .pub{display:block;font-size:.72rem;color:#555} .pub.ok{color:#1a7f37} .pub.off{color:#b35900}
+table.card .tag{color:#6b46c1} .na{color:#999} .cards{display:flex;flex-wrap:wrap;align-items:flex-start}
+.said{white-space:normal;display:block;max-width:420px}
 """
 
-# Marks the page once every image has decoded: a browser test reads it from the DOM.
+# Marks the page once every image has decoded, and where the first scorecard sits on screen: the browser
+# test reads both from the DOM.
 ONLOAD = """
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
   var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
-  document.body.setAttribute('data-images-total', String(imgs.length));
-  document.body.setAttribute('data-images-loaded', String(ok));
+  var b = document.body;
+  b.setAttribute('data-images-total', String(imgs.length));
+  b.setAttribute('data-images-loaded', String(ok));
+  b.setAttribute('data-viewport', window.innerWidth + 'x' + window.innerHeight);
+  b.setAttribute('data-scroll-width', String(document.documentElement.scrollWidth));
+  var card = document.querySelector('.scorecard table');
+  if (card) {
+    var r = card.getBoundingClientRect();
+    b.setAttribute('data-scorecard-box', [r.left, r.top, r.right, r.bottom].map(Math.round).join(','));
+  }
 });
 """
 
 
 def _esc(x: Any) -> str:
-    return html.escape(str(x))
+    return esc(x)
 
 
 def _table_html(df: pd.DataFrame, index: bool = True) -> str:
-    if df is None or df.empty:
-        return "<p class='meta'>(empty)</p>"
-    if index:  # the index as ordinary columns: one header row instead of pandas' two
-        df = df.reset_index()
-    df = df.copy()
-    df.columns = [str(c) for c in df.columns]  # a named column index (a pivot's) would add an empty column
-    return "<div class='tablewrap'>" + df.to_html(index=False, na_rep="-", border=0, escape=True) + "</div>"
+    return table_html(df, index)
 
 
 def _figure_html(n: int, fig: F.Figure, out: Path) -> str:
@@ -162,7 +156,7 @@ def _figure_html(n: int, fig: F.Figure, out: Path) -> str:
              f"<img src='data:image/png;base64,{data}' alt='{_esc(fig.title)}' data-figure='{fig.key}'>",
              f"<figcaption><b>Figure {n}. {_esc(fig.title)}.</b> {_esc(fig.caption)} "
              f"Files: <a href='{_esc(rel_png)}'>PNG</a>, <a href='{_esc(rel_svg)}'>SVG</a>."
-             f"<span class='src'>Run directories: {_esc(F.sources_text(fig.sources))}</span></figcaption>"]
+             f"<span class='src'>{sources_html(fig.sources)}</span></figcaption>"]
     for title, table in fig.tables:
         parts.append(f"<h3>{_esc(title)}</h3>{_table_html(table)}")
     parts.append("</figure>")
@@ -179,7 +173,7 @@ def _experiments_html(frames: Frames) -> str:
 def _comparisons_html(frames: Frames, n_boot: int, seed: int) -> str:
     pairs = setting_pairs(frames)
     if not pairs:
-        return ("<p class='note'>No pair of experiments differs in exactly one of environment, history or prompt "
+        return ("<p class='meta'>No pair of experiments differs in exactly one of environment, history or prompt "
                 "(same game, group and players), so there is nothing to compare here. Use <code>econarena "
                 "compare DIR_A DIR_B</code> for any two directories.</p>")
     exps = frames.experiments.set_index("run_dir")
@@ -238,134 +232,112 @@ figure and table.</li>
 """
 
 
-def _gamabench_html(gama: tuple[list[F.Figure], list[tuple[str, str]], pd.DataFrame, Path], report: Report,
-                    out: Path) -> str:
-    """The GAMA-Bench section: score table, the labels-across-games chart and the per-round curves."""
-    figs, skipped, table, csv_path = gama
-    first = len(report.figures) + 1
-    report.figures += figs
-    report.skipped += skipped
-    report.files.append(csv_path)
-    parts = ["<h2 id='gamabench'>GAMA-Bench</h2>",
-             "<p>Per-run scores (0-100) as the reference code computes them, mean &plusmn; standard deviation over "
-             "runs (ddof = 1) and the number of runs. Overall: the mean of the eight leaderboard games, only for "
-             "labels that have all of them; its &plusmn; is over the per-run overall means. Columns with "
-             "[key=value] are unscored modes. Also in <code>" + _esc(csv_path.name) + "</code>.</p>",
-             _table_html(table)]
-    parts += [_figure_html(i, fig, out) for i, fig in enumerate(figs, first)]
-    parts += [f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>" for name, why in skipped]
-    return "\n".join(parts)
+def _card_html(card: Card) -> str:
+    verdict = f"<p class='verdict'>Against the published numbers: {_esc(card.compared)}.</p>" if card.compared else ""
+    return (f"<section class='scorecard' id='{card.anchor}'><h2>{_esc(card.title)}</h2>"
+            f"<p class='intro'>{card.intro}</p>{verdict}<div class='tablewrap'>{card.body}</div></section>")
 
 
-def _negotiation_html(trade: dict[str, Any], report: Report, out: Path) -> str:
-    """NegotiationArena: per scenario the win-rate and payoff matrices by ordered model pair, the bad
-    counter-offer rate, then the anchoring and acceptance figure."""
-    formula = "as published (the player-2 rate divides by the wrong count)" if trade["formula"] == "paper" \
-        else "correct: each player's wins over the games"
-    parts = ["<h2 id='negotiationarena'>NegotiationArena</h2>",
-             f"<p>Rows: player 1 (RED, moves first); columns: player 2 (BLUE). Win rate: a player wins a game "
-             f"when its payoff change is larger than the opponent's ({_esc(formula)}).</p>"]
-    for sc in trade["scenarios"]:
-        bad = sc["bad_counter_offers"]
-        parts += [f"<h3>{_esc(sc['title'])} ({sc['games']} games)</h3>",
-                  "<p>Win rates (P1 / P2):</p>", _table_html(sc["wins"]),
-                  "<p>Mean payoffs (P1 / P2):</p>", _table_html(sc["payoffs"])]
-        if bad["n"]:
-            parts.append(f"<p>Bad counter-offers: {bad['rate']:.1%} of {bad['n']} games "
-                         f"(standard error {bad['se']:.1%}).</p>")
-    first = len(report.figures) + 1
-    report.figures += trade["figures"]
-    report.skipped += trade.get("skipped", [])
-    parts += [_figure_html(i, fig, out) for i, fig in enumerate(trade["figures"], first)]
-    return "\n".join(parts)
+def _family_of(game: str) -> str:
+    found = GAMES.get(game)
+    return found.info.family if found is not None else ""
 
 
-def _linear_html(sec: glee.Section, report: Report, out: Path) -> str:
-    """A family's linear models: effects tables and plots, the pair heatmaps and meta-game equilibria."""
-    first = len(report.figures) + 1
-    report.figures += sec.figures
-    report.skipped += sec.skipped
-    report.files += sec.files
-    parts = [f"<h2 id='linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</h2>",
-             "<p>One OLS per game and metric on the game's declared parameters (one-hot, the reference level "
-             "dropped; several merged into one market variable where declared) and each seat's player (one-hot, "
-             "the most frequent player as reference). Effects x100: the change of the metric in points of M "
-             "against the reference, with 95% intervals coef &plusmn; 1.96 SE. Runs with a rule break are left "
-             "out; efficiency and fairness are clipped to [0, 1]. Also in "
-             + ", ".join(f"<code>{_esc(p.name)}</code>" for p in sec.files) + ".</p>"]
-    parts += [f"<p class='note'>{_esc(n)}</p>" for n in sec.notes]
-    parts += [f"<h3>{_esc(title)}</h3>{_table_html(table)}" for title, table in sec.tables]
-    parts += [_figure_html(i, fig, out) for i, fig in enumerate(sec.figures, first)]
-    parts += [f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>" for name, why in sec.skipped]
-    return "\n".join(parts)
+def _core(frames: Frames) -> Frames:
+    """The experiments no family module other than EconArena's analyses: the paper's figures and card."""
+    claimed = {m.FAMILY for m in FAMILY_MODULES if m is not econarena}
+    exps = frames.experiments
+    keep = [d for d, g in zip(exps["run_dir"], exps["game"]) if _family_of(str(g)) not in claimed]
+    return frames.subset(run_dir=keep)
 
 
-def _steering_html(sec: steering.Section, report: Report, out: Path) -> str:
-    """Steering (issue 11): the table of NashConv, CFR gain and conversation shares per action space,
-    then the curves over CFR iterations and the final mixed strategies."""
-    first = len(report.figures) + 1
-    report.figures += sec.figures
-    report.skipped += sec.skipped
-    report.files += sec.files
-    parts = ["<h2 id='steering'>Steering</h2>",
-             "<p>One column per experiment, lineup and action space, at the report iteration (the iteration row "
-             "says which was used). NashConv and CFR gain: mean &plusmn; standard deviation over games "
-             "(ddof = 1). Gain/NashConv of means: mean CFR gain / mean NashConv, the paper's reading; per game: "
-             "mean &plusmn; sd of each game's ratio, games with NashConv 0 left out. The shares are over "
-             "conversation branches (each game weighted by its branch count). Also in "
-             + ", ".join(f"<code>{_esc(p.name)}</code>" for p in sec.files) + ".</p>",
-             _table_html(sec.display)]
-    parts += [_figure_html(i, fig, out) for i, fig in enumerate(sec.figures, first)]
-    parts += [f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>" for name, why in sec.skipped]
+def _versions() -> str:
+    import matplotlib
+    import numpy
+
+    return (f"econarena {__version__}, Python {platform.python_version()}, pandas {pd.__version__}, numpy "
+            f"{numpy.__version__}, matplotlib {matplotlib.__version__}")
+
+
+def _provenance_html(frames: Frames, report: Report, numbers: dict[str, int]) -> str:
+    """Which directories, experiments and versions made the page: folded away, never inside an image."""
+    parts = [f"<p>Built with {_esc(_versions())}. Each run directory keeps its resolved <code>config.toml</code> "
+             "and <code>manifest.json</code> (package version, seed, status).</p>",
+             f"<h3>Experiments ({len(frames.experiments)} run directories)</h3>", _experiments_html(frames),
+             "<h3>Run directories per figure</h3><ul>"]
+    for fig in report.figures:
+        parts.append(f"<li>Figure {numbers[fig.key]} ({_esc(fig.key)}): {_esc(F.sources_text(fig.sources))}</li>")
+    parts.append("</ul><h3>Files</h3><p>" + ", ".join(f"<a href='{_esc(p.name)}'>{_esc(p.name)}</a>"
+                                                       for p in report.files) + "</p>")
     return "\n".join(parts)
 
 
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
-                 prices: str | Path | None = None, title: str = "EconArena report", transcripts: int = 3) -> Report:
-    """Load the run directories and write the report, figures and exports into ``out``; ``transcripts``
-    runs per directory of a game that talks are rendered readably (0: none)."""
+                 prices: str | Path | None = None, title: str = "EconArena report",
+                 transcripts: int = 50) -> Report:
+    """Load the run directories and write the report, figures and exports into ``out``; up to
+    ``transcripts`` games per directory of a game that talks can be read as conversations (0: none)."""
     frames = load(run_dirs)
     out = Path(out)
     figdir = out / "figures"
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.html")
+    core = _core(frames)
+    ctx = Context([Path(d) for d in frames.dirs], figdir, out, n_boot, seed, frames, core)
+    numbers: dict[str, int] = {}
     with F.style(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")  # reported once, as a note
-        for fn in F.FIGURES:
-            try:
-                report.figures.append(fn(frames, figdir, n_boot=n_boot, seed=seed))
-            except F.Skip as exc:
-                report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
-        gama = gamabench.report_section(frames.dirs, figdir, out)
-        linear = glee.report_sections(frames.dirs, figdir, out)
-        trade = na.report_section(frames.dirs, figdir)
+        if not core.experiments.empty:
+            for fn in F.FIGURES:
+                try:
+                    fig = fn(core, figdir, n_boot=n_boot, seed=seed)
+                except F.Skip as exc:
+                    report.skipped.append((F.FIGURE_TITLES[fn.__name__], str(exc)))
+                else:
+                    report.figures.append(fig)
+                    numbers[fig.key] = figure_number(fig)
+        cards = [(i, c) for i, m in enumerate(FAMILY_MODULES) if (c := m.scorecard(ctx)) is not None]
+        sections = [s for m in FAMILY_MODULES if m is not econarena and (s := m.section(ctx)) is not None]
         spread = distributions.report_sections(frames.dirs, figdir)
-        steer = steering.report_section(frames.dirs, figdir, out)
+    for family, fig, why in spread:
+        if fig is not None:
+            sections.append(Section(family, f"Metrics by player ({family})", [fig]))
+        else:
+            report.skipped.append((f"Metrics by player ({family})", why or ""))
+    next_number = max(numbers.values(), default=0) + 1
+    for sec in sections:
+        for fig in sec.figures:
+            numbers[fig.key] = next_number
+            next_number += 1
+        report.figures += sec.figures
+        report.skipped += sec.skipped
+        report.files += sec.files
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *export(frames, out)]
     usage = usage_table(frames, load_prices(prices))
-    talk = transcripts_section(frames.dirs, transcripts) if transcripts > 0 else None
+    talk = conversations_section(frames.dirs, transcripts) if transcripts > 0 else None
+    cards.sort(key=lambda ic: (-ic[1].weight, ic[0]))
 
     body = [f"<h1>{_esc(title)}</h1>",
-            f"<p class='meta'>econarena {__version__} &middot; generated {time.strftime('%Y-%m-%d %H:%M')} "
-            f"&middot; {len(frames.dirs)} run director{'y' if len(frames.dirs) == 1 else 'ies'} &middot; "
+            f"<p class='meta'>{len(frames.dirs)} run director{'y' if len(frames.dirs) == 1 else 'ies'} &middot; "
             f"{len(frames.players):,} player-runs &middot; {len(frames.decisions):,} decisions &middot; "
-            f"intervals: {n_boot} bootstrap replicates, seed {seed}</p>",
-            "<nav>" + "".join(f"<a href='#{f.key}'>Fig. {figure_number(f)}</a>" for f in report.figures)
-            + ("<a href='#gamabench'>GAMA-Bench</a>" if gama is not None else "")
-            + "".join(f"<a href='#linear-{_esc(sec.family)}'>Linear models ({_esc(sec.family)})</a>" for sec in linear)
-            + "".join(f"<a href='#metrics-{_esc(f)}'>Metrics ({_esc(f)})</a>" for f, _, _ in spread)
-            + ("<a href='#negotiationarena'>NegotiationArena</a>" if trade is not None else "")
-            + ("<a href='#steering'>Steering</a>" if steer is not None else "")
-            + ("<a href='#transcripts'>Transcripts</a>" if talk is not None else "")
-            + "<a href='#comparisons'>Comparisons</a><a href='#usage'>Tokens &amp; cost</a>"
-            "<a href='#tables'>All metrics</a></nav>",
-            "<h2>Experiments</h2>", _experiments_html(frames)]
+            f"econarena {__version__} &middot; {time.strftime('%Y-%m-%d %H:%M')} &middot; intervals: {n_boot} "
+            f"bootstrap replicates, seed {seed}</p>",
+            "<nav>" + "".join(f"<a href='#{c.anchor}'>{_esc(c.title.split(':')[0])}</a>" for _, c in cards)
+            + ("<a href='#figures'>Figures</a>" if report.figures or report.skipped else "")
+            + ("<a href='#transcripts'>Conversations</a>" if talk is not None else "")
+            + "<a href='#details'>Details</a><a href='#usage'>Tokens &amp; cost</a>"
+            "<a href='#provenance'>Provenance</a></nav>"]
+    body += [_card_html(c) for _, c in cards]
+    if not cards:
+        body.append("<p class='note'>No complete runs to score yet; the detail below shows what was found.</p>")
     incomplete = frames.experiments[frames.experiments["runs_incomplete"] > 0]
-    for _, e in incomplete.iterrows():
-        body.append(f"<p class='note'>{_esc(e['experiment'])}: {e['runs_incomplete']} incomplete run(s) are left "
-                    f"out; finish them with <code>econarena run ... --resume</code>.</p>")
+    if len(incomplete):
+        names = ", ".join(str(x) for x in incomplete["experiment"][:5]) + (" ..." if len(incomplete) > 5 else "")
+        body.append(f"<p class='note'>{int(incomplete['runs_incomplete'].sum())} incomplete run(s) are left out "
+                    f"({len(incomplete)} experiment(s): {_esc(names)}); finish them with <code>econarena run ... "
+                    "--resume</code>.</p>")
     boxes = F.missing_glyphs(sorted({str(x) for x in frames.players["label"].dropna()}))
     if boxes:
         report.notes.append("label(s) " + ", ".join(f"{k!r}" for k in boxes) + " use characters no installed font "
@@ -374,37 +346,30 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                             "apt-get install fonts-noto-cjk) and run report again")
     for note in report.notes:
         body.append(f"<p class='note'>{_esc(note)}</p>")
-    body.append("<h2>Figures</h2>")
-    for fig in report.figures:
-        body.append(_figure_html(figure_number(fig), fig, out))
-    for name, why in report.skipped:
-        body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
-    if gama is not None:
-        body.append(_gamabench_html(gama, report, out))
-    for sec in linear:
-        body.append(_linear_html(sec, report, out))
-    for family, fig, why in spread:
-        body.append(f"<h2 id='metrics-{_esc(family)}'>Metrics by player ({_esc(family)})</h2>")
-        if fig is not None:
-            report.figures.append(fig)
-            body.append(_figure_html(len(report.figures), fig, out))
-        else:
-            report.skipped.append((f"Metrics by player ({family})", why or ""))
-    if trade is not None:
-        body.append(_negotiation_html(trade, report, out))
-    if steer is not None:
-        body.append(_steering_html(steer, report, out))
+    if report.figures or report.skipped:
+        body.append("<h2 id='figures'>Figures</h2>")
+        for fig in report.figures:
+            body.append(_figure_html(numbers[fig.key], fig, out))
+        for name, why in report.skipped:
+            body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
     if talk is not None:
-        body += ["<h2 id='transcripts'>Transcripts</h2>", talk]
-    body += ["<h2 id='comparisons'>Comparisons between settings</h2>", _comparisons_html(frames, n_boot, seed),
-             "<h2 id='usage'>Tokens and cost per player</h2>",
+        body += ["<h2 id='transcripts'>Conversations</h2>", talk]
+    body.append("<h2 id='details'>Details</h2>")
+    for sec in sections:
+        if sec.detail or sec.notes:
+            body.append(f"<h3 id='detail-{_esc(sec.family)}'>{_esc(sec.title)}</h3>"
+                        + "".join(f"<p class='note'>{_esc(n)}</p>" for n in sec.notes) + sec.detail)
+    body += ["<h3 id='comparisons'>Comparisons between settings</h3>", _comparisons_html(core, n_boot, seed),
+             "<h3 id='usage'>Tokens and cost per player</h3>",
              "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "
              "local models and baselines cost nothing; '-' = unknown.</p>", _table_html(usage, index=False),
-             "<h2 id='tables'>All metrics per experiment</h2>",
-             "<p>value [95% CI]; every metric, setting and label is also in <code>metrics.csv</code>.</p>",
-             _summary_html(table), "<h2>Definitions</h2>", DEFINITIONS,
-             "<h2>Files</h2><p>" + ", ".join(f"<a href='{_esc(p.name)}'>{_esc(p.name)}</a>" for p in report.files)
-             + "</p>"]
+             "<h3 id='tables'>All metrics per experiment</h3>",
+             "<p>value [95% CI]; every metric, setting and label of every experiment (those of the families above "
+             "included) is also in <code>metrics.csv</code>.</p>",
+             _summary_html(table[table["run_dir"].isin(set(core.experiments["run_dir"]))]),
+             "<h3>Definitions</h3>", DEFINITIONS,
+             "<details id='provenance'><summary>Provenance: run directories, experiments, versions, files"
+             "</summary>", _provenance_html(frames, report, numbers), "</details>"]
     page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_esc(title)}</title><style>{CSS}</style><script>{ONLOAD}</script></head>"

@@ -1,10 +1,15 @@
-"""Readable transcripts of a few games that talk (``GameInfo.messages`` is not ``"none"``).
+"""Games that talk (``GameInfo.messages`` is not ``"none"``) as conversations a reader can find and read.
 
 Why generic: every language game logs its public move as ``events["say"]`` (player, message and the
 public structured part: offer, proposal, decision) and its secret notes as reply fields that its action
 spec marks ``secret``. So one renderer shows any such game: the public message and offer per turn, and
 each secret note marked as such (it was never shown to the opponent). A round without a ``say`` event
 shows the seats' public reply fields. Everything is HTML-escaped: replies are model (or person) text.
+
+The report lists every included game (up to ``--transcripts`` per directory and a page budget) with its
+model pair, outcome and length; a small filter finds games by those three, and each opens as a chat: the
+first seat's turns on the left, the other's on the right, offers and decisions as chips, secret notes
+marked, the outcome at the end.
 """
 
 from __future__ import annotations
@@ -27,11 +32,16 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MAX_CHARS = 2000  # a message longer than this is cut in the page (the run directory keeps it whole)
+BUDGET = 600_000  # characters of conversations on one page; the rest is counted and left to runs.jsonl
 WALK_STEPS = 64
 
 CSS = """
 .transcript{border-left:3px solid #c9d3dd;padding:.2rem .8rem;margin:.4rem 0 1rem;font-size:.9rem}
-.transcript .turn{margin:.35rem 0} .transcript .who{font-weight:600;color:#234}
+.transcript .turn{margin:.35rem 0;max-width:75%;background:#f3f6f9;border-radius:8px;padding:.3rem .6rem}
+.transcript .turn.s1{margin-left:auto;background:#eaf4ea} .transcript .who{font-weight:600;color:#234}
+.transcript .end{margin:.5rem 0 .2rem;font-weight:600;color:#333}
+.games .pick{display:flex;gap:.8rem;flex-wrap:wrap;align-items:center;font-size:.85rem;margin:.4rem 0}
+.games details.game>summary{font-weight:400} .games .count{color:#555}
 .transcript .rnd{color:#777;font-size:.8rem;margin-right:.4rem} .transcript .seat{color:#777;font-size:.8rem}
 .transcript .msg{white-space:pre-wrap}
 .transcript .act{display:inline-block;background:#eef4fb;border-radius:3px;padding:0 .35rem;margin-left:.3rem}
@@ -87,8 +97,9 @@ def _who(labels: Sequence[str], seat: Any) -> str:
 
 
 def _turn(rnd: Any, labels: Sequence[str], seat: Any, message: Any, public: Mapping[str, Any]) -> str:
-    parts = [f"<div class='turn'><span class='rnd'>round {_esc(rnd)}</span><span class='who'>{_who(labels, seat)}"
-             "</span>:&nbsp;"]
+    side = " s1" if isinstance(seat, int) and seat % 2 == 1 else ""
+    parts = [f"<div class='turn{side}'><span class='rnd'>round {_esc(rnd)}</span><span class='who'>"
+             f"{_who(labels, seat)}</span>:&nbsp;"]
     if message not in (None, ""):
         parts.append(f"<span class='msg'>&ldquo;{_esc(_cut(str(message)))}&rdquo;</span>")
     for k, v in public.items():
@@ -136,10 +147,56 @@ def _outcome(run: Mapping[str, Any], labels: Sequence[str]) -> str:
     return "payoffs " + ", ".join(parts) if parts else ""
 
 
-def transcripts_section(run_dirs: Iterable[str | Path], max_runs: int = 3) -> str | None:
-    """The report's transcripts: up to ``max_runs`` complete runs per directory of a game that talks,
-    each in a collapsible block. None when no directory holds such a game."""
+def outcome_of(run: Mapping[str, Any], labels: Sequence[str]) -> str:
+    """A game's outcome in a word or three: agreement or not where the game records it, else who won."""
+    metrics = run.get("metrics") if isinstance(run.get("metrics"), Mapping) else {}
+    agreement = metrics.get("agreement")
+    if isinstance(agreement, bool):
+        return "agreement" if agreement else "no agreement"
+    winners = [w for w in run.get("winners") or [] if isinstance(w, int) and 0 <= w < len(labels)]
+    if not winners:
+        return "no winner"
+    if len(winners) > 1:
+        return "tie"
+    return f"won by {labels[winners[0]]}"
+
+
+FILTER_JS = """
+(function () {
+  var box = document.currentScript.parentNode;
+  var pair = box.querySelector('[name=pair]'), outcome = box.querySelector('[name=outcome]');
+  var lo = box.querySelector('[name=min]'), hi = box.querySelector('[name=max]'), count = box.querySelector('.count');
+  var games = Array.prototype.slice.call(box.querySelectorAll('details.game'));
+  function apply() {
+    var shown = 0, a = parseInt(lo.value || '0', 10), b = parseInt(hi.value || '1000000', 10);
+    games.forEach(function (g) {
+      var n = parseInt(g.getAttribute('data-moves'), 10);
+      var ok = (!pair.value || g.getAttribute('data-pair') === pair.value) &&
+               (!outcome.value || g.getAttribute('data-outcome') === outcome.value) && n >= a && n <= b;
+      g.style.display = ok ? '' : 'none';
+      shown += ok ? 1 : 0;
+    });
+    count.textContent = shown + ' of ' + games.length + ' games';
+  }
+  [pair, outcome, lo, hi].forEach(function (el) { el.addEventListener('input', apply); });
+  apply();
+})();
+"""
+
+
+def _options(name: str, label: str, values: Iterable[str]) -> str:
+    opts = "".join(f"<option value='{_esc(v)}'>{_esc(v)}</option>" for v in values)
+    return f"<label>{label} <select name='{name}'><option value=''>any</option>{opts}</select></label>"
+
+
+def conversations_section(run_dirs: Iterable[str | Path], max_runs: int = 50) -> str | None:
+    """Every directory's games that talk (up to ``max_runs`` each, and :data:`BUDGET` characters in all),
+    each a collapsible chat with its pair, outcome and length; a filter over those three. None when no
+    directory holds such a game."""
     blocks: list[str] = []
+    pairs: set[str] = set()
+    outcomes: set[str] = set()
+    size, left_out, total, first = 0, 0, 0, True
     for d in map(Path, run_dirs):
         try:
             cfg = tomllib.loads((d / CONFIG).read_text(encoding="utf-8"))
@@ -153,19 +210,45 @@ def transcripts_section(run_dirs: Iterable[str | Path], max_runs: int = 3) -> st
         runs.sort(key=lambda r: (str(r.get("lineup", "")), r.get("session", 0), r.get("run", 0)))
         if not runs:
             continue
+        total += len(runs)
         n = len(runs[0].get("labels") or []) or 2
         secret = secret_fields(game, cfg.get("game"), n)
-        blocks.append(f"<h3>{_esc(exp.get('name', d.name))} ({_esc(game.info.title)}): {min(max_runs, len(runs))} "
-                      f"of {len(runs)} run(s)</h3>")
-        for i, run in enumerate(runs[:max_runs]):
+        for run in runs[:max_runs]:
             labels = [str(x) for x in run.get("labels") or []]
-            head = (f"table {run.get('lineup', '')}, session {run.get('session')}, run {run.get('run')}: "
-                    f"{' vs '.join(labels)}; {len(run['round_log'])} move(s); {_outcome(run, labels)}")
-            blocks.append(f"<details{' open' if i == 0 else ''}><summary>{_esc(head)}</summary>"
-                          f"{transcript_html(run['round_log'], labels, secret)}</details>")
+            pair, outcome, moves = " vs ".join(labels), outcome_of(run, labels), len(run["round_log"])
+            chat = transcript_html(run["round_log"], labels, secret)
+            if size + len(chat) > BUDGET:
+                left_out += 1
+                continue
+            size += len(chat)
+            pairs.add(pair)
+            outcomes.add(outcome)
+            head = (f"{exp.get('name', d.name)} ({game.info.title}): {pair}; {outcome}; {moves} move(s); "
+                    f"table {run.get('lineup', '')}, session {run.get('session')}, run {run.get('run')}")
+            end = f"<div class='end'>Outcome: {_esc(outcome)}; {_esc(_outcome(run, labels))}</div>"
+            blocks.append(f"<details class='game'{' open' if first else ''} data-pair='{_esc(pair)}' "
+                          f"data-outcome='{_esc(outcome)}' data-moves='{moves}'><summary>{_esc(head)}</summary>"
+                          f"{chat}{end}</details>")
+            first = False
     if not blocks:
         return None
-    intro = ("<p>A few games as they were played: each turn's public message and offer, and secret notes "
-             "(<span style='color:#8a1f50'>marked</span>) that the opponent never saw. Run directories keep every "
-             "run; <code>econarena report --transcripts N</code> shows up to N per directory.</p>")
-    return f"<style>{CSS}</style>" + intro + "\n".join(blocks)
+    shown = len(blocks)
+    more = total - shown
+    intro = (f"<p>{shown} of {total} game(s) that talk, each a conversation: public messages and offers per "
+             "turn, secret notes (<span style='color:#8a1f50'>marked</span>) that the opponent never saw, and the "
+             "outcome. Find games by model pair, outcome and length.")
+    if more:
+        why = f" ({left_out} over the page budget)" if left_out else ""
+        intro += (f" {more} more{why} are in the run directories' <code>runs.jsonl</code>; "
+                  "<code>econarena report --transcripts N</code> includes up to N per directory.")
+    pick = ("<div class='pick'>" + _options("pair", "pair", sorted(pairs)) + _options("outcome", "outcome",
+            sorted(outcomes)) + "<label>moves from <input name='min' type='number' min='0' style='width:4em'>"
+            "</label><label>to <input name='max' type='number' min='0' style='width:4em'></label>"
+            "<span class='count'></span></div>")
+    return (f"<style>{CSS}</style><div class='games'>" + intro + "</p>" + pick + "\n".join(blocks)
+            + f"<script>{FILTER_JS}</script></div>")
+
+
+def transcripts_section(run_dirs: Iterable[str | Path], max_runs: int = 3) -> str | None:
+    """The conversations of up to ``max_runs`` games per directory (kept for callers of the old name)."""
+    return conversations_section(run_dirs, max_runs)

@@ -5,10 +5,10 @@ reply fields; ``params.py``: parameters and draws; ``schema.py``: JSON Schemas o
 a subpackage that lists its games in ``GAMES``.
 """
 
-from . import econarena, gamabench, glee, negotiationarena, steering
+from . import classic, econarena, gamabench, glee, negotiationarena, steering
 from .base import Game
 
-FAMILIES = (econarena, gamabench, negotiationarena, glee, steering)
+FAMILIES = (econarena, gamabench, negotiationarena, glee, steering, classic)
 GAMES: dict[str, Game] = {g.name: g for family in FAMILIES for g in family.GAMES}
 
 

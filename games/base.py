@@ -44,8 +44,8 @@ from .params import (
 __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
     "ActionSpec", "FieldKind", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement", "Outcome",
-    "Setup", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num", "is_plain_json",
-    "judge_object", "judge_reply", "validate_param",
+    "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num",
+    "is_plain_json", "judge_object", "judge_reply", "validate_param",
 ]
 
 
@@ -76,11 +76,42 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Skip:
+    """Moves a game skips because no decision in them can change anything (``Game.fast_forward``)."""
+
+    state: Any  # the state after the skipped moves, as playing them would have left it
+    moves: int  # how many moves were skipped (at least 1)
+    actions: Mapping[int, dict[str, Any]]  # what each seat to move played in every one of them
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    """Our rules' replay of an imported run set beside the source's own record of it.
+
+    The source's record is what happened in that study (under its harness's rules and parser); the replay
+    says whether our rules, fed the same moves, reach the same outcome. ``causes`` are short codes of what
+    differs or had to be tolerated (they are listed even when the outcomes agree, e.g. a malformed proposal
+    nobody accepted); ``kind`` classes the first cause of a disagreement: ``parser difference``, ``rule
+    difference``, ``malformed move``, ``metric definition``, ``source inconsistency`` or ``unexplained``.
+    """
+
+    agree: bool
+    recorded: Any  # the source's outcome, JSON-ready (e.g. payoffs, the deal)
+    replayed: Any  # our rules' outcome of the same moves, same shape; None when the replay could not finish
+    causes: tuple[str, ...] = ()
+    kind: str = ""
+    detail: str = ""  # one line for a reader: what differs and why
+
+
+@dataclass(frozen=True)
 class ImportedRun:
     """One run of another tool's released results, read into this game's terms (``from_reference``).
 
     ``round_log`` has the Host's shape (``{"round", "actions": [per seat a reply dict or None],
     "events": {...}}``) so the game's own ``score`` and ``metrics`` read imported and native runs alike.
+    ``recorded``: the source's own record of the outcome where it keeps one apart from the moves (then it
+    is the outcome of record: ``payoffs`` per seat, ``metrics`` that override the replay's, anything else
+    the game keeps); ``check``: the replay against that record (None: nothing to compare).
     """
 
     params: dict[str, Any]  # keys of the game's Params
@@ -88,6 +119,8 @@ class ImportedRun:
     round_log: list[dict[str, Any]]
     payoffs: list[float] | None = None  # per seat, when the source records them
     messages: list[list[dict[str, Any]]] | None = None  # per seat, the stored chat, when present
+    recorded: dict[str, Any] | None = None
+    check: ReplayCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +231,20 @@ class Game(abc.ABC):
                  **kw: Any) -> dict[str, Any]:
         """Reference actions for baseline agents (``rational``, ``random``, ...); see ``info.policies``."""
         raise ValueError(f"{self.name} offers no {kind!r} strategy")
+
+    def fast_forward(self, state: Any, policies: Mapping[int, tuple[str, Mapping[str, Any]]]) -> Skip | None:
+        """Skip the coming moves in which no decision can change anything, when the game can tell.
+
+        ``policies`` maps the seats whose decisions are baseline strategies of this game to (kind,
+        options), e.g. ``{0: ("rational", {}), 2: ("level_k", {"k": 2})}``; the other seats (models,
+        people, scripts) must be asked. The Host calls this only when every seat to move is in
+        ``policies``, and a game answers only when it can prove that playing those policies for the next
+        ``moves`` moves changes nothing but a counter (the English auction's clock, while every bidder
+        stays): the run then ends exactly as if the moves had been played, in work that does not grow with
+        the numbers a user typed. The skipped moves are not decisions: nobody is asked, none is logged;
+        the round log holds one entry for them (``round`` to ``through``). Default: None (play every move).
+        """
+        return None
 
     def events(self, before: Any, after: Any, actions: Mapping[int, dict[str, Any] | None]) -> dict[str, Any]:
         """The public record of one move (logged in the run record's ``rounds``; input to ``score``)."""

@@ -14,11 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..games import GAMES
 from .experiment import (
     BASELINES,
     MAX_INT,
+    MAX_LLM_CALLS,
     MAX_PERSONA,
     MAX_SEATS,
     PERSONAS,
@@ -29,6 +31,7 @@ from .experiment import (
     SteerSection,
     agent_names,
     cell_experiment,
+    llm_call_bound,
 )
 from .grid import GridError, parse_grid
 from .resolved import resolved_data, resolved_toml
@@ -250,6 +253,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
                     errors.append(f"{where}: players[{i}].count: only a melee seats several copies of an "
                                   f"entry; in '{exp.environment}' players_per_game sets the table size")
 
+    errors += _policy_problems(where, game, players, exp.environment)
     if (exp.environment == "rational" and players and not errors
             and not any(p.agent == "rational" for p in players)):
         if "rational" in {label_key(x) for x in labels}:
@@ -277,6 +281,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     _check_cells(experiment, where)
     _check_judge(experiment, where)
     _check_draws(experiment, where)  # first: the template check below draws a configuration too
+    _check_llm_budget(experiment, where)
     problems = check_template_overrides(experiment)
     if problems:
         raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
@@ -347,6 +352,45 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
     return steer, judge
 
 
+def _check_llm_budget(exp: Experiment, where: str) -> None:
+    """Refuse an experiment whose LLM calls could exceed what any budget allows (``MAX_LLM_CALLS``, or the
+    file's own ``experiment.max_llm_calls``): a round limit typed as 10**9 is a typo found here, not on the
+    invoice. The bound counts every decision of every run at the game's round limit, re-asks included."""
+    bounds = llm_call_bound(exp)
+    total = sum(bounds.values())
+    own = exp.experiment.max_llm_calls
+    limit = own if own is not None else MAX_LLM_CALLS
+    if total <= limit:
+        return
+    worst = ", ".join(f"{label}: {n:,}" for label, n in sorted(bounds.items(), key=lambda kv: -kv[1])[:3])
+    raise ConfigError(
+        f"{where}: the LLM players could make up to {total:,} calls ({worst}), more than "
+        + (f"experiment.max_llm_calls = {limit:,}" if own is not None else f"the limit of {limit:,} per experiment")
+        + "; lower sessions, runs, reask or the game's round limit (for an ascending auction: max_rounds, or "
+        "a larger increment), or, if you mean it, raise experiment.max_llm_calls")
+
+
+def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environment: str) -> list[str]:
+    """A baseline the game has no rule for is a configuration error, found before anything runs (it used
+    to fail every decision at run time, reported as API errors)."""
+    offered = [k for k in game.policies() if k in POLICY_AGENTS]
+    known = ", ".join(offered) or "none"
+    own = [k for k in game.policies() if k not in POLICY_AGENTS]
+    out = []
+    for i, p in enumerate(players):
+        if p.agent in POLICY_AGENTS and p.agent not in offered:
+            out.append(f"{where}: players[{i}].agent: {game.name} has no {p.agent!r} rule; its baselines are "
+                       f"{known} (scripted and human seats play every game)")
+        if p.agent == "policy" and p.policy not in own:
+            hint = (f"use agent = {p.policy!r}" if p.policy in offered else
+                    f"its own policies are {', '.join(own)}" if own else f"{game.name} declares no policy of its own")
+            out.append(f"{where}: players[{i}].policy: {game.name} has no policy {p.policy!r}; {hint}")
+    if environment == "rational" and "rational" not in offered:
+        out.append(f"{where}: experiment.environment: 'rational' seats rational opponents, but {game.name} has no "
+                   f"rational baseline (its baselines: {known})")
+    return out
+
+
 _NO_JUDGE = ("{where}: this {game} setting takes its payoffs from a judge model: add a [judge] table (agent, "
              "model, ... like a player), or use the game's structured payoffs")
 MAX_LOGGED_ITERATIONS = 1000  # CFR metrics points per steered game (the paper logs 20)
@@ -365,9 +409,20 @@ def _check_judge(exp: Experiment, where: str) -> None:
                           "the [judge] table")
 
 
-def _url_problem(url: str) -> str | None:
-    """Why a base_url cannot be used (never echoing it: it may hold a key), or None."""
+def _url_problem(url: str | list[str]) -> str | None:
+    """Why a base_url (or a list of them: several endpoints) cannot be used (never echoing it: it may hold
+    a key), or None."""
     from urllib.parse import urlsplit
+
+    if isinstance(url, list):
+        if not url:
+            return "expected a URL or a non-empty list of URLs (several endpoints of one model)"
+        for i, u in enumerate(url):
+            if (problem := _url_problem(u)) is not None:
+                return f"entry {i + 1}: {problem}"
+        if len(set(url)) < len(url):
+            return "the same URL is listed twice"
+        return None
 
     try:
         parts = urlsplit(url)
@@ -409,6 +464,7 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         return None
     common = {"agent", "label", "count", "persona"}
     allowed = common | ({"responses"} if agent == "scripted" else {"k"} if agent == "level_k"
+                        else {"policy"} if agent == "policy"
                         else set(LLM_SETTING_KEYS) if agent in PROVIDERS else set())
     bad = [k for k in raw if k not in allowed]
     for k in bad:
@@ -428,9 +484,14 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         except ValidationError as err:
             errors.extend(_pyd_errors(where, key, err))
             return None
+    policy = raw.get("policy")
+    if agent == "policy" and (not isinstance(policy, str) or not policy.strip()):
+        errors.append(f"{where}: '{key}.policy': expected the name of a strategy the game declares, e.g. "
+                      "\"tit_for_tat\" (`econarena list` shows each game's)")
+        return None
     label = raw.get("label")
     if label is None:
-        label = agent if llm is None or not llm.model else f"{agent}/{llm.model}"
+        label = policy if agent == "policy" else agent if llm is None or not llm.model else f"{agent}/{llm.model}"
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None
@@ -458,8 +519,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
                       f"text (a non-empty string of at most {MAX_PERSONA} characters) appended to the player's "
                       f"system prompt (got {persona!r:.60})")
         return None
-    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, llm=llm,
-                       persona=persona)
+    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, policy=policy,
+                       llm=llm, persona=persona)
 
 
 def is_alias_file(data: dict[str, Any]) -> bool:
@@ -477,9 +538,10 @@ def validate_alias_file(data: dict[str, Any], where: str) -> list[str]:
         except ConfigError as exc:
             errors.append(f"{where} [{alias}]: {exc}")
             continue
-        _parse_player({**entry, "label": entry.get("label", alias)}, 0, f"{where} [{alias}]", "melee", {},
-                      errors)
-    return [e.replace("players[0]", alias) for e in errors]
+        mine: list[str] = []  # each alias's messages name that alias's keys, not the last alias's
+        _parse_player({**entry, "label": entry.get("label", alias)}, 0, f"{where} [{alias}]", "melee", {}, mine)
+        errors += [e.replace("players[0]", alias) for e in mine]
+    return errors
 
 
 # ---- [grid] cells ----

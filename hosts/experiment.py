@@ -23,7 +23,10 @@ BASELINES = {
     "rational": "plays the Nash equilibrium for its own private information",
     "random": "uniform over legal actions, reproducible from the seed",
     "scripted": "replays fixed raw replies (responses = [...]): test prompts, parsing and rule breaks",
-    "level_k": "level-k reasoning with k (default 1): beauty contest upper/2 x ratio^k; auctions: value",
+    "level_k": "level-k reasoning with k (default 1) where the game has a rule: beauty contest, guessing game, "
+               "auctions",
+    "policy": "a strategy the game itself declares (policy = \"tit_for_tat\"; `econarena list` shows each "
+              "game's)",
     "human": "a person at the terminal: reads the prompt a model reads, types the reply (--human-input FILE "
              "scripts it)",
 }
@@ -37,6 +40,10 @@ def agent_names() -> list[str]:
 
 MAX_INT = 2**63 - 1  # the largest integer TOML can hold: config.toml must be able to write it back
 MAX_SEATS = 1000  # players at one table: every decision renders and judges the whole table
+# Paid calls one experiment may make unless its file raises experiment.max_llm_calls: a million calls is
+# thousands of dollars and days at an API's rate limits, more than any paper's experiment here needs (the
+# largest shipped config's bound is far below), so a bound above it is taken for a typo in a round limit.
+MAX_LLM_CALLS = 1_000_000
 
 
 class _Strict(BaseModel):
@@ -59,6 +66,8 @@ class ExperimentSection(_Strict):
     description: str = ""
     models: str | None = None  # alias file for [[players]] alias = "..."; default: models.toml beside the file
     group: Literal["L", "M", "H"] | None = None  # configuration group (low/medium/high stakes), for reports
+    # the most LLM calls the experiment may make (an upper bound, re-asks included); unset: MAX_LLM_CALLS
+    max_llm_calls: int | None = Field(default=None, ge=1, le=MAX_INT)
 
 
 class SteerSection(_Strict):
@@ -84,6 +93,7 @@ class PlayerEntry(_Strict):
     count: int = 1
     responses: list[str] = Field(default_factory=list)
     k: int = 1
+    policy: str | None = None  # agent = "policy": the game-declared strategy this seat plays
     llm: LLMSettings | None = None
     persona: str | None = None  # appended to this player's system prompt (NegotiationArena's personas)
 
@@ -186,3 +196,42 @@ def cell_experiment(exp: Experiment, cell: Cell) -> Experiment:
             **p.llm.model_dump(exclude_unset=True), **llm_cell})}) for p in exp.players]
     return dataclasses.replace(exp, experiment=section, params=params, players=players,
                                llm_defaults={**exp.llm_defaults, **llm_cell}, axes=())
+
+
+def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:
+    """Decisions each label will make: (count, exact). English auctions give an upper bound.
+
+    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
+    """
+    out: dict[str, tuple[int, bool]] = {}
+    finished: dict[str, int] = {}
+    for key in done or ():
+        finished[key[0]] = finished.get(key[0], 0) + 1
+    for lineup, x in exp.tables():
+        rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
+        left = x.experiment.sessions * x.runs_per_session() - finished.get(lineup.name, 0)
+        for seat in lineup.seats:
+            label = x.players[seat].label
+            count, was_exact = out.get(label, (0, True))
+            # steering replays each game's prefix once per branch in this count: an upper bound
+            out[label] = (count + left * rounds, was_exact and exact and x.steer is None)
+        if x.judge is not None:
+            count, was_exact = out.get(x.judge.label, (0, True))
+            out[x.judge.label] = (count + left * len(lineup.seats), False)  # only games the judge must value
+    return out
+
+
+def llm_call_bound(exp: Experiment) -> dict[str, int]:
+    """Per LLM label (the judge included), the most calls it can make: every decision of every run, each
+    asked again as often as ``reask`` allows. What ``validate`` and ``--dry-run`` hold against the budget."""
+    out: dict[str, int] = {}
+    for lineup, x in exp.tables():
+        rounds, _ = x.game.max_moves(x.params, len(lineup.seats))
+        runs = x.experiment.sessions * x.runs_per_session()
+        for seat in lineup.seats:
+            p = x.players[seat]
+            if p.llm is not None:
+                out[p.label] = out.get(p.label, 0) + runs * rounds * (1 + x.experiment.reask)
+        if x.judge is not None and x.judge.llm is not None:
+            out[x.judge.label] = out.get(x.judge.label, 0) + runs * len(lineup.seats)
+    return out

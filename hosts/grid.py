@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 GRID_SECTIONS = ("game", "experiment", "llm")
-# one value per file: they name the run, choose the game and seed everything
+# one value per file: they name the run, choose the game and seed everything (and bound its paid calls)
 FIXED_EXPERIMENT_KEYS = frozenset({"name", "game", "seed", "models", "description", "group", "environment",
-                                   "players_per_game"})
+                                   "players_per_game", "max_llm_calls"})
 MAX_CELLS = 100_000
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from ..games.schema import json_schema, reasoning_chars
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
+from .progress import Progress
 from .prompts import Template
 
 
@@ -40,6 +40,12 @@ class HostOptions:
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
     # (input, output, echo) for human seats: the terminal, or a script file (--human-input)
     human_io: tuple[TextIO, TextIO, bool] | None = None
+    # where sessions are played: None here, in this process; or an engine with ``async play(host, work,
+    # resume)`` (hosts/ray_engine.py plays them on a Ray cluster; this process stays the only writer)
+    engine: Any = None
+    shard: tuple[int, int] | None = None  # (K, N): only the sessions of shard K of N (hosts/shards.py)
+    # USD per million tokens by label or model (--prices): the progress bar's cost so far
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,71 +59,6 @@ class RunResult:
     decisions: int
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-class Progress:
-    """What a long run is doing: runs and decisions done, decisions per second, time left.
-
-    On a terminal one live line, redrawn at most 10 times a second. Elsewhere (CI, nohup, a log file) plain
-    lines: the first at once, then after 2, 4, 8 ... seconds up to every LOG_EVERY_S, so a log shows the
-    run started and how fast it goes without flooding. Rates count only this process's work, never the
-    runs a resume found finished.
-    """
-
-    LOG_EVERY_S = 30.0
-    FIRST_LOG_S = 2.0
-
-    def __init__(self, total: int, label: str, enabled: bool, done_before: int = 0) -> None:
-        self.total, self.label = total, label
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-        self.before = done_before
-        self.runs = 0
-        self.decisions = 0
-        self.start = time.perf_counter()
-        self._last = self.start
-        self._gap = self.FIRST_LOG_S
-        if enabled and not self.tty:
-            resumed = f", {done_before} already complete" if done_before else ""
-            print(f"{label}: started, {total - done_before} of {total} runs to play{resumed}", file=sys.stderr,
-                  flush=True)
-
-    def line(self) -> str:
-        elapsed = max(time.perf_counter() - self.start, 1e-9)
-        done = self.before + self.runs
-        left = ""
-        if self.runs > 0 and done < self.total:
-            left = f", about {_duration((self.total - done) * elapsed / self.runs)} left"
-        return (f"{self.label}: {done}/{self.total} runs, {self.decisions} decisions "
-                f"({self.decisions / elapsed:.1f}/s){left}")
-
-    def step(self, runs: int = 0, decisions: int = 0) -> None:
-        self.runs += runs
-        self.decisions += decisions
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        finished = self.before + self.runs >= self.total
-        if self.tty and (now - self._last > 0.1 or (runs and finished)):
-            self._last = now
-            sys.stderr.write("\r\033[K" + self.line())
-            sys.stderr.flush()
-        elif not self.tty and now - self._last >= self._gap:
-            self._last = now
-            self._gap = min(self._gap * 2, self.LOG_EVERY_S)
-            print(self.line(), file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            sys.stderr.write("\r\033[K" + self.line() + "\n")
-            sys.stderr.flush()
-
-
 def _llm_problems(exp: Experiment, check: Any) -> list[str]:
     problems = []
     for i, p in enumerate(exp.players):
@@ -129,8 +70,16 @@ def _llm_problems(exp: Experiment, check: Any) -> list[str]:
 
 
 def preflight_experiment(exp: Experiment) -> list[str]:
-    """Missing SDKs or keys for every LLM player, before anything starts."""
-    return _llm_problems(exp, preflight)
+    """Missing SDKs or keys for every LLM player, and OpenSpiel for a [steer] file, before anything starts."""
+    problems = _llm_problems(exp, preflight)
+    if exp.steer is not None:  # without it the run stopped at its start with a traceback
+        from ..games.steering.cfr import OpenSpielMissing, require_openspiel
+
+        try:
+            require_openspiel()
+        except OpenSpielMissing as exc:
+            problems.append(f"[steer]: {exc}")
+    return problems
 
 
 @functools.lru_cache(maxsize=256)
@@ -144,35 +93,14 @@ def settings_problems_of(exp: Experiment) -> list[str]:
     return _llm_problems(exp, settings_problems)
 
 
-def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:
-    """Decisions each label will make: (count, exact). English auctions give an upper bound.
-
-    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
-    """
-    out: dict[str, tuple[int, bool]] = {}
-    finished: dict[str, int] = {}
-    for key in done or ():
-        finished[key[0]] = finished.get(key[0], 0) + 1
-    for lineup, x in exp.tables():
-        rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
-        left = x.experiment.sessions * x.runs_per_session() - finished.get(lineup.name, 0)
-        for seat in lineup.seats:
-            label = x.players[seat].label
-            count, was_exact = out.get(label, (0, True))
-            # steering replays each game's prefix once per branch in this count: an upper bound
-            out[label] = (count + left * rounds, was_exact and exact and x.steer is None)
-        if x.judge is not None:
-            count, was_exact = out.get(x.judge.label, (0, True))
-            out[x.judge.label] = (count + left * len(lineup.seats), False)  # only games the judge must value
-    return out
-
-
 class Host:
     def __init__(self, exp: Experiment, out: Path, options: HostOptions | None = None) -> None:
         self.exp = exp
         self.game = exp.game
         self.options = options or HostOptions()
         self.dir = RunDirectory(out)
+        # where records go: the run directory, or (a session played on a Ray worker) a buffer shipped to it
+        self.sink: Any = self.dir
         self.template = Template(exp.game, exp.prompts)
         tables = exp.tables()  # one per lineup and [grid] cell, each with its cell's experiment
         self.lineups = [lu for lu, _ in tables]
@@ -188,7 +116,29 @@ class Host:
 
     # ---- top level ----
     def total_runs(self) -> int:
+        if self.options.shard is not None:
+            from .shards import shard_sessions
+
+            return sum(shard_sessions(x.experiment.sessions, li, len(self.exps), self.options.shard)
+                       * x.runs_per_session() for li, x in enumerate(self.exps))
         return sum(x.experiment.sessions * x.runs_per_session() for x in self.exps)
+
+    def work_items(self) -> Iterator[tuple[int, int]]:
+        """(table, session) pairs in play order, lazily: memory does not grow with the number of sessions
+        (10**12 sessions start at once and run in constant memory). With a shard, only its own pairs."""
+        sessions = [x.experiment.sessions for x in self.exps]
+        n = len(self.lineups)
+        work = ((li, s) for s in range(max(sessions)) for li in range(n) if s < sessions[li])
+        if self.options.shard is not None:
+            from .shards import in_shard
+
+            k = self.options.shard
+            work = ((li, s) for li, s in work if in_shard(li, s, n, k))
+        return work
+
+    def session_finished(self, li: int, session: int, resume: ResumeState) -> bool:
+        """Whether a resume found the session finished (an engine then does not send it anywhere)."""
+        return len(resume.session_runs(self.lineups[li].name, session)) >= self.exps[li].experiment.runs
 
     async def run(self) -> RunResult:
         total = self.total_runs()
@@ -217,7 +167,7 @@ class Host:
             for i, p in enumerate(x.players):
                 key = (i, p.llm.model_dump_json() if p.llm is not None else "")
                 if key not in made:
-                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, llm=p.llm,
+                    made[key] = create_agent(p.agent, p.label, responses=p.responses, k=p.k, policy=p.policy, llm=p.llm,
                                              options=self.options.runtime, human_io=self.options.human_io)
                 row.append(made[key])
             out.append(row)
@@ -230,27 +180,31 @@ class Host:
         except BaseException:
             await close_all()
             raise
+        if self.options.shard is not None:
+            k, n = self.options.shard
+            self.dir.write_manifest(shard={"index": k, "count": n})
         self._sem = asyncio.Semaphore(self.options.concurrency)
         self.done = len(resume.runs)
         # a live progress line would redraw over the prompt a person is reading
         human = any(p.agent == "human" for x in self.exps for p in x.players)
-        self._progress = progress = Progress(total, e.name, not self.options.quiet and not human, self.done)
+        self._progress = progress = Progress(total, e.name, not self.options.quiet and not human, self.done,
+                                             self.options.prices)
         start = time.perf_counter()
         status = "failed"
         try:
-            # Lazily: (table, session) pairs are produced as workers ask, so memory does not grow with
-            # the number of sessions (10**12 sessions start at once and run in constant memory).
-            sessions = [x.experiment.sessions for x in self.exps]
-            work = ((li, s) for s in range(max(sessions)) for li in range(len(self.lineups)) if s < sessions[li])
-            n_workers = max(1, min(self.options.concurrency, sum(sessions)))
-            workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
-            try:
-                await asyncio.gather(*workers)
-            except BaseException:
-                for w in workers:
-                    w.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
-                raise
+            work = self.work_items()  # one shared generator: each pair goes to exactly one worker
+            if self.options.engine is not None:
+                await self.options.engine.play(self, work, resume)
+            else:
+                n_workers = max(1, min(self.options.concurrency, sum(x.experiment.sessions for x in self.exps)))
+                workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
+                try:
+                    await asyncio.gather(*workers)
+                except BaseException:
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+                    raise
             status = "complete" if self.incomplete == 0 else "incomplete"
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "interrupted"
@@ -260,10 +214,12 @@ class Host:
             try:
                 self.dir.close()
             finally:
-                await close_all()
-                self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
-                                        runs_complete=self.done, runs_incomplete=self.incomplete,
-                                        elapsed_s=round(time.perf_counter() - start, 3))
+                try:  # a second stop signal may cancel the closing of clients: the manifest is written anyway
+                    await close_all()
+                finally:
+                    self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
+                                            runs_complete=self.done, runs_incomplete=self.incomplete,
+                                            elapsed_s=round(time.perf_counter() - start, 3))
         return RunResult(self.dir.path, status, total, self.done, self.incomplete,
                          time.perf_counter() - start, self.decisions)
 
@@ -296,13 +252,14 @@ class Host:
             history = self._history(past, e) if e.history != "none" and past else None
             ctx = RunContext(li, lineup, session, run, setup, seats, ne, counters, history, n_past)
             record = await self._play_run(ctx)
-            self.dir.run(record)
             if not record["complete"]:
-                self.incomplete += 1
+                self.incomplete += 1  # counted before the record leaves: a Ray worker ships both at once
+                self.sink.run(record)
                 return  # later runs need this run's history; --resume retries from here
             past.append(record)
             n_past += 1
             self.done += 1
+            self.sink.run(record)
             self._progress.step(runs=1)
 
     def _history(self, past: deque[dict[str, Any]], e: ExperimentSection) -> list[dict[str, Any]]:
@@ -342,6 +299,8 @@ class Host:
         """Play one move of a run; False when the game is over or a reply stopped it. ``steer`` maps a
         seat to an instruction added to its request at this move (``econarena steer``)."""
         movers = self.game.to_move(play.state)
+        if movers and not steer and self._fast_forward(ctx, play, movers):
+            movers = self.game.to_move(play.state)
         if not movers:
             return False
         state = play.state
@@ -374,6 +333,23 @@ class Host:
                     play.talk.report(seat, self.template.report(fields, after, seat))
         play.state = after
         play.rnd += 1
+        return True
+
+    def _fast_forward(self, ctx: RunContext, play: Playthrough, movers: tuple[int, ...]) -> bool:
+        """Let the game skip the moves in which its baseline seats change nothing (``Game.fast_forward``);
+        only when every seat to move plays a known policy: a model's or a person's move is always asked.
+        The skipped moves go into the round log as one entry; they are no decisions, so none is logged."""
+        agents = self.agents[ctx.table]
+        policies = {seat: policy for seat in movers if (policy := getattr(agents[ctx.seats[seat]], "policy", None))}
+        if len(policies) < len(movers):
+            return False
+        skip = self.game.fast_forward(play.state, policies)
+        if skip is None or skip.moves < 1:
+            return False
+        play.round_log.append({"round": play.rnd, "through": play.rnd + skip.moves - 1,
+                               "actions": [skip.actions.get(i) for i in range(len(ctx.seats))], "events": {}})
+        play.state = skip.state
+        play.rnd += skip.moves
         return True
 
     async def _finish(self, ctx: RunContext, play: Playthrough, decisions: list[int]) -> dict[str, Any]:
@@ -416,7 +392,7 @@ class Host:
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
             reply = await self._ask(judge, request)
-            self.dir.append(JUDGE_LOG, {
+            self.sink.append(JUDGE_LOG, {
                 "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": judge.label,
                 "model": reply.model or judge.model, "template": self.template.id,
                 "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
@@ -442,7 +418,9 @@ class Host:
             dev = [self.game.deviation(setup, out, ne, i) for i in range(n)]
             # scored like the metrics: a rule break scores 0 (see analysis/metrics.py)
             ratio = [(p if ok else 0.0) / q if q else None for p, q, ok in zip(out.payoffs, ne.payoffs, out.valid)]
-        return {"complete": True, "rounds": len(round_log), "actions": list(out.actions),
+        # a fast-forwarded stretch is one entry of the round log (``round`` to ``through``)
+        rounds = sum(e.get("through", e["round"]) - e["round"] + 1 for e in round_log)
+        return {"complete": True, "rounds": rounds, "actions": list(out.actions),
                 "valid": list(out.valid), "first_valid": first_valid,
                 "payoffs": list(out.payoffs), "winners": list(out.winners), "void": out.void,
                 "ne_actions": list(ne.actions) if ne is not None else None,
@@ -587,7 +565,9 @@ class Host:
         key = self.game.action_key
         self.decisions += 1
         self._progress.step(decisions=1)
-        self.dir.decision({
+        if reply.tokens_in or reply.tokens_out:
+            self._progress.usage(agent.label, reply.model or agent.model, reply.tokens_in, reply.tokens_out)
+        self.sink.decision({
             "lineup": d.ctx.lineup.name, "session": d.ctx.session, "run": d.ctx.run, "round": d.rnd,
             "player": d.seat, "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,
             "template": self.template.id, "decision_index": index, "attempt": attempt,

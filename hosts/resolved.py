@@ -10,10 +10,10 @@ from .experiment import Experiment
 def resolved_data(exp: Experiment) -> dict[str, Any]:
     """The experiment with every default filled in, as TOML data. Never a key: only variable names, and
     a base_url with its credentials masked."""
-    from ..agents.calls import public_url
+    from ..agents.calls import public_urls
 
     def masked(llm: dict[str, Any]) -> dict[str, Any]:
-        return {k: public_url(v) if k == "base_url" and isinstance(v, str) else v for k, v in llm.items()}
+        return {k: public_urls(v) if k == "base_url" else v for k, v in llm.items()}
 
     doc: dict[str, Any] = {"experiment": exp.experiment.model_dump(exclude_none=True),
                            "game": exp.params.model_dump()}
@@ -25,7 +25,7 @@ def resolved_data(exp: Experiment) -> dict[str, Any]:
     if exp.axes:
         grid: dict[str, dict[str, Any]] = {}
         for a in exp.axes:
-            values = [public_url(v) if a.key == "base_url" and isinstance(v, str) else v for v in a.values]
+            values = [public_urls(v) if a.key == "base_url" else v for v in a.values]
             grid.setdefault(a.section, {})[a.key] = values
         doc["grid"] = grid
     if exp.steer is not None:
@@ -44,6 +44,8 @@ def _player(p: Any, masked: Any) -> dict[str, Any]:
         entry["responses"] = list(p.responses)
     if p.agent == "level_k":
         entry["k"] = p.k
+    if p.agent == "policy":
+        entry["policy"] = p.policy
     if p.persona is not None:
         entry["persona"] = p.persona
     if p.llm is not None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,9 @@ class SteerHost(Host):
                 os.fsync(fh.fileno())
             write_atomic(path, "".join(json.dumps(r) + "\n" for r in good))
         return {(r["lineup"], r["session"]) for r in good}
+
+    def session_finished(self, li: int, session: int, resume: ResumeState) -> bool:
+        return (self.lineups[li].name, session) in self._steered
 
     # ---- one game ----
     async def _session(self, li: int, lineup: Lineup, session: int, resume: ResumeState) -> None:
@@ -110,13 +115,18 @@ class SteerHost(Host):
                           prior: dict[int, dict[str, Any]]) -> None:
         """The game's new run records, then its steering line (last: its presence marks the game done).
         CFR runs in a worker thread, so the other games' model calls go on meanwhile."""
-        line = await asyncio.to_thread(self._steering_record, lineup, session, records)
+        stop = threading.Event()
+        try:
+            line = await asyncio.to_thread(self._steering_record, lineup, session, records, stop.is_set)
+        except asyncio.CancelledError:  # a stop signal: the solve ends at its next iteration, not its last
+            stop.set()
+            raise
         for run in sorted(records):
             if run not in prior:
-                self.dir.run(records[run])
-                self.done += 1
+                self.done += 1  # counted before the record leaves: a Ray worker ships both at once
+                self.sink.run(records[run])
                 self._progress.step(runs=1)
-        self.dir.append(STEERING, line)
+        self.sink.append(STEERING, line)
         self._steered.add((lineup.name, session))
 
     async def _branch(self, ctx: RunContext, prefix: Playthrough, prefix_counters: list[int], instruction: str,
@@ -138,10 +148,12 @@ class SteerHost(Host):
             if not record.get("complete", True):
                 self.incomplete += 1
                 return
-            self.dir.run({**record, "steer": None})
-        self.done += self.branches  # the game is finished: its branches will never be played
+            self.done += self.branches  # the game is finished: its branches will never be played
+            self.sink.run({**record, "steer": None})
+        else:
+            self.done += self.branches
         self._progress.step(runs=self.branches)
-        self.dir.append(STEERING, {
+        self.sink.append(STEERING, {
             "lineup": lineup.name, "session": session, "seat": self.steer.seat, "space": self._space_name(),
             "actions": [label for label, _ in self.space], "skipped": "the game ended before the steered "
             "decision", "runs": [[0]]})
@@ -157,13 +169,14 @@ class SteerHost(Host):
         actions = self.steer.actions
         return actions if isinstance(actions, str) else "custom"
 
-    def _steering_record(self, lineup: Lineup, session: int, records: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    def _steering_record(self, lineup: Lineup, session: int, records: dict[int, dict[str, Any]],
+                         stop: Callable[[], bool] | None = None) -> dict[str, Any]:
         """Solve the game's steering subgame with OpenSpiel's CFR and summarise its branches."""
         s = self.steer
         n_actions = len(self.space)
         runs = [[i * s.samples + k for k in range(s.samples)] for i in range(n_actions)]
         values = [[[float(x) for x in records[r]["payoffs"]] for r in row] for row in runs]
-        curve = solve(values, s.seat, self.baseline, s.iterations, s.every)
+        curve = solve(values, s.seat, self.baseline, s.iterations, s.every, stop)
         branches = [records[r] for row in runs for r in row]
         return {
             "lineup": lineup.name, "session": session, "seat": s.seat, "space": self._space_name(),

@@ -1,20 +1,30 @@
-"""What every importer shares: the result of an import, writing run directories, decision records from
-stored chats, config.toml of imported runs. Each source has its own module beside this one (see
-``importers/__init__.py`` for the interface)."""
+"""What every importer shares: the accounting of an import, writing run directories, run and decision
+records, config.toml of imported runs.
+
+The interface every source module follows (importers/registry.py lists them): ``NAME`` (the
+``econarena import`` source), ``DESCRIPTION`` (one line), ``ITEMS`` (what one item of the source is, for
+messages), ``OPTIONS`` (the keyword options it takes) and ``import_dir(src, out, **options) ->
+ImportResult``, which reads a released directory, writes our run directories under ``out`` and accounts
+for every item of the source: imported, or refused with a reason. Where the source records an outcome
+apart from the moves, that record is the outcome of the imported run and the game's replay of the moves
+through our rules is a separate check (``ReplayCheck``), counted and listed here.
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shutil
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..games.base import Game, ImportedRun
+from ..games.base import Game, ImportedRun, ReplayCheck, Setup
 from ..rundir import DECISIONS, MANIFEST, RUNS, RunDirectory, now_iso
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
@@ -24,12 +34,130 @@ class ImportFailed(Exception):
     """The import cannot start (bad RAW_DIR, an output directory holding runs of our own)."""
 
 
+REPORT_JSON = "import_report.json"
+DISAGREEMENTS_CSV = "import_disagreements.csv"
+REFUSED_CSV = "import_refused.csv"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A source item (a file or game folder) that did not become a run, and why."""
+
+    item: str  # relative to the source directory
+    category: str  # short code: unreadable, unknown_format, unended, incomplete, not_implemented, duplicate, ...
+    reason: str  # one line naming the file, key or value
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """An imported run whose replay through our rules does not reach the outcome its source records."""
+
+    item: str
+    game: str
+    kind: str  # parser difference, rule difference, malformed move, metric definition, ...
+    causes: tuple[str, ...]
+    recorded: Any
+    replayed: Any
+    detail: str
+
+
 @dataclass
 class ImportResult:
+    """What an import did with every item of the source: imported (with the replay check's verdict) or
+    refused with a reason. ``found == runs + len(refused)`` always holds."""
+
+    source: str = ""
     dirs: list[Path] = field(default_factory=list)
     runs: int = 0
-    warnings: list[str] = field(default_factory=list)  # one line each, naming the file or folder
-    skipped: dict[str, int] = field(default_factory=dict)  # game -> files its from_reference cannot read yet
+    found: int = 0
+    imported: Counter[str] = field(default_factory=Counter)  # game -> runs
+    refused: list[Refusal] = field(default_factory=list)
+    checked: Counter[str] = field(default_factory=Counter)  # game -> runs replayed against a record
+    agreed: Counter[str] = field(default_factory=Counter)
+    disagreements: list[Disagreement] = field(default_factory=list)
+    causes: Counter[tuple[str, str]] = field(default_factory=Counter)  # (game, cause) -> runs, agreeing or not
+    warnings: list[str] = field(default_factory=list)  # notes that are not about one item (one line each)
+    check_note: str = ""  # what the replay check compares, for this source
+
+    def refuse(self, item: str, category: str, reason: str) -> None:
+        self.found += 1
+        self.refused.append(Refusal(item, category, reason))
+
+    def count_check(self, item: str, game: str, check: ReplayCheck | None) -> None:
+        """Count one imported run's replay check (None: nothing in the source to compare with)."""
+        if check is None:
+            return
+        self.checked[game] += 1
+        for c in check.causes:
+            self.causes[(game, c)] += 1
+        if check.agree:
+            self.agreed[game] += 1
+        else:
+            self.disagreements.append(Disagreement(item, game, check.kind, tuple(check.causes), check.recorded,
+                                                   check.replayed, check.detail))
+
+    def lines(self) -> list[str]:
+        """The accounting as printable lines: every item found is imported or refused, with the replay check."""
+        out = [f"{self.source}: {self.found} item(s) found: {self.runs} imported, {len(self.refused)} refused"]
+        for game, n in sorted(self.imported.items()):
+            out.append(f"  {game}: {n} imported")
+        for cat, n in sorted(Counter(r.category for r in self.refused).items()):
+            out.append(f"  refused ({cat}): {n}")
+        checked = sum(self.checked.values())
+        agreed = sum(self.agreed.values())
+        if checked:
+            out.append(f"replay check: {agreed} of {checked} checked run(s) reach the recorded outcome under our rules"
+                       + (f"; {self.runs - checked} not checked" if self.runs > checked else ""))
+            for game in sorted(self.checked):
+                off = self.checked[game] - self.agreed[game]
+                kinds = Counter(d.kind for d in self.disagreements if d.game == game)
+                why = "; ".join(f"{k}: {n}" for k, n in sorted(kinds.items()))
+                out.append(f"  {game}: {self.agreed[game]} of {self.checked[game]} agree"
+                           + (f", {off} disagree ({why})" if off else ""))
+            if self.causes:
+                out.append("  causes met (in agreeing runs too): " + "; ".join(
+                    f"{g}/{c}: {n}" for (g, c), n in sorted(self.causes.items())))
+        elif self.runs:
+            out.append("replay check: the source records nothing apart from the moves to compare with")
+        if self.check_note:
+            out.append(f"  ({self.check_note})")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "found": self.found, "imported": self.runs,
+                "imported_by_game": dict(sorted(self.imported.items())), "refused": len(self.refused),
+                "refused_by_category": dict(sorted(Counter(r.category for r in self.refused).items())),
+                "replay_check": {"note": self.check_note, "checked": sum(self.checked.values()),
+                                 "agree": sum(self.agreed.values()),
+                                 "by_game": {g: {"checked": n, "agree": self.agreed[g]}
+                                             for g, n in sorted(self.checked.items())},
+                                 "causes": [{"game": g, "cause": c, "runs": n}
+                                            for (g, c), n in sorted(self.causes.items())]},
+                "disagreements": [asdict(d) for d in self.disagreements],
+                "refusals": [asdict(r) for r in self.refused], "warnings": list(self.warnings),
+                "run_dirs": [str(d) for d in self.dirs]}
+
+
+def write_import_report(result: ImportResult, out: Path) -> list[Path]:
+    """``import_report.json`` (the whole accounting), ``import_disagreements.csv`` and ``import_refused.csv``
+    in ``out``: a reader can judge both harnesses without rerunning the import."""
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / REPORT_JSON
+    report.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    dis = out / DISAGREEMENTS_CSV
+    with dis.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["item", "game", "kind", "causes", "recorded", "replayed", "detail"])
+        for d in result.disagreements:
+            w.writerow([d.item, d.game, d.kind, " ".join(d.causes), json.dumps(d.recorded, ensure_ascii=False),
+                        json.dumps(d.replayed, ensure_ascii=False), d.detail])
+    ref = out / REFUSED_CSV
+    with ref.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["item", "category", "reason"])
+        for r in result.refused:
+            w.writerow([r.item, r.category, r.reason])
+    return [report, dis, ref]
 
 
 def slug(text: str) -> str:
@@ -124,6 +252,40 @@ def decisions_of(game: Game, imp: ImportedRun, base: dict[str, Any], label: str,
                 "tokens_out": None, "cached": False, "error": None, "imported": True,
             })
     return out
+
+
+def run_record(game: Game, setup: Setup, imp: ImportedRun, labels: Sequence[str], models: Sequence[str],
+               session: int, source: str, file: str, *, payoffs: Sequence[float | None],
+               metrics: Mapping[str, Any], void: bool, winners: Sequence[int] | None = None,
+               imported: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run record (the Host's shape) and the decisions of one imported game of sequential moves: the
+    outcome (``payoffs``, ``metrics``, ``void``) as the importer decided it, the moves from ``imp``; the
+    replay check and anything else the source adds go under ``imported``. Raises ValueError when the record
+    could not be written as JSON (a value the file could not hold is the item's problem, not a crash)."""
+    n = len(labels)
+    last: list[Any] = [None] * n
+    for r in imp.round_log:
+        for i, a in enumerate(r["actions"]):
+            if a is not None and i < n:
+                last[i] = a.get(game.action_key)
+    base = {"lineup": "imported", "environment": "melee", "session": session, "run": 0, "labels": list(labels),
+            "agents": ["imported"] * n, "models": list(models), "params": setup.to_dict(), "private_values": None}
+    known = [p for p in payoffs if p is not None]
+    if winners is None:  # the best payoff wins, nobody on a tie
+        winners = ([i for i, p in enumerate(payoffs) if p == max(known)]
+                   if len(known) == n and len(set(known)) > 1 else [])
+    check = asdict(imp.check) if imp.check is not None else None
+    record = {**base, "complete": True, "rounds": len(imp.round_log), "actions": last, "valid": [True] * n,
+              "first_valid": [True] * n, "payoffs": list(payoffs), "winners": list(winners), "void": void,
+              "ne_actions": None, "ne_payoffs": None, "payoff_ratio": [None] * n, "deviation": [None] * n,
+              "extra": {}, "round_log": imp.round_log, "score": None, "metrics": dict(metrics),
+              "imported": {"source": source, "file": file, "recorded": imp.recorded, "check": check,
+                           **(imported or {})}}
+    json.dumps(record, allow_nan=False)
+    decisions = decisions_of(game, imp, base, labels[0], models[0], source)
+    for d in decisions:
+        d["label"], d["model"] = labels[d["player"]], models[d["player"]]
+    return record, decisions
 
 
 def why(exc: BaseException) -> str:

@@ -25,6 +25,7 @@ as for runs of K rounds played here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -39,7 +40,14 @@ from ..games import GAMES
 from ..games.base import Game, ImportedRun, Outcome
 from .common import ImportFailed, ImportResult, decisions_of, imported_config, plan_dirs, why, write_imported
 
+NAME = "gamabench"
+DESCRIPTION = "GAMA-Bench raw_results/ (CUHK-ARISE/GAMABench): one JSON file per run"
+ITEMS = "GAMA-Bench result files"
+OPTIONS = ("unnamed",)
 SOURCE = "GAMA-Bench raw_results"
+CHECK_NOTE = ("recorded: the per-round totals the reference wrote in round_records (mean and target, attendance, "
+              "bill, pot, total bid, whether a plan passed); replayed: the same from our rules; the sealed-bid "
+              "auction and battle royale take the recorded winners and hits as they are, so they are not checked")
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,8 @@ def _run_record(game: Game, folder: Folder, imp: ImportedRun, label: str, model:
               "ne_payoffs": list(ne.payoffs) if ne is not None else None, "payoff_ratio": ratio,
               "deviation": dev, "extra": {}, "round_log": imp.round_log,
               "score": game.score(setup, imp.round_log), "metrics": game.metrics(setup, imp.round_log),
-              "imported": {"source": SOURCE, "file": source, "folder": folder.path}}
+              "imported": {"source": SOURCE, "file": source, "folder": folder.path,
+                           "check": dataclasses.asdict(imp.check) if imp.check is not None else None}}
     json.dumps(record, allow_nan=False)  # a value the JSONL could not hold is this file's problem, not a crash
     return record, decisions_of(game, imp, base, label, model, SOURCE)
 
@@ -137,71 +146,74 @@ def _config_text(name: str, folder: Folder, label: str, n: int, sessions: int, p
                            sessions, params, f"{SOURCE} from {raw_dir}, folder {folder.path}, label {label}")
 
 
-def import_reference(raw_dir: str | Path, out: str | Path, *, unnamed: str = "unnamed",
-                     games: Mapping[str, Game] | None = None) -> ImportResult:
-    """Read every result file under ``raw_dir`` into run directories under ``out`` (see the module doc)."""
-    raw, out = Path(raw_dir), Path(out)
+def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
+               games: Mapping[str, Game] | None = None) -> ImportResult:
+    """Read every result file under ``src`` into run directories under ``out`` (see the module doc)."""
+    raw, out = Path(src), Path(out)
     if not raw.is_dir():
         raise ImportFailed(f"{raw}: not a directory (expected a GAMA-Bench raw_results/ folder or part of one)")
     folders = declared_folders(games)
-    result = ImportResult()
+    if not unnamed.strip():
+        raise ImportFailed("--unnamed-model must not be empty")
+    result = ImportResult(NAME, check_note=CHECK_NOTE)
     groups: dict[tuple[str, str], list[_Run]] = {}
     meta: dict[tuple[str, str], tuple[Folder, str]] = {}
-    unclaimed: dict[Path, int] = {}
     unreadable: dict[str, Folder] = {}
     for path in sorted(p for p in raw.rglob("*") if p.is_file() and not p.name.startswith(".")):
         rel = path.relative_to(raw).as_posix()
         folder = _folder_of(path, folders)
         if folder is None:
-            if path.suffix == ".json":  # notes and READMEs beside the results are not results
-                unclaimed[path.parent] = unclaimed.get(path.parent, 0) + 1
+            if path.suffix == ".json":  # READMEs beside the results are not items; a JSON file might be one
+                result.refuse(rel, "unknown_folder", f"no registered game reads the folder {path.parent.name!r}")
             continue
         if path.suffix != ".json":
-            result.warnings.append(f"{path}: not a .json result file; skipped")
+            result.refuse(rel, "unreadable", "not a .json result file")
             continue
         parsed = parse_file_name(path.name, folder, unnamed)
         if parsed is None:
-            result.warnings.append(f"{path}: the name does not read as [<model>_]{folder.parts[-1]}_v<N>[_...].json "
-                                   "(or with another folder component as the game's name); skipped")
+            result.refuse(rel, "unknown_format", f"the name does not read as [<model>_]{folder.parts[-1]}_v<N>[_...]"
+                          ".json (or with another folder component as the game's name)")
             continue
         model, label, session = parsed
         if folder.game.name in unreadable:
-            result.skipped[folder.game.name] += 1
+            result.refuse(rel, "not_implemented", f"reading reference results is not implemented for "
+                                                  f"{folder.game.name} yet")
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            result.warnings.append(f"{path}: not readable JSON ({why(exc)}); skipped")
+            result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue
         if not isinstance(data, dict):
-            result.warnings.append(f"{path}: expected a JSON object with meta, round_records and player_data; "
-                                   "skipped")
+            result.refuse(rel, "unreadable", "expected a JSON object with meta, round_records and player_data")
             continue
         try:
             imp = folder.game.from_reference(data)
         except NotImplementedError:
             unreadable[folder.game.name] = folder
-            result.skipped[folder.game.name] = result.skipped.get(folder.game.name, 0) + 1
+            result.refuse(rel, "not_implemented", f"reading reference results is not implemented for "
+                                                  f"{folder.game.name} yet")
             continue
         except Exception as exc:  # hostile or truncated files: one line, never a traceback
-            result.warnings.append(f"{path}: not a readable {folder.game.name} result ({why(exc)}); skipped")
+            result.refuse(rel, "unreadable", f"not a readable {folder.game.name} result ({why(exc)})")
             continue
         try:
             record, decisions = _run_record(folder.game, folder, imp, label, model, session, rel)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError) as exc:
-            result.warnings.append(f"{path}: cannot score this {folder.game.name} result ({why(exc)}); skipped")
+            result.refuse(rel, "unreadable", f"cannot score this {folder.game.name} result ({why(exc)})")
             continue
         key = (folder.path, label)
         runs = groups.setdefault(key, [])
         clash = next((r for r in runs if r.session == session), None)
         if clash is not None:
-            result.warnings.append(f"{path}: run {session} of {label} in {folder.path} was already read from "
-                                   f"{clash.source.name}; skipped")
+            result.refuse(rel, "duplicate", f"run {session} of {label} in {folder.path} was already read from "
+                                            f"{clash.source.name}")
             continue
         meta[key] = (folder, model)
         runs.append(_Run(session, path, record, decisions))
-    for parent, count in sorted(unclaimed.items()):
-        result.warnings.append(f"{parent}: no registered game reads this folder; {count} file(s) skipped")
+        result.found += 1
+        result.imported[folder.game.name] += 1
+        result.count_check(rel, folder.game.name, imp.check)
     _write(groups, meta, raw, out, result)
     return result
 
@@ -218,3 +230,6 @@ def _write(groups: dict[tuple[str, str], list[_Run]], meta: dict[tuple[str, str]
                        [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
+
+
+import_reference = import_dir  # the name earlier versions exported

@@ -35,6 +35,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 
 
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """One real local Ray instance (2 CPUs) for every Ray test of the session, shut down at the end."""
+    import logging
+
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'econarena[ray]' (make install)")
+    if not ray.is_initialized():
+        # workers read API keys from their own environment: the golden LLM experiments name GOLDEN_KEY
+        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
+                 runtime_env={"env_vars": {"GOLDEN_KEY": "sk-golden-test"}})
+    yield ray
+    ray.shutdown()
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
     """A fake LLM server on 127.0.0.1 (tests/fakeservers.py), one per test module."""
@@ -103,7 +117,8 @@ def sorted_decisions(out: Path) -> list[dict[str, Any]]:
 def cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``econarena ARGS`` in a subprocess (no API keys in its environment)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([ECONARENA, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([ECONARENA, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)  # never the runner's terminal: a background job must not stop
 
 
 @pytest.fixture

@@ -33,14 +33,21 @@ SMALL: dict[str, dict[str, Any]] = {  # game parameters that keep each experimen
     "public_goods": {"rounds": 3}, "diners_dilemma": {"rounds": 3}, "sealed_bid_auction": {"rounds": 3},
     "battle_royale": {"max_turns": 4}, "bargaining": {"max_rounds": 4}, "negotiation": {"max_rounds": 3},
     "persuasion": {"rounds": 3}, "multi_turn_ultimatum": {"turns": 4}, "resource_exchange": {"turns": 4},
-    "buy_sell": {"turns": 4}, "english_auction": {"max_rounds": 30, "increment": 5},
+    "buy_sell": {"turns": 4}, "english_auction": {"max_rounds": 30, "increment": 5}, "prisoners_dilemma": {"rounds": 3},
 }
+
+
+# Games that gained a level-k rule after their golden files were first written (issue 16): their per-game
+# experiments keep the seats they were recorded with, and level-k plays in a "<game>-level-k" experiment.
+LATER_LEVEL_K = ("guessing_game", "sealed_bid_auction")
 
 
 def _players(game: Any) -> list[dict[str, Any]]:
     """The game's baselines (level-k at two depths where it has one) and a garbage-writing scripted seat."""
     out: list[dict[str, Any]] = []
     for policy in game.info.policies:
+        if policy == "level_k" and game.name in LATER_LEVEL_K:
+            continue
         if policy == "level_k":
             out += [{"agent": "level_k", "label": "L1", "k": 1}, {"agent": "level_k", "label": "L2", "k": 2}]
         elif policy in ("rational", "random"):
@@ -63,6 +70,15 @@ def experiments() -> dict[str, dict[str, Any]]:
             docs[f"{name}-baselines"] = _doc(name, players[:n], sessions=2, runs=2)
             players = [players[0], players[-1]]
         docs[name] = _doc(name, players[:n] if n else players, sessions=2, runs=2)
+    for name in LATER_LEVEL_K:
+        docs[f"{name}-level-k"] = _doc(name, [{"agent": "level_k", "label": f"L{k}", "k": k} for k in (0, 1, 2, 9)]
+                                       + [{"agent": "rational"}, _scripted()], sessions=1, runs=2)
+    # the ascending clock jumps over the rounds in which only rational and level-k bidders are left and all stay
+    docs["english-fast-forward"] = {**_doc("english_auction", [{"agent": "rational", "count": 2},
+                                                               {"agent": "level_k", "label": "L3", "k": 3},
+                                                               {"agent": "random"}], sessions=3),
+                                    "game": {"private_value": {"uniform": [1000, 1_000_000]}, "assets": 1_000_000,
+                                             "increment": 0.01, "max_rounds": 10**18}}
     docs["bc-rational-history-cot"] = _doc("beauty_contest", [{"agent": "random"}, _scripted()],
                                            environment="rational", history="full", prompt="cot", runs=3,
                                            sessions=2)

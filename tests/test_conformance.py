@@ -152,6 +152,13 @@ def _fruit_bounds(setup: Setup, out: Outcome) -> None:
         assert -sum(v[i][f] * e[i][f] for f in e[i]) <= want <= sum(v[i][f] * e[1 - i][f] for f in e[i])
 
 
+def _dilemma_bounds(setup: Setup, out: Outcome) -> None:
+    # every round pays each seat between S and T, and the two together at most 2R (2R > T + S, R > P)
+    t, r, s, k = setup["temptation"], setup["reward"], setup["sucker"], setup["rounds"]
+    assert all(s * k - 1e-9 <= p <= t * k + 1e-9 for p in out.payoffs)
+    assert sum(out.payoffs) <= 2 * r * k + 1e-9
+
+
 BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "resource_exchange": _exchange_bounds,
     "ultimatum": _ultimatum_bounds,
@@ -171,6 +178,7 @@ BOUNDS: dict[str, Callable[[Setup, Outcome], None]] = {
     "divide_dollar": _dollar_bounds,
     "public_goods": _goods_bounds,
     "diners_dilemma": _diner_bounds,
+    "prisoners_dilemma": _dilemma_bounds,
 }
 
 GARBAGE = ["", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}']

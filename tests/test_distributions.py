@@ -36,7 +36,7 @@ def test_report_has_metric_boxes_and_negotiation_matrices(arena, tmp_path: Path)
     dirs = [_run(arena, tmp_path, "ultimatum"), _run(arena, tmp_path, "bargaining")]
     report = build_report(dirs, tmp_path / "report", n_boot=50, transcripts=1)
     html = report.html.read_text(encoding="utf-8")
-    assert "Metrics by player (negotiationarena)" in html and "Metrics by player (glee)" in html
-    assert "id='negotiationarena'" in html and "Win rates (P1 / P2)" in html
+    assert "data-figure='negotiationarena_metrics'" in html and "data-figure='glee_metrics'" in html
+    assert "id='card-negotiationarena'" in html and "win rate P1 / P2" in html and "payoff P1 / P2" in html
     for key in ("negotiationarena_metrics", "glee_metrics"):
         assert (tmp_path / "report" / "figures" / f"{key}.png").stat().st_size > 10_000

@@ -143,11 +143,18 @@ def test_import_command_end_to_end(raw_tree: Path, tmp_path: Path, arena) -> Non
     r = arena.cli("import", "gamabench", str(raw_tree), "--out", str(out), "--unnamed-model", "gpt-3.5")
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
-    warnings = [line for line in r.stderr.splitlines() if line.startswith("econarena: warning:")]
+    refused = [line for line in r.stderr.splitlines() if line.startswith("econarena: refused:")]
     for bad in ("v1_4.json", "v1_5.json", "v1_6.json", "v1_7.json", "weird.json", "notes.txt", "unknown_game"):
-        assert sum(bad in w for w in warnings) == 1, (bad, r.stderr)
-    assert len(warnings) == 7
-    assert "parameter" in next(w for w in warnings if "v1_7.json" in w)  # max below min: named, not a crash
+        assert sum(bad in w for w in refused) == 1, (bad, r.stderr)
+    assert len(refused) == 7
+    assert "parameter" in next(w for w in refused if "v1_7.json" in w)  # max below min: named, not a crash
+    # every file is accounted for: 5 imported (4 default runs and one variant) and 7 refused
+    report = json.loads((out / "import_report.json").read_text(encoding="utf-8"))
+    assert report["found"] == report["imported"] + report["refused"] and report["refused"] == 7
+    assert report["refused_by_category"] == {"unknown_folder": 1, "unknown_format": 1, "unreadable": 5}
+    # the replay check: the reference's round means and targets agree with ours in every imported file
+    assert report["replay_check"]["checked"] == report["imported"] == report["replay_check"]["agree"]
+    assert "replay check: 5 of 5 checked run(s) reach the recorded outcome" in r.stdout
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
         "guessing_game--gpt-3.5", "guessing_game--m1", "guessing_game--m1_v1_t0"]
     rows = read_csv(out / "gamabench_scores.csv")
@@ -208,10 +215,12 @@ def test_a_game_that_cannot_import_yet_is_reported_as_skipped(raw_tree: Path, tm
 
     monkeypatch.setitem(GAMES, "pending_game", Pending())
     result = import_reference(raw_tree / "unknown_game", tmp_path / "x")
-    assert result.skipped == {"pending_game": 1} and result.dirs == []
+    assert [(r.category, r.reason) for r in result.refused] == [
+        ("not_implemented", "reading reference results is not implemented for pending_game yet")]
+    assert result.dirs == [] and result.found == 1
     assert main(["import", "gamabench", str(raw_tree), "--out", str(tmp_path / "y")]) == 0
     err = capsys.readouterr().err
-    assert "skipped: pending_game: reading reference results is not implemented" in err
+    assert "refused: unknown_game/m1_unknown_game_v1_1.json: reading reference results is not implemented" in err
     assert "Traceback" not in err
 
 
@@ -314,7 +323,9 @@ def test_report_has_a_gamabench_section(raw_tree: Path, tmp_path: Path, arena) -
     assert r.returncode == 0, r.stderr
     assert "gama_scores.png" in r.stdout and "gama_rounds.png" in r.stdout
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "<h2 id='gamabench'>GAMA-Bench</h2>" in html and "href='#gamabench'" in html
+    assert "<section class='scorecard' id='card-gamabench'>" in html and "href='#card-gamabench'" in html
+    card = html.split("id='card-gamabench'", 1)[1].split("</section>", 1)[0]
+    assert "<b>70.0</b><small>± 14.1</small>" in card  # m1's guessing cell, first on the page
     assert "data-figure='gama_scores'" in html and "data-figure='gama_rounds'" in html
     assert "70.0 ± 14.1 (n=2)" in html  # m1's guessing cell
     for key in ("gama_scores", "gama_rounds"):
@@ -340,7 +351,7 @@ def test_no_gamabench_section_without_such_runs(tmp_path: Path, arena) -> None:
     bc = arena.experiment_dict("beauty_contest", [{"agent": "rational"}, {"agent": "random"}], {"upper_bound": 100})
     arena.run_experiment(bc, tmp_path / "bc")
     rep = build_report([tmp_path / "bc"], tmp_path / "rep", n_boot=20)
-    assert "id='gamabench'" not in rep.html.read_text(encoding="utf-8")
+    assert "id='card-gamabench'" not in rep.html.read_text(encoding="utf-8")
     assert not (tmp_path / "rep" / "gamabench_scores.csv").exists()
 
 

@@ -327,7 +327,9 @@ def test_report_adds_effect_plots_and_pair_heatmap(tmp_path: Path, toy: None) ->
         assert f.png.stat().st_size > 5000 and f.svg.is_file()
     assert {p.name for p in rep.files} >= {"glee_effects.csv", "glee_pairs.csv"}
     page = rep.html.read_text(encoding="utf-8")
-    assert "<h2 id='linear-glee'>Linear models (glee)</h2>" in page
+    assert "<h4>Linear models (glee)</h4>" in page and "id='card-glee'" in page
+    card = page.split("id='card-glee'", 1)[1].split("</section>", 1)[0]
+    assert "efficiency" in card and "self-gain" in card and "<caption>Toy split</caption>" in card
     assert "Toy split: model-choice meta-game on self_gain: pure equilibria (p1, p2): (m_y, m_x)" in page
     assert "stake=1000 (vs 100)" in page and "0.400 / 0.300 (n=8) *" in page
     with (tmp_path / "report" / "glee_effects.csv").open(encoding="utf-8") as fh:

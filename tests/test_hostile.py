@@ -62,7 +62,7 @@ def _lines(path: Path) -> int:
 def _start(arena, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return subprocess.Popen([arena.ECONARENA, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, stdin=subprocess.DEVNULL)
 
 
 def _wait_lines(proc: subprocess.Popen[str], path: Path, n: int, timeout: float = 60) -> None:
@@ -392,6 +392,18 @@ def test_an_alias_loop_says_it_is_a_loop_and_chains_resolve(tmp_path: Path, caps
         follow_alias({"X": {"alias": "X"}}, "X", "m")
 
 
+def test_each_bad_alias_of_a_models_file_is_named_with_its_own_key(tmp_path: Path, capsys) -> None:
+    """Found by trying: every message named the keys of the file's LAST alias ('nop.k' for alias badk)."""
+    models = tmp_path / "models.toml"
+    models.write_text('[badk]\nagent = "level_k"\nk = -1\n\n[weird]\nagent = "rational"\npolicy = "tit_for_tat"\n\n'
+                      '[nop]\nagent = "policy"\n\n[fine]\nagent = "policy"\npolicy = "tit_for_tat"\n')
+    err = _err_of(capsys, ["validate", str(models)])
+    assert f"{models} [badk]: 'badk.k': expected an integer from 0 to 1000 (got -1)" in err
+    assert f"{models} [weird]: unknown key 'weird.policy' for agent 'rational'" in err
+    assert f"{models} [nop]: 'nop.policy': expected the name of a strategy" in err
+    assert "fine" not in err and len(err.strip().splitlines()) == 3
+
+
 # ----------------------------------------------------------------------------------------------- bounded work
 
 def test_a_deeply_nested_reply_is_recorded_and_resumable(tmp_path: Path, arena) -> None:
@@ -505,6 +517,7 @@ def test_pip_install_prints_no_packaging_warnings(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert {f"econarena/hosts/templates/{g}.toml" for g in ("common", "beauty_contest", "english_auction",
                                                            "second_price_auction")} <= set(names)
+    assert "econarena/analysis/published/gamabench_leaderboard.toml" in names  # the report's published numbers
 
 
 # ----------------------------------------------------------- found by the adversarial pass of this change

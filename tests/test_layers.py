@@ -105,7 +105,7 @@ def test_games_import_no_sdk() -> None:
 def test_core_host_and_baselines_import_no_sdk() -> None:
     loaded = imported_after("import econarena.cli, econarena.hosts.host, econarena.agents.registry, "
                             "econarena.analysis.metrics")
-    heavy = {"openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers"}
+    heavy = {"openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "ray"}
     assert not loaded & heavy, loaded & heavy
 
 
@@ -264,3 +264,17 @@ def test_nothing_is_imported_by_name() -> None:
                 name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
                 builtin = isinstance(f, ast.Name) and name in ("eval", "exec", "__import__")
                 assert not builtin and name != "import_module", f"{path}:{node.lineno}"
+
+
+def test_every_package_folder_is_installed() -> None:
+    """setup.cfg lists packages by hand (the repository root is the package): a new folder must be listed,
+    or `pip install .` would leave it out while the editable install of the tests still finds it."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    found = {"econarena"} | {
+        "econarena." + ".".join(p.parent.relative_to(REPO).parts)
+        for layer in LAYERS for p in (REPO / layer).rglob("__init__.py")}
+    assert found <= listed, f"add to setup.cfg [options] packages: {sorted(found - listed)}"

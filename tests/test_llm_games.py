@@ -29,7 +29,8 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([ECONARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run([ECONARENA, *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
 
 
 def test_one_melee_with_all_five_provider_kinds(server: FakeLLMServer, tmp_path: Path) -> None:

@@ -84,7 +84,8 @@ responses = ['{"bid": 90}', '{"bid": 70}', '{"bid": 55}']
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([ECONARENA, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([ECONARENA, *args], env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
 
 
 def _run(toml: str, tmp: Path, name: str) -> Path:

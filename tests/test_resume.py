@@ -55,7 +55,8 @@ def lines(path: Path) -> int:
 def start(arena, toml: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return subprocess.Popen([arena.ECONARENA, "run", str(toml), "--out", str(out), "--quiet", *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
 
 
 def kill_midway(arena, toml: Path, out: Path, at_least: int, *extra: str) -> int:

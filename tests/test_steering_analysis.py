@@ -271,11 +271,15 @@ def built(dirs: list[Path], tmp_path: Path) -> Any:
 
 def test_report_has_the_steering_section(built: Any) -> None:
     page = built.html.read_text(encoding="utf-8")
-    assert "<a href='#steering'>Steering</a>" in page and "<h2 id='steering'>Steering</h2>" in page
-    section = page[page.index("<h2 id='steering'>"):]
+    assert "<a href='#card-steering'>Steering</a>" in page and "id='card-steering'" in page
+    card = page.split("id='card-steering'", 1)[1].split("</section>", 1)[0]
+    for cell in ("<b>0.0203</b><small>± 0.0146</small>", "<b>0.3847</b><small>± 0.4733</small>", "18.94"):
+        assert cell in card, cell
+    section = page[page.index("<h3 id='detail-steering'>"):]
     for cell in ("0.0203 ± 0.0146", "0.3847 ± 0.4733", "18.94", "14.24 ± 13.07", "33.33 %", "11.11 %",
-                 "18 in 1 game, 20 in 1 game"):
+                 "18 in 1 game, 20 in 1 game", "Strategy per information state"):
         assert cell in section, cell
+    section = page  # the figures come before the detail
     keys = [f.key for f in built.figures]
     assert "steer_curves" in keys and "steer_strategies" in keys
     for f in built.figures:
@@ -299,7 +303,7 @@ def test_report_without_steering_has_no_section(tmp_path: Path) -> None:
     (d / "steering.jsonl").unlink()
     rep = build_report([d], tmp_path / "report", n_boot=20, transcripts=0)
     page = rep.html.read_text(encoding="utf-8")
-    assert "id='steering'" not in page and not (tmp_path / "report" / "steering.csv").exists()
+    assert "id='card-steering'" not in page and not (tmp_path / "report" / "steering.csv").exists()
 
 
 def test_steering_report_renders_in_chromium(built: Any, tmp_path: Path) -> None:
@@ -320,3 +324,15 @@ def test_steering_report_renders_in_chromium(built: Any, tmp_path: Path) -> None
     n = len(built.figures)
     assert n >= 2 and f'data-images-total="{n}"' in body.group(0) and f'data-images-loaded="{n}"' in body.group(0)
     assert 'data-figure="steer_curves"' in dom.stdout and 'data-figure="steer_strategies"' in dom.stdout
+
+
+def test_strategy_per_information_state(dirs: list[Path]) -> None:
+    """Each game is one information state of the steered player; its row holds the CFR average strategy at
+    the report iteration (the largest probability in bold), NashConv and CFR gain there."""
+    tables = {title.split(":")[0]: (head, rows) for title, head, rows in S.strategy_tables(S.collect(dirs))}
+    head, rows = tables["steer / self / tones"]
+    assert head == ["state", "what the steered player saw", *TONES, "NashConv", "CFR gain"]
+    assert rows[0] == ["game 0", "", "0.02", "<b>0.96</b>", "0.01", "0.01", "0.0306", "0.7194"]
+    assert rows[1][:2] == ["game 1", ""] and rows[1][-2:] == ["0.0100", "0.0500"]  # iteration 18: the last <= 20
+    head, rows = tables["steer / self / offers"]
+    assert rows[1][2:5] == ["<b>0.50</b>", "<b>0.50</b>", "0.00"]

@@ -159,3 +159,22 @@ def test_a_judge_number_too_long_for_a_float_is_clipped_not_zeroed() -> None:
 
     assert judge_number("9" * 400) == 20 and judge_number("-" + "9" * 400) == -20
     assert judge_number("1e309") == 1  # OpenSpiel's first number: the "1" before the exponent
+
+
+def test_steering_without_openspiel_is_a_clear_error_before_anything_runs(tmp_path: Path, monkeypatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by trying a plain `pip install econarena` (no [steer] extra): `econarena steer` printed a
+    traceback of OpenSpielMissing (exit 1) after creating the run directory."""
+    from econarena.cli import main
+
+    toml = tmp_path / "steer.toml"
+    toml.write_text('[experiment]\nname = "s"\ngame = "fruit_trade"\n\n[steer]\nactions = "tones"\niterations = 5\n'
+                    'every = 5\nreport_at = 5\n\n[[players]]\nagent = "random"\nlabel = "a"\n\n[[players]]\n'
+                    'agent = "random"\nlabel = "b"\n')
+    monkeypatch.setitem(sys.modules, "pyspiel", None)  # import pyspiel -> ImportError, as when not installed
+    for argv in (["steer", str(toml), "--out", str(tmp_path / "o")], ["validate", "--check-keys", str(toml)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "[steer]: steering solves its subgame with OpenSpiel, which is not installed: pip install " \
+               "'econarena[steer]'" in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "manifest.json").exists()

@@ -51,7 +51,8 @@ k = 4
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([ECONARENA, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return subprocess.run([ECONARENA, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          stdin=subprocess.DEVNULL)
 
 
 def experiment_files() -> list[Path]:

@@ -36,11 +36,12 @@ ROUND_LOG = [
 
 def test_transcript_html_turns_secret_notes_and_escaping() -> None:
     page = transcript_html(ROUND_LOG, ["Alice model", "Bob"], {"note"})
-    turns = re.findall(r"<div class='turn'>.*?</div>", page)
+    turns = re.findall(r"<div class='turn[^']*'>.*?</div>", page)
     assert len(turns) == 3
     assert "Alice model" in turns[0] and "&ldquo;Fair: &lt;b&gt;600&lt;/b&gt; &amp; 400?&rdquo;" in turns[0]
     assert "<span class='act'>offer: 600</span>" in turns[0] and "note" not in turns[0]
     assert "Bob" in turns[1] and "decision: reject" in turns[1] and "&ldquo;" not in turns[1]
+    assert turns[0].startswith("<div class='turn'>") and turns[1].startswith("<div class='turn s1'>")  # chat sides
     # no say event: the seat's public reply fields
     assert "round 2" in turns[2] and "allocation: 0: 60, 1: 40" in turns[2]
     secrets = re.findall(r"<div class='secret' data-secret='note'>.*?</div>", page)
@@ -103,15 +104,19 @@ def test_report_renders_transcripts(talk_dir: Path, tmp_path: Path, monkeypatch:
     _talking_pirates(monkeypatch)
     rep = build_report([talk_dir], tmp_path / "rep", n_boot=20, transcripts=2)
     page = rep.html.read_text(encoding="utf-8")
-    assert "<h2 id='transcripts'>Transcripts</h2>" in page and "href='#transcripts'" in page
-    section = page.split("<h2 id='transcripts'>Transcripts</h2>", 1)[1].split("<h2 ", 1)[0]
-    assert "2 of 4 run(s)" in section
-    assert section.count("<details") == 2 and section.count("<details open>") == 1
-    assert "RED &lt;model&gt; vs BLUE" in section and "payoffs RED &lt;model&gt;: 60, BLUE: 40" in section
+    assert "<h2 id='transcripts'>Conversations</h2>" in page and "href='#transcripts'" in page
+    section = page.split("<h2 id='transcripts'>Conversations</h2>", 1)[1].split("<h2 ", 1)[0]
+    assert "2 of 4 game(s) that talk" in section and "2 more are in the run directories" in section
+    assert section.count("<details class='game'") == 2 and section.count("<details class='game' open") == 1
+    # found by pair, outcome and length: each game carries them, the filter offers them
+    assert section.count("data-pair='RED &lt;model&gt; vs BLUE' data-outcome='won by RED &lt;model&gt;' "
+                         "data-moves='2'") == 2
+    assert "<option value='RED &lt;model&gt; vs BLUE'>" in section and "name='min'" in section
+    assert "Outcome: won by RED &lt;model&gt;; payoffs RED &lt;model&gt;: 60, BLUE: 40" in section
     assert "&ldquo;Take &lt;40&gt;, friend.&rdquo;" in section and "proposal: 0: 60, 1: 40" in section
     assert section.count("data-secret='note'") == 4 and "secret: BLUE will fold" in section
     assert "<40>" not in section
-    assert transcripts_section([talk_dir], 4).count("<details") == 4
+    assert transcripts_section([talk_dir], 4).count("<details class='game'") == 4
 
     binary = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
                   None)
@@ -127,6 +132,7 @@ def test_report_renders_transcripts(talk_dir: Path, tmp_path: Path, monkeypatch:
              f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1100,900"]
     dom = subprocess.run([binary, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=90)
     assert dom.returncode == 0 and "data-secret=\"note\"" in dom.stdout
+    assert ">2 of 2 games</span>" in dom.stdout  # the filter's script ran and counted the games
     r = subprocess.run([binary, *flags, f"--screenshot={shot}", url], capture_output=True, text=True, timeout=90)
     assert r.returncode == 0 and shot.is_file(), r.stderr[-2000:]
     import os

@@ -100,9 +100,9 @@ class AnthropicProvider(RemoteProvider):
         if isinstance(exc, anthropic.APIStatusError):
             return status_failure(exc.status_code, exc.api_message or exc.message, exc.response.headers)
         if isinstance(exc, anthropic.APITimeoutError):
-            return Failure(True, "timed out")
+            return Failure(True, "timed out", down=True)
         if isinstance(exc, anthropic.APIConnectionError):
-            return Failure(True, f"connection error: {exc.__cause__ or exc}")
+            return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
         if isinstance(exc, (anthropic.APIResponseValidationError, ValueError)):
             return Failure(False, f"malformed response: {exc}")
         return None

@@ -111,12 +111,12 @@ class GoogleProvider(RemoteProvider):
             import aiohttp
 
             if isinstance(exc, aiohttp.ClientError):
-                return Failure(True, f"connection error: {exc}")
+                return Failure(True, f"connection error: {exc}", down=True)
         except ImportError:
             pass
         name = type(exc).__module__ or ""
         if name.startswith(("httpx", "httpx2")) and "Error" in type(exc).__name__:
-            return Failure(True, f"connection error: {exc}")
+            return Failure(True, f"connection error: {exc}", down=True)
         if isinstance(exc, ValueError):  # pydantic validation of a body that is JSON but not a response
             return Failure(False, f"malformed response: {exc}")
         return None

@@ -150,9 +150,9 @@ class OpenAIProvider(RemoteProvider):
             message = exc.message if detail is None or detail in exc.message else f"{exc.message}: {detail}"
             return status_failure(exc.status_code, message, exc.response.headers)
         if isinstance(exc, openai.APITimeoutError):
-            return Failure(True, "timed out")
+            return Failure(True, "timed out", down=True)
         if isinstance(exc, openai.APIConnectionError):
-            return Failure(True, f"connection error: {exc.__cause__ or exc}")
+            return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
         if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
             return Failure(False, f"malformed response: {exc}")
         return None

@@ -101,9 +101,9 @@ class ZhipuAIProvider(RemoteProvider):
         if isinstance(exc, APIStatusError):
             return status_failure(exc.status_code, str(exc), exc.response.headers)
         if isinstance(exc, APITimeoutError):
-            return Failure(True, "timed out")
+            return Failure(True, "timed out", down=True)
         if isinstance(exc, APIConnectionError):
-            return Failure(True, f"connection error: {exc.__cause__ or exc}")
+            return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
         if isinstance(exc, (APIResponseValidationError, ValueError)):
             return Failure(False, f"malformed response: {exc}")
         return None

@@ -200,11 +200,17 @@ def pivot(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = 
     return labels, columns, cells
 
 
-def format_leaderboard(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = None) -> str:
-    """The table as the reference's leaderboard prints it: one row per label, 1 decimal; Overall ± std."""
+def leaderboard_cells(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = None
+                      ) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the leaderboard: one row per label, 1 decimal; Overall ± std."""
     labels, columns, cells = pivot(rows, games)
     head = ["model", *columns]
-    body = [[lab, *(_cell(cells.get((lab, c)), c == OVERALL) for c in columns)] for lab in labels]
+    return head, [[lab, *(_cell(cells.get((lab, c)), c == OVERALL) for c in columns)] for lab in labels]
+
+
+def format_leaderboard(rows: Sequence[Mapping[str, Any]], games: Mapping[str, Game] | None = None) -> str:
+    """The table as the reference's leaderboard prints it: one row per label, 1 decimal; Overall ± std."""
+    head, body = leaderboard_cells(rows, games)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
 
     def line(cs: list[str]) -> str:
@@ -224,8 +230,9 @@ def _chart_labels(labels: list[str]) -> tuple[list[str], int]:
     return labels[:MAX_CHART_LABELS], max(0, len(labels) - MAX_CHART_LABELS)
 
 
-def report_section(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> tuple[list[Any], list[tuple[str, str]],
-                                                                                    Any, Path] | None:
+def report_section(run_dirs: Sequence[str | Path], figdir: Path, out: Path,
+                   collected: tuple[Collected, list[dict[str, Any]]] | None = None
+                   ) -> tuple[list[Any], list[tuple[str, str]], Any, Path] | None:
     """The GAMA-Bench section's figures, notes, table and CSV; None when no such runs are present.
 
     Returns (figures, skipped, table as a DataFrame of "mean ± std (n)" cells, CSV path).
@@ -234,10 +241,10 @@ def report_section(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> t
 
     from .. import figures as F
 
-    data = collect(run_dirs)
+    data, rows = collected if collected is not None else (collect(run_dirs), None)
     if not data.scores:
         return None
-    rows = score_table(data.scores)
+    rows = rows if rows is not None else score_table(data.scores)
     csv_path = out / "gamabench_scores.csv"
     csv_path.write_text(scores_csv(rows), encoding="utf-8")
     labels, columns, cells = pivot(rows)
@@ -324,3 +331,90 @@ def _figure_rounds(data: Collected, rows: list[dict[str, Any]], figdir: Path, F:
                     f"Per game, the round quantity it declares ({keys}), averaged per round over every run and "
                     "session of each label; labels that sat at one table share its values (and their lines)." + note,
                     png, svg, data.dirs)
+
+
+# ---------------------------------------------------------------------------------- scorecard and section
+
+PUBLISHED = "gamabench_leaderboard"  # analysis/published/<this>.toml
+TOLERANCE = 0.05  # the board rounds to one decimal: ours agrees when it rounds to the same number
+
+
+def _collected(ctx: Any) -> tuple[Collected, list[dict[str, Any]]]:
+    def make() -> tuple[Collected, list[dict[str, Any]]]:
+        data = collect(ctx.run_dirs)
+        return data, score_table(data.scores)
+    return ctx.memo(FAMILY, make)
+
+
+def _imported(run_dirs: Sequence[str]) -> set[str]:
+    """Directories whose runs were imported from the reference's released results (not played here)."""
+    out = set()
+    for d in run_dirs:
+        for line in (Path(d) / RUNS).open(encoding="utf-8"):
+            if '"imported"' in line:
+                out.add(d)
+            break
+    return out
+
+
+def scorecard(ctx: Any) -> Any:
+    """Per label Overall and each game's score ± std (over runs), best Overall first; beside each cell the
+    published leaderboard's value where the label is a published model."""
+    from .. import page
+    from .. import published as pub
+
+    data, rows = _collected(ctx)
+    if not rows:
+        return None
+    board = pub.table(PUBLISHED)
+    labels, columns, cells = pivot(rows)
+    columns = [c for c in columns if c == OVERALL or c in leaderboard_games()]
+    titles = {**data.titles, OVERALL: "Overall"}
+    short = {c: titles.get(c, c) for c in columns}
+    imported_dirs = _imported(data.dirs)
+    imported_labels = {s.label for s in data.scores if s.run_dir in imported_dirs}
+    agreement = page.Agreement()
+    body = []
+    for lab in labels:
+        name = board.published_name("model", lab) if board is not None else None
+        sub = [page.esc(name)] if name and name != lab else []
+        if lab in imported_labels:
+            sub.append("<span class='tag'>imported</span>")
+        who = page.esc(lab) + (f"<span class='sub'>{' &middot; '.join(sub)}</span>" if sub else "")
+        row = [who]
+        for c in columns:
+            r = cells.get((lab, c))
+            cell = page.spread_cell(r["score"] if r else None, r["std"] if r else None)
+            found = board.lookup(model=lab, game=c) if board is not None and name else None
+            if found is not None:
+                cell += page.published_mark(r["score"] if r else None, found.value, TOLERANCE, note=found.note,
+                                            agreement=agreement, where=f"{lab}, {short[c]}")
+            row.append(cell)
+        body.append(row)
+    head = ["model", *(short[c] for c in columns)]
+    intro = ("0-100 per game (higher is more rational), mean &plusmn; sd over runs; Overall: the mean of the eight "
+             "games, &plusmn; over per-run means. Best Overall first.")
+    if board is not None and agreement.compared:
+        intro += (f" <span class='pub'>pub</span>: {page.esc(board.table)}, {page.esc(board.source)}; &#10003; "
+                  "agrees to the published decimal, else the gap ours &minus; published; * a note on that cell "
+                  "(hover).")
+    other = sorted({c for c in pivot(rows)[1] if c not in columns})
+    if other:
+        intro += f" Unscored modes ({page.esc(', '.join(other))}) are in the detail below."
+    return page.Card(FAMILY, "GAMA-Bench leaderboard", page.grid(head, body), intro, len(data.dirs),
+                     agreement.verdict())
+
+
+def section(ctx: Any) -> Any:
+    """The figures (scores across games, round curves), the full table with unscored modes, the CSV."""
+    from .. import page
+
+    data, rows = _collected(ctx)
+    if not rows:
+        return None
+    found = report_section(ctx.run_dirs, ctx.figdir, ctx.out, collected=(data, rows))
+    assert found is not None
+    figs, skipped, table, csv_path = found
+    detail = ("<p>Every label and column, mean &plusmn; sd (n runs), unscored modes included. Also in <code>"
+              + page.esc(csv_path.name) + "</code>.</p>" + page.table_html(table))
+    return page.Section(FAMILY, "GAMA-Bench", figs, skipped, detail, [csv_path])

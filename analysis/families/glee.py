@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import sys
 from collections import Counter
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ...games import GAMES
+from ...games.base import Setup
 from ...rundir import RUNS, complete_runs, game_name, read_jsonl
 from ..load import expand_run_dirs
 from .metagame import pure_equilibria
@@ -46,6 +48,7 @@ else:  # pragma: no cover
     pass
 
 Z95 = 1.959963984540054  # the normal 97.5% quantile: the paper's coef +- 1.96 SE
+FAMILY = "glee"
 CLIPPED = ("efficiency", "fairness")  # GLEE clips these to [0, 1] before fitting (analyze/ML.py::load_data)
 PAYOFF_METRIC = "self_gain"  # the per-seat metric that pays the players of the model-choice meta-game
 CSV_COLUMNS = ("game", "metric", "term", "level", "reference", "effect_x100", "low_x100", "high_x100",
@@ -599,3 +602,332 @@ def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
                     "player and is paid these means; a pair is a pure Nash equilibrium when neither seat gains by "
                     "switching alone (red boxes; ties count, a pair with an unplayed deviation is not certified). "
                     f"Equilibria: {eqs}.", png, svg, data.dirs)
+
+
+# ---------------------------------------------------------------------------------- scorecard and section
+
+CARD_METRICS = ("efficiency", "fairness", "self_gain")
+
+
+def _datas(ctx: Any) -> dict[str, GameData]:
+    def make() -> dict[str, GameData]:
+        try:
+            return collect(ctx.run_dirs)
+        except AnalysisError:
+            return {}  # the section says why (report_sections raises it with the file and run)
+    return ctx.memo(FAMILY, make)
+
+
+def _mean_ci(xs: Sequence[float], n_boot: int, seed: int) -> Any:
+    import numpy as np
+
+    from ..stats import bootstrap_mean
+
+    vals = np.asarray([x for x in xs if not math.isnan(x)], dtype=float)
+    return bootstrap_mean(vals, np.arange(len(vals)), n_boot=n_boot, seed=seed)
+
+
+def scorecard(ctx: Any) -> Any:
+    """Per game (bargaining, negotiation, persuasion) and player: mean efficiency and fairness of the games
+    it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
+    first."""
+    from .. import page
+
+    datas = _datas(ctx)
+    if not datas:
+        return None
+    parts, dirs = [], set()
+    for name in sorted(datas):
+        data = datas[name]
+        dirs.update(data.dirs)
+        per: dict[str, dict[str, list[float]]] = {}
+        for row in data.rows:
+            for i in range(data.seats):
+                player = row[f"p{i + 1}_model"]
+                mine = per.setdefault(player, {m: [] for m in CARD_METRICS})
+                for m in ("efficiency", "fairness"):
+                    if m in row:
+                        mine[m].append(row[m])
+                if f"self_gain_p{i + 1}" in row:
+                    mine["self_gain"].append(row[f"self_gain_p{i + 1}"])
+        est = {p: {m: _mean_ci(v[m], ctx.n_boot, ctx.seed) for m in CARD_METRICS} for p, v in per.items()}
+        order = sorted(est, key=lambda p: (-(est[p]["self_gain"].value if est[p]["self_gain"].n else -1e300), p))
+        body = [[page.esc(p), *(page.estimate_cell(est[p][m]) for m in CARD_METRICS),
+                 str(max(len(per[p][m]) for m in CARD_METRICS))] for p in order]
+        parts.append(page.grid(("player", "efficiency", "fairness", "self-gain", "seats played"), body,
+                               page.esc(data.title)))
+    intro = ("Per game and player: efficiency and fairness of the games it played (0-1, clipped as GLEE does) and "
+             "its own self-gain (share of the surplus it kept, either seat), each with a 95% bootstrap interval "
+             "over games; runs with a rule break left out, as in GLEE's data. Best self-gain first.")
+    return page.Card(FAMILY, "GLEE: efficiency, fairness, self-gain", "".join(parts), intro, len(dirs))
+
+
+def section(ctx: Any) -> Any:
+    """The linear models' effect plots and pair heatmaps; their tables, notes and CSV files as detail."""
+    from .. import page
+
+    secs = report_sections(ctx.run_dirs, ctx.figdir, ctx.out) if _datas(ctx) else []
+    people = human_section(ctx.run_dirs, ctx.out)
+    if not secs and people is None:
+        return None
+    out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))
+    detail = []
+    for sec in secs:
+        out.figures += sec.figures
+        out.skipped += sec.skipped
+        out.files += sec.files
+        detail.append(f"<h4>Linear models ({page.esc(sec.family)})</h4><p>One OLS per game and metric on the "
+                      "game's declared parameters (one-hot, reference level dropped) and each seat's player; "
+                      "effects x100 with 95% intervals (coef &plusmn; 1.96 SE). Also in "
+                      + ", ".join(f"<code>{page.esc(p.name)}</code>" for p in sec.files) + ".</p>")
+        detail += [f"<p class='note'>{page.esc(n)}</p>" for n in sec.notes]
+        detail += [f"<h5>{page.esc(t)}</h5>{page.table_html(df)}" for t, df in sec.tables]
+    if people is not None:  # GLEE's human games: each seat people played beside the models in the same seat
+        out.files += people.files
+        detail.append(f"<h4 id='people'>{page.esc(HUMAN_TITLE)}</h4>")
+        detail += [f"<p class='note'>{page.esc(n)}</p>" for n in people.notes]
+        detail += [f"<h5>{page.esc(t)}</h5>{page.table_html(df, index=False)}" for t, df in people.tables]
+    out.detail = "".join(detail)
+    return out
+
+# --------------------------------------------------------------------- per-game table (glee_games.csv)
+
+HUMAN = "human"  # the label of a person's seat (econarena import glee)
+SEAT_NAMES = ("Alice", "Bob")
+GAMES_COLUMNS = ("game_id", "family", "kind", "alice_model", "bob_model", "rounds", "deal", "purchases",
+                 "alice_share", "final_price", "efficiency", "fairness", "alice_self_gain", "bob_self_gain",
+                 "efficiency_code", "fairness_code", "alice_self_gain_code", "bob_self_gain_code", "replay_agrees",
+                 "config", "params", "run_dir", "session")
+
+
+def _readings(game: Any, record: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(paper, code) metrics of a run: an imported run's as recorded, a native run's recomputed from its
+    round log by the game under each reading."""
+    imported = record.get("imported") if isinstance(record.get("imported"), Mapping) else None
+    metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
+    if imported is not None and isinstance(imported.get("metrics_code"), Mapping):
+        return metrics, imported["metrics_code"]
+    params = record.get("params") if isinstance(record.get("params"), Mapping) else {}
+    rounds = record.get("round_log") or []
+    try:
+        return tuple(game.metrics(Setup(2, {**params, "metrics": reading}), rounds)  # type: ignore[return-value]
+                     for reading in ("paper", "code"))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return metrics, {}
+
+
+def _seat(v: Any, i: int) -> float | None:
+    x = v[i] if isinstance(v, (list, tuple)) and len(v) > i else None
+    return _number(x) if x is not None else None
+
+
+def games_table(run_dirs: Iterable[str | Path], games: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per complete two-seat run of a GLEE game (imported or played here): GLEE's game id (the
+    folder name; ``<run dir>#<session>`` for runs played here), the family, who played each seat
+    (``human`` for a person), rounds played, whether a deal (persuasion: a purchase) happened, and the
+    metrics by the paper's definitions, with the released code's readings in the ``*_code`` columns."""
+    games = GAMES if games is None else games
+    out = []
+    for d in expand_run_dirs(run_dirs):
+        name = _game_name(d)
+        game = games.get(name) if name else None
+        info = getattr(game, "info", None)
+        if info is None or info.family != "glee" or not info.factors:
+            continue
+        factors = factors_of(info.factors)
+        for (_lineup, session, run), r in sorted(complete_runs(read_jsonl(d / RUNS)).items()):
+            labels = [str(x) for x in r.get("labels") or []]
+            if len(labels) != 2:
+                continue
+            paper, code = _readings(game, r)
+            imported = r.get("imported") if isinstance(r.get("imported"), Mapping) else {}
+            recorded = imported.get("recorded") if isinstance(imported.get("recorded"), Mapping) else {}
+            params = r.get("params") if isinstance(r.get("params"), Mapping) else {}
+            buys = [e.get("events", {}) for e in r.get("round_log") or []
+                    if isinstance(e, Mapping) and e.get("events", {}).get("phase") == "buyer"]
+            rounds = paper.get("rounds", recorded.get("rounds", len(buys) or None))
+            purchases = recorded.get("purchases", sum(1 for e in buys if e.get("bought")) if buys else None)
+            deal = paper.get("agreement") if "agreement" in paper else (purchases > 0 if purchases is not None
+                                                                         else None)
+            check = imported.get("check") if isinstance(imported.get("check"), Mapping) else None
+            out.append({
+                "game_id": imported.get("game_id") or f"{d.name}#{session}" + (f".{run}" if run else ""),
+                "family": name, "kind": imported.get("kind", "ours") if imported else "ours",
+                "alice_model": labels[0], "bob_model": labels[1], "rounds": rounds, "deal": deal,
+                "purchases": purchases,
+                "alice_share": paper.get("alice_share"), "final_price": paper.get("final_price"),
+                "efficiency": _number(paper.get("efficiency")), "fairness": _number(paper.get("fairness")),
+                "alice_self_gain": _seat(paper.get("self_gain"), 0), "bob_self_gain": _seat(paper.get("self_gain"), 1),
+                "efficiency_code": _number(code.get("efficiency")), "fairness_code": _number(code.get("fairness")),
+                "alice_self_gain_code": _seat(code.get("self_gain"), 0),
+                "bob_self_gain_code": _seat(code.get("self_gain"), 1),
+                "replay_agrees": None if check is None else bool(check.get("agree")),
+                "config": " | ".join(f"{f.name}: {f.level_of(params)}" for f in factors),
+                "params": params, "run_dir": str(d), "session": session,
+            })
+    return out
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.12g}"
+    if isinstance(v, Mapping):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def table_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for row in rows:
+        w.writerow([_csv_cell(row.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+SUMMARY_COLUMNS = ("family", "kind", "seat", "player", "games", "deal_rate", "efficiency", "fairness", "self_gain",
+                   "replay_agree_rate")
+
+
+def _mean(xs: Iterable[Any]) -> float | None:
+    vals = [float(x) for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return math.fsum(vals) / len(vals) if vals else None
+
+
+def summary_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per family, kind (llm / human / ours), seat and player: games, deal rate and the mean of each metric
+    (paper definitions, unclipped; self_gain is the seat's own)."""
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        for seat, who in enumerate((r["alice_model"], r["bob_model"])):
+            groups.setdefault((r["family"], r["kind"], SEAT_NAMES[seat], who), []).append(r)
+    out = []
+    for (family, kind, seat, who), rs in sorted(groups.items()):
+        own = "alice_self_gain" if seat == SEAT_NAMES[0] else "bob_self_gain"
+        checked = [r["replay_agrees"] for r in rs if r["replay_agrees"] is not None]
+        out.append({"family": family, "kind": kind, "seat": seat, "player": who, "games": len(rs),
+                    "deal_rate": _mean(float(bool(r["deal"])) for r in rs if r["deal"] is not None),
+                    "efficiency": _mean(r["efficiency"] for r in rs), "fairness": _mean(r["fairness"] for r in rs),
+                    "self_gain": _mean(r[own] for r in rs),
+                    "replay_agree_rate": _mean(float(x) for x in checked) if checked else None})
+    return out
+
+
+# ------------------------------------------------------------------- people beside models (GLEE's prize)
+
+HUMAN_COLUMNS = ("family", "seat", "opponent", "player", "games", "configs", "deal_rate", "efficiency", "fairness",
+                 "self_gain", "self_gain_se", "diff_vs_human", "diff_low", "diff_high")
+HUMAN_TITLE = "People beside models (GLEE)"
+
+
+def _clip(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else min(1.0, max(0.0, float(x)))
+
+
+def _mean_se(xs: Sequence[float]) -> tuple[float | None, float | None]:
+    if not xs:
+        return None, None
+    m = math.fsum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, None
+    var = math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    return m, math.sqrt(var / len(xs))
+
+
+def human_vs_model(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For each family and seat a person played: the person beside every model that played the same seat
+    against the same opponent, on the SAME configurations (GLEE's grid levels: the model's games are
+    restricted to the configurations people played in that seat). Per player: games, configurations,
+    deal rate, mean efficiency and fairness (clipped to [0, 1] as GLEE's pipeline does), the seat's mean
+    self-gain with its standard error, and the model's self-gain minus the person's with a 95% normal
+    interval (Welch). ``rows``: :func:`games_table`."""
+    out = []
+    for family in sorted({r["family"] for r in rows}):
+        mine = [r for r in rows if r["family"] == family]
+        for seat in (0, 1):
+            who, other = ("alice_model", "bob_model") if seat == 0 else ("bob_model", "alice_model")
+            own = "alice_self_gain" if seat == 0 else "bob_self_gain"
+            people = [r for r in mine if r[who] == HUMAN and r[other] != HUMAN]
+            for opponent in sorted({r[other] for r in people}):
+                theirs = [r for r in people if r[other] == opponent]
+                configs = {r["config"] for r in theirs}
+                base = [float(r[own]) for r in theirs if r[own] is not None]
+                hm, hse = _mean_se(base)
+                players = sorted({r[who] for r in mine if r[who] != HUMAN and r[other] == opponent})
+                for player in [HUMAN, *players]:
+                    rs = theirs if player == HUMAN else [r for r in mine if r[who] == player and r[other] == opponent
+                                                         and r["config"] in configs]
+                    if not rs:
+                        continue
+                    gains = [float(r[own]) for r in rs if r[own] is not None]
+                    m, se = _mean_se(gains)
+                    diff = low = high = None
+                    if player != HUMAN and m is not None and hm is not None:
+                        diff = m - hm
+                        if se is not None and hse is not None:
+                            half = Z95 * math.sqrt(se ** 2 + hse ** 2)
+                            low, high = diff - half, diff + half
+                    out.append({"family": family, "seat": SEAT_NAMES[seat], "opponent": opponent, "player": player,
+                                "games": len(rs), "configs": len({r["config"] for r in rs}),
+                                "deal_rate": _mean(float(bool(r["deal"])) for r in rs if r["deal"] is not None),
+                                "efficiency": _mean(_clip(r["efficiency"]) for r in rs),
+                                "fairness": _mean(_clip(r["fairness"]) for r in rs), "self_gain": m,
+                                "self_gain_se": se, "diff_vs_human": diff, "diff_low": low, "diff_high": high})
+    return out
+
+
+def format_human(table: Sequence[Mapping[str, Any]]) -> str:
+    """The comparison as aligned text, one block per family and seat."""
+    if not table:
+        return "no game with a person in one seat (label 'human') among these runs"
+
+    def f(x: Any, d: int = 3) -> str:
+        return "-" if x is None else f"{x:+.{d}f}" if d == 2 else f"{x:.{d}f}"
+    head = ["family", "seat", "opponent", "player", "games", "configs", "deal", "efficiency", "fairness",
+            "self-gain", "model - person [95%]"]
+    body = [[r["family"], r["seat"], r["opponent"], r["player"], str(r["games"]), str(r["configs"]),
+             f(r["deal_rate"], 2).lstrip("+"), f(r["efficiency"]), f(r["fairness"]),
+             f(r["self_gain"]) + ("" if r["self_gain_se"] is None else f" ± {1.96 * r['self_gain_se']:.3f}"),
+             "" if r["diff_vs_human"] is None else f(r["diff_vs_human"], 2) + (
+                 "" if r["diff_low"] is None else f" [{f(r['diff_low'], 2)}, {f(r['diff_high'], 2)}]")]
+            for r in table]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["People beside models: each seat a person played, against the same opponent, on the configurations "
+             "people played (self-gain in units of M; efficiency and fairness clipped to [0, 1])"]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
+    return "\n".join(lines)
+
+
+def human_section(run_dirs: Sequence[str | Path], out: Path) -> Section | None:
+    """The report's section on people beside models (a hook report.py calls); None without human games."""
+    table = human_vs_model(games_table(run_dirs))
+    if not table:
+        return None
+    import pandas as pd
+
+    sec = Section("glee")
+    path = out / "glee_human_vs_model.csv"
+    path.write_text(table_csv(table, HUMAN_COLUMNS), encoding="utf-8")
+    sec.files.append(path)
+    for family, seat in dict.fromkeys((r["family"], r["seat"]) for r in table):
+        rows = [r for r in table if r["family"] == family and r["seat"] == seat]
+        frame = pd.DataFrame([{
+            "opponent": r["opponent"], "player": r["player"], "games": r["games"], "configs": r["configs"],
+            "deal rate": "-" if r["deal_rate"] is None else f"{r['deal_rate']:.2f}",
+            "efficiency": "-" if r["efficiency"] is None else f"{r['efficiency']:.3f}",
+            "fairness": "-" if r["fairness"] is None else f"{r['fairness']:.3f}",
+            "self-gain": "-" if r["self_gain"] is None else f"{r['self_gain']:.3f}",
+            "model - person [95%]": "" if r["diff_vs_human"] is None else f"{r['diff_vs_human']:+.3f}" + (
+                "" if r["diff_low"] is None else f" [{r['diff_low']:+.3f}, {r['diff_high']:+.3f}]")}
+            for r in rows])
+        sec.tables.append((f"{family}: {seat} played by a person or a model", frame))
+    sec.notes.append("Each table: one seat of one family that people played (GLEE's human games); the model rows are "
+                     "the models' games in the same seat against the same opponent, restricted to the configurations "
+                     "people played. Self-gain is the seat's own (units of M); efficiency and fairness are clipped "
+                     "to [0, 1] as in GLEE's pipeline. The linear models above estimate the same contrast with "
+                     "every factor held equal ('human' is a player level).")
+    return sec

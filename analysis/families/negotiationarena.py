@@ -31,6 +31,7 @@ from typing import Any
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import RUNS, complete_runs, game_name, read_jsonl
+from .. import published
 
 if sys.version_info >= (3, 11):
     pass
@@ -171,12 +172,17 @@ def pairs_csv(table: Sequence[Mapping[str, Any]]) -> str:
     return buf.getvalue()
 
 
+def pairs_cells(table: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the pair table."""
+    head = ["scenario", "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win", "P1 payoff", "P2 payoff"]
+    return head, [[str(r["scenario"]), str(r["p1_model"]), str(r["p2_model"]), str(r["games"])]
+                  + ["-" if r[k] is None else f"{r[k]:.3f}" for k in ("p1_win_rate", "p2_win_rate")]
+                  + [f"{r['p1_payoff']:.2f}", f"{r['p2_payoff']:.2f}"] for r in table]
+
+
 def format_pairs(table: Sequence[Mapping[str, Any]], formula: str = "correct") -> str:
     """The pair table as aligned text (win rates by the chosen formula)."""
-    head = ["scenario", "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win", "P1 payoff", "P2 payoff"]
-    body = [[str(r["scenario"]), str(r["p1_model"]), str(r["p2_model"]), str(r["games"])]
-            + ["-" if r[k] is None else f"{r[k]:.3f}" for k in ("p1_win_rate", "p2_win_rate")]
-            + [f"{r['p1_payoff']:.2f}", f"{r['p2_payoff']:.2f}"] for r in table]
+    head, body = pairs_cells(table)
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     lines = [f"NegotiationArena: win rates ({formula} formula) and mean payoffs by ordered pair"]
     lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
@@ -195,13 +201,22 @@ def _num(x: Any) -> float | None:
     return float(x)
 
 
-def row_of(scenario: str, record: Mapping[str, Any]) -> GameRow | None:
-    """A complete run record as a GameRow; None when it lacks the metrics (an older or foreign record)."""
+def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None) -> GameRow | None:
+    """A complete run record as a GameRow; None when it lacks the metrics (an older or foreign record).
+
+    ``reading`` ("correct" or "paper"): for an imported run, score the payoffs by that per-game rule from
+    the outcome its log records, whatever ``--metrics`` the import used; None: the run's own metrics."""
     m = record.get("metrics")
     labels = record.get("labels") or []
     if not isinstance(m, Mapping) or len(labels) != 2:
         return None
     pay, win = m.get("payoff"), m.get("win")
+    imported = record.get("imported") if isinstance(record.get("imported"), Mapping) else {}
+    rec = imported.get("recorded") if isinstance(imported.get("recorded"), Mapping) else None
+    if reading in FORMULAS and rec is not None:
+        pay = rec.get("payoff_paper" if reading == "paper" else "payoff")
+        if isinstance(pay, list) and len(pay) == 2 and all(_num(x) is not None for x in pay):
+            win = [pay[0] > pay[1], pay[0] < pay[1]]
     if not (isinstance(pay, list) and len(pay) == 2 and isinstance(win, list) and len(win) == 2):
         return None
     p = (_num(pay[0]), _num(pay[1]))
@@ -214,7 +229,8 @@ def row_of(scenario: str, record: Mapping[str, Any]) -> GameRow | None:
                    _num(m.get("final_price")), bad if isinstance(bad, bool) else None)
 
 
-def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None) -> list[GameRow]:
+def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None,
+            reading: str | None = None) -> list[GameRow]:
     """Every complete run of a NegotiationArena game among ``run_dirs`` (other directories ignored)."""
     games = games or GAMES
     out = []
@@ -223,10 +239,86 @@ def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = N
         if game is None:
             continue
         for _key, rec in sorted(complete_runs(read_jsonl(d / RUNS)).items()):
-            row = row_of(game.name, rec)
+            row = row_of(game.name, rec, reading)
             if row is not None:
                 out.append(row)
     return out
+
+
+# ---- the published Figure 3 beside the logs ----
+
+PUBLISHED = "negotiationarena_figure3"
+CHECK_COLUMNS = ("figure", "scenario", "p1_model", "p2_model", "metric", "games", "published", "from_logs",
+                 "reproduced", "correct_from_logs", "correct_published", "note")
+
+
+def published_check(rows_paper: Sequence[GameRow], rows_correct: Sequence[GameRow],
+                    data: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Each published cell whose model pair is present, beside the same number computed from the games:
+    ``from_logs`` by the paper's own formula and per-game rule (what the authors' notebook gives on these
+    games), ``reproduced`` when it rounds to the published value, and ``correct_from_logs`` by the correct
+    formula and rule. ``rows_paper``/``rows_correct``: :func:`collect` with ``reading`` "paper"/"correct"."""
+    data = data if data is not None else published.load(PUBLISHED)
+    tables = {"paper": {(r["scenario"], r["p1_model"], r["p2_model"]): r for r in pair_table(rows_paper, "paper")},
+              "correct": {(r["scenario"], r["p1_model"], r["p2_model"]): r
+                          for r in pair_table(rows_correct, "correct")}}
+    out = []
+    per_pair = data.get("source", {}).get("games_per_pair")
+    for c in data.get("cell", []):
+        key = (c["scenario"], c["p1"], c["p2"])
+        if key not in tables["paper"]:
+            continue
+        formula = c.get("formula", "paper")
+        got = tables["paper" if formula == "paper" else "correct"][key][c["metric"]]
+        right = tables["correct"][key][c["metric"]]
+        tol = 0.5 * 10 ** -int(c.get("decimals", 2)) + 1e-9
+        out.append({"figure": c["figure"], "scenario": c["scenario"], "p1_model": c["p1"], "p2_model": c["p2"],
+                    "metric": c["metric"], "games": tables["paper"][key]["games"], "published": c["value"],
+                    "from_logs": got, "reproduced": got is not None and abs(got - c["value"]) <= tol,
+                    "correct_from_logs": right, "correct_published": c.get("correct"), "note": c.get("note", ""),
+                    "published_games": per_pair})
+    return out
+
+
+def released_counts(data: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """Games per scenario in the released section-one logs, from the published data file."""
+    data = data if data is not None else published.load(PUBLISHED)
+    return {str(c["scenario"]): int(c["games"]) for c in data.get("count", [])}
+
+
+def check_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CHECK_COLUMNS)
+    for row in rows:
+        w.writerow([_cell(row[c]) if not isinstance(row[c], bool) else str(row[c]).lower() for c in CHECK_COLUMNS])
+    return buf.getvalue()
+
+
+def format_check(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The published cells beside the logs' numbers, as aligned text, with the formula error noted."""
+    if not rows:
+        return "Published Figure 3: none of its model pairs is among these games"
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+    head = ["fig", "scenario", "P1 (RED)", "P2 (BLUE)", "metric", "games", "published", "from logs", "",
+            "correct (logs)", "correct (spec)"]
+    def verdict(r: Mapping[str, Any]) -> str:
+        if r["reproduced"]:
+            return "ok"
+        full = r.get("published_games")
+        return "DIFFERS" if full in (None, r["games"]) else f"differs ({r['games']} of the paper's {full} games)"
+    body = [[r["figure"], r["scenario"], r["p1_model"], r["p2_model"], r["metric"], str(r["games"]),
+             f(r["published"]), f(r["from_logs"]), verdict(r),
+             f(r["correct_from_logs"]) + (" *" if r["note"] else ""), f(r["correct_published"])] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    done = sum(1 for r in rows if r["reproduced"])
+    lines = [f"Published Figure 3 (NegotiationArena paper) beside these games: {done} of {len(rows)} cells "
+             "reproduced by the paper's own formula from the recorded outcomes"]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
+    notes = sorted({r["note"] for r in rows if r["note"]})
+    lines += [f"* {n}; 'correct' columns use w2 / (w1 + w2)" for n in notes]
+    return "\n".join(lines)
 
 
 # ---- the report's NegotiationArena section ----
@@ -313,3 +405,125 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
                     "in agreement; the title gives Spearman's and Pearson's correlation between them (the "
                     "anchoring effect). Line (where first offers differ): the share of first offers accepted at "
                     "each offered amount (the ultimatum's acceptance curve).", png, svg, sources)
+
+
+# ---------------------------------------------------------------------------------- scorecard and section
+
+TOLERANCES = {"win_rate": 0.005, "payoff": 0.05}  # where a published cell does not say its decimals
+
+
+def _rows(ctx: Any) -> list[GameRow]:
+    return ctx.memo(FAMILY, lambda: collect(ctx.run_dirs))
+
+
+def _published_cell(board: Any, scenario: str, p1: str, p2: str, metric: str) -> Any:
+    """The published cell for this scenario, ordered pair (coordinates ``p1`` and ``p2``, or ``pair`` as
+    ``"P1 vs P2"``; each side by name or alias) and metric (``p1_win_rate`` ...; ``win_rate`` is player 1's)."""
+    names = {metric, "win_rate"} if metric == "p1_win_rate" else {metric}
+    for c in board.cells:
+        at = c.at
+        if at.get("metric") not in names or scenario not in board.names_of(at.get("scenario", "")) \
+                and at.get("scenario") != _title(scenario):
+            continue
+        if "p1" in at:
+            a, b = at["p1"], at.get("p2", "")
+        else:
+            a, sep, b = str(at.get("pair", "")).partition(" vs ")
+            if not sep:
+                continue
+        if p1 in board.names_of(a.strip()) and p2 in board.names_of(b.strip()):
+            return c
+    return None
+
+
+def _beside(page: Any, ours: float | None, c: Any, metric: str, digits: int, agreement: Any, where: str) -> str:
+    """The published value under ours. Ours uses the correct formula: where the study's formula gave
+    another number (a ``correct`` value is recorded), ours is judged against the corrected one and the
+    published one is said in the hover note."""
+    tol = c.tolerance if c.tolerance is not None else TOLERANCES["payoff" if "payoff" in metric else "win_rate"]
+    if "correct" in c.more and c.more["correct"] != c.value:
+        note = f"published {c.value:.{digits}f} by the study's own formula; corrected {c.more['correct']:.{digits}f}"
+        note += f": {c.note}" if c.note else ""
+        return page.published_mark(ours, c.more["correct"], tol, digits, note, agreement, where, label="pub corr.")
+    return page.published_mark(ours, c.value, tol, digits, c.note, agreement, where)
+
+
+def scorecard(ctx: Any) -> Any:
+    """Per scenario the win-rate and payoff matrices (rows: player 1, columns: player 2), each cell with
+    the published value beside it where a published table has that scenario and pair."""
+    from .. import page
+    from .. import published as pub
+
+    rows = _rows(ctx)
+    if not rows:
+        return None
+    table = pair_table(rows)
+    board = pub.table(PUBLISHED)
+    agreement = page.Agreement()
+    parts = []
+    for sc in sorted({r.scenario for r in rows}):
+        mine = [r for r in table if r["scenario"] == sc]
+        p1s = sorted({r["p1_model"] for r in mine}, key=lambda m: -max(
+            (r["p1_win_rate"] or 0) for r in mine if r["p1_model"] == m))
+        p2s = sorted({r["p2_model"] for r in mine})
+        at = {(r["p1_model"], r["p2_model"]): r for r in mine}
+        for kind, keys, digits in (("win rate", ("p1_win_rate", "p2_win_rate"), 2),
+                                   ("payoff", ("p1_payoff", "p2_payoff"), 1)):
+            body = []
+            for a in p1s:
+                line = [page.esc(a)]
+                for b in p2s:
+                    r = at.get((a, b))
+                    if r is None:
+                        line.append("<span class='na'>-</span>")
+                        continue
+                    vals = [r[k] for k in keys]
+                    cell = ("<b>" + " / ".join(page.number(v, digits) for v in vals)
+                            + f"</b><small>n={r['games']}</small>")
+                    if board is not None:
+                        for k, v in zip(keys, vals):
+                            c = _published_cell(board, sc, a, b, k)
+                            if c is not None:
+                                cell += _beside(page, v, c, k, digits, agreement, f"{_title(sc)} {a} vs {b} {k}")
+                    line.append(cell)
+                body.append(line)
+            caption = f"{page.esc(_title(sc))}: {kind} P1 / P2 ({sum(r['games'] for r in mine)} games)"
+            parts.append(page.grid(["P1 (RED) \\ P2 (BLUE)", *p2s], body, caption))
+    intro = ("Rows: player 1 (RED, moves first); columns: player 2 (BLUE). Win rate: a player wins a game when "
+             "its payoff change is larger than the opponent's (the correct formula); payoff: mean change per "
+             "game. Strongest player 1 first.")
+    if board is not None and agreement.compared:
+        intro += (f" <span class='pub'>pub</span>: {page.esc(board.table)}, {page.esc(board.source)}; &#10003; "
+                  "agrees to the printed decimals, else the gap ours &minus; published; <i>pub corr.</i>: the "
+                  "published number recomputed with the correct formula (hover for the published one); * a note.")
+        per_pair = published.load(PUBLISHED).get("source", {}).get("games_per_pair")
+        fewest = min(r["games"] for r in table)
+        if isinstance(per_pair, int) and fewest < per_pair:
+            intro += (f" The published cells are over {per_pair} games per pair, some here over as few as {fewest}:"
+                      " such cells need not agree.")
+    dirs = {str(d) for d in ctx.run_dirs if _game_of(Path(d), GAMES) is not None}
+    return page.Card(FAMILY, "NegotiationArena: who wins, who gains", "<div class='cards'>" + "".join(parts)
+                     + "</div>", intro, len(dirs), agreement.verdict(2))
+
+
+def section(ctx: Any) -> Any:
+    """The anchoring and acceptance figure; bad counter-offers and anchoring numbers per scenario."""
+    from .. import page
+
+    rows = _rows(ctx)
+    if not rows:
+        return None
+    found = report_section(ctx.run_dirs, ctx.figdir)
+    assert found is not None
+    parts = []
+    for sc in found["scenarios"]:
+        bad, a = sc["bad_counter_offers"], sc["anchoring"]
+        bits = [f"{sc['games']} games"]
+        if a["n"]:
+            rho = "-" if a["spearman"] is None else f"{a['spearman']:.2f}"
+            bits.append(f"anchoring over {a['n']} agreed games: Spearman {rho}")
+        if bad["n"]:
+            bits.append(f"bad counter-offers {bad['rate']:.1%} of {bad['n']} games (SE {bad['se']:.1%})")
+        parts.append(f"<li><b>{page.esc(sc['title'])}</b>: {page.esc('; '.join(bits))}</li>")
+    return page.Section(FAMILY, "NegotiationArena", found["figures"], found.get("skipped", []),
+                        "<ul>" + "".join(parts) + "</ul>")

@@ -481,3 +481,102 @@ def _report_iterations(games: Sequence[SteeringGame]) -> dict[tuple[str, str, st
     for key, part in _groups(games).items():
         out[key] = sorted({g.report_iteration for g in part})
     return out
+
+
+# ---------------------------------------------------------------------------------- scorecard and section
+
+FAMILY = "steering"
+MAX_STATES = 200  # information states listed per configuration (the CSV has every game)
+
+
+def _games(ctx: Any) -> list[SteeringGame]:
+    return ctx.memo(FAMILY, lambda: collect(ctx.run_dirs))
+
+
+def scorecard(ctx: Any) -> Any:
+    """Per configuration (experiment, lineup, action space): games, NashConv and CFR gain (mean ± sd) at the
+    report iteration and their ratio; the largest CFR gain first."""
+    from .. import page
+
+    games = _games(ctx)
+    if not games:
+        return None
+    rows = sorted(table_rows(games), key=lambda r: -(r["cfr_gain_mean"] if not math.isnan(r["cfr_gain_mean"])
+                                                     else -math.inf))
+    body = [[page.esc(f"{r['experiment']} / {r['space']}") + (f"<small>{page.esc(r['lineup'])}</small>"
+                                                                if r["lineup"] != "melee" else ""),
+             str(r["games"]), page.esc(r["iteration"]),
+             page.spread_cell(r["nash_conv_mean"], r["nash_conv_sd"], 4),
+             page.spread_cell(r["cfr_gain_mean"], r["cfr_gain_sd"], 4),
+             page.number(r["ratio_of_means"], 2), page.number(100 * r["agreement"], 1)] for r in rows]
+    intro = ("NashConv: what the steered player would still gain by its best single prompt action (near 0: the "
+             "CFR mix is a best response); CFR gain: what the mix earns over the uninformed prompt; mean &plusmn; "
+             "sd over games at the report iteration. Largest gain first.")
+    head = ("configuration", "games", "iteration", "NashConv", "CFR gain", "gain / NashConv", "agreement %")
+    return page.Card(FAMILY, "Steering: NashConv and CFR gain", page.grid(head, body), intro,
+                     len({g.run_dir for g in games}))
+
+
+def _openings(run_dir: str) -> dict[tuple[str, int], str]:
+    """What the steered player saw before its decision, per (lineup, session): the first public move."""
+    from ...rundir import RUNS, read_jsonl
+
+    out: dict[tuple[str, int], str] = {}
+    for r in read_jsonl(Path(run_dir) / RUNS, kind="runs"):
+        key = (str(r.get("lineup", "")), r.get("session", 0))
+        if key in out or not isinstance(r.get("round_log"), list) or not r["round_log"]:
+            continue
+        events = r["round_log"][0].get("events") if isinstance(r["round_log"][0], dict) else None
+        say = events.get("say") if isinstance(events, dict) else None
+        if isinstance(say, dict):
+            bits = [str(say.get("message") or "").strip()]
+            bits += [f"{k}: {json.dumps(v)}" for k, v in say.items() if k not in ("player", "message") and v]
+            out[key] = " | ".join(b for b in bits if b)
+    return out
+
+
+def strategy_tables(games: Sequence[SteeringGame]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per configuration: (title, header, rows), one row per information state (a game: the opening the
+    steered player answers), its CFR average strategy at the report iteration, NashConv and CFR gain."""
+    out = []
+    openings: dict[str, dict[tuple[str, int], str]] = {}
+    for (experiment, lineup, space), part in _groups(games).items():
+        actions = list(dict.fromkeys(a for g in part for a in g.actions))
+        rows = []
+        for g in sorted(part, key=lambda g: g.session)[:MAX_STATES]:
+            if g.run_dir not in openings:
+                openings[g.run_dir] = _openings(g.run_dir)
+            it = g.at(g.report_iteration)
+            probs = dict(zip(g.actions, it.strategy))
+            best = max(probs.values()) if probs else 0.0
+            cells = [("<b>" if probs.get(a) == best and best > 0 else "") + f"{probs[a]:.2f}"
+                     + ("</b>" if probs.get(a) == best and best > 0 else "") if a in probs else "-" for a in actions]
+            seen = openings[g.run_dir].get((g.lineup, g.session), "")
+            rows.append([f"game {g.session}", seen, *cells, f"{it.nash_conv:.4f}", f"{it.cfr_gain:.4f}"])
+        title = f"{experiment} / {lineup} / {space}: {len(part)} information state(s)" + (
+            f", first {MAX_STATES} shown" if len(part) > MAX_STATES else "")
+        out.append((title, ["state", "what the steered player saw", *actions, "NashConv", "CFR gain"], rows))
+    return out
+
+
+def section(ctx: Any) -> Any:
+    """The curves and mean-strategy figures; the full table and the strategy per information state."""
+    from .. import page
+
+    games = _games(ctx)
+    if not games:
+        return None
+    sec = report_section(ctx.run_dirs, ctx.figdir, ctx.out)
+    assert sec is not None
+    files = ", ".join(f"<code>{page.esc(p.name)}</code>" for p in sec.files)
+    detail = [f"<h4>All steering metrics</h4><p>Also in {files}.</p>", page.table_html(sec.display)]
+    detail.append("<h4>Strategy per information state</h4><p>Each game is one information state of the steered "
+                  "player: the opening it answers (and its private values). Cells: the CFR average strategy's "
+                  "probability of each prompt action at the report iteration, the largest in bold.</p>")
+    for title, head, rows in strategy_tables(games):
+        body = [[page.esc(x) if i != 1 else f"<span class='said'>{page.esc(x[:160])}</span>"
+                 for i, x in enumerate(r[:2])] + [x if x.startswith("<b>") else page.esc(x) for x in r[2:]]
+                for r in rows]
+        detail.append(f"<details><summary>{page.esc(title)}</summary>{page.grid(head, body, numeric_from=2)}"
+                      "</details>")
+    return page.Section(FAMILY, "Steering", sec.figures, sec.skipped, "".join(detail), sec.files)

@@ -25,6 +25,12 @@ english_auction
     After ``max_rounds`` rounds with two or more bidders still in, the auction ends with no sale (those
     still in are recorded with the final clock price as their action).
     Equilibrium: stay while price < value, computed on the same price grid by playing those strategies.
+    Baselines: ``rational`` and ``level_k`` (any k) stay while price < value (staying up to one's value is
+    dominant, so every level plays it), ``random`` stays or drops with equal chance where staying is legal.
+    Fast forward: while every bidder still in plays ``rational`` or ``level_k``, the rounds before the next
+    drop change nothing but the clock, so the clock jumps to the round where the first of them drops (or to
+    the last round); a private value of 1,000,000 with increment 0.01 then costs a few steps, not 10^8
+    rounds. The skipped rounds are not decisions and are not logged as such (see ``Game.fast_forward``).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from ..base import (
     GameParams,
     Outcome,
     Setup,
+    Skip,
     draw_param,
     fmt_num,
     validate_param,
@@ -79,6 +86,17 @@ def _draw_values(params: AuctionParams, n: int, rng: np.random.Generator) -> dic
         if not 0 < v <= a:
             raise ValueError(f"private_value of player {i} is {v}, must lie in (0, assets={a}]")
     return {"private_value": values, "assets": assets, "entrance_fee": params.entrance_fee}
+
+
+def _largest(spec: Any) -> float | None:
+    """The largest value a number, per-player list or uniform draw can take; None for a normal draw."""
+    if isinstance(spec, (int, float)):
+        return float(spec)
+    if isinstance(spec, list):
+        return float(max(spec))
+    if isinstance(spec, dict) and "uniform" in spec:
+        return float(spec["uniform"][1])
+    return None
 
 
 def _final_assets(setup: Setup, winner: int | None, price: float, broke: tuple[bool, ...]) -> tuple[float, ...]:
@@ -229,7 +247,14 @@ class EnglishAuction(Game):
         return Setup(n_players, values)
 
     def max_moves(self, params: EnglishAuctionParams, n_players: int) -> tuple[int, bool]:
-        return params.max_rounds, False
+        """At most ``max_rounds`` rounds, and fewer when the assets are bounded: staying at a price above
+        one's assets is a rule break that counts as a drop, so the auction is over by the first round whose
+        price exceeds the largest assets, round floor((A - start) / increment) + 1 (one more for rounding)."""
+        top = _largest(params.assets)
+        span = None if top is None else (top - params.start_price) / params.increment
+        if span is None or not math.isfinite(span):  # a normal distribution: no largest draw; or a tiny increment
+            return params.max_rounds, False
+        return max(1, min(params.max_rounds, math.floor(span) + 3)), False
 
     def initial_state(self, setup: Setup) -> EnglishState:
         n = setup.n_players
@@ -316,13 +341,25 @@ class EnglishAuction(Game):
             if not active:
                 continue
             v = s["private_value"][i]
-            k = max(state.round, math.ceil((v - start) / inc) - 1)  # first round with price >= v, near
-            while start + k * inc < v:
+            # first round with price >= v, near; a drop after the last round (or too far for a float: a tiny
+            # increment) starts the search at the last round, where k * inc still changes with k
+            q = (v - start) / inc
+            k = target if not math.isfinite(q) or q > target else max(state.round, math.ceil(q) - 1)
+            while k < target and start + k * inc < v:
                 k += 1
             while k > state.round and start + (k - 1) * inc >= v:
                 k -= 1
             target = min(target, k)
         return replace(state, round=target) if target > state.round else state
+
+    def fast_forward(self, state: EnglishState, policies: Mapping[int, tuple[str, Mapping[str, Any]]]) -> Skip | None:
+        movers = self.to_move(state)
+        if not movers or any(policies.get(i, ("",))[0] not in ("rational", "level_k") for i in movers):
+            return None
+        after = self._skip_to_next_drop(state)
+        if after.round == state.round:
+            return None
+        return Skip(after, after.round - state.round, {i: {"decision": "stay"} for i in movers})
 
     def deviation(self, setup: Setup, outcome: Outcome, ne: Outcome, player: int) -> float | None:
         return _asset_deviation(outcome, ne, player)

@@ -1,6 +1,6 @@
 """GAMA-Bench (Huang et al.): eight ten-player games of 20 rounds with a 0-100 score each.
 
-- ``repeated.py``: the base of games 1-6 (K simultaneous rounds, a report after each).
+- games 1-6 subclass the contract's ``games/repeated.py`` (K simultaneous rounds, a report after each).
 - ``reference.py``: reads GAMA-Bench's released result files into a round log (the games' ``from_reference``).
 - one module per game: ``guessing.py`` (1), ``el_farol.py`` (2), ``divide_dollar.py`` (3),
   ``public_goods.py`` (4), ``diners_dilemma.py`` (5), ``sealed_bid.py`` (6), ``battle_royale.py`` (7),

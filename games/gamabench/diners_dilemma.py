@@ -36,8 +36,8 @@ import numpy as np
 from pydantic import Field
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from ..repeated import RepeatedGame, RepeatedState
 from .reference import as_label, reference_choices, reference_meta, replay
-from .repeated import RepeatedGame, RepeatedState
 
 CHOICES = ("cheap", "costly")
 
@@ -175,7 +175,7 @@ class DinersDilemma(RepeatedGame):
         n, choices = reference_choices(raw, as_label)
         keys = ("cheap_cost", "cheap_utility", "exp_cost", "exp_utility")
         params = DinerParams(**{k: meta[k] for k in keys if k in meta}, rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("cheap_player", "cheap"), ("total_cost", "bill")))
 
 
 def diner_score(per_round: Sequence[Sequence[str | None]], scoring: str = "code") -> float | None:

@@ -29,8 +29,8 @@ import numpy as np
 from pydantic import Field
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from ..repeated import RepeatedGame, RepeatedState
 from .reference import as_int, reference_choices, reference_meta, replay
-from .repeated import RepeatedGame, RepeatedState
 
 
 class DollarParams(GameParams):
@@ -128,7 +128,7 @@ class DivideDollar(RepeatedGame):
         meta = reference_meta(raw)
         n, choices = reference_choices(raw, as_int)
         params = DollarParams(golds=meta.get("golds", 100), rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("total_proposal", "total"),))
 
 
 def dollar_score(per_round: Sequence[tuple[Sequence[int], int, int]], golds: int) -> float | None:

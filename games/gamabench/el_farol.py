@@ -31,8 +31,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Setup, fmt_num
+from ..repeated import RepeatedGame, RepeatedState
 from .reference import as_label, reference_choices, reference_meta, replay
-from .repeated import RepeatedGame, RepeatedState
 
 CHOICES = ("go", "stay")
 
@@ -152,7 +152,7 @@ class ElFarolBar(RepeatedGame):
         n, choices = reference_choices(raw, as_label)
         params = BarParams(**{k: meta[k] for k in ("min", "max", "home", "ratio", "mode") if k in meta},
                            rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("go_num", "go"),))
 
 
 def bar_score(counts: Sequence[tuple[int, int, int]], ratio: float) -> float | None:

@@ -15,6 +15,15 @@ out; a run with no valid number has no score.
 
 Equilibrium: everyone picks min when ratio < 1 and max when ratio > 1 (ratio = 1 has a continuum, so none
 is declared). Deviation: |mean chosen number - equilibrium| / D.
+
+Baselines: ``rational`` picks the equilibrium number (the midpoint when ratio = 1); ``random`` a uniform
+whole number; ``level_k`` (k >= 0) the classic level-k rule of this game (Nagel 1995; Camerer, Ho and Chong
+2004): level 0 picks a naive reference number, level j the whole number nearest ratio x level j-1's number,
+kept in [min, max] (the best response to a crowd of level j-1 players, one's own weight in the mean
+ignored). The reference is the midpoint (min + max) / 2 in round 1 and, as in Nagel's reading of later
+rounds, the previous round's mean afterwards (the last round that had one). With the defaults, round 1:
+levels 0 to 9 pick 50, 33, 22, 15, 10, 7, 5, 3, 2, 1, and every higher level 1 (2/3 of 1 rounds to 1 again:
+whole numbers stop the iteration one short of the equilibrium 0).
 """
 
 from __future__ import annotations
@@ -27,7 +36,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
-from .repeated import RepeatedGame, RepeatedState, round_values
+from ..repeated import RepeatedGame, RepeatedState, round_values
+from .reference import round_check
 
 
 class GuessingParams(GameParams):
@@ -53,6 +63,7 @@ class GuessingGame(RepeatedGame):
     history_key: ClassVar[str] = "mean number"
     info: ClassVar[GameInfo] = GameInfo(
         title="Guess 2/3 of the average", rounds=True, score=True, family="gamabench",
+        policies=("rational", "random", "level_k"),
         action_axis="mean number / max", scale_key="max", equilibrium_note="NE: min",
         deviation_note="|mean number - NE| / (max - min)", round_curve="mean",
         reference=(("guessing_game", {}),))
@@ -131,6 +142,10 @@ class GuessingGame(RepeatedGame):
         if kind == "random":
             assert rng is not None
             return {"chosen_number": int(rng.integers(s["min"], s["max"] + 1))}
+        if kind == "level_k":
+            means = [e["mean"] for e in state.extra if e.get("mean") is not None]
+            anchor = means[-1] if means else (s["min"] + s["max"]) / 2
+            return {"chosen_number": level_k_number(anchor, int(kw.get("k", 1)), s["ratio"], s["min"], s["max"])}
         return super().strategy(state, player, kind, rng, **kw)
 
     def score(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> float | None:
@@ -163,7 +178,24 @@ class GuessingGame(RepeatedGame):
         messages = [list(p["prompt"]) if isinstance(p.get("prompt"), list) else [] for p in players]
         return ImportedRun(params=params.model_dump(), n_players=len(players), round_log=log,
                            payoffs=list(self.outcome(state).payoffs),
-                           messages=messages if any(messages) else None)
+                           messages=messages if any(messages) else None,
+                           check=round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))))
+
+
+def level_k_number(anchor: float, k: int, ratio: float, lo: int, hi: int) -> int:
+    """Level k's whole number: level 0 rounds ``anchor``, each level the nearest whole number to ratio x the
+    level below (halves rounded up), kept in [lo, hi]. Iterated, not ratio**k x anchor: a large k must not
+    overflow, and it stops at the fixed point (lo, or hi when ratio > 1) after a few dozen steps."""
+    def whole(x: float) -> int:
+        return min(hi, max(lo, math.floor(x + 0.5)))
+
+    number = whole(anchor)
+    for _ in range(k):
+        nxt = whole(ratio * number)
+        if nxt == number:
+            break
+        number = nxt
+    return number
 
 
 def _reference_number(records: Any, k: int) -> dict[str, Any] | None:

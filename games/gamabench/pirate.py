@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, ReplayCheck, Setup
 
 MAX_PIRATES = 200  # the 100-gold optimum needs 100 - floor((n - 1) / 2) >= 0
 
@@ -337,7 +337,22 @@ class PirateGame(Game):
             payoffs = [float(share.get(i, 0)) for i in range(n)]
         players = raw["player_data"][:n]
         messages = [list(p["prompt"]) for p in players] if all("prompt" in p for p in players) else None
-        return ImportedRun({"gold": gold}, n, log, payoffs, messages)
+        return ImportedRun({"gold": gold}, n, log, payoffs, messages, check=_plan_check(log))
+
+
+def _plan_check(log: Sequence[Mapping[str, Any]]) -> ReplayCheck | None:
+    """The reference went on to a next proposal only after a plan failed, so every plan but its last failed
+    and the last passed; our vote rule (half of the living, the proposer included) must say the same."""
+    passed = [bool(r["events"]["passed"]) for r in log if r["events"]["phase"] == "vote"]
+    if not passed:
+        return None
+    recorded = [False] * (len(passed) - 1) + [True]
+    if passed == recorded:
+        return ReplayCheck(True, recorded, passed)
+    wrong = [i + 1 for i, (a, b) in enumerate(zip(recorded, passed)) if a != b]
+    return ReplayCheck(False, recorded, passed, ("vote_rule_differs",), "rule difference",
+                       f"proposal(s) {', '.join(map(str, wrong))}: the reference went on (or stopped) where our "
+                       "vote rule says the plan " + ("passed" if passed[wrong[0] - 1] else "failed"))
 
 
 def pirate_score(events: Sequence[Mapping[str, Any]], gold: float, scoring: str = "code") -> float | None:

@@ -28,8 +28,8 @@ import numpy as np
 from pydantic import Field
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from ..repeated import RepeatedGame, RepeatedState
 from .reference import as_int, reference_choices, reference_meta, replay
-from .repeated import RepeatedGame, RepeatedState
 
 
 class GoodsParams(GameParams):
@@ -134,7 +134,7 @@ class PublicGoods(RepeatedGame):
                              f"got {init!r} and reset {reset!r}")
         n, choices = reference_choices(raw, as_int)
         params = GoodsParams(tokens=meta.get("tokens", 20), ratio=meta.get("ratio", 2), rounds=len(choices))
-        return replay(self, params, n, choices, raw)
+        return replay(self, params, n, choices, raw, (("total_tokens", "pot"),))
 
 
 def goods_score(per_round: Sequence[Sequence[float]], tokens: float) -> float | None:

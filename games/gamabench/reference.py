@@ -10,13 +10,14 @@ Pure: takes the parsed JSON, does no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..base import GameParams, ImportedRun, Setup
-from .repeated import RepeatedGame
+from ..base import GameParams, ImportedRun, ReplayCheck, Setup
+from ..repeated import RepeatedGame
 
 
 def _table(raw: Mapping[str, Any], key: str, kind: type) -> Any:
@@ -76,9 +77,48 @@ def reference_messages(raw: Mapping[str, Any]) -> list[list[dict[str, Any]]] | N
     return out
 
 
+def round_check(raw: Mapping[str, Any], round_log: Sequence[Mapping[str, Any]],
+                totals: Sequence[tuple[str, str]]) -> ReplayCheck | None:
+    """The reference's per-round totals against our replay's round events: for each (``round_records`` key,
+    event key) pair, every round where both are numbers must agree (to 1e-6, relative). None when nothing
+    could be compared. A disagreeing round where one of our seats has no usable answer is a parser
+    difference (the reference read an answer we could not); otherwise it is unexplained."""
+    records = raw.get("round_records")
+    if not isinstance(records, list) or not totals:
+        return None
+    recorded: dict[str, list[Any]] = {k: [] for k, _ in totals}
+    replayed: dict[str, list[Any]] = {k: [] for k, _ in totals}
+    compared = 0
+    bad: list[str] = []
+    unreadable = False
+    for r, (rec, entry) in enumerate(zip(records, round_log)):
+        ev = entry.get("events") or {}
+        for ref_key, our_key in totals:
+            theirs = rec.get(ref_key) if isinstance(rec, Mapping) else None
+            ours = ev.get(our_key)
+            recorded[ref_key].append(theirs)
+            replayed[ref_key].append(ours)
+            if isinstance(theirs, bool) or not isinstance(theirs, (int, float)):
+                continue
+            compared += 1
+            if isinstance(ours, bool) or not isinstance(ours, (int, float)) or not math.isclose(
+                    float(theirs), float(ours), rel_tol=1e-6, abs_tol=1e-9):
+                bad.append(f"round {r + 1} {ref_key}: recorded {theirs}, ours {ours}")
+                unreadable = unreadable or any(a is None for a in entry.get("actions") or [])
+    if not compared:
+        return None
+    if not bad:
+        return ReplayCheck(True, recorded, replayed)
+    cause = "unreadable_answer" if unreadable else "round_total_differs"
+    kind = "parser difference" if unreadable else "unexplained"
+    return ReplayCheck(False, recorded, replayed, (cause,), kind, "; ".join(bad[:3]) + (
+        f"; and {len(bad) - 3} more" if len(bad) > 3 else ""))
+
+
 def replay(game: RepeatedGame, params: GameParams, n_players: int, choices: Sequence[Sequence[Any]],
-           raw: Mapping[str, Any]) -> ImportedRun:
-    """Play the imported choices through the game's rules: round log (Host shape), payoffs, chats."""
+           raw: Mapping[str, Any], totals: Sequence[tuple[str, str]] = ()) -> ImportedRun:
+    """Play the imported choices through the game's rules: round log (Host shape), payoffs, chats, and the
+    check of the reference's per-round ``totals`` against ours (see :func:`round_check`)."""
     setup: Setup = game.setup(params, n_players, np.random.default_rng(0))
     state = game.initial_state(setup)
     log = []
@@ -89,7 +129,8 @@ def replay(game: RepeatedGame, params: GameParams, n_players: int, choices: Sequ
                     "events": game.events(state, after, actions)})
         state = after
     return ImportedRun(params=params.model_dump(), n_players=n_players, round_log=log,
-                       payoffs=list(game.outcome(state).payoffs), messages=reference_messages(raw))
+                       payoffs=list(game.outcome(state).payoffs), messages=reference_messages(raw),
+                       check=round_check(raw, log, totals))
 
 
 def as_int(value: Any) -> int:

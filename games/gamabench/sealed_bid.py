@@ -32,6 +32,15 @@ with valuations drawn without replacement from a grid and whole-number bids, no 
 The ``rational`` baseline bids floor((N - 1) / N x v) there, the symmetric Bayes-Nash bid for independent
 uniform valuations, an approximation of this draw. Deviation (second-price): |mean bid - mean valuation| /
 (valuation_max - valuation_min).
+
+``level_k`` follows Crawford and Iriberri's level-k auctions (Econometrica 2007), with valuations read as
+independent and uniform on [valuation_min, valuation_max] = [m, M]. Level 0 is their truthful bidder: it
+bids its valuation v. Second price: bidding v is a best response to any bids, so every level bids v.
+First price: level 1 best-responds to N - 1 truthful bidders, maximising (v - b) ((b - m) / (M - m))^(N-1),
+which gives b = m + (N - 1) / N x (v - m); level 2 faces bids that are the same linear map of uniform
+valuations, and its best response is that same bid, so every level k >= 1 bids floor(m + (N - 1)(v - m) / N)
+(their random level 0, bidding uniformly on [m, M], leads to the same bids). With m = 0 this is the rational
+bid: in the uniform case level-k and equilibrium bidding coincide, as Crawford and Iriberri note.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
-from .repeated import RepeatedGame, RepeatedState
+from ..repeated import RepeatedGame, RepeatedState
 
 BID_CAP = 1_000_000_000  # bids above this are rule breaks: keeps payoffs finite for any reply
 
@@ -92,6 +101,7 @@ class SealedBidAuction(RepeatedGame):
     has_private_values: ClassVar[bool] = True
     info: ClassVar[GameInfo] = GameInfo(
         title="Sealed-bid auction", rounds=True, score=True, family="gamabench",
+        policies=("rational", "random", "level_k"),
         reference=(("sealed_bid_auction/first_price", {"mode": "first"}),
                    ("sealed_bid_auction/second_price", {"mode": "second"})),
         action_axis="mean bid / valuation_max", scale_key="valuation_max",
@@ -194,6 +204,11 @@ class SealedBidAuction(RepeatedGame):
         if kind == "random":
             assert rng is not None
             return {"bid": int(rng.integers(0, s["valuation_max"] + 1))}
+        if kind == "level_k":
+            if s["mode"] == "second" or int(kw.get("k", 1)) == 0:
+                return {"bid": v}
+            n, m = s.n_players, s["valuation_min"]
+            return {"bid": m + (n - 1) * (v - m) // n}
         return super().strategy(state, player, kind, rng, **kw)
 
     def score(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> float | None:

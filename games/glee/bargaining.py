@@ -44,10 +44,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, GameInfo, GameParams, Outcome, Setup
+from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from . import reference as R
 from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
 CENT = 0.01
+INFINITE = 99  # the paper's "infinite" horizon (GLEE's data also writes 25 for it; any value above 20)
 
 
 class BargainingParams(GameParams):
@@ -173,6 +175,7 @@ def inflation_update(setup: Setup, seat: int, t: int) -> str:
 
 class Bargaining(AlternatingOffers):
     name: ClassVar[str] = "bargaining"
+    glee_game_type: ClassVar[str] = "bargaining"  # the game_type of GLEE's released config.json files
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GLEE: alternating offers over a sum of money, discounting shown as inflation"
     State = BargainingState
@@ -361,6 +364,11 @@ class Bargaining(AlternatingOffers):
     def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return bargaining_run_metrics(setup.to_dict(), [r["events"] for r in rounds])
 
+    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
+        """One of GLEE's released bargaining games (games/glee/reference.py): GLEE's reading of its rows is
+        the outcome of record; the replay of the rows through these rules is the check."""
+        return _bargaining_from_reference(self, raw)
+
 
 def bargaining_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A run's metrics from its round events (native or imported alike)."""
@@ -376,3 +384,92 @@ def bargaining_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[s
                              str(params.get("metrics", "paper")))
     return {**out, "agreement": deal is not None, "rounds": played, "alice_share": share,
             "first_offer_alice_share": first_share}
+
+
+# ---- GLEE's released games (games/glee/reference.py) ----
+
+def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> ImportedRun:
+    config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
+    money = float(R.arg(config, "money_to_divide"))
+    raw_max = int(R.arg(config, "max_rounds"))
+    ci = R.as_bool(R.arg(config, "complete_information", True), "complete_information")
+    ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
+    da, db = R.delta(config, 0), R.delta(config, 1)
+    params = {"money": money, "delta_alice": da, "delta_bob": db, "max_rounds": R.horizon(raw_max, INFINITE),
+              "complete_information": ci, "messages_allowed": ma}
+    names = R.public_names(config)
+    keys = (f"{names[0].lower()}_gain", f"{names[1].lower()}_gain")
+    if not rows:
+        raise ValueError("game.csv has no rows")
+    # GLEE's reading (analyze/configs.py): the last row decides; an accepted offer is the row before it
+    finished = R.cell(rows[-1], "decision") is not None
+    played = R.last_round(rows)
+    accepted = R.cell(rows[-1], "decision") == "accept" and len(rows) >= 2
+    a = R.number(rows[-2], keys[0]) if accepted else None
+    b = R.number(rows[-2], keys[1]) if accepted else None
+    deal = accepted and a is not None and b is not None
+    share = a / money if deal and a is not None else None
+    recorded = {"finished": finished, "agreement": deal, "rounds": played, "deal_round": played if deal else None,
+                "alice_gain": a if deal else None, "bob_gain": b if deal else None, "max_rounds_raw": raw_max}
+    first = R.number(rows[0], keys[0])
+    extra = {"agreement": deal, "rounds": played, "alice_share": share,
+             "first_offer_alice_share": first / money if first is not None and R.row_round(rows[0]) == 1 else None}
+    recorded["metrics"] = {**bargaining_metrics(da, db, played if deal else None, share, max(played, 1), "paper"),
+                           **extra}
+    recorded["metrics_code"] = {**bargaining_metrics(da, db, played if deal else None, share, max(played, 1),
+                                                     "code"), **extra}
+    pay = (a * da ** (played - 1), b * db ** (played - 1)) if deal and a is not None and b is not None else (0.0, 0.0)
+    recorded["payoff"] = list(pay)
+    recorded["winners"] = [i for i in (0, 1) if pay[i] == max(pay)] if deal and max(pay) > 0 else []
+    # our replay of the same rows
+    setup = game.setup(BargainingParams(**{**params, "max_rounds": min(raw_max, 200)}), 2, np.random.default_rng(0))
+    state = game.initial_state(setup)
+    log: list[dict[str, Any]] = []
+    causes: set[str] = set()
+    error = None
+    for i, row in enumerate(rows):
+        where = f"row {i + 2} (round {R.cell(row, 'round')}, {R.cell(row, 'player')})"
+        if not game.to_move(state):
+            causes.add("move_after_end")
+            error = f"{where}: a move after the game ended"
+            break
+        seat = R.seat_of(R.cell(row, "player"), names)
+        if seat != game.to_move(state)[0] or R.row_round(row) != state.round:
+            causes.add("turn_order")
+            error = f"{where}: expected {NAMES[game.to_move(state)[0]]} in round {state.round}"
+            break
+        action: dict[str, Any] | None
+        if state.phase == "offer":
+            x, y = R.number(row, keys[0]), R.number(row, keys[1])
+            if x is None or y is None:
+                causes.add("unreadable_move")
+                action = None
+            else:
+                action = {"alice_gain": x, "bob_gain": y}
+                if ma:
+                    action["message"] = R.message(row, human)
+                if not math.isclose(x + y, money, rel_tol=1e-9, abs_tol=1e-6):
+                    causes.add("offer_not_dividing_money")
+        else:
+            d = R.cell(row, "decision")
+            if d in ("accept", "reject"):
+                action = {"decision": d}
+            else:
+                causes.add("unknown_decision" if d is not None else "unreadable_move")
+                action = None
+        after = game.apply(state, {seat: action})
+        log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
+                    "events": game.events(state, after, {seat: action})})
+        state = after
+    if error is None and game.to_move(state) and finished and R.cell(rows[-1], "decision") == "reject":
+        causes.add("ended_before_horizon")
+    replayed = None
+    if error is None:
+        t = state.deal[0] if state.deal else None
+        replayed = {"agreement": state.deal is not None, "deal_round": t,
+                    "alice_gain": state.deal[1] if state.deal else None,
+                    "bob_gain": state.deal[2] if state.deal else None}
+    check = R.verdict(recorded, replayed, ("agreement", "deal_round", "alice_gain", "bob_gain"), causes, error)
+    pay_replay = list(game.outcome(state).payoffs) if error is None else None
+    return ImportedRun(params, 2, log, pay_replay, raw.get("messages"), recorded, check)
+

@@ -69,3 +69,12 @@ def say(player: int, message: str | None, **public: Any) -> dict[str, Any]:
 
 def set_at(values: tuple[Any, ...], i: int, value: Any) -> tuple[Any, ...]:
     return values[:i] + (value,) + values[i + 1:]
+
+
+def reader_for(config: Any, games: Any) -> Game | None:
+    """The registered GLEE game whose ``glee_game_type`` is the ``game_type`` of a released config.json."""
+    kind = config.get("game_type") if isinstance(config, dict) else None
+    for g in games.values():
+        if getattr(g, "glee_game_type", None) == kind and kind is not None:
+            return g
+    return None

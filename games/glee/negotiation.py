@@ -40,10 +40,16 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, GameInfo, GameParams, Outcome, Setup
+from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from . import reference as R
 from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
 OUTSIDE = ("sell_to_john", "buy_from_john")  # per seat: the seller sells to John, the buyer buys from him
+INFINITE = 30  # the paper's "infinite" horizon (GLEE's data also writes 25 and 99 for it; any value above 20)
+# GLEE's decisions (the released code's spelling, "Jhon" included): ours, and the seat whose own outside
+# option the name describes (None: either)
+GLEE_DECISIONS = {"AcceptOffer": ("accept", None), "RejectOffer": ("reject", None),
+                  "SellToJhon": ("outside", 0), "BuyFromJhon": ("outside", 1), "DealWithJhon": ("outside", None)}
 
 
 class NegotiationParams(GameParams):
@@ -94,6 +100,7 @@ def negotiation_metrics(seller_value: float, buyer_value: float, money: float, p
 
 class Negotiation(AlternatingOffers):
     name: ClassVar[str] = "negotiation"
+    glee_game_type: ClassVar[str] = "negotiation"  # the game_type of GLEE's released config.json files
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GLEE: a seller and a buyer alternate price offers for one item, outside option John"
     State = NegotiationState
@@ -283,6 +290,11 @@ class Negotiation(AlternatingOffers):
     def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return negotiation_run_metrics(setup.to_dict(), [r["events"] for r in rounds])
 
+    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
+        """One of GLEE's released negotiation games (games/glee/reference.py): GLEE's reading of its rows is
+        the outcome of record; the replay of the rows through these rules is the check."""
+        return _negotiation_from_reference(self, raw)
+
 
 def negotiation_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     money = float(params["money"])
@@ -295,3 +307,93 @@ def negotiation_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[
     return {**out, "agreement": deal is not None, "final_price": price,
             "first_offer": first["say"]["price"] if first else None,
             "rounds": max((int(e["round"]) for e in events), default=0), "outside_option": outside}
+
+
+# ---- GLEE's released games (games/glee/reference.py) ----
+
+def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> ImportedRun:
+    config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
+    money = float(R.arg(config, "product_price_order"))
+    fa, fb = float(R.arg(config, "seller_value")), float(R.arg(config, "buyer_value"))
+    raw_max = int(R.arg(config, "max_rounds"))
+    ci = R.as_bool(R.arg(config, "complete_information", True), "complete_information")
+    ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
+    params = {"money": money, "seller_value": fa, "buyer_value": fb, "max_rounds": R.horizon(raw_max, INFINITE),
+              "complete_information": ci, "messages_allowed": ma}
+    names = R.public_names(config)
+    if not rows:
+        raise ValueError("game.csv has no rows")
+    # GLEE's reading (analyze/configs.py): a trade iff the last decision is AcceptOffer, at the price before it
+    last = R.cell(rows[-1], "decision")
+    played = R.last_round(rows)
+    price = R.number(rows[-2], "product_price") if last == "AcceptOffer" and len(rows) >= 2 else None
+    trade = price is not None
+    decisions = sum(1 for r in rows if R.cell(r, "decision") is not None)
+    messages = sum(1 for r in rows if R.message(r, human) is not None)
+    recorded: dict[str, Any] = {"finished": last is not None, "agreement": trade, "rounds": played,
+                                "final_price": price, "max_rounds_raw": raw_max, "n_decisions": decisions,
+                                "n_messages": messages}
+    first = next((R.number(r, "product_price") for r in rows if R.number(r, "product_price") is not None), None)
+    outside = None
+    if last in GLEE_DECISIONS and GLEE_DECISIONS[last][0] == "outside":
+        outside = R.seat_of(R.cell(rows[-1], "player"), names)
+    extra = {"agreement": trade, "final_price": price, "first_offer": first, "rounds": played,
+             "outside_option": outside}
+    recorded["metrics"] = {**negotiation_metrics(fa, fb, money, price, "paper"), **extra}
+    recorded["metrics_code"] = {**negotiation_metrics(fa, fb, money, price, "code"), **extra}
+    va, vb = money * fa, money * fb
+    pay = (price - va, vb - price) if price is not None else (0.0, 0.0)
+    recorded["payoff"] = list(pay)
+    recorded["winners"] = [i for i in (0, 1) if pay[i] == max(pay)] if trade and max(pay) > 0 else []
+    causes: set[str] = set()
+    if (messages > decisions and messages > 1) or (not human and decisions > played):
+        causes.add("glee_cleaning_drop")
+    # our replay of the same rows
+    setup = game.setup(NegotiationParams(**{**params, "max_rounds": min(raw_max, 200)}), 2,
+                       np.random.default_rng(0))
+    state = game.initial_state(setup)
+    log: list[dict[str, Any]] = []
+    error = None
+    for i, row in enumerate(rows):
+        where = f"row {i + 2} (round {R.cell(row, 'round')}, {R.cell(row, 'player')})"
+        if not game.to_move(state):
+            causes.add("move_after_end")
+            error = f"{where}: a move after the game ended"
+            break
+        seat = R.seat_of(R.cell(row, "player"), names)
+        if seat != game.to_move(state)[0] or R.row_round(row) != state.round:
+            causes.add("turn_order")
+            error = f"{where}: expected {NAMES[game.to_move(state)[0]]} in round {state.round}"
+            break
+        action: dict[str, Any] | None
+        if state.phase == "offer":
+            p = R.number(row, "product_price")
+            if p is None or p < 0:
+                causes.add("unreadable_move")
+                action = None
+            else:
+                action = {"product_price": p}
+                if ma:
+                    action["message"] = R.message(row, human)
+        else:
+            d = R.cell(row, "decision")
+            ours, whose = GLEE_DECISIONS.get(d or "", (None, None))
+            if ours is None:
+                causes.add("unknown_decision" if d is not None else "unreadable_move")
+                action = None
+            else:
+                if ours == "outside" and whose is not None and whose != seat:
+                    causes.add("outside_option_swapped")
+                action = {"decision": OUTSIDE[seat] if ours == "outside" else ours}
+        after = game.apply(state, {seat: action})
+        log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
+                    "events": game.events(state, after, {seat: action})})
+        state = after
+    if error is None and game.to_move(state) and last == "RejectOffer":
+        causes.add("ended_before_horizon")
+    replayed = None
+    if error is None:
+        replayed = {"agreement": state.trade is not None, "final_price": state.trade[1] if state.trade else None}
+    check = R.verdict(recorded, replayed, ("agreement", "final_price"), causes, error)
+    pay_replay = list(game.outcome(state).payoffs) if error is None else None
+    return ImportedRun(params, 2, log, pay_replay, raw.get("messages"), recorded, check)

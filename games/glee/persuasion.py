@@ -43,6 +43,7 @@ Baselines (policies): ``commitment`` (the seller commits as above, in text mode 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
@@ -50,7 +51,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, Outcome, Setup
+from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from . import reference as R
 from .common import MAX_MONEY, MESSAGE_CHARS, NAMES, pretty, say, set_at, two_seats
 
 RECOMMEND = "I recommend buying this product."
@@ -120,6 +122,7 @@ def _draw(p: float, rng: np.random.Generator) -> str:
 
 class Persuasion(Game):
     name: ClassVar[str] = "persuasion"
+    glee_game_type: ClassVar[str] = "persuasion"  # the game_type of GLEE's released config.json files
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GLEE: a seller who knows each product's quality advises a buyer, 20 rounds"
     Params = PersuasionParams
@@ -313,6 +316,11 @@ class Persuasion(Game):
     def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return persuasion_run_metrics(setup.to_dict(), [r["events"] for r in rounds])
 
+    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
+        """One of GLEE's released persuasion games (games/glee/reference.py): GLEE's reading of its rows is
+        the outcome of record; the replay of the rows through these rules is the check."""
+        return _persuasion_from_reference(self, raw)
+
 
 def persuasion_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ends = [e for e in events if e["phase"] == "buyer"]
@@ -329,3 +337,103 @@ def persuasion_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[s
     return {**out, "purchase_rate": sum(1 for e in ends if e["bought"]) / played,
             "recommend_rate": sum(1 for x in binary if x == "yes") / len(binary) if binary else None,
             "high_rounds": n, "high_bought": k, "low_not_bought": r}
+
+
+# ---- GLEE's released games (games/glee/reference.py) ----
+
+def _yes(text: str | None) -> bool | None:
+    if text is None:
+        return None
+    t = text.strip().lower()
+    return True if t == "yes" else False if t == "no" else None
+
+
+def _persuasion_from_reference(game: Persuasion, raw: Mapping[str, Any]) -> ImportedRun:
+    config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
+    p = float(R.arg(config, "p"))
+    if math.isclose(p, 1 / 3, abs_tol=1e-6):
+        p = 1 / 3  # the human configs write 0.333333333, the model configs 0.3333333333333333
+    total = int(R.arg(config, "total_rounds", 20))
+    text = str(R.arg(config, "seller_message_type", "text")) == "text"
+    myopic = R.as_bool(R.arg(config, "is_myopic", False), "is_myopic")
+    params = {"p_high": p, "value_high": float(R.arg(config, "v")), "money": float(R.arg(config, "product_price")),
+              "complete_information": R.as_bool(R.arg(config, "is_seller_know_cv", True), "is_seller_know_cv"),
+              "message_type": "text" if text else "binary", "buyer": "myopic" if myopic else "long-living",
+              "rounds": total, "value_low": float(R.arg(config, "c", 0.0))}
+    names = R.public_names(config)
+    if not rows:
+        raise ValueError("game.csv has no rows")
+    by_round: dict[int, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        t = R.row_round(row)
+        if t is None:
+            raise ValueError(f"game.csv: a row without a round number: {dict(row)!r}"[:200])
+        by_round.setdefault(t, []).append(row)
+    # GLEE's reading (analyze/configs.py): per round the first row is Nature's quality, the last the buyer's
+    # decision; a purchase is "yes" in it
+    qualities = ["high" if "high" in (R.cell(rs[0], "round_quality") or "") else "low" for _, rs in
+                 sorted(by_round.items())]
+    deals = ["yes" in (R.cell(rs[-1], "decision") or "") for _, rs in sorted(by_round.items())]
+    played = len(qualities)
+    n = sum(1 for q in qualities if q == "high")
+    k = sum(1 for q, d in zip(qualities, deals) if q == "high" and d)
+    r = sum(1 for q, d in zip(qualities, deals) if q == "low" and not d)
+    v, c, m = params["value_high"], params["value_low"], params["money"]
+    last_buyer = R.seat_of(R.cell(rows[-1], "player"), names) == 1
+    extra = {"purchase_rate": sum(deals) / played, "high_rounds": n, "high_bought": k, "low_not_bought": r}
+    recorded: dict[str, Any] = {"finished": last_buyer and R.cell(rows[-1], "decision") is not None,
+                                "rounds": played, "purchases": sum(deals), "high_rounds": n, "high_bought": k,
+                                "low_not_bought": r, "agreement": any(deals),
+                                "setup": {"first_quality": qualities[0]}}
+    recorded["metrics"] = {**persuasion_metrics(played, n, k, r, v, c, "paper"), **extra}
+    recorded["metrics_code"] = {**persuasion_metrics(played, n, k, r, v, c, "code"), **extra}
+    pay = (float(sum(deals)), math.fsum(m * ((v if q == "high" else c) - 1) for q, d in zip(qualities, deals) if d))
+    recorded["payoff"] = list(pay)
+    recorded["winners"] = [i for i in (0, 1) if pay[i] > 0]
+    causes: set[str] = set()
+    if played < total:
+        causes.add("rounds_short")
+    # our replay: each round's recorded quality stands for the chance draw
+    setup = Setup(2, {**PersuasionParams(**params).model_dump(), "first_quality": qualities[0]})
+    state = game.initial_state(setup)
+    log: list[dict[str, Any]] = []
+    error = None
+    for t, (number_, rs) in enumerate(sorted(by_round.items())):
+        movers = [row for row in rs if R.seat_of(R.cell(row, "player"), names) is not None]
+        if number_ != t + 1 or [R.seat_of(R.cell(x, "player"), names) for x in movers] != [0, 1]:
+            causes.add("turn_order")
+            error = f"round {number_}: expected a Nature row, then {names[0]}, then the buyer"
+            break
+        if not game.to_move(state):
+            causes.add("move_after_end")
+            error = f"round {number_}: a move after the game ended"
+            break
+        seller, buyer = movers
+        if text:
+            say_: dict[str, Any] | None = {"message": R.message(seller, human) or ""}
+        else:
+            rec = _yes(R.cell(seller, "decision"))
+            say_ = None if rec is None else {"decision": "yes" if rec else "no"}
+            if rec is None:
+                causes.add("unreadable_move")
+        buy = _yes(R.cell(buyer, "decision"))
+        if buy is None:
+            causes.add("unreadable_move")
+        for seat, action in ((0, say_), (1, None if buy is None else {"decision": "yes" if buy else "no"})):
+            after = game.apply(state, {seat: action}, np.random.default_rng(0))
+            log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
+                        "events": game.events(state, after, {seat: action})})
+            state = after
+        if t + 1 < len(qualities) and state.phase == "seller":
+            state = replace(state, quality=qualities[t + 1])
+    replayed = None
+    if error is None:
+        ends = [e["events"] for e in log if e["events"]["phase"] == "buyer"]
+        replayed = {"purchases": sum(1 for e in ends if e["bought"]),
+                    "high_rounds": sum(1 for e in ends if e["quality"] == "high"),
+                    "high_bought": sum(1 for e in ends if e["quality"] == "high" and e["bought"]),
+                    "low_not_bought": sum(1 for e in ends if e["quality"] == "low" and not e["bought"])}
+    check = R.verdict(recorded, replayed, ("purchases", "high_rounds", "high_bought", "low_not_bought"), causes,
+                      error)
+    pay_replay = list(game.outcome(state).payoffs) if error is None else None
+    return ImportedRun(dict(params), 2, log, pay_replay, raw.get("messages"), recorded, check)

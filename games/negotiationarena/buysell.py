@@ -151,3 +151,24 @@ class BuySell(NegotiationGame):
         else:
             d, p = "none", 0
         return {"reason": reason, "message": message, "decision": d, "price": p}
+
+    def recorded_payoffs(self, setup: Setup, delta: Sequence[Mapping[str, int]], accepted: bool
+                         ) -> tuple[float, float]:
+        """Valued changes: ZUP at face value, the good at the seller's cost / the buyer's value."""
+        red = delta[RED].get(MONEY, 0) + delta[RED].get(GOOD, 0) * setup["seller_cost"]
+        blue = delta[BLUE].get(MONEY, 0) + delta[BLUE].get(GOOD, 0) * setup["buyer_value"]
+        return float(red), float(blue)
+
+    def recorded_price(self, delta: Sequence[Mapping[str, int]], accepted: bool) -> float | None:
+        return float(delta[RED].get(MONEY, 0)) if accepted else None
+
+    def off_protocol(self, trade: Trade) -> bool:
+        red, blue = trade["red_gives"], trade["blue_gives"]
+        return red.get(GOOD, 0) != 1 or any(v for k, v in red.items() if k != GOOD) or any(
+            v for k, v in blue.items() if k != MONEY)
+
+    def outcome_consistent(self, setup: Setup, summary: Mapping[str, Any], pay: tuple[float, float]) -> bool:
+        got = summary.get("player_outcome")
+        if not isinstance(got, list) or len(got) != 2 or not all(isinstance(x, (int, float)) for x in got):
+            return True  # nothing comparable recorded
+        return all(abs(float(a) - b) < 1e-9 for a, b in zip(got, pay))

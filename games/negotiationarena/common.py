@@ -10,26 +10,37 @@ breaks a rule after the Host's re-asks ends the game without a deal (the paper a
 
 Parameters, payoffs and the baseline strategies are in each scenario's module; none declares an
 equilibrium for the Host (the rational baselines play the scenario's textbook strategy instead).
-This module also reads the released ``game_state.json`` logs (``replay_log``), pure: parsed JSON in.
+The released ``game_state.json`` logs are read by ``from_reference`` (pure: parsed JSON in): the outcome
+the log records is the outcome of record, and the replay of its moves through these rules is a check
+beside it (logs.py reads the log and names the causes of a disagreement).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, Setup
+from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, ReplayCheck, Setup
+from .logs import (
+    CAUSES,
+    Trade,
+    answer_differs,
+    end_summary,
+    names_in,
+    primary,
+    read_trade,
+)
+from .logs import log_resources as log_resources  # re-exported: the scenarios read their parameters with it
+from .logs import parse_trade_text as parse_trade_text  # re-exported
 
 RED, BLUE = 0, 1
 NAMES = ("Player RED", "Player BLUE")
 MESSAGE_CHARS = 1000
 REASON_CHARS = 2000
 FAMILY = "negotiationarena"
-Trade = dict[str, dict[str, int]]  # {"red_gives": {resource: n}, "blue_gives": {resource: n}}
 
 
 @dataclass(frozen=True)
@@ -67,32 +78,6 @@ def trade_text(trade: Trade) -> str:
     return f"Player RED Gives {side(trade['red_gives'])} | Player BLUE Gives {side(trade['blue_gives'])}"
 
 
-_SIDE = re.compile(r"Player\s+(RED|BLUE)\s+Gives\s*(.*)", re.I | re.S)
-
-
-def parse_trade_text(text: str) -> Trade | None:
-    """Read the paper's tag syntax (``Player RED Gives X: 5 | Player BLUE Gives Y: 3``); None for ``NONE``.
-
-    Raises ValueError on text that is neither, as the paper's parser did (it aborted the game)."""
-    text = text.strip()
-    if not text or text.upper() == "NONE":
-        return None
-    out: Trade = {"red_gives": {}, "blue_gives": {}}
-    for part in text.split("|"):
-        m = _SIDE.search(part)
-        if m is None:
-            raise ValueError(f"not a trade: {text[:80]!r}")
-        gives = out[f"{m.group(1).lower()}_gives"]
-        for item in m.group(2).split(","):
-            if not item.strip():
-                continue
-            name, sep, amount = item.partition(":")
-            if not sep:
-                raise ValueError(f"not a 'resource: amount' pair: {item[:40]!r}")
-            gives[name.strip()] = int(amount.strip())
-    return out
-
-
 def tag(text: str, name: str) -> str | None:
     """The content between the first ``<name>`` and the first ``</name>``, or None when absent."""
     a = text.find(f"<{name}>")
@@ -100,32 +85,6 @@ def tag(text: str, name: str) -> str | None:
     if a < 0 or b < a:
         return None
     return text[a + len(name) + 2:b].strip()
-
-
-def _unwrap(obj: Any) -> Any:
-    """The logs' custom encoding: ``{"_type": ..., "_value": ...}``, possibly nested."""
-    while isinstance(obj, Mapping) and "_value" in obj:
-        obj = obj["_value"]
-    return obj
-
-
-def log_resources(obj: Any) -> dict[str, int]:
-    value = _unwrap(obj)
-    if not isinstance(value, Mapping):
-        raise ValueError(f"expected a resource object, got {str(obj)[:60]!r}")
-    return {str(k): int(v) for k, v in value.items()}
-
-
-def log_trade(obj: Any) -> Trade | None:
-    """A proposed trade as logged: the encoded object, the tag text, or ``NONE``."""
-    if obj is None:
-        return None
-    if isinstance(obj, str):
-        return parse_trade_text(obj)
-    value = _unwrap(obj)
-    if not isinstance(value, Mapping):
-        raise ValueError(f"expected a trade, got {str(obj)[:60]!r}")
-    return {"red_gives": log_resources(value.get("RED", {})), "blue_gives": log_resources(value.get("BLUE", {}))}
 
 
 def log_models(raw: Mapping[str, Any]) -> list[str]:
@@ -314,42 +273,138 @@ class NegotiationGame(Game):
                         reason: str) -> dict[str, Any]:
         raise NotImplementedError
 
-    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
-        """Replay one released game through these rules; the payoffs are this game's own (see the module)."""
-        if raw.get("class") != self.log_class:
-            raise ValueError(f"expected a {self.log_class} log, got class {raw.get('class')!r}")
-        params = self.params_from_log(raw)
-        setup = self.setup(self.Params.model_validate(params), 2, np.random.default_rng(0))
+    def recorded_payoffs(self, setup: Setup, delta: Sequence[Mapping[str, int]], accepted: bool
+                         ) -> tuple[float, float]:
+        """Each seat's payoff from the log's own final - initial holdings (the correct reading)."""
+        raise NotImplementedError
+
+    def recorded_price(self, delta: Sequence[Mapping[str, int]], accepted: bool) -> float | None:
+        """The one number the executed trade is about (price, gift) by the recorded holdings; None if none."""
+        return None
+
+    def paper_reading(self, setup: Setup, pay: tuple[float, float]) -> tuple[float, float]:
+        """The per-run payoff as the authors' notebooks score it (the same as ours unless a scenario says)."""
+        return pay
+
+    def off_protocol(self, trade: Trade) -> bool:
+        """Whether a trade has a part this scenario's rules do not execute (a two-sided transfer)."""
+        return False
+
+    def outcome_consistent(self, setup: Setup, summary: Mapping[str, Any], pay: tuple[float, float]) -> bool:
+        """Whether the summary's own ``player_outcome`` agrees with the payoffs read from the holdings."""
+        return True
+
+    def _replay(self, raw: Mapping[str, Any], setup: Setup
+                ) -> tuple[list[dict[str, Any]], set[str], str | None, NAState]:
+        """The moves through our rules and parser: (round log, cause codes met, the reason the replay stopped
+        early or None, the last state). Never raises on a move's content: unknown resources are dropped from
+        a proposal and flagged; a structural break (turn order, a move after our game ended) stops it."""
         state = self.initial_state(setup)
+        known = set(self.endowments(setup)[RED]) | set(self.endowments(setup)[BLUE])
         log: list[dict[str, Any]] = []
+        flags: set[str] = set()
         for entry in raw.get("game_state") or []:
             if not isinstance(entry, Mapping) or not isinstance(entry.get("current_iteration"), int):
                 continue  # START and END carry settings and the summary, not moves
+            it = entry["current_iteration"]
             if state.ended:
-                raise ValueError(f"a move after the game ended (iteration {entry['current_iteration']})")
-            seat = int(entry["turn"])
+                return log, flags, f"iteration {it}: a move after the game ended by our reading", state
+            try:
+                seat = int(entry["turn"])
+            except (KeyError, TypeError, ValueError):
+                return log, flags, f"iteration {it}: no valid turn", state
             if seat != self.to_move(state)[0]:
-                raise ValueError(f"iteration {entry['current_iteration']}: turn {seat}, expected {state.turn % 2}")
+                return log, flags, f"iteration {it}: turn {seat}, expected {state.turn % 2}", state
             public = entry.get("player_public_info_dict") or {}
             private = entry.get("player_private_info_dict") or {}
             text = str(entry.get("player_complete_answer") or "")
-            answer = str(public.get("player answer", tag(text, "player answer") or "NONE")).strip()
-            trade = log_trade(public.get("newly proposed trade", tag(text, "newly proposed trade")))
+            stored = public.get("player answer", tag(text, "player answer") or "NONE")
+            if answer_differs(stored):
+                flags.add("answer_variant")
+            trade, tflags = read_trade(public.get("newly proposed trade", tag(text, "newly proposed trade")))
+            flags |= tflags
+            if trade is not None and names_in(trade) - known:
+                flags.add("unknown_resource_proposed")
+                trade = {side: {k: v for k, v in gives.items() if k in known} for side, gives in trade.items()}
             message = str(public.get("message", tag(text, "message") or ""))
             reason = str(private.get("reason", tag(text, "reason") or ""))
-            action = self.action_from_log(setup, seat, answer, trade, message, reason)
+            action = self.action_from_log(setup, seat, str(stored).strip(), trade, message, reason)
             after = self.apply(state, {seat: action})
             log.append({"round": len(log), "actions": [action if i == seat else None for i in (RED, BLUE)],
                         "events": self.events(state, after, {seat: action})})
             state = after
-        if not log:
+        return log, flags, None, state
+
+    def _recorded(self, setup: Setup, end: Mapping[str, Any]) -> dict[str, Any]:
+        """The outcome of record, from the log's END summary (see logs.end_summary)."""
+        pay = self.recorded_payoffs(setup, end["delta"], end["accepted"])
+        return {"payoff": list(pay), "payoff_paper": list(self.paper_reading(setup, pay)),
+                "agreement": end["accepted"], "final_price": self.recorded_price(end["delta"], end["accepted"]),
+                "final_response": end["final_response"], "delta": end["delta"],
+                "proposed_trade": end["trade"], "player_outcome": end["player_outcome"],
+                "consistent": self.outcome_consistent(setup, end, pay)}
+
+    def _check(self, setup: Setup, end: Mapping[str, Any], recorded: Mapping[str, Any], flags: set[str],
+               error: str | None, state: NAState) -> ReplayCheck:
+        causes = set(flags)
+        known = set(self.endowments(setup)[RED]) | set(self.endowments(setup)[BLUE])
+        if end["accepted"] and end["trade"] is not None:
+            mine, tflags = read_trade(end["trade"])
+            causes |= tflags
+            if mine is not None and self.off_protocol(mine):
+                causes.add("two_sided_transfer")
+            if names_in(mine) - known:
+                causes.add("unknown_resource_accepted")
+            if not any(v for d in end["delta"] for v in d.values()):
+                causes.add("zero_net_accept")
+        if not recorded["consistent"]:
+            causes.add("outcome_mismatch")
+        replayed = None
+        if error is not None:
+            causes.add("replay_error")
+        else:
+            out = self.outcome(state)
+            deal = thaw(state.deal) if state.deal is not None else None
+            replayed = {"payoff": list(out.payoffs), "payoff_paper": list(self.paper_reading(setup, out.payoffs)),
+                        "agreement": deal is not None, "final_price": self.price_of(deal)}
+        agree = replayed is not None and replayed["agreement"] == recorded["agreement"] and all(
+            abs(a - b) < 1e-9 for a, b in zip(replayed["payoff"], recorded["payoff"]))
+        order = [c for c in CAUSES if c in causes]
+        detail = ""
+        kind = ""
+        if not agree:
+            first = primary(order)
+            order = [first] + [c for c in order if c != first]
+            kind = CAUSES[first][0]
+            got = "no result" if replayed is None else f"{_pair(replayed['payoff'])}"
+            detail = (f"recorded {_pair(recorded['payoff'])} ({recorded['final_response']}), our replay {got}"
+                      + (f" ({error})" if error else "") + f": {CAUSES[first][1]}")
+        keep = {k: recorded[k] for k in ("payoff", "payoff_paper", "agreement", "final_price")}
+        return ReplayCheck(agree, keep, replayed, tuple(order), kind, detail)
+
+    def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
+        """One released game: the moves replayed through these rules, the outcome the log records and the
+        check of one against the other (see logs.py). ``payoffs`` are the replay's (None when it stopped
+        early); ``recorded`` is the outcome of record (None when the log has no END summary).
+
+        Raises ValueError only when the log is not a game of this scenario at all (no class, no moves,
+        unreadable parameters or summary)."""
+        if raw.get("class") != self.log_class:
+            raise ValueError(f"expected a {self.log_class} log, got class {raw.get('class')!r}")
+        params = self.params_from_log(raw)
+        setup = self.setup(self.Params.model_validate(params), 2, np.random.default_rng(0))
+        log, flags, error, state = self._replay(raw, setup)
+        if not log and error is None:
             raise ValueError("the log holds no moves")
-        pay = list(self.outcome(state).payoffs)
+        end = end_summary(raw)
+        recorded = self._recorded(setup, end) if end is not None else None
+        check = self._check(setup, end, recorded, flags, error, state) if end is not None and recorded else None
+        pay = list(self.outcome(state).payoffs) if error is None else None
         players = raw.get("players") or []
         if [str(p.get("agent_name")) for p in players[:2]] == [NAMES[BLUE], NAMES[RED]]:
             players = players[::-1]
         chats = [list(p.get("conversation") or []) for p in players[:2]]
-        return ImportedRun(params, 2, log, pay, chats if len(chats) == 2 else None)
+        return ImportedRun(params, 2, log, pay, chats if len(chats) == 2 else None, recorded, check)
 
     # ---- metrics ----
     def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -380,6 +435,10 @@ class NegotiationGame(Game):
 
     def metric_payoffs(self, setup: Setup, deal: Trade | None) -> tuple[float, float]:
         return self.payoffs_of(setup, deal)
+
+
+def _pair(pay: Sequence[float]) -> str:
+    return " / ".join(f"{x:g}" for x in pay)
 
 
 def reader_for(raw: Mapping[str, Any], games: Mapping[str, Game]) -> Game | None:

@@ -22,7 +22,7 @@ Equilibrium: none is declared (counts are zero-sum, so no trade is individually 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -158,9 +158,11 @@ class ResourceExchange(NegotiationGame):
         items = self.resources(setup)
         d = "accept" if answer == "ACCEPT" else "propose" if trade is not None else "none"
         t = trade or {"red_gives": {}, "blue_gives": {}}
-        unknown = (set(t["red_gives"]) | set(t["blue_gives"])) - set(items)
-        if unknown:
-            raise ValueError(f"the trade names resources nobody holds: {', '.join(sorted(unknown))}")
         return {"reason": reason, "message": message, "decision": d,
                 "red_gives": {k: t["red_gives"].get(k, 0) for k in items},
                 "blue_gives": {k: t["blue_gives"].get(k, 0) for k in items}}
+
+    def recorded_payoffs(self, setup: Setup, delta: Sequence[Mapping[str, int]], accepted: bool
+                         ) -> tuple[float, float]:
+        """The change in each player's count of resources, every name the log holds included."""
+        return float(sum(delta[RED].values())), float(sum(delta[BLUE].values()))

@@ -20,7 +20,7 @@ table, RED accepts a counter-proposal only when it is 0. ``random`` picks unifor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -81,10 +81,25 @@ class MultiTurnUltimatum(NegotiationGame):
         return setup["total"] - g, g
 
     def metric_payoffs(self, setup: Setup, deal: Trade | None) -> tuple[float, float]:
-        red, blue = self.payoffs_of(setup, deal)
-        if setup.values.get("metrics") == "paper" and red == setup["total"]:
-            red = 0.0
-        return red, blue
+        pay = self.payoffs_of(setup, deal)
+        return self.paper_reading(setup, pay) if setup.values.get("metrics") == "paper" else pay
+
+    def paper_reading(self, setup: Setup, pay: tuple[float, float]) -> tuple[float, float]:
+        red, blue = pay
+        return (0.0 if red == setup["total"] else red), blue
+
+    def recorded_payoffs(self, setup: Setup, delta: Sequence[Mapping[str, int]], accepted: bool
+                         ) -> tuple[float, float]:
+        """Accepted: what each player holds at the end (the executed, netted trade); otherwise 0 / 0."""
+        if not accepted:
+            return 0.0, 0.0
+        return float(setup["total"] + sum(delta[RED].values())), float(sum(delta[BLUE].values()))
+
+    def recorded_price(self, delta: Sequence[Mapping[str, int]], accepted: bool) -> float | None:
+        return float(sum(delta[BLUE].values())) if accepted else None
+
+    def off_protocol(self, trade: Trade) -> bool:
+        return any(trade["blue_gives"].values())
 
     def offer_text(self, trade: Trade) -> str:
         g = trade["red_gives"].get(CURRENCY, 0)

@@ -22,7 +22,7 @@ import json
 import math
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,8 +262,12 @@ class Iteration:
                 "ratio": self.ratio, "strategy": list(self.strategy)}
 
 
-def solve(values: Any, player: int, baseline: int, iterations: int, every: int) -> list[Iteration]:
+def solve(values: Any, player: int, baseline: int, iterations: int, every: int,
+          stop: Callable[[], bool] | None = None) -> list[Iteration]:
     """Run OpenSpiel's CFR on the steering subgame; metrics every ``every`` iterations and at the end.
+
+    ``stop`` is asked before each iteration: when it says so the solve ends there (a partial curve), so a
+    run stopped by a signal does not wait for a solve in a worker thread that nobody will read.
 
     ``values[a][s][i]``: seat i's payoff after action a and sample s. NashConv is OpenSpiel's
     ``nash_conv`` of the average policy (only the steered player decides, so it is max_a u(a) - u(avg));
@@ -289,6 +293,8 @@ def solve(values: Any, player: int, baseline: int, iterations: int, every: int) 
     base = pyspiel.expected_returns(root, fixed, -1, True)[player]
     out = []
     for it in range(1, iterations + 1):
+        if stop is not None and stop():
+            break
         solver.evaluate_and_update_policy()
         if it % every and it != iterations:
             continue

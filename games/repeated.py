@@ -1,4 +1,4 @@
-"""A base for games of K simultaneous rounds with a report after each (GAMA-Bench's games 1-6).
+"""A base for games of K simultaneous rounds with a report after each (GAMA-Bench's games 1-6 use it; any family may).
 
 Every player moves in every round; a round's choices go to ``round_payoffs`` and ``round_events``. The run's
 payoff is the sum of the round payoffs, its action per seat the mean (numbers) or last (choices) of the
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActionField, ActionSpec, Game, GameParams, Outcome, Setup
+from .base import ActionField, ActionSpec, Game, GameParams, Outcome, Setup
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,175 @@
+"""Shards for batch schedulers (SLURM job arrays, Kubernetes jobs): ``run --shard K/N`` and ``merge``.
+
+The unit is the session, as on Ray: a session's runs share history, so it is never split. A table's
+session ``s`` is the pair (table ``li``, ``s``) and belongs to shard ``(s * T + li) % N + 1`` of ``N``
+(``T`` tables): a fixed arithmetic rule, the same in every process and on every machine (never Python's
+randomised ``hash()``), that deals consecutive sessions round-robin so shards get equal shares.
+
+Each shard is an ordinary run directory (lock, manifest, ``--resume``) whose manifest names its shard;
+``merge`` checks that the shards are one experiment, none twice, none missing and each complete, then
+writes one run directory whose records equal an unsharded run's (written in session order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..rundir import (
+    CONFIG,
+    DECISIONS,
+    JUDGE_LOG,
+    MANIFEST,
+    RUNS,
+    STEERING,
+    RunDirectory,
+    now_iso,
+    read_jsonl,
+    run_key,
+    write_atomic,
+)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` with 1 <= K <= N; ValueError with the reason otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m:
+        raise ValueError(f"expected K/N (shard K of N, e.g. 3/8), got {text!r}")
+    k, n = int(m.group(1)), int(m.group(2))
+    if not 1 <= k <= n:
+        raise ValueError(f"{text!r}: K must be from 1 to N (shard 1/{max(n, 1)} ... {max(n, 1)}/{max(n, 1)})")
+    return k, n
+
+
+def shard_of(li: int, session: int, tables: int, n: int) -> int:
+    """The shard (1..n) that plays table ``li``'s session ``session``."""
+    return (session * tables + li) % n + 1
+
+
+def in_shard(li: int, session: int, tables: int, shard: tuple[int, int]) -> bool:
+    return shard_of(li, session, tables, shard[1]) == shard[0]
+
+
+def shard_sessions(sessions: int, li: int, tables: int, shard: tuple[int, int]) -> int:
+    """How many of a table's ``sessions`` fall in ``shard``, without enumerating them (10**12 is fine)."""
+    k, n = shard
+    period = n // math.gcd(tables, n)  # s -> (s * tables + li) % n repeats every `period` sessions
+    hits = [s for s in range(period) if (s * tables + li) % n == k - 1]
+    full, rest = divmod(sessions, period)
+    return full * len(hits) + sum(1 for s in hits if s < rest)
+
+
+class MergeError(ValueError):
+    """Shards that cannot be joined; the message says which directory and why."""
+
+
+@dataclass
+class _Shard:
+    path: Path
+    index: int
+    count: int
+    manifest: dict[str, Any]
+
+
+def _read_shard(d: Path) -> _Shard:
+    from .config import ConfigError, read_toml
+
+    if not (d / MANIFEST).exists():
+        raise MergeError(f"{d}: not a run directory (no {MANIFEST})")
+    manifest = RunDirectory(d).read_manifest()
+    shard = manifest.get("shard")
+    if not isinstance(shard, dict) or not all(isinstance(shard.get(k), int) for k in ("index", "count")):
+        raise MergeError(f"{d}: not a shard (its manifest names no shard: it was not run with --shard K/N)")
+    try:
+        read_toml(d / CONFIG)
+    except ConfigError as exc:
+        raise MergeError(str(exc)) from None
+    return _Shard(d, shard["index"], shard["count"], manifest)
+
+
+def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
+    """Join the shard directories ``dirs`` into the run directory ``out``; returns its manifest."""
+    from .config import read_toml
+
+    if not dirs:
+        raise MergeError("no shard directories given")
+    shards = [_read_shard(d) for d in dirs]
+    first = shards[0]
+    config = read_toml(first.path / CONFIG)
+    for s in shards[1:]:
+        if s.count != first.count:
+            raise MergeError(f"{s.path} is shard {s.index}/{s.count}, but {first.path} is shard "
+                             f"{first.index}/{first.count}: shards of one run share N")
+        if read_toml(s.path / CONFIG) != config:
+            raise MergeError(f"{s.path} holds a different experiment than {first.path} (their config.toml "
+                             "differ): only shards of one experiment, seed and settings merge")
+    seen: dict[int, Path] = {}
+    for s in shards:
+        if s.index in seen:
+            raise MergeError(f"shard {s.index}/{s.count} is given twice: {seen[s.index]} and {s.path}")
+        seen[s.index] = s.path
+    missing = [k for k in range(1, first.count + 1) if k not in seen]
+    if missing:
+        raise MergeError(f"shard(s) {', '.join(f'{k}/{first.count}' for k in missing)} missing: give every "
+                         f"shard's directory (found {len(shards)} of {first.count})")
+    for s in sorted(shards, key=lambda s: s.index):
+        m = s.manifest
+        if m.get("status") != "complete" or m.get("runs_complete") != m.get("runs_total"):
+            raise MergeError(f"shard {s.index}/{s.count} ({s.path}) is {m.get('status', 'unfinished')} "
+                             f"({m.get('runs_complete', 0)}/{m.get('runs_total', '?')} runs): finish it with "
+                             "the same command and --resume, then merge again")
+    out = Path(out)
+    if out.resolve() in {s.path.resolve() for s in shards}:
+        raise MergeError(f"--out {out} is one of the shards; merge into a new directory")
+    if (out / MANIFEST).exists():
+        raise MergeError(f"{out} already holds results; merge into a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(shards, key=lambda s: s.index)
+    runs: list[dict[str, Any]] = []
+    by_run: dict[str, dict[tuple[str, int, int], list[dict[str, Any]]]] = {DECISIONS: {}, JUDGE_LOG: {}}
+    extra: list[dict[str, Any]] = []
+    keys: dict[tuple[str, int, int], Path] = {}
+    for s in ordered:
+        for r in read_jsonl(s.path / RUNS, kind="runs", strict=True):
+            if run_key(r) in keys:
+                raise MergeError(f"run {run_key(r)} is in two shards ({keys[run_key(r)]} and {s.path}): "
+                                 "shards overlap")
+            keys[run_key(r)] = s.path
+            runs.append(r)
+        for name in (DECISIONS, JUDGE_LOG):
+            for rec in read_jsonl(s.path / name, kind="decisions" if name == DECISIONS else None, strict=True):
+                by_run[name].setdefault(run_key(rec), []).append(rec)
+        extra += read_jsonl(s.path / STEERING)
+    runs.sort(key=lambda r: (r["session"], r.get("lineup", "melee"), r["run"]))
+    order = [run_key(r) for r in runs]
+    _write_lines(out / RUNS, runs)
+    for name in (DECISIONS, JUDGE_LOG):
+        lines = [rec for key in order for rec in by_run[name].get(key, ())]
+        if lines or any((s.path / name).exists() for s in shards):
+            _write_lines(out / name, lines)
+    if extra or any((s.path / STEERING).exists() for s in shards):
+        _write_lines(out / STEERING, sorted(extra, key=lambda r: (r.get("session", 0), r.get("lineup", ""))))
+    for s in ordered:  # what the shards moved aside stays readable, never lost
+        for f in sorted(s.path.glob("*.discarded.jsonl")):
+            with (out / f.name).open("a", encoding="utf-8") as fh:
+                fh.write(f.read_text(encoding="utf-8"))
+    shutil.copyfile(first.path / CONFIG, out / CONFIG)
+    ms = [s.manifest for s in ordered]
+    manifest = {k: v for k, v in ms[0].items() if k not in ("shard", "engine", "resumed_at", "resumes")}
+    manifest.update(
+        status="complete", started_at=min(m.get("started_at", "") for m in ms), ended_at=now_iso(),
+        runs_total=sum(int(m.get("runs_total", 0)) for m in ms),
+        runs_complete=sum(int(m.get("runs_complete", 0)) for m in ms), runs_incomplete=0,
+        elapsed_s=round(sum(float(m.get("elapsed_s", 0.0)) for m in ms), 3),
+        merged_from=[{"shard": f"{s.index}/{s.count}", "path": str(s.path)} for s in ordered])
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    write_atomic(path, "".join(json.dumps(r) + "\n" for r in records))

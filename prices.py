@@ -1,0 +1,52 @@
+"""Token prices (USD per million input and output tokens) by model name or label, from a TOML file::
+
+    ["gpt-4o"]
+    input_per_mtok = 2.5
+    output_per_mtok = 10.0
+
+Prices change and differ by contract, so none are built in; local models and baselines cost 0. Read by
+the report's tokens-and-cost table and by the live progress line of a run (cost so far), so it sits at the
+package root, below both.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+Prices = dict[str, tuple[float, float]]
+
+
+def load_prices(path: str | Path | None) -> Prices:
+    """``{name: (input, output)}``; raises OSError, ValueError (tomllib's errors are ValueErrors) with the key."""
+    if path is None:
+        return {}
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    out = {}
+    for name, v in data.items():
+        if isinstance(v, dict):
+            prices = []
+            for key in ("input_per_mtok", "output_per_mtok"):
+                x = v.get(key, 0.0)
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+                    raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
+                prices.append(float(x))
+            out[name] = (prices[0], prices[1])
+    return out
+
+
+def price_of(prices: Mapping[str, tuple[float, float]], label: str, models: Sequence[str]
+             ) -> tuple[float, float] | None:
+    """The price of a label (its own entry first, else its first model that has one)."""
+    return prices.get(str(label)) or next((prices[m] for m in models if m in prices), None)
+
+
+def cost_usd(price: tuple[float, float], tokens_in: float, tokens_out: float) -> float:
+    return (tokens_in * price[0] + tokens_out * price[1]) / 1e6

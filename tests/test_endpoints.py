@@ -1,0 +1,153 @@
+"""Several endpoints for one player (``base_url = [...]``, agents/endpoints.py): sessions stay on one
+endpoint, new ones go to the least busy, a refusing endpoint is set aside with one warning; masked
+everywhere like a single base_url."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeservers import FakeLLMServer
+
+from econarena.agents.endpoints import EndpointPool
+from econarena.hosts.config import ConfigError, parse_experiment
+
+
+def test_a_session_stays_on_its_endpoint_and_new_ones_go_to_the_least_busy() -> None:
+    pool = EndpointPool(["http://a/v1", "http://b/v1", "http://c/v1"])
+    assert pool.choose(("t", 0)) == 0
+    pool.in_flight[0] = 2
+    assert pool.choose(("t", 1)) == 1
+    pool.in_flight[1] = 1
+    assert pool.choose(("t", 2)) == 2
+    pool.in_flight[2] = 3
+    assert pool.choose(("t", 0)) == 0  # sticky, however busy
+    assert pool.choose(("t", 3)) == 1  # fewest in flight: b (1) < a (2) < c (3)
+    assert pool.choose(None) == 1 and ("t", 4) not in pool._sticky
+
+
+def test_a_set_aside_endpoint_gets_no_calls_until_it_is_due(capsys: Any, monkeypatch: Any) -> None:
+    pool = EndpointPool(["http://a/v1", "http://b/v1"], ["http://a/v1", "http://b/v1"])
+    assert pool.choose(("t", 0)) == 0
+    assert pool.set_aside(0, "connection refused by http://a/v1 (nothing is listening there)") is True
+    assert pool.choose(("t", 0)) == 1  # the session moves; it stays on b from now on
+    assert pool.set_aside(0, "again") is True
+    err = capsys.readouterr().err
+    assert err.count("warning: endpoint http://a/v1 failed (connection refused by http://a/v1)") == 1
+    assert pool.set_aside(1, "timed out after 5 s") is False  # nothing left up: the caller backs off
+    assert pool.choose(("t", 9)) == 0  # every one aside: the one due back first is tried
+    pool.aside_until = [0.0, 0.0]
+    assert pool.choose(("t", 0)) == 1
+
+
+def doc(urls: Any, **player: Any) -> dict[str, Any]:
+    return {"experiment": {"name": "eps", "game": "guessing_game", "sessions": 6, "runs": 3, "seed": 2,
+                           "history": "actions"},
+            "game": {"rounds": 3},
+            "players": [{"agent": "openai", "label": "gpt", "model": "fake", "base_url": urls, "max_tokens": 20,
+                         "max_retries": 2, **player}, {"agent": "rational", "count": 2}]}
+
+
+def test_two_servers_one_stopped_mid_run(tmp_path: Path, capfd: Any) -> None:
+    """Every decision is valid and both servers served calls; the stopped one is set aside with one
+    warning, and its sessions go on on the other within the retry budget."""
+    from econarena.agents.llm import RuntimeOptions
+    from econarena.hosts.host import Host, HostOptions
+
+    a, b = FakeLLMServer(latency=0.02).start(), FakeLLMServer(latency=0.02).start()
+    a.reply = b.reply = lambda protocol, body: '{"chosen_number": 20}'
+    try:
+        exp = parse_experiment(doc([f"{a.url}/v1", f"{b.url}/v1"]), "e.toml")
+        def stop_b_midway() -> None:
+            deadline = time.monotonic() + 30
+            while b.count() < 6 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            b.stop()
+
+        stopper = threading.Thread(target=stop_b_midway)
+        stopper.start()
+        result = asyncio.run(Host(exp, tmp_path / "out", HostOptions(concurrency=6, quiet=True,
+                                                                     runtime=RuntimeOptions(cache=False))).run())
+        stopper.join()
+    finally:
+        a.stop()
+        b.stop()
+    assert result.status == "complete" and result.runs_done == 18
+    decisions = [json.loads(x) for x in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
+    llm = [d for d in decisions if d["label"] == "gpt"]
+    assert len(llm) == 6 * 3 * 3 and all(d["valid"] and d["error"] is None for d in llm)
+    assert a.count() > 0 and 6 <= b.count() < len(llm), (a.count(), b.count())
+    assert a.count() + b.count() >= len(llm)
+    err = capfd.readouterr().err
+    assert err.count(f"warning: endpoint {b.url}/v1 failed") == 1, err
+
+
+def test_sessions_spread_over_both_servers_and_stay() -> None:
+    """Six sessions of five calls each through one provider: three sessions per server, and every call of
+    a session on the server its first call went to (its conversation keeps that server's prefix cache)."""
+    from econarena.agents.base import Message
+    from econarena.agents.endpoints import AFFINITY
+    from econarena.agents.llm import LLMSettings
+    from econarena.agents.providers.openai import OpenAIProvider
+
+    a, b = FakeLLMServer(latency=0.02).start(), FakeLLMServer(latency=0.02).start()
+    settings = LLMSettings(model="fake", base_url=[f"{a.url}/v1", f"{b.url}/v1"])
+
+    async def session(p: OpenAIProvider, k: int) -> None:
+        AFFINITY.set(("melee", k))
+        for i in range(5):
+            await p.generate([Message("user", f"session {k} call {i}")], settings)
+
+    async def main() -> None:
+        p = OpenAIProvider(settings)
+        try:
+            await asyncio.gather(*(session(p, k) for k in range(6)))
+        finally:
+            await p.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        a.stop()
+        b.stop()
+    where = {}
+    for name, srv in (("a", a), ("b", b)):
+        for seen in srv.seen:
+            k = seen.body["messages"][0]["content"].split()[1]
+            where.setdefault(k, set()).add(name)
+    assert all(len(v) == 1 for v in where.values()) and len(where) == 6, where
+    assert a.count() == b.count() == 15
+
+
+SECRET = "sk-endpoint-secret-123456"
+
+
+def test_a_list_of_urls_is_masked_in_every_file_and_error(tmp_path: Path, arena: Any) -> None:
+    urls = [f"http://user:{SECRET}@127.0.0.1:9/v1", f"http://127.0.0.1:9/v1?key={SECRET}"]
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(doc(urls, max_retries=0, timeout_s=2.0)))
+    r = arena.cli("run", str(toml), "--out", str(tmp_path / "out"), "--quiet", "--no-cache")
+    assert r.returncode == 3, r.stderr  # nothing listens on port 9: incomplete, retry with --resume
+    assert SECRET not in r.stdout + r.stderr
+    for f in (tmp_path / "out").iterdir():
+        assert SECRET not in f.read_text(), f.name
+    config = (tmp_path / "out" / "config.toml").read_text()
+    assert "http://***@127.0.0.1:9/v1" in config and "key=***" in config
+    errors = [json.loads(x)["error"] for x in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
+    assert any(e and "connection refused by http://127.0.0.1:9/v1?key=***" in e for e in errors), errors
+
+
+@pytest.mark.parametrize("urls,expected", [
+    ([], "expected a URL or a non-empty list"),
+    (["http://127.0.0.1:1/v1", "ftp://x"], "entry 2: expected an http:// or https:// URL"),
+    (["http://127.0.0.1:1/v1", "http://127.0.0.1:1/v1"], "the same URL is listed twice"),
+    (["http://127.0.0.1:1/v1", 3], "base_url"),
+])
+def test_bad_url_lists_are_refused(urls: Any, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected.replace("(", r"\(")):
+        parse_experiment(doc(urls), "e.toml")

@@ -1,0 +1,135 @@
+"""Shards for batch schedulers (hosts/shards.py): ``run --shard K/N`` plays a stable share of the sessions in
+its own directory, and ``merge`` joins the shards into a directory equal to an unsharded run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from golden_experiments import normalised
+
+from econarena.hosts.shards import in_shard, parse_shard, shard_of, shard_sessions
+
+
+def doc(arena: Any, **experiment: Any) -> dict[str, Any]:
+    """7 sessions of 2 runs at two tables (a grid of two ratios): 14 table-sessions, 28 runs."""
+    d = arena.experiment_dict("beauty_contest", [{"agent": "rational"}, {"agent": "random", "count": 2},
+                                                 {"agent": "level_k", "k": 2}],
+                              sessions=7, runs=2, seed=4, history="full", shuffle_seats=True, **experiment)
+    d["grid"] = {"game": {"ratio": [0.5, 0.75]}}
+    return d
+
+
+@pytest.mark.parametrize("text,expected", [("1/1", (1, 1)), ("3/8", (3, 8)), (" 2 / 4 ", (2, 4))])
+def test_parse_shard(text: str, expected: tuple[int, int]) -> None:
+    assert parse_shard(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "3", "a/b", "-1/2", ""])
+def test_parse_shard_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match="K"):
+        parse_shard(text)
+
+
+@pytest.mark.parametrize("tables,n", [(1, 1), (1, 3), (2, 4), (3, 6), (4, 2), (5, 7)])
+def test_every_session_is_in_exactly_one_shard_and_counts_match(tables: int, n: int) -> None:
+    sessions = 23
+    for li in range(tables):
+        owners = [[k for k in range(1, n + 1) if in_shard(li, s, tables, (k, n))] for s in range(sessions)]
+        assert all(len(o) == 1 for o in owners)
+        for k in range(1, n + 1):
+            assert shard_sessions(sessions, li, tables, (k, n)) == sum(1 for o in owners if o == [k])
+    # round-robin over (session, table): shard sizes differ by at most one table-session
+    sizes = [sum(shard_sessions(sessions, li, tables, (k, n)) for li in range(tables)) for k in range(1, n + 1)]
+    assert max(sizes) - min(sizes) <= 1 and sum(sizes) == sessions * tables
+
+
+def test_the_assignment_is_a_fixed_rule() -> None:
+    """Not Python's hash(): the same in every process (a SLURM array task computes it independently)."""
+    assert [shard_of(0, s, 1, 3) for s in range(6)] == [1, 2, 3, 1, 2, 3]
+    assert [shard_of(li, 1, 2, 4) for li in range(2)] == [3, 4]
+    assert shard_sessions(10**12, 0, 1, (1, 8)) == 10**12 // 8
+
+
+def test_shards_merge_into_the_unsharded_run(tmp_path: Path, arena: Any) -> None:
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(doc(arena)))
+    whole = arena.cli("run", str(toml), "--out", str(tmp_path / "whole"), "--quiet")
+    assert whole.returncode == 0, whole.stderr
+    shards = []
+    for k in (1, 2, 3):
+        out = tmp_path / f"shard{k}"
+        r = arena.cli("run", str(toml), "--out", str(out), "--quiet", "--shard", f"{k}/3")
+        assert r.returncode == 0, r.stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["shard"] == {"index": k, "count": 3} and manifest["status"] == "complete"
+        shards.append(str(out))
+    sizes = [len(arena.read_jsonl(Path(s) / "runs.jsonl")) for s in shards]
+    # table-session s * 2 + table goes to shard (s * 2 + table) % 3 + 1: 5, 5 and 4 of 14, 2 runs each
+    assert sizes == [10, 10, 8]
+    merged = arena.cli("merge", *reversed(shards), "--out", str(tmp_path / "merged"), "--quiet")
+    assert merged.returncode == 0, merged.stderr
+    assert "merged 3 shard(s): 28 runs" in merged.stdout
+    got, want = normalised(tmp_path / "merged"), normalised(tmp_path / "whole")
+    for name in ("config.toml", "runs.jsonl", "decisions.jsonl", "summary.json", "summary.csv"):
+        assert got[name] == want[name], name
+    # written in session order, each run after its decisions
+    runs = arena.read_jsonl(tmp_path / "merged" / "runs.jsonl")
+    assert [(r["session"], r["run"]) for r in runs] == [(s, r) for s in range(7) for _ in range(2) for r in range(2)]
+    manifest = json.loads((tmp_path / "merged" / "manifest.json").read_text())
+    assert manifest["runs_total"] == manifest["runs_complete"] == 28 and "shard" not in manifest
+    assert [m["shard"] for m in manifest["merged_from"]] == ["1/3", "2/3", "3/3"]
+    # the merged directory is an ordinary run directory: report, summary and resume read it
+    again = arena.cli("run", str(toml), "--out", str(tmp_path / "merged"), "--quiet", "--resume")
+    assert again.returncode == 0 and "28/28 runs" in again.stdout
+
+
+def test_merge_refuses_what_is_not_one_whole_experiment(tmp_path: Path, arena: Any) -> None:
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text(arena.to_toml(doc(arena)))
+    b.write_text(arena.to_toml(doc(arena, name="other")))
+    for k in (1, 2):
+        r = arena.cli("run", str(a), "--out", str(tmp_path / f"a{k}"), "--quiet", "--shard", f"{k}/2")
+        assert r.returncode == 0, r.stderr
+    assert arena.cli("run", str(b), "--out", str(tmp_path / "b2"), "--quiet", "--shard", "2/2").returncode == 0
+    assert arena.cli("run", str(a), "--out", str(tmp_path / "plain"), "--quiet").returncode == 0
+
+    def merge(*dirs: str) -> Any:
+        r = arena.cli("merge", *[str(tmp_path / d) for d in dirs], "--out", str(tmp_path / "m"))
+        assert r.returncode == 2 and "Traceback" not in r.stderr and not (tmp_path / "m" / "manifest.json").exists()
+        return r.stderr
+
+    assert "different experiment" in merge("a1", "b2")
+    assert "shard 1/2 is given twice" in merge("a1", "a1")
+    assert "shard(s) 2/2 missing" in merge("a1")
+    assert "not a shard" in merge("a1", "plain")
+    assert "not a run directory" in merge("a1", "nowhere")
+    # an unfinished shard: its manifest says so
+    m = json.loads((tmp_path / "a2" / "manifest.json").read_text())
+    (tmp_path / "a2" / "manifest.json").write_text(json.dumps({**m, "status": "interrupted", "runs_complete": 3}))
+    assert "shard 2/2" in (e := merge("a1", "a2")) and "interrupted" in e and "--resume" in e
+
+
+def test_resume_keeps_the_shard_it_started_with(tmp_path: Path, arena: Any) -> None:
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(doc(arena)))
+    out = tmp_path / "s"
+    assert arena.cli("run", str(toml), "--out", str(out), "--quiet", "--shard", "2/3").returncode == 0
+    r = arena.cli("run", str(toml), "--out", str(out), "--quiet", "--shard", "1/3", "--resume")
+    assert r.returncode == 2 and "holds shard 2/3" in r.stderr
+    r = arena.cli("run", str(toml), "--out", str(out), "--quiet", "--resume")
+    assert r.returncode == 2 and "no --shard" in r.stderr
+    r = arena.cli("run", str(toml), "--out", str(out), "--quiet", "--shard", "2/3", "--resume")
+    assert r.returncode == 0 and "10/10 runs" in r.stdout
+    r = arena.cli("run", str(toml), "--quiet", "--shard", "4/3")
+    assert r.returncode == 2 and "K must be from 1 to N" in r.stderr
+
+
+def test_default_shard_directory(tmp_path: Path, arena: Any) -> None:
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(doc(arena)))
+    r = arena.cli("run", str(toml), "--quiet", "--shard", "3/3", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "runs" / "t-shard-3-of-3" / "manifest.json").exists()
