@@ -380,7 +380,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
                           prices=prices or {}, engine=engine, shard=shard)
     host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
     result = run_until_signalled(host.run())
-    summary = write_summary(out)
+    summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
         head, rows, footer = summary_cells(summary)
         show(head, rows, format_table(summary), title=exp.name, footer=footer)

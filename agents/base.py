@@ -1,8 +1,9 @@
 """The one protocol every player implements, so the Host has a single decision path.
 
 An agent receives a :class:`DecisionRequest` (chat messages plus, for baselines, a handle on the game's
-reference strategies) and returns a :class:`Reply` carrying raw text. Baselines answer in the same JSON
-an LLM would, so parsing, validation and logging never branch on the kind of player.
+reference strategies) and returns a :class:`Reply` carrying raw text, which the Host judges and logs the
+same way for every player. The strategy baselines also offer a shortcut the Host takes: they return their
+action directly, without a prompt or a text round trip (``agents/baselines.py``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,24 @@
-"""Baseline players behind the same protocol as LLMs: they answer with the JSON an LLM would send.
+"""Baseline players: reference strategies the game computes, and scripted raw replies.
 
-Answering in text keeps one path through the Host (render, reply, parse, validate, log), so a baseline's
-decisions are judged and logged exactly like a model's.
+A strategy baseline (rational, random, level-k) knows its action without reading a prompt, so the Host
+asks it directly (:meth:`StrategyAgent.act`): no prompt is rendered for it and its action is judged as
+the JSON object it is, not written as text and parsed back (baseline-only experiments are the reference
+tables every metric is measured against, and run at tens of thousands of decisions a second). Its
+decision records keep everything the analysis reads; ``decide`` still answers the protocol in the JSON
+an LLM would send, for any caller that has only a :class:`DecisionRequest`. The scripted agent replays
+raw text and so takes the text path like a model.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .base import DecisionRequest, Reply
 
 
-class _StrategyAgent:
+class StrategyAgent:
     """Plays a reference strategy that the game computes for the current state."""
 
     kind = "baseline"
@@ -31,24 +37,28 @@ class _StrategyAgent:
         how such seats move may skip moves in which none of them changes anything (``Game.fast_forward``)."""
         return self.strategy_name, self._kwargs()
 
+    def act(self, strategy: Callable[..., dict[str, Any]], rng: Any) -> dict[str, Any]:
+        """The action (a JSON-ready dict): ``strategy(kind, rng=..., **kw)`` is the game's reference
+        strategy at this state and seat, ``rng`` the decision's seeded generator."""
+        return strategy(self.strategy_name, rng=rng, **self._kwargs())
+
     async def decide(self, request: DecisionRequest) -> Reply:
-        action = request.strategy(self.strategy_name, rng=request.rng, **self._kwargs())
-        return Reply(text=json.dumps(action))
+        return Reply(text=json.dumps(self.act(request.strategy, request.rng)))
 
 
-class RationalAgent(_StrategyAgent):
+class RationalAgent(StrategyAgent):
     """Plays the Nash equilibrium action for its own private information."""
 
     kind = strategy_name = "rational"
 
 
-class RandomAgent(_StrategyAgent):
+class RandomAgent(StrategyAgent):
     """Uniform over legal actions; draws come from the decision's seeded generator."""
 
     kind = strategy_name = "random"
 
 
-class LevelKAgent(_StrategyAgent):
+class LevelKAgent(StrategyAgent):
     """Level-k reasoning: level 0 is a naive anchor, level k best-responds to level k-1. The rule is the
     game's own (``strategy(..., "level_k", k=...)``); games without one do not list it in their policies."""
 
@@ -62,7 +72,7 @@ class LevelKAgent(_StrategyAgent):
         return {"k": self.k}
 
 
-class PolicyAgent(_StrategyAgent):
+class PolicyAgent(StrategyAgent):
     """A strategy the game itself declares beyond the three above (the dilemma's ``tit_for_tat``,
     persuasion's ``commitment``): ``agent = "policy"``, ``policy = "<name>"``."""
 

@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..games import GAMES
 from ..games.base import GameInfo
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, read_jsonl, run_key
+from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, json_text, read_jsonl, run_key
 from .metrics import broke
 
 if sys.version_info >= (3, 11):
@@ -185,10 +185,12 @@ def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], l
         "description": exp.get("description", ""),
     }
     keys = {run_key(r) for r in complete}
-    decisions = [d for d in read_jsonl(path / DECISIONS, kind="decisions", strict=True) if run_key(d) in keys]
-    if not messages:
-        for d in decisions:
-            d.pop("messages", None)
+    decisions = []
+    for d in iter_jsonl(path / DECISIONS, kind="decisions", strict=True):  # a line at a time: the prompts
+        if run_key(d) in keys:  # are most of the log and are dropped as they come
+            if not messages:
+                d.pop("messages", None)
+            decisions.append(d)
     return info, runs, complete, decisions
 
 
@@ -279,7 +281,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                 "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": d.get("model"),
                 "role": "opponent" if info["environment"] == "rational" and label != lineup else "player",
                 "template": d.get("template"), "response": d.get("response"),
-                "action": json.dumps(d.get("action")), "valid": bool(d.get("valid")),
+                "action": json_text(d.get("action")), "valid": bool(d.get("valid")),
                 "violation": d.get("violation"), "detail": d.get("detail"),
                 "latency_s": _f(d.get("latency_s")), "tokens_in": _f(d.get("tokens_in")),
                 "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": d.get("error"),

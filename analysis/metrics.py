@@ -25,43 +25,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..rundir import CONFIG, DECISIONS, RUNS, complete_runs, read_jsonl, run_key
+from ..rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
+from ..tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-CONVERGENCE_TOLERANCE = 0.05
-VIOLATIONS = ("parse_error", "schema_error", "rule_violation")
-
-
-def _mean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
-    # fsum is exact, so the mean does not depend on the order of runs.jsonl (concurrency, resume)
-    return math.fsum(xs) / len(xs) if xs else None
-
-
-def _std(xs: list[float | None]) -> float | None:
-    """Sample standard deviation (ddof = 1) of the known values; None with fewer than two."""
-    xs = [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
-    if len(xs) < 2:
-        return None
-    m = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-
-
-def broke(run: dict[str, Any], seat: int) -> bool:
-    """Whether the seat broke a rule in this run, counting first attempts (``first_valid``) when logged."""
-    first = run.get("first_valid")
-    first_ok = bool(first[seat]) if isinstance(first, list) and seat < len(first) else True
-    return not run["valid"][seat] or not first_ok
+__all__ = ["CONVERGENCE_TOLERANCE", "SCALARS", "VIOLATIONS", "broke", "format_table", "summarize", "summary_csv",
+           "write_summary"]
 
 
 def _declares_score(path: Path) -> bool:
@@ -77,88 +54,22 @@ def _declares_score(path: Path) -> bool:
     return game is not None and game.info.score
 
 
-def _cell_suffix(run: dict[str, Any]) -> str:
-    """`` [ratio=0.5]`` for a run of a [grid] cell (its table's name ends with the cell), else ``""``."""
-    lineup = str(run.get("lineup", ""))
-    if not run.get("cell") or " [" not in lineup:
-        return ""
-    return lineup[lineup.index(" ["):]
+def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
+    """Summary of one run directory (see the module docstring for definitions).
 
-
-def summarize(run_dir: str | Path) -> dict[str, Any]:
-    """Summary of one run directory (see the module docstring for definitions)."""
+    ``tally``: the directory's records counted as they were written (``RunDirectory.tally``), which gives
+    the same summary without reading the logs back; without it the logs are read.
+    """
     path = Path(run_dir)
-    runs_all = read_jsonl(path / RUNS, warn=True, kind="runs", strict=True)
-    complete = complete_runs(runs_all)
-    runs = list(complete.values())
-    keys = set(complete)
-    decisions = [d for d in read_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True)
-                 if run_key(d) in keys]
-    per: dict[str, dict[str, Any]] = defaultdict(lambda: {
-        "payoffs": [], "ne": [], "dev": [], "wins": 0, "player_runs": 0, "broke": 0,
-        "dev_by_run": defaultdict(list), "decisions": 0, "violations": defaultdict(int),
-        "tokens_in": 0, "tokens_out": 0, "cached": 0, "latency": [], "scores": [],
-    })
-    scored = _declares_score(path)
-    cell_of = {r.get("lineup", "melee"): _cell_suffix(r) for r in runs}  # a [grid] cell is its own row
-    for r in runs:
-        for i, label in enumerate(r["labels"]):
-            a = per[label + cell_of[r.get("lineup", "melee")]]
-            valid = bool(r["valid"][i])
-            a["player_runs"] += 1
-            a["payoffs"].append(r["payoffs"][i] if valid else 0.0)  # a rule break scores 0
-            a["ne"].append(r["ne_payoffs"][i] if r.get("ne_payoffs") else None)  # None: no equilibrium
-            dev = r["deviation"][i] if valid else None  # no valid strategy: no distance to the equilibrium
-            a["dev"].append(dev)
-            a["dev_by_run"][r["run"]].append(dev)
-            a["wins"] += i in r["winners"]
-            a["broke"] += broke(r, i)
-        if scored:
-            for label in set(r["labels"]):
-                per[label + cell_of[r.get("lineup", "melee")]]["scores"].append(r.get("score"))
-    for d in decisions:
-        a = per[d["label"] + cell_of.get(d.get("lineup", "melee"), "")]
-        a["decisions"] += 1
-        if d.get("violation"):
-            a["violations"][d["violation"]] += 1
-        a["tokens_in"] += d.get("tokens_in") or 0
-        a["tokens_out"] += d.get("tokens_out") or 0
-        a["cached"] += bool(d.get("cached"))
-        a["latency"].append(d.get("latency_s"))
-    labels = {}
-    for label in sorted(per):
-        a = per[label]
-        mp, mne = _mean(a["payoffs"]), _mean(a["ne"])
-        curve = {str(k): _mean(v) for k, v in sorted(a["dev_by_run"].items())}
-        converged = next((int(k) for k, v in curve.items() if v is not None and v <= CONVERGENCE_TOLERANCE), None)
-        n_viol = sum(a["violations"].values())
-        labels[label] = {
-            "player_runs": a["player_runs"],
-            "decisions": a["decisions"],
-            "mean_payoff": mp,
-            "mean_ne_payoff": mne,
-            "payoff_ratio": mp / mne if mp is not None and mne else None,
-            "mean_deviation": _mean(a["dev"]),
-            "win_rate": a["wins"] / a["player_runs"] if a["player_runs"] else None,
-            "rule_break_rate_pct": 100 * a["broke"] / a["player_runs"] if a["player_runs"] else None,
-            "violations_per_decision_pct": 100 * n_viol / a["decisions"] if a["decisions"] else None,
-            "violations": {k: a["violations"].get(k, 0) for k in VIOLATIONS},
-            "deviation_by_run": curve,
-            "converged_at_run": converged,
-            "tokens_in": a["tokens_in"],
-            "tokens_out": a["tokens_out"],
-            "cached_decisions": a["cached"],
-            "mean_latency_s": _mean(a["latency"]),
-            "score": _mean(a["scores"]) if scored else None,
-            "score_std": _std(a["scores"]) if scored else None,
-        }
-    return {
-        "run_dir": str(path),
-        "runs_complete": len(runs),
-        "runs_incomplete": sum(not r.get("complete", True) for r in runs_all),
-        "convergence_tolerance": CONVERGENCE_TOLERANCE,
-        "labels": labels,
-    }
+    if tally is None:
+        tally = Tally()
+        # runs first: a decision of a run known complete is counted at once, so only the decisions of
+        # incomplete runs wait; both logs are read a line at a time
+        for r in iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True):
+            tally.run(r)
+        for d in iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True):
+            tally.decision(d)
+    return tally.summary(str(path), _declares_score(path))
 
 
 SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_ratio", "mean_deviation",
@@ -177,11 +88,12 @@ def summary_csv(summary: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def write_summary(run_dir: str | Path) -> dict[str, Any]:
+def write_summary(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
+    """Write ``summary.json`` and ``summary.csv``; ``tally`` as for :func:`summarize`."""
     from ..rundir import write_atomic
 
     path = Path(run_dir)
-    summary = summarize(path)
+    summary = summarize(path, tally)
     write_atomic(path / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_atomic(path / "summary.csv", summary_csv(summary))
     return summary

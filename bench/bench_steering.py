@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_concurrency import start_server, timed_run  # noqa: E402
+from figures import show  # noqa: E402
 
 GAMES = 16
 
@@ -71,11 +72,13 @@ def main() -> int:
                 rates[c] = n / secs
                 print(f"steering, concurrency {c:>2}: {n} LLM decisions ({GAMES} games x 8 branches) in "
                       f"{secs:6.2f}s = {rates[c]:6.1f} decisions/s (server latency 100 ms)", flush=True)
-            print(f"steering branches, concurrency 32 vs 1: {rates[32] / rates[1]:.1f}x")
+            show("steering_concurrency", rates[32] / rates[1], "x", "steering branches, concurrency 32 vs 1",
+                 digits=1)
     finally:
         server.terminate()
         server.wait(5)
-    print(f"OpenSpiel CFR, 25 offers x 2 samples, 100 iterations, metrics every 5: {cfr_cost():.1f} ms per game")
+    show("steering_cfr_ms", cfr_cost(), "ms per game", "OpenSpiel CFR, 25 offers x 2 samples, 100 iterations, "
+         "metrics every 5", higher_is_better=False, digits=1)
     return 0
 
 

@@ -28,6 +28,8 @@ from .fields import (
     Violation,
     bounded_extras,
     extract_json,
+    is_plain_json,
+    judge_object,
     judge_reply,
 )
 from .params import (
@@ -43,8 +45,7 @@ __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
     "ActionSpec", "FieldKind", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement", "Outcome",
     "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num",
-    "judge_reply",
-    "validate_param",
+    "is_plain_json", "judge_object", "judge_reply", "validate_param",
 ]
 
 
@@ -316,3 +317,9 @@ class Game(abc.ABC):
     def judge(self, state: Any, player: int, text: str) -> Judgement:
         return judge_reply(self.action_spec(state, player), text,
                            lambda action: self.check(state, player, action))
+
+    def judge_action(self, state: Any, player: int, action: dict[str, Any]) -> Judgement:
+        """The judgement of a reply given as its parsed object (a baseline's action, see
+        ``fields.is_plain_json``): what ``judge`` gives for the object's JSON text, without the text."""
+        return judge_object(self.action_spec(state, player), action,
+                            lambda a: self.check(state, player, a))

@@ -8,7 +8,6 @@ the reply's length and bounds what a reply can make us store.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -105,8 +104,40 @@ def judge_reply(spec: ActionSpec, text: str, check: Any = None) -> Judgement:
     obj = extract_json(text)
     if obj is None:
         return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
-    norm = {_norm_key(k): (k, v) for k, v in obj.items()}
-    extras = _extras(obj, spec)
+    return judge_object(spec, obj, check)
+
+
+def is_plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is what parsing its own JSON text gives back: dicts with string keys, lists,
+    strings, bools, None, ints and finite floats (not subclasses, not tuples, not too deep). Such an
+    object can be judged as it is (:func:`judge_object`) with the judgement its text would get."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return True
+    if t is float:
+        return math.isfinite(value)
+    if depth >= EXTRAS_MAX_DEPTH:
+        return False
+    if t is dict:
+        for k, v in value.items():  # loops, not all(genexpr): a baseline's action is checked per decision
+            if type(k) is not str:
+                return False
+            tv = type(v)
+            if not (tv is str or tv is int or tv is bool or v is None or (tv is float and math.isfinite(v))
+                    or is_plain_json(v, depth + 1)):
+                return False
+        return True
+    if t is list:
+        return all(is_plain_json(v, depth + 1) for v in value)
+    return False
+
+
+def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Judgement:
+    """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing)."""
+    keyed = [(_NORMAL.get(k) or _norm_key(k), k, v) for k, v in obj.items()]
+    norm = {nk: (k, v) for nk, k, v in keyed}
+    names = {_NORMAL.get(f.name) or _norm_key(f.name) for f in spec.fields}
+    extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
     action: dict[str, Any] = {}
     for f in spec.fields:
         hit = norm.get(_norm_key(f.name))
@@ -228,20 +259,18 @@ def _rule_problem(f: ActionField, v: Any) -> str | None:
 _KEY_SEPARATORS = re.compile(r"[\s_\-]+")
 
 
-@functools.lru_cache(maxsize=4096)
-def _norm_key_cached(key: str) -> str:
-    return _KEY_SEPARATORS.sub(" ", key.strip().lower())
+_NORMAL: dict[str, str] = {}  # key -> normal form, for the few distinct short keys replies use
 
 
 def _norm_key(key: str) -> str:
     """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``); the
-    few distinct keys repeat across decisions, so the normal forms are cached (long keys are not)."""
-    return _norm_key_cached(key) if len(key) <= 64 else _KEY_SEPARATORS.sub(" ", key.strip().lower())
-
-
-def _extras(obj: dict[str, Any], spec: ActionSpec) -> dict[str, Any]:
-    names = {_norm_key(f.name) for f in spec.fields}
-    return bounded_extras({k: v for k, v in obj.items() if _norm_key(k) not in names})
+    few distinct keys repeat across decisions, so the normal forms of short ones are kept (at most 4096)."""
+    normal = _NORMAL.get(key)
+    if normal is None:
+        normal = _KEY_SEPARATORS.sub(" ", key.strip().lower())
+        if len(key) <= 64 and len(_NORMAL) < 4096:
+            _NORMAL[key] = normal
+    return normal
 
 
 EXTRAS_MAX_DEPTH = 8  # a reply's other keys are kept for reading, not for re-parsing: bound what they cost
@@ -266,6 +295,8 @@ def bounded_extras(extras: dict[str, Any]) -> dict[str, Any]:
     A reply nested a thousand levels deep would otherwise be stored as-is and make every later
     ``json.dumps`` of the decision record fail; the raw text is always kept in ``response``.
     """
+    if not extras:  # the usual case: nothing to cut or measure
+        return {}
     out = _cut(extras, 0)
     text = json.dumps(out)
     if len(text) > EXTRAS_MAX_CHARS:
@@ -303,6 +334,9 @@ def _fenced_blocks(text: str) -> list[str]:
     return out
 
 
+_SPECIAL = re.compile(r'[{}"\\]')
+
+
 def extract_json(text: str) -> dict[str, Any] | None:
     """The reply's JSON object: a fenced block if any, else the LAST balanced ``{...}`` that parses.
 
@@ -318,13 +352,14 @@ def extract_json(text: str) -> dict[str, Any] | None:
     depth = 0
     start = -1
     in_str = False
-    escape = False
-    for i, ch in enumerate(text):
+    escaped = -1  # the position right after a backslash inside a string: that character is not special
+    for m in _SPECIAL.finditer(text):  # only braces, quotes and backslashes: prose is skipped in C
+        i, ch = m.start(), m.group()
         if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
+            if i == escaped:
+                continue
+            if ch == "\\":
+                escaped = i + 1
             elif ch == '"':
                 in_str = False
             continue

@@ -20,11 +20,12 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
+from ..agents.baselines import StrategyAgent
 from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
-from ..games.base import ActionSpec, Judgement, Outcome, Setup
+from ..games.base import ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
-from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, now_iso
+from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
 from .progress import Progress
@@ -110,6 +111,7 @@ class Host:
         self.decisions = 0
         self.incomplete = 0
         self.done = 0
+        self._direct_moves = 0  # moves played by baselines alone, without awaiting anything
         self._progress = Progress(0, "", enabled=False)
 
     # ---- top level ----
@@ -302,9 +304,15 @@ class Host:
         if not movers:
             return False
         state = play.state
-        results = await asyncio.gather(*(
-            self._decide(Decision(ctx, play.rnd, seat, state, play.talk, (steer or {}).get(seat)))
-            for seat in movers))
+        moves = [Decision(ctx, play.rnd, seat, state, play.talk, (steer or {}).get(seat)) for seat in movers]
+        direct, entries = self._direct_entries[ctx.table], ctx.seats
+        if all(direct[entries[seat]] for seat in movers):  # baselines only: no task, no await ...
+            results = [self._decide_direct(d) for d in moves]
+            self._direct_moves += 1
+            if self._direct_moves % 64 == 0:  # ... but the loop must run now and then: Ctrl-C, SIGTERM and
+                await asyncio.sleep(0)  # the other workers (an LLM seat's table) wait for it
+        else:
+            results = await asyncio.gather(*(self._decide(d) for d in moves))
         play.errors = [r.error for r, _, _ in results if r.error]
         if play.errors:
             return False
@@ -318,6 +326,8 @@ class Host:
                                "events": self.game.events(state, after, actions)})
         if play.talk.enabled:
             for seat in range(len(ctx.seats)):
+                if self._direct(ctx, seat):  # a baseline reads no prompt, so no report is written for it
+                    continue
                 fields = self.game.report(state, after, actions, seat)
                 if fields is not None:
                     play.talk.report(seat, self.template.report(fields, after, seat))
@@ -422,12 +432,60 @@ class Host:
                 # decisions per seat in this run: resume derives the next decision indices from these
                 "decisions": decisions}
 
+    def _direct(self, ctx: RunContext, seat: int) -> bool:
+        """Whether the seat's player is a strategy baseline, asked for its action without a prompt."""
+        return self._direct_entries[ctx.table][ctx.seats[seat]]
+
+    @functools.cached_property
+    def _direct_entries(self) -> list[list[bool]]:
+        """Per table and player entry: a strategy baseline (known once the agents exist). The direct path
+        judges actions with ``Game.judge_action``, so a game that reads replies its own way (its own
+        ``judge``) sends every reply through it as text."""
+        judged_as_objects = type(self.game).judge is Game.judge
+        return [[judged_as_objects and isinstance(a, StrategyAgent) for a in row] for row in self.agents]
+
+    def _decide_direct(self, d: Decision) -> tuple[Reply, Judgement, bool]:
+        """A strategy baseline's decision: its action is asked for directly and judged as the object it is.
+
+        The same attempts, decision indices, seeds and judgement as the text path (``_decide``) give, with
+        the same record except ``messages`` and ``messages_from`` (None: no prompt was rendered). An action
+        that its JSON text would not give back exactly (a tuple, a NaN, a numpy number) is judged as text.
+        """
+        ctx, seat, state = d.ctx, d.seat, d.state
+        e = self.exps[ctx.table].experiment
+        agent: StrategyAgent = self.agents[ctx.table][d.entry]  # type: ignore[assignment]
+        strategy = functools.partial(self.game.strategy, state, seat)
+        first_ok = True
+        for attempt in range(e.reask + 1):
+            index = ctx.counters[seat]
+            ctx.counters[seat] += 1
+            seed_key = (2, ctx.table, ctx.session, seat, ctx.run, d.rnd) + ((attempt,) if attempt else ())
+            try:  # as _ask: a baseline's failure is an error of this decision, not of the experiment
+                action = agent.act(strategy, LazyGenerator(e.seed, seed_key))
+                reply = Reply(text=json_text(action))
+            except Exception as exc:
+                reply = Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
+            if reply.error:
+                judgement = Judgement(None, None, None)
+            elif type(action) is dict and "```" not in reply.text and is_plain_json(action):
+                judgement = self._judge(state, seat, action)
+            else:
+                judgement = self._judge(state, seat, reply.text)
+            if attempt == 0:
+                first_ok = judgement.valid or bool(reply.error)
+            self._log_decision(d, agent, index, attempt, None, None, reply, judgement)
+            if reply.error or judgement.valid:
+                break
+        return reply, judgement, first_ok
+
     async def _decide(self, d: Decision) -> tuple[Reply, Judgement, bool]:
         """One decision, re-asked up to ``reask`` times; returns the last reply, its judgement and
         whether the FIRST attempt was valid (the paper metrics count first attempts)."""
         ctx, seat, state, talk = d.ctx, d.seat, d.state, d.talk
         e = self.exps[ctx.table].experiment
         agent = self.agents[ctx.table][d.entry]
+        if self._direct(ctx, seat):
+            return self._decide_direct(d)
         messages = self._messages(d)
         coords = {"lineup": ctx.lineup.name, "session": ctx.session, "run": ctx.run, "round": d.rnd, "seat": seat}
         schema = self._schema(d)
@@ -487,16 +545,21 @@ class Host:
             except Exception as exc:  # an agent bug must not take the whole experiment down
                 return Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
 
-    def _judge(self, state: Any, seat: int, text: str) -> Judgement:
+    def _judge(self, state: Any, seat: int, reply: str | dict[str, Any]) -> Judgement:
+        """The judgement of a raw reply, or of a baseline's action object (see ``_decide_direct``)."""
         try:
-            return self.game.judge(state, seat, text)
+            if isinstance(reply, dict):
+                return self.game.judge_action(state, seat, reply)
+            return self.game.judge(state, seat, reply)
         except Exception as exc:  # noqa: BLE001 - whatever a reply holds, it is a rule break, not a crash
             return Judgement(None, "parse_error", f"the reply could not be judged ({type(exc).__name__})")
 
-    def _log_decision(self, d: Decision, agent: Agent, index: int, attempt: int, new_messages: tuple[Message, ...],
-                      offset: int, reply: Reply, judgement: Judgement) -> None:
+    def _log_decision(self, d: Decision, agent: Agent, index: int, attempt: int,
+                      new_messages: tuple[Message, ...] | None, offset: int | None, reply: Reply,
+                      judgement: Judgement) -> None:
         """One decision record. In a conversation only the messages new since the player's previous
-        record are logged (``messages_from`` says where they start), so a 20-round run stays linear."""
+        record are logged (``messages_from`` says where they start), so a 20-round run stays linear; a
+        strategy baseline's record has None for both (it is sent no prompt)."""
         player = self.exps[d.ctx.table].players[d.entry]
         structured = player.llm.structured if player.llm is not None else None
         key = self.game.action_key
@@ -508,7 +571,8 @@ class Host:
             "lineup": d.ctx.lineup.name, "session": d.ctx.session, "run": d.ctx.run, "round": d.rnd,
             "player": d.seat, "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,
             "template": self.template.id, "decision_index": index, "attempt": attempt,
-            "messages": [m.to_dict() for m in new_messages], "messages_from": offset,
+            "messages": [m.to_dict() for m in new_messages] if new_messages is not None else None,
+            "messages_from": offset,
             "response": reply.text,
             "action": judgement.action.get(key) if judgement.action else None,
             "reply": judgement.action,

@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import copy
 import itertools
-import json
 import os
 import socket
 import sys
@@ -44,7 +43,7 @@ from typing import Any
 import ray
 
 from .. import __version__
-from ..rundir import JUDGE_LOG, ResumeState, encode_record, encode_run, run_key
+from ..rundir import JUDGE_LOG, ResumeState, encode_record, encode_run, loads_line, run_key
 
 SHIP_S = 0.01  # a worker gathers finished runs this long before shipping them in one call
 PLACE_WARN_S = 20.0  # workers not placed after this long: the cluster is busy, tell the user
@@ -58,7 +57,7 @@ class RayUnavailable(Exception):
 @dataclass
 class _Session:
     epoch: int = 0
-    runs: list[str] = field(default_factory=list)
+    runs: list[bytes] = field(default_factory=list)
     ended: bool = False
 
 
@@ -72,7 +71,7 @@ class Ledger:
         self.outbox: dict[int, list[dict[str, Any]]] = defaultdict(list)
         self.events: dict[int, asyncio.Event] = defaultdict(asyncio.Event)
 
-    def begin(self, key: tuple[Any, ...]) -> tuple[int, list[str], bool]:
+    def begin(self, key: tuple[Any, ...]) -> tuple[int, list[bytes], bool]:
         """A new attempt at a session: its epoch, the runs earlier attempts shipped (their lines), whether
         it ended."""
         s = self.sessions.setdefault(key, _Session())
@@ -125,9 +124,9 @@ class _ShipSink:
 
     def __init__(self, view: Any, shipper: _Shipper, key: tuple[Any, ...], epoch: int) -> None:
         self.view, self.shipper, self.key, self.epoch = view, shipper, key, epoch
-        self.decisions: dict[tuple[str, int, int], list[str]] = defaultdict(list)
-        self.judged: dict[tuple[str, int, int], list[str]] = defaultdict(list)
-        self.other: list[tuple[str, str]] = []
+        self.decisions: dict[tuple[str, int, int], list[bytes]] = defaultdict(list)
+        self.judged: dict[tuple[str, int, int], list[bytes]] = defaultdict(list)
+        self.other: list[tuple[str, bytes]] = []
         self.shipped = (0, 0, 0)
         self.accepted: list[asyncio.Future[bool]] = []
 
@@ -142,14 +141,15 @@ class _ShipSink:
 
     def run(self, rec: dict[str, Any]) -> None:
         k = run_key(rec)
-        judged = "".join(self.judged.pop(k, []))
-        self._ship({"decisions": "".join(self.decisions.pop(k, [])), "appends": [(JUDGE_LOG, judged)] if judged else [],
+        judged = b"".join(self.judged.pop(k, []))
+        self._ship({"decisions": b"".join(self.decisions.pop(k, [])),
+                    "appends": [(JUDGE_LOG, judged)] if judged else [],
                     "run": encode_run(rec), "complete": bool(rec.get("complete", True))})
 
     def end(self) -> None:
         """What no run record took along (a steering line; decisions of a game stopped by an error)."""
-        decisions = "".join(d for lines in self.decisions.values() for d in lines)
-        judged = "".join(j for lines in self.judged.values() for j in lines)
+        decisions = b"".join(d for lines in self.decisions.values() for d in lines)
+        judged = b"".join(j for lines in self.judged.values() for j in lines)
         appends = ([(JUDGE_LOG, judged)] if judged else []) + self.other
         self.decisions.clear()
         self.judged.clear()
@@ -217,12 +217,12 @@ class _Usage:
         return out
 
 
-def _resume_of(runs: list[dict[str, Any] | str]) -> ResumeState:
+def _resume_of(runs: list[dict[str, Any] | bytes]) -> ResumeState:
     """A session's ResumeState from its finished runs (from --resume and from earlier attempts)."""
     state = ResumeState()
     for r in runs:
-        if isinstance(r, str):
-            r = json.loads(r)
+        if isinstance(r, bytes):
+            r = loads_line(r)
         if r.get("complete", True):
             state.runs.setdefault(run_key(r), r)
     for r in state.runs.values():

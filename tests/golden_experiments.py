@@ -163,11 +163,12 @@ def play(doc: dict[str, Any], out: Path) -> dict[str, list[str]]:
     try:
         exp = parse_experiment(doc, "golden.toml")
         options = HostOptions(concurrency=4, quiet=True, runtime=RuntimeOptions(cache=False))
-        asyncio.run(Host(exp, out, options).run())
+        host = Host(exp, out, options)
+        asyncio.run(host.run())
     finally:
         if server is not None:
             server.stop()
-    write_summary(out)
+    write_summary(out, host.dir.tally)  # as `econarena run` does: the summary counted while the run wrote
     return normalised(out, server.url if server is not None else "")
 
 

@@ -44,8 +44,18 @@ def test_a_huge_clock_with_rational_bidders_ends_at_once_with_the_hand_computed_
     assert run["decisions"] == [2, 2, 1]  # only the rounds where someone drops were asked
     decisions = arena.sorted_decisions(tmp_path / "o")
     assert {d["round"] for d in decisions if d["session"] == 0} == {50_000_000, 99_999_950}
-    assert all("Round 50000001: the price is now 500000." in d["messages"][-1]["content"]
-               for d in decisions if d["round"] == 50_000_000)  # the prompt shows the jumped clock
+    # the baselines are sent no prompt (their records have none): the prompt a model would read at the jumped
+    # clock is rendered from the state the Host reached there
+    assert all(d["messages"] is None for d in decisions)
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.prompts import Template
+
+    exp = parse_experiment(doc, "t.toml")
+    setup = EA.setup(exp.params, 3, np.random.default_rng(0))
+    skip = EA.fast_forward(EA.initial_state(setup), {i: ("rational", {}) for i in range(3)})
+    assert skip is not None and skip.moves == 50_000_000
+    request = Template(EA).render(skip.state, 2, "melee", "default")[-1].content
+    assert "Round 50000001: the price is now 500000." in request
 
 
 @pytest.mark.parametrize("seed", range(6))

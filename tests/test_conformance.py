@@ -20,6 +20,7 @@ import pytest
 from econarena.games import GAMES, get_game
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
 from econarena.hosts.prompts import Template
+from econarena.rundir import dumps_line
 
 NAMES = sorted(GAMES)
 SEEDS = range(40)
@@ -358,7 +359,7 @@ def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> No
         for line in lines:
             rec = json.loads(line)
             assert keys <= set(rec), keys - set(rec)
-            assert json.dumps(rec) == line  # written exactly as json.dumps writes it, so it round-trips
+            assert dumps_line(rec) == (line + "\n").encode()  # the record as written: it round-trips
             json.dumps(rec, allow_nan=False)  # strict JSON: no NaN or Infinity
     scripted = [d for d in arena.read_jsonl(tmp_path / "decisions.jsonl") if d["agent"] == "scripted"]
     assert scripted and all(d["violation"] == PARSE_ERROR and not d["valid"] for d in scripted)
@@ -482,3 +483,39 @@ def test_the_secret_check_catches_a_leak() -> None:
 
     leaks = _secret_leaks(Leaky(), range(2))
     assert leaks and all("events carry" in x for x in leaks)
+
+
+def test_a_baselines_action_judged_as_an_object_equals_its_text_judged(game: Game) -> None:
+    """The Host judges a strategy baseline's action as the object it is (no JSON text round trip): the
+    judgement, extras and action included, must be exactly what the action's JSON text gets, at every state
+    random play reaches, for every policy the game offers (level-k at several depths), garbage included."""
+    from econarena.games.base import is_plain_json
+
+    checked = 0
+    for seed in range(6):
+        setup = game.setup(game.Params(), seats(game, 3 + seed % 3), np.random.default_rng(seed))
+        _, states = _play(game, setup, seed, 0.3)
+        for state in states:
+            for seat in game.to_move(state):
+                for policy, kw in [(p, {"k": k}) if p == "level_k" else (p, {})
+                                   for p in game.policies() for k in ((1, 2, 3) if p == "level_k" else (0,))]:
+                    action = game.strategy(state, seat, policy, rng=np.random.default_rng(seed), **kw)
+                    text = json.dumps(action)
+                    assert type(action) is dict and is_plain_json(action) and "```" not in text, action
+                    assert game.judge_action(state, seat, action) == game.judge(state, seat, text)
+                    checked += 1
+                for garbage in ({"x": 1}, {game.action_key: "seven"}, {game.action_key: -5, "note": [1, {"a": None}]},
+                                {game.action_key: True}, {}):
+                    assert game.judge_action(state, seat, garbage) == game.judge(state, seat, json.dumps(garbage))
+    assert checked > 0
+
+
+def test_is_plain_json_is_exactly_what_a_json_round_trip_returns_unchanged() -> None:
+    from econarena.games.base import is_plain_json
+
+    plain = [{}, {"a": 1, "b": [1.5, "x", None, True, {"c": -0.0}]}, {"big": 10 ** 30}, {"s": "\ud800"}]
+    for value in plain:
+        assert is_plain_json(value) and json.loads(json.dumps(value)) == value
+    for value in ({"a": (1, 2)}, {1: "a"}, {"a": float("nan")}, {"a": float("inf")}, {"a": np.float64(1.5)},
+                  {"a": np.int64(2)}, {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": 1}}}}}}}}}):
+        assert not is_plain_json(value)

@@ -152,6 +152,8 @@ def test_cli_run_with_baselines_and_a_script(tmp_path: Path, arena) -> None:
     scripted = [d for d in decisions if d["agent"] == "scripted"]
     # decisions 0, 1, 2 of each session: the script, the garbage (a parse error), the script again
     assert len(scripted) == 6 and sum(d["violation"] == "parse_error" for d in scripted) == 2
-    # a conversation: the second round's request carries the first round's report
-    later = [d for d in decisions if d["agent"] == "rational" and d["round"] == 1]
-    assert later and any("Round 1 result" in m["content"] for d in later for m in d["messages"])
+    # a conversation: the second round's request carries the first round's report (the scripted seat's: the
+    # baselines are sent no prompt)
+    later = [d for d in decisions if d["agent"] == "scripted" and d["round"] == 1]
+    assert later and all(any("Round 1 result" in m["content"] for m in d["messages"]) for d in later)
+    assert all(d["messages"] is None for d in decisions if d["agent"] in ("rational", "random"))

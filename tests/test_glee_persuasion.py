@@ -167,16 +167,18 @@ def test_cli_run_with_rational_random_and_scripted_players(tmp_path: Path, arena
 
 def test_a_myopic_buyer_starts_a_new_conversation_every_round(arena, tmp_path) -> None:
     """GLEE resets a myopic buyer's chat each round: every buyer decision is a fresh system + request,
-    logged from offset 0, while the seller (and a long-living buyer) keep one conversation."""
+    logged from offset 0, while the seller (and a long-living buyer) keep one conversation. (Scripted players:
+    they are sent prompts like a model; a strategy baseline is sent none.)"""
+    say = {"agent": "scripted", "responses": ['{"decision": "yes", "message": "Buy it."}']}
     for buyer, fresh in (("myopic", True), ("long-living", False)):
         out = tmp_path / buyer
-        doc = arena.experiment_dict("persuasion", [{"agent": "rational"}, {"agent": "random"}],
+        doc = arena.experiment_dict("persuasion", [{**say, "label": "seller"}, {**say, "label": "buyer"}],
                                     {"rounds": 3, "buyer": buyer}, sessions=1, seed=2)
         assert arena.run_experiment(doc, out).status == "complete"
         decisions = arena.read_jsonl(out / "decisions.jsonl")
         buyer_turns = [d for d in decisions if d["player"] == 1]
         seller_turns = [d for d in decisions if d["player"] == 0]
-        assert len(buyer_turns) == 3
+        assert len(buyer_turns) == 3 and all(d["valid"] for d in decisions)
         assert all((d["messages_from"] == 0 and d["messages"][0]["role"] == "system") == fresh
                    for d in buyer_turns[1:])
         assert all(d["messages_from"] > 0 for d in seller_turns[1:])

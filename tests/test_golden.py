@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from golden_experiments import experiments, golden_path, play
 
+from econarena.analysis.metrics import summarize
+
 CASES = experiments()
 
 
@@ -33,3 +35,6 @@ def test_logs_equal_the_golden_files(name: str, tmp_path: Path) -> None:
         if got[file] != lines:
             diff = "\n".join(list(difflib.unified_diff(lines, got[file], "golden", "now", lineterm="", n=0))[:12])
             pytest.fail(f"{name}/{file} differs from the golden file:\n{diff[:4000]}")
+    # the summary counted while the run wrote (summary.json) is the one recomputed from the logs, to the bit
+    written = json.loads((tmp_path / name / "summary.json").read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(summarize(tmp_path / name)))

@@ -22,6 +22,14 @@ def prompt(d: dict[str, Any]) -> str:
     return "\n".join(m["content"] for m in d["messages"])
 
 
+def prompted(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of players that were sent a prompt; a strategy baseline's record has none."""
+    for d in decisions:
+        assert (d["messages"] is None) == (d["agent"] in ("rational", "random", "level_k")), d
+        assert (d["messages_from"] is None) == (d["messages"] is None)
+    return [d for d in decisions if d["messages"] is not None]
+
+
 def scripted(label: str, *responses: str) -> dict[str, Any]:
     return {"agent": "scripted", "label": label, "responses": list(responses)}
 
@@ -43,8 +51,8 @@ def test_melee_seats_every_entry_with_its_count(tmp_path: Path, arena) -> None:
         assert r["winners"] == [2, 3, 4]
         assert r["payoffs"] == pytest.approx([0.0, 0.0, 100 / 3, 100 / 3, 100 / 3])
     decisions = arena.read_jsonl(tmp_path / "decisions.jsonl")
-    assert len(decisions) == 10
-    assert all(RATIONAL_SENTENCE not in prompt(d) and SELF_SENTENCE not in prompt(d) for d in decisions)
+    assert len(decisions) == 10 and len(prompted(decisions)) == 2
+    assert all(RATIONAL_SENTENCE not in prompt(d) and SELF_SENTENCE not in prompt(d) for d in prompted(decisions))
 
 
 def test_rational_environment_one_table_per_non_rational_entry(tmp_path: Path, arena) -> None:
@@ -65,10 +73,12 @@ def test_rational_environment_one_table_per_non_rational_entry(tmp_path: Path, a
     assert s["ne_payoffs"] == [115.0, 100.0, 100.0, 100.0]
     decisions = arena.read_jsonl(tmp_path / "decisions.jsonl")
     assert len(decisions) == 16
+    assert [d["label"] for d in prompted(decisions)] == ["S", "S"]  # the level-k player L reads no prompt
     for d in decisions:
         if d["label"] in ("S", "L"):
-            assert RATIONAL_SENTENCE in prompt(d)
             assert d["player"] == 0
+        if d["label"] == "S":
+            assert RATIONAL_SENTENCE in prompt(d)
 
 
 def test_self_environment_copies_of_each_entry(tmp_path: Path, arena) -> None:
@@ -85,7 +95,8 @@ def test_self_environment_copies_of_each_entry(tmp_path: Path, arena) -> None:
     assert runs["S"]["actions"] == [1.0, 1.0, 1.0]
     assert runs["S"]["payoffs"] == pytest.approx([100 / 3] * 3)
     decisions = arena.read_jsonl(tmp_path / "decisions.jsonl")
-    assert len(decisions) == 6 and all(SELF_SENTENCE in prompt(d) for d in decisions)
+    assert len(decisions) == 6 and all(SELF_SENTENCE in prompt(d) for d in prompted(decisions))
+    assert {d["label"] for d in prompted(decisions)} == {"S"}
     assert {(d["player"], d["decision_index"]) for d in decisions if d["label"] == "S"} == {(0, 0), (1, 0), (2, 0)}
 
 
@@ -269,21 +280,55 @@ def test_players_of_a_simultaneous_move_decide_concurrently(tmp_path: Path, aren
     assert peak == 5
 
 
-def test_agent_failure_stops_that_session_and_is_logged(tmp_path: Path, arena, monkeypatch) -> None:
+class _Broken:
+    """An agent of the protocol only (``decide``): the Host asks it with a prompt, like a model."""
+
+    kind = "rational"
+
+    def __init__(self, label: str) -> None:
+        from econarena.agents.baselines import RationalAgent
+
+        self.label, self.model, self.inner = label, None, RationalAgent(label)
+
+    async def decide(self, request) -> Reply:  # noqa: ANN001
+        if request.coords["session"] == 1 and request.coords["run"] == 1:
+            raise RuntimeError("boom")
+        return await self.inner.decide(request)
+
+
+class _BrokenStrategy:
+    """A strategy baseline (asked directly, without a prompt) whose 9th action fails: with 2 seats, 3 runs
+    per session and one session after the other, that is seat 0 of session 1, run 1."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, agent: str, label: str, **kw: Any) -> Any:
+        from econarena.agents.baselines import RationalAgent
+
+        outer = self
+
+        class Broken(RationalAgent):
+            def act(self, strategy, rng):  # noqa: ANN001, ANN202
+                outer.calls += 1
+                if outer.calls == 9:
+                    raise RuntimeError("boom")
+                return super().act(strategy, rng)
+
+        return Broken(label)
+
+
+@pytest.mark.parametrize("path", ["prompt", "direct"])
+def test_agent_failure_stops_that_session_and_is_logged(tmp_path: Path, arena, monkeypatch, path: str) -> None:
     import econarena.hosts.host as host_mod
-    from econarena.agents.baselines import RationalAgent
 
-    class Broken(RationalAgent):
-        async def decide(self, request) -> Reply:  # noqa: ANN001
-            if request.coords["session"] == 1 and request.coords["run"] == 1:
-                raise RuntimeError("boom")
-            return await super().decide(request)
-
-    monkeypatch.setattr(host_mod, "create_agent", lambda agent, label, **kw: Broken(label))
+    make = (lambda agent, label, **kw: _Broken(label)) if path == "prompt" else _BrokenStrategy()
+    monkeypatch.setattr(host_mod, "create_agent", make)
     doc = arena.experiment_dict("beauty_contest", [{"agent": "rational", "count": 2}], {"upper_bound": 10},
                                 sessions=2, runs=3)
     exp = parse_experiment(doc, "test.toml")
-    result = asyncio.run(Host(exp, tmp_path, HostOptions(concurrency=2, quiet=True)).run())
+    # concurrency 1: one session after the other, so the direct path's 9th call is session 1, run 1
+    result = asyncio.run(Host(exp, tmp_path, HostOptions(concurrency=1, quiet=True)).run())
     assert result.status == "incomplete" and result.runs_done == 4 and result.runs_incomplete == 1
     runs = arena.read_jsonl(tmp_path / "runs.jsonl")
     bad = [r for r in runs if not r["complete"]]
@@ -297,7 +342,7 @@ def test_agent_failure_stops_that_session_and_is_logged(tmp_path: Path, arena, m
 
 
 def test_prompt_templates_can_be_overridden_and_the_id_says_so(tmp_path: Path, arena) -> None:
-    doc = arena.experiment_dict("beauty_contest", [scripted("S", '{"answer": 1}'), {"agent": "rational"}],
+    doc = arena.experiment_dict("beauty_contest", [{"agent": "rational"}, scripted("S", '{"answer": 1}')],
                                 {"upper_bound": 10})
     doc["prompts"] = {"system": "You are player {player_id} of {n_players}.",
                       "env_self": "unused here", "format_default": "Reply in JSON with:"}

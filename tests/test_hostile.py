@@ -186,8 +186,8 @@ def test_an_unreadable_line_in_the_middle_resumes_exactly_and_is_kept(tmp_path: 
     assert len(gone) == 1 and (gone[0]["session"], gone[0]["run"]) == (keep["session"], keep["run"])
     kept_aside = [json.loads(x) for x in (out / "runs.discarded.jsonl").read_text().splitlines()]
     assert {"unreadable_line": first + 1, "why": "not JSON", "text": "this line was damaged"} in kept_aside
-    aside = (out / "decisions.discarded.jsonl").read_text()
-    assert '"text": "{\\"broken\\": "' in aside  # ... but kept verbatim
+    aside = [json.loads(x) for x in (out / "decisions.discarded.jsonl").read_text().splitlines()]
+    assert {"unreadable_line": victim + 1, "why": "not JSON", "text": '{"broken": '} in aside  # ... but kept verbatim
 
 
 def test_a_json_line_of_the_wrong_shape_is_a_clear_error_in_summary_and_moved_aside_by_resume(

@@ -20,7 +20,7 @@ DESPERATE = "Act as if you were desperate: plead and beg your opponent so that y
 
 def _doc(arena: SimpleNamespace, persona_a: object = None, persona_b: object = None, **prompts: str) -> dict:
     a = {"agent": "scripted", "label": "a", "responses": SCRIPT}
-    b = {"agent": "rational", "label": "b"}
+    b = {"agent": "scripted", "label": "b", "responses": ['{"chosen_number": 0}']}  # a baseline reads no prompt
     if persona_a is not None:
         a["persona"] = persona_a
     if persona_b is not None:

@@ -70,10 +70,11 @@ def test_missing_key_is_a_parse_error() -> None:
 
 # ---- rounds, conversations and reask through the Host ----
 
-def _guessing(arena, tmp_path: Path, responses: list[str], reask: int, rounds: int = 3):
+def _guessing(arena, tmp_path: Path, responses: list[str], reask: int, rounds: int = 3,
+              others: dict | None = None):
     doc = arena.experiment_dict("guessing_game", [
         {"agent": "scripted", "label": "S", "responses": responses},
-        {"agent": "rational", "count": 2}], {"rounds": rounds}, sessions=1, reask=reask)
+        {"agent": "rational", "count": 2, **(others or {})}], {"rounds": rounds}, sessions=1, reask=reask)
     result = arena.run_experiment(doc, tmp_path)
     assert result.status == "complete"
     return arena.read_jsonl(tmp_path / "runs.jsonl"), arena.read_jsonl(tmp_path / "decisions.jsonl")
@@ -109,16 +110,24 @@ def _conversation(decisions: list[dict], player: int) -> list[dict]:
     return chat
 
 
-def test_each_player_keeps_one_conversation_with_round_reports(arena, tmp_path: Path) -> None:
-    runs, decisions = _guessing(arena, tmp_path, ['{"chosen_number": 50}'], reask=0, rounds=3)
+@pytest.mark.parametrize("others", ["rational", "scripted"])
+def test_each_player_keeps_one_conversation_with_round_reports(arena, tmp_path: Path, others: str) -> None:
+    # the other two seats play 0 every round: rational players (asked directly, sent no prompt, so they
+    # have no conversation), or scripted ones (sent the same prompts and reports as a model)
+    play_zero = {"agent": "scripted", "label": "Z", "responses": ['{"chosen_number": 0}']}
+    runs, decisions = _guessing(arena, tmp_path, ['{"chosen_number": 50}'], reask=0, rounds=3,
+                                others=play_zero if others == "scripted" else None)
     chat = _conversation(decisions, 0)
     roles = [m["role"] for m in chat]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
     # the rational players pick 0: the average is 50/3, its 2/3 is 100/9 = 11.11; they win
     assert "Result of round 1" in chat[3]["content"] and "11.111111" in chat[3]["content"]
     assert "did not win" in chat[3]["content"] and "Round 2 of 3" in chat[3]["content"]
-    other = _conversation(decisions, 1)
-    assert "You picked 0 and won" in other[3]["content"]
+    if others == "scripted":
+        other = _conversation(decisions, 1)
+        assert "You picked 0 and won" in other[3]["content"]
+    else:
+        assert all(d["messages"] is None and d["messages_from"] is None for d in decisions if d["player"] > 0)
     (run,) = runs
     # three rounds with the same numbers: mean 50/3 each round; score (100 - 50/3) / 100 * 100
     assert run["score"] == pytest.approx(100 - 50 / 3)

@@ -135,6 +135,40 @@ def test_openai_official_endpoint_uses_max_completion_tokens(server: FakeLLMServ
     assert not _official(server.url + "/v1")
 
 
+def test_openai_reads_the_completion_body_itself() -> None:
+    """The reply is taken as bytes from the SDK and read here: text, model and token counts, and a clear
+    malformed-response error for anything else (the wire tests above and below go through a server)."""
+    from econarena.agents.calls import MalformedResponse
+    from econarena.agents.providers.openai import completion
+
+    body = (b'{"id": "x", "model": "m-1", "choices": [{"index": 0, "message": {"role": "assistant", '
+            b'"content": "{\\"bid\\": 10}"}}], "usage": {"prompt_tokens": 9, "completion_tokens": 2}}')
+    g = completion(body)
+    assert (g.text, g.model, g.tokens_in, g.tokens_out) == ('{"bid": 10}', "m-1", 9, 2)
+    g = completion(b'{"choices": [{"message": {"content": null}}], "usage": null, "model": 7}')
+    assert (g.text, g.model, g.tokens_in, g.tokens_out) == ("", None, None, None)
+    g = completion(b'{"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": true}, "z": NaN}')
+    assert g.text == "x" and g.tokens_in is None  # a NaN elsewhere in the body is the stdlib's to read
+    for bad, why in ((b"<html>", "not JSON"), (b"{}", "no choices"), (b'{"choices": []}', "no choices"),
+                     (b'{"choices": [{"message": {"content": ["a"]}}]}', "content is list")):
+        with pytest.raises(MalformedResponse, match=why):
+            completion(bad)
+
+
+def test_openai_clients_share_one_tls_context(server: FakeLLMServer) -> None:
+    """Building a TLS context reads the certificate store (~80 ms): one serves every client of the process,
+    and it is the one the SDK's transport would have built (certificate checks on)."""
+    import ssl
+
+    from econarena.agents.providers.openai import _http_client, _tls_context
+
+    a, b = (_http_client(settings_for("openai", server)) for _ in range(2))
+    ctx = _tls_context()
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    assert a is not None and b is not None and a is not b
+    assert a._transport.ssl_context is ctx and b._transport.ssl_context is ctx
+
+
 def test_assistant_turns_map_to_each_protocol(server: FakeLLMServer) -> None:
     history = [Message("user", "a"), Message("assistant", "b"), Message("user", "c")]
     gen("google", settings_for("google", server), history)

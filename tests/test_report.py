@@ -8,6 +8,7 @@ with history (violins, action paths).
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -226,9 +227,9 @@ def test_report_of_a_directory_without_complete_runs(corpus: list[Path], tmp_pat
 
     d = tmp_path / "runs" / "broken"
     shutil.copytree(corpus[1], d)
-    runs = (d / "runs.jsonl").read_text(encoding="utf-8").splitlines()
-    (d / "runs.jsonl").write_text("".join(line.replace('"complete": true', '"complete": false') + "\n"
-                                          for line in runs), encoding="utf-8")
+    runs = [json.loads(line) for line in (d / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    (d / "runs.jsonl").write_text("".join(json.dumps({**r, "complete": False}) + "\n" for r in runs),
+                                  encoding="utf-8")
     rep = build_report([d], tmp_path / "rep", n_boot=20)
     assert rep.figures == [] and len(rep.skipped) == len(FIGURES)
     html = rep.html.read_text(encoding="utf-8")

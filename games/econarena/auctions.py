@@ -35,6 +35,7 @@ english_auction
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -123,6 +124,16 @@ def _auction_observation(setup: Setup, player: int) -> dict[str, Any]:
             "assets": fmt_num(setup["assets"][player]), "entrance_fee": fmt_num(setup["entrance_fee"])}
 
 
+@functools.lru_cache(maxsize=1024)
+def _bid_spec(assets: float) -> ActionSpec:
+    """A bid up to one's assets: specs are asked for at every decision and repeat, so each is built once."""
+    return ActionSpec((ActionField("bid", "number", "the bid which you would like to place", 0.0, assets),))
+
+
+_STAY_OR_DROP = ActionSpec((ActionField("decision", "choice", "whether you stay in at the current price",
+                                        choices=("stay", "drop")),))
+
+
 # ----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SecondPriceState:
@@ -162,8 +173,7 @@ class SecondPriceAuction(Game):
         return tuple(range(state.setup.n_players)) if state.bids is None else ()
 
     def action_spec(self, state: SecondPriceState, player: int) -> ActionSpec:
-        return ActionSpec((ActionField("bid", "number", "the bid which you would like to place", 0.0,
-                                       state.setup["assets"][player]),))
+        return _bid_spec(state.setup["assets"][player])
 
     def observation(self, state: SecondPriceState, player: int) -> dict[str, Any]:
         return _auction_observation(state.setup, player)
@@ -254,8 +264,7 @@ class EnglishAuction(Game):
         return () if state.done else tuple(i for i, a in enumerate(state.active) if a)
 
     def action_spec(self, state: EnglishState, player: int) -> ActionSpec:
-        return ActionSpec((ActionField("decision", "choice", "whether you stay in at the current price",
-                                       choices=("stay", "drop")),))
+        return _STAY_OR_DROP
 
     def observation(self, state: EnglishState, player: int) -> dict[str, Any]:
         s = state.setup

@@ -18,6 +18,7 @@ so the four 10s (distance 14/3) beat the 0 (distance 16/3) and share the prize.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,6 +52,12 @@ class BeautyContestParams(GameParams):
     @classmethod
     def _ub(cls, v: Any) -> Any:
         return validate_param(v, per_player=False, positive=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _answer_spec(upper: float) -> ActionSpec:
+    """A number in [0, upper]: specs are asked for at every decision and repeat, so each is built once."""
+    return ActionSpec((ActionField("answer", "number", "the number which you would like to choose", 0.0, upper),))
 
 
 @dataclass(frozen=True)
@@ -97,9 +104,7 @@ class BeautyContest(Game):
         return tuple(range(state.setup.n_players)) if state.choices is None else ()
 
     def action_spec(self, state: BeautyContestState, player: int) -> ActionSpec:
-        upper = state.setup["upper_bound"]
-        return ActionSpec((ActionField("answer", "number", "the number which you would like to choose",
-                                       0.0, upper),))
+        return _answer_spec(state.setup["upper_bound"])
 
     def observation(self, state: BeautyContestState, player: int) -> dict[str, Any]:
         s = state.setup
