@@ -468,3 +468,24 @@ def test_the_released_sample_replays_to_its_own_record(tmp_path: Path) -> None:
     result = import_dir(SAMPLE, tmp_path / "out")
     assert result.runs == 36 and not result.refused
     assert sum(result.agreed.values()) == 36 and not result.disagreements
+
+
+def test_long_model_names_make_short_distinct_directories(tmp_path: Path) -> None:
+    """Two model names of 150 characters made a directory name past the file system's 255 bytes: the import
+    stopped with OSError. Names are cut and told apart by a digest of the whole name."""
+    from econarena.importers.common import SLUG_MAX, slug
+
+    assert slug("gpt-4") == "gpt-4" and slug("a/b c") == "a_b_c"
+    long_a, long_b = "m" * 150 + "-a", "m" * 150 + "-b"  # equal in their first 120 characters
+    assert len(slug(long_a)) == SLUG_MAX and slug(long_a) != slug(long_b)
+    assert slug(long_a) == slug(long_a)  # stable: a second import writes into the same directory
+    logs = tmp_path / "logs"
+    write_logs(logs, {"u/1": ult((long_a, long_b), ("NONE", gift(30), "30"), ("ACCEPT", "NONE", "ok")),
+                      "u/2": ult((long_b, long_a), ("NONE", gift(40), "40"), ("ACCEPT", "NONE", "ok"))})
+    result = import_dir(logs, tmp_path / "out")
+    assert result.runs == 2 and not result.refused
+    dirs = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir())
+    assert len(dirs) == 2 and all(len(n.encode()) <= 255 for n in dirs)
+    models = {json.loads((tmp_path / "out" / n / "runs.jsonl").read_text().splitlines()[0])["labels"][0]
+              for n in dirs}
+    assert models == {long_a, long_b}  # the whole name is kept inside
