@@ -86,7 +86,7 @@ def table_html(df: Any, index: bool = True) -> str:
 def grid(head: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "", numeric_from: int = 1) -> str:
     """A scorecard table: ``head`` is text, ``rows`` are HTML cells; columns from ``numeric_from`` on are
     right-aligned numbers."""
-    cls = [" class='t'" if i < numeric_from else " class='n'" for i in range(len(head))]
+    cls = ["" if i < numeric_from else " class='n'" for i in range(len(head))]
     parts = ["<table class='card'>"]
     if caption:
         parts.append(f"<caption>{caption}</caption>")

@@ -120,7 +120,7 @@ table.card .pub{display:block;font-size:.72rem;color:#555} .pub.ok{color:#1a7f37
 table.card .tag{color:#6b46c1} .na{color:#999} .cards{display:flex;flex-wrap:wrap;align-items:flex-start}
 .said{white-space:normal;display:block;max-width:420px}
 body{overflow-wrap:anywhere}
-table.card td.t,table.card th.t{white-space:normal;min-width:5rem;max-width:18rem}
+table.card td:not(.n),table.card th:not(.n){white-space:normal;min-width:5rem;max-width:18rem}
 """
 
 # Marks the page once every image has decoded, and where the first scorecard sits on screen: the browser
