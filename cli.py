@@ -12,7 +12,6 @@ from typing import Any
 from . import __version__
 from .cli_run import (
     EXIT_CONFIG,
-    EXIT_ERROR,
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -126,9 +125,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for d in args.run_dirs:
         path = Path(d)
-        if not (path / "runs.jsonl").exists():
-            err(f"{path}: not a run directory (no runs.jsonl)")
-            status = EXIT_ERROR
+        if not (path / "runs.jsonl").is_file():
+            what = "no such file or directory" if not path.exists() else "not a run directory (no runs.jsonl)"
+            err(f"{path}: {what}")
+            status = EXIT_CONFIG
             continue
         summary = summarize(path)
         if args.json:

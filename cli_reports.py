@@ -47,6 +47,25 @@ def _prices_ok(path: str | None) -> bool:
     return load_price_arg(path) is not None
 
 
+def _run_dirs(paths: list[str]) -> list[Path] | None:
+    """The run directories the arguments name; None (each bad argument reported, one line each) when any
+    argument names none: a typo'd folder must not be skipped in silence while the others are reported."""
+    from .analysis.load import expand_run_dirs
+
+    found, ok = [], True
+    for arg in paths:
+        p = Path(arg)
+        dirs = expand_run_dirs([p])
+        if dirs:
+            found += dirs
+            continue
+        ok = False
+        what = ("no such file or directory" if not p.exists() else
+                "is a file, not a run directory" if not p.is_dir() else "holds no run directory")
+        err(f"{arg}: {what} (a run directory holds runs.jsonl and config.toml, as `econarena run` writes it)")
+    return expand_run_dirs(found) if ok else None
+
+
 def _print_report(rep: Any) -> None:
     print(f"report: {rep.html}")
     for f in rep.figures:
@@ -61,17 +80,13 @@ def _print_report(rep: Any) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     if not _need_report_extra():
         return EXIT_ERROR
-    from .analysis.load import expand_run_dirs
     from .analysis.report import build_report
 
     if not _prices_ok(args.prices):
         return EXIT_CONFIG
-    dirs = expand_run_dirs(args.run_dirs)
-    missing = [d for d in args.run_dirs if not Path(d).exists()]
-    if missing or not dirs:
-        err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
-             "(a run directory holds runs.jsonl and config.toml)")
-        return EXIT_ERROR
+    dirs = _run_dirs(args.run_dirs)
+    if dirs is None:
+        return EXIT_CONFIG
     if args.out:
         out = Path(args.out)
     elif len(args.run_dirs) == 1:
@@ -115,11 +130,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
     frames = []
     for d in (args.dir_a, args.dir_b):
-        try:
-            frames.append(load(d))
-        except FileNotFoundError as exc:
-            err(str(exc))
-            return EXIT_ERROR
+        if _run_dirs([d]) is None:
+            return EXIT_CONFIG
+        frames.append(load(d))
     a, b = frames
     metrics = tuple(args.metrics or COMPARE_METRICS)
     games = [sorted(set(f.experiments["game"])) for f in frames]
@@ -347,7 +360,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not result.dirs:
         print("\n".join(result.lines()))
         err(f"no {module.ITEMS} could be imported from {args.raw_dir}")
-        return EXIT_ERROR
+        return EXIT_CONFIG
     for d in result.dirs:
         write_summary(d)
     files += _AFTER_IMPORT[args.source](result, out, args)
@@ -425,14 +438,10 @@ _AFTER_IMPORT = {"gamabench": _after_gamabench, "negotiationarena": _after_negot
 def cmd_analyze(args: argparse.Namespace) -> int:
     """A family's linear models (analysis/families/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
     from .analysis.families import glee
-    from .analysis.load import expand_run_dirs
     from .rundir import write_atomic
 
-    missing = [d for d in args.run_dirs if not Path(d).exists()]
-    if missing or not expand_run_dirs(args.run_dirs):
-        err(f"no run directories found in {', '.join(missing or args.run_dirs)} "
-             "(a run directory holds runs.jsonl and config.toml)")
-        return EXIT_ERROR
+    if _run_dirs(args.run_dirs) is None:
+        return EXIT_CONFIG
     if args.human_vs_model:
         return _human_vs_model(args)
     if not _need_report_extra():
@@ -450,7 +459,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if not datas:
         err(f"no complete runs of a '{args.family}' game that declares regression factors in "
              f"{', '.join(args.run_dirs)}")
-        return EXIT_ERROR
+        return EXIT_CONFIG
     known = {glee.base_metric(m) for d in datas.values() for m in d.metrics} | {
         m for d in datas.values() for m in d.metrics}
     bad = [m for m in args.metrics or () if m not in known]
@@ -506,7 +515,7 @@ def _human_vs_model(args: argparse.Namespace) -> int:
     if not table:
         err(f"no game with a person in one seat (label 'human', from econarena import glee) in "
             f"{', '.join(args.run_dirs)}")
-        return EXIT_ERROR
+        return EXIT_CONFIG
     print(glee.format_human(table))
     out = Path(args.out) if args.out else (Path(args.run_dirs[0]) if len(args.run_dirs) == 1 else Path("."))
     if out.exists() and not out.is_dir():

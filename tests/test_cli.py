@@ -162,8 +162,10 @@ def test_summary(toml: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["summary", "--json", str(out)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["labels"]["L1"]["player_runs"] == 6
-    assert main(["summary", str(tmp_path)]) == 1
+    assert main(["summary", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+    assert main(["summary", str(tmp_path / "typo")]) == 2
+    assert f"{tmp_path / 'typo'}: no such file or directory" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["run"], ["bogus"], ["run", "x.toml", "--concurrency", "many"], []])

@@ -196,7 +196,7 @@ def test_import_errors(raw_tree: Path, tmp_path: Path, arena) -> None:
     r = arena.cli("import", "gamabench", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "not a directory" in r.stderr and "Traceback" not in r.stderr
     r = arena.cli("import", "gamabench", str(raw_tree / "unknown_game"), "--out", str(tmp_path / "o"))
-    assert r.returncode == 1 and "no GAMA-Bench result files could be imported" in r.stderr
+    assert r.returncode == 2 and "no GAMA-Bench result files could be imported" in r.stderr
     own = tmp_path / "mine" / "guessing_game--m1"
     own.mkdir(parents=True)
     (own / "manifest.json").write_text('{"status": "complete"}')

@@ -296,10 +296,10 @@ def test_cli_analyze_bad_input_is_one_line(tmp_path: Path, toy: None, capsys: py
     assert err.count("\n") == 1 and "--metrics efficency: not a metric of these runs" in err
     assert main(["analyze", "glee", str(d), "--baseline-model", "nobody"]) == 2
     assert "--baseline-model 'nobody': no seat was played by it" in capsys.readouterr().err
-    assert main(["analyze", "negotiationarena", str(d)]) == 1
+    assert main(["analyze", "negotiationarena", str(d)]) == 2
     assert "no complete runs of a 'negotiationarena' game" in capsys.readouterr().err
-    assert main(["analyze", "glee", str(tmp_path / "missing")]) == 1
-    assert "no run directories found in" in capsys.readouterr().err
+    assert main(["analyze", "glee", str(tmp_path / "missing")]) == 2
+    assert "missing: no such file or directory" in capsys.readouterr().err
     runs = exact_runs()[:2]
     del runs[1]["params"]["talk"]
     bad = write_run_dir(tmp_path / "bad", runs)

@@ -428,9 +428,9 @@ def test_import_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["import", "glee", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     assert "expected GLEE's Data/ folder" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert main(["import", "glee", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 1
+    assert main(["import", "glee", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     assert "no GLEE games" in capsys.readouterr().err
-    assert main(["analyze", "glee", str(tmp_path / "o"), "--human-vs-model"]) == 1
+    assert main(["analyze", "glee", str(tmp_path / "o"), "--human-vs-model"]) == 2
 
 
 def test_hostile_configs_are_refused_with_the_key(tmp_path: Path) -> None:

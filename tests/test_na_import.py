@@ -392,7 +392,7 @@ def test_import_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["import", "negotiationarena", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     assert "not a directory" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert main(["import", "negotiationarena", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 1
+    assert main(["import", "negotiationarena", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     assert "no NegotiationArena game logs" in capsys.readouterr().err
 
 

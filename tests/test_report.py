@@ -154,11 +154,19 @@ def test_report_skips_missing_figures_with_a_note(corpus: list[Path], tmp_path: 
     assert "data-figure='fig2_rational_deviation'" in html
 
 
-def test_report_and_compare_errors(tmp_path: Path) -> None:
-    r = cli("report", str(tmp_path / "missing"))
-    assert r.returncode == 1 and "no run directories" in r.stderr and "Traceback" not in r.stderr
-    r = cli("compare", str(tmp_path), str(tmp_path))
-    assert r.returncode == 1 and "no run directories" in r.stderr and "Traceback" not in r.stderr
+def test_report_and_compare_errors(corpus: list[Path], tmp_path: Path) -> None:
+    """Bad input is exit 2 with one line naming the argument; a typo'd folder beside a good one is not
+    skipped in silence."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "exp.toml").write_text("[experiment]\n", encoding="utf-8")
+    cases = [(("report", str(tmp_path / "missing")), "missing: no such file or directory"),
+             (("report", str(tmp_path / "exp.toml")), "exp.toml: is a file, not a run directory"),
+             (("report", str(corpus[0]), str(tmp_path / "empty")), "empty: holds no run directory"),
+             (("compare", str(tmp_path / "empty"), str(corpus[0])), "empty: holds no run directory")]
+    for args, expected in cases:
+        r = cli(*args)
+        assert r.returncode == 2 and expected in r.stderr, (args, r.returncode, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 def test_compare_prints_side_by_side(corpus: list[Path], tmp_path: Path) -> None:
