@@ -28,6 +28,7 @@ from ..rundir import (
     RUNS,
     STEERING,
     RunDirectory,
+    dumps_line,
     now_iso,
     read_jsonl,
     run_key,
@@ -176,4 +177,5 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
 
 
 def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:
-    write_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
+    """Lines encoded as the run directory encodes them, so a merged log is byte for byte an unsharded one."""
+    write_atomic(path, b"".join(dumps_line(r) for r in records))

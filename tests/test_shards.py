@@ -83,6 +83,9 @@ def test_shards_merge_into_the_unsharded_run(tmp_path: Path, arena: Any) -> None
     got, want = normalised(tmp_path / "merged"), normalised(tmp_path / "whole")
     for name in ("config.toml", "runs.jsonl", "decisions.jsonl", "summary.json", "summary.csv"):
         assert got[name] == want[name], name
+    for name in ("runs.jsonl", "decisions.jsonl"):  # the same bytes per line (merge wrote json.dumps's spacing)
+        lines = [sorted((d / name).read_bytes().splitlines()) for d in (tmp_path / "merged", tmp_path / "whole")]
+        assert lines[0] == lines[1], name
     # written in session order, each run after its decisions
     runs = arena.read_jsonl(tmp_path / "merged" / "runs.jsonl")
     assert [(r["session"], r["run"]) for r in runs] == [(s, r) for s in range(7) for _ in range(2) for r in range(2)]
@@ -107,6 +110,7 @@ def test_merge_refuses_what_is_not_one_whole_experiment(tmp_path: Path, arena: A
     def merge(*dirs: str) -> Any:
         r = arena.cli("merge", *[str(tmp_path / d) for d in dirs], "--out", str(tmp_path / "m"))
         assert r.returncode == 2 and "Traceback" not in r.stderr and not (tmp_path / "m" / "manifest.json").exists()
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         return r.stderr
 
     assert "different experiment" in merge("a1", "b2")
