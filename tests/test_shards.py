@@ -113,7 +113,7 @@ def test_merge_refuses_what_is_not_one_whole_experiment(tmp_path: Path, arena: A
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         return r.stderr
 
-    assert "different experiment" in merge("a1", "b2")
+    assert "different experiment" in (e := merge("a1", "b2")) and "experiment.name: 't' != 'other'" in e
     assert "shard 1/2 is given twice" in merge("a1", "a1")
     assert "shard(s) 2/2 missing" in merge("a1")
     assert "not a shard" in merge("a1", "plain")
