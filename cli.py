@@ -93,7 +93,7 @@ def _runs_text(exp: Any) -> str:
     if exp.steer is None:
         return f"{exp.experiment.runs} run(s)"
     n = exp.runs_per_session()
-    return f"{n // exp.steer.samples} prompt action(s) x {exp.steer.samples} sample(s) = {n} branch runs"
+    return f"{n // exp.steer.samples} prompt action(s) x {exp.steer.samples} sample(s) = {n} branch runs per session"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -428,8 +428,8 @@ def test_validate_and_dry_run_count_branches(capsys: pytest.CaptureFixture[str])
     folder = Path(__file__).parent.parent / "configs" / "steering"
     assert main(["validate", str(folder / "tones.toml"), str(folder / "offers.toml")]) == 0
     out = capsys.readouterr().out
-    assert "32 session(s) x 4 prompt action(s) x 2 sample(s) = 8 branch runs" in out
-    assert "32 session(s) x 25 prompt action(s) x 2 sample(s) = 50 branch runs" in out
+    assert "32 session(s) x 4 prompt action(s) x 2 sample(s) = 8 branch runs per session" in out
+    assert "32 session(s) x 25 prompt action(s) x 2 sample(s) = 50 branch runs per session" in out
     assert main(["steer", str(folder / "tones.toml"), "--dry-run"]) == 0
     # 32 games x 8 branches x at most 2 decisions per seat; the rational opener makes no API call
     assert "negotiator                     at most 512 LLM calls" in capsys.readouterr().out
