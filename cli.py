@@ -18,6 +18,7 @@ from .cli_run import (
     Interrupted,
     add_ray_arguments,
     err,
+    in_file,
     load_price_arg,
     out_dir_problem,
     ray_engine,
@@ -62,7 +63,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     exps, more = _load_all(files)
     errors += more
     for exp in exps:
-        errors += preflight_experiment(exp) if args.check_keys else settings_problems_of(exp)
+        errors += in_file(exp, preflight_experiment(exp) if args.check_keys else settings_problems_of(exp))
     if errors:
         for e in errors:
             err(e)
@@ -155,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         err("--out names one directory; run one file at a time with --out")
         return EXIT_CONFIG
     for exp in exps:
-        errors += preflight_experiment(exp)
+        errors += in_file(exp, preflight_experiment(exp))
     if errors and not args.dry_run:
         for e in errors:
             err(e)

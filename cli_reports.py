@@ -20,6 +20,7 @@ from .cli_run import (
     EXIT_OK,
     add_ray_arguments,
     err,
+    in_file,
     load_price_arg,
     out_dir_problem,
     ray_engine,
@@ -244,7 +245,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     names = [e.name for e in exps]
     errors += [f"two files share the experiment name {n!r}" for n in sorted({n for n in names if names.count(n) > 1})]
     for exp in exps:
-        errors += preflight_experiment(exp)
+        errors += in_file(exp, preflight_experiment(exp))
     if errors:
         for e in errors:
             err(e)

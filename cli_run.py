@@ -49,6 +49,12 @@ def write_error(d: Path, exc: OSError) -> str:
     return f"cannot write to {where}: {exc.strerror or exc}"
 
 
+def in_file(exp: Any, problems: list[str]) -> list[str]:
+    """Problems found after loading (keys, SDKs, local model paths) named with their file, as the loader's
+    are: with several files on the command line, ``players[0]`` alone does not say which."""
+    return [f"{exp.path}: {p}" if exp.path is not None else p for p in problems]
+
+
 def out_dir_problem(d: Path) -> str | None:
     """Why ``d`` cannot be a run directory (a file, unwritable, read-only file system), or None.
 

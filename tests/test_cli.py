@@ -142,6 +142,24 @@ def test_validate_and_run_report_every_bad_file_without_traceback(tmp_path: Path
     assert not (tmp_path / "runs").exists()  # nothing started
 
 
+def test_problems_found_after_loading_name_their_file(tmp_path: Path, arena) -> None:
+    """A key, a dtype or a structured mode checked after loading is reported with its file, as a syntax error
+    is: with several files on the command line, `players[0]` alone did not say which."""
+    good = tmp_path / "good.toml"
+    good.write_text('[experiment]\ngame = "beauty_contest"\n[[players]]\nagent = "rational"\ncount = 3\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[experiment]\ngame = "beauty_contest"\n[[players]]\nagent = "hf"\ndtype = "float13"\n'
+                   '[[players]]\nagent = "openai"\nmodel = "m"\n')
+    for command in ("validate", "validate --check-keys", "run"):
+        proc = arena.cli(*command.split(), str(good), str(bad), cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert lines and all(ln.startswith(f"econarena: error: {bad}: players[") or ln.startswith(f"{bad}: players[")
+                             for ln in lines), proc.stderr
+        assert "dtype = 'float13'" in proc.stderr
+        assert ("OPENAI_API_KEY" in proc.stderr) == (command != "validate"), command
+
+
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list"]) == 0
     out = capsys.readouterr().out
