@@ -177,7 +177,10 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         if key not in TOP_KEYS:
             errors.append(f"{where}: unknown table '{key}' (expected {', '.join(sorted(TOP_KEYS))})")
     if not isinstance(data.get("experiment"), dict):
-        raise ConfigError(f"{where}: missing table [experiment]")
+        if is_alias_file(data):  # `run models.toml`: the aliases file beside the experiments
+            raise ConfigError(f"{where}: is a models file (aliases for [[players]] alias = ...), not an "
+                              "experiment: run the experiment files beside it")
+        raise ConfigError("\n".join(errors + [f"{where}: missing table [experiment]"]))
     exp_raw = dict(data["experiment"])
     exp_raw.update(overrides or {})
     if seed is not None:
@@ -189,8 +192,8 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     except ValidationError as err:
         raise ConfigError("\n".join(errors + _pyd_errors(where, "experiment", err))) from None
     if exp.game not in GAMES:
-        raise ConfigError(f"{where}: experiment.game: unknown game {exp.game!r}; "
-                          f"known: {', '.join(sorted(GAMES))}")
+        raise ConfigError("\n".join(errors + [f"{where}: experiment.game: unknown game {exp.game!r}; "
+                                               f"known: {', '.join(sorted(GAMES))}"]))
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._\-]*", exp.name) or len(exp.name) > 200:
         errors.append(f"{where}: experiment.name {exp.name!r}: a plain file name (letters, digits, '.', '_' "
                       "or '-', not starting with '.' or '-', at most 200 characters): it names the run directory")

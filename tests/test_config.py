@@ -166,6 +166,19 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     assert len(msg.splitlines()) == 3
 
 
+def test_a_misspelt_experiment_table_or_game_keeps_the_other_problems(tmp_path: Path) -> None:
+    """`[experimnt]` said only "missing table [experiment]", not which table was misspelt."""
+    msg = error_of(tmp_path, '[experimnt]\nname = "x"\n[[players]]\nagent = "random"\n')
+    assert "unknown table 'experimnt'" in msg and "missing table [experiment]" in msg
+    msg = error_of(tmp_path, '[experiment]\ngame = "pd"\n[gmae]\nx = 1\n')
+    assert "unknown table 'gmae'" in msg and "unknown game 'pd'" in msg
+
+
+def test_a_models_file_given_as_an_experiment_says_so(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[model]\nagent = "hf"\n')
+    assert "is a models file" in msg and len(msg.splitlines()) == 1
+
+
 def test_per_player_list_of_wrong_length_fails_before_any_game(tmp_path: Path) -> None:
     text = """
 [experiment]
