@@ -17,6 +17,7 @@ from .cli_run import (
     EXIT_OK,
     Interrupted,
     add_ray_arguments,
+    config_difference,
     err,
     in_file,
     load_price_arg,
@@ -197,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             err(f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one")
             return EXIT_CONFIG
         if args.resume and not same_experiment(d, exp):
-            err(f"{d} holds a different experiment (its config.toml differs); "
+            err(f"{d} holds a different experiment (its config.toml differs: {config_difference(d, exp)}); "
                  "use --out DIR, or resume with the same file and --seed")
             return EXIT_CONFIG
         if args.resume and (problem := _shard_problem(d, shard)):

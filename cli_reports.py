@@ -19,6 +19,7 @@ from .cli_run import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     add_ray_arguments,
+    config_difference,
     err,
     in_file,
     load_price_arg,
@@ -273,8 +274,8 @@ def _suite_runs(exps: list[Any], out: Path, args: argparse.Namespace) -> int:
         resume = False
         if (d / "manifest.json").exists() or (d / "runs.jsonl").exists():
             if not (d / "config.toml").exists() or not same_experiment(d, exp):
-                err(f"{d} holds a different experiment (its config.toml differs: other models, sessions or "
-                     f"settings); use another --out, or delete it to start over")
+                why = config_difference(d, exp) if (d / "config.toml").exists() else "it has no config.toml"
+                err(f"{d} holds a different experiment ({why}); use another --out, or delete it to start over")
                 worst = max(worst, EXIT_CONFIG)
                 continue
             runs = runnable_prefix(complete_runs(read_jsonl(d / "runs.jsonl", kind="runs")))

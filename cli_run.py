@@ -73,6 +73,17 @@ def out_dir_problem(d: Path) -> str | None:
     return None
 
 
+def config_difference(d: Path, exp) -> str:  # noqa: ANN001
+    """What differs between ``d``'s config.toml and ``exp`` (``experiment.sessions: 50 != 60``), for the
+    refusal to resume another experiment: the user learns which key to put back."""
+    from .hosts.config import ConfigError, first_difference, read_toml, resolved_data
+
+    try:
+        return first_difference(read_toml(d / "config.toml"), resolved_data(exp))
+    except ConfigError as exc:
+        return str(exc)
+
+
 def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
     """Whether ``d`` (if it holds a config.toml) was made by this experiment, compared as TOML data.
 

@@ -526,6 +526,19 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
                        llm=llm, persona=persona)
 
 
+def first_difference(a: Any, b: Any, path: str = "") -> str:
+    """Where two config documents first differ, as ``key.path: A != B`` (what the user changed)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(a.keys() | b.keys()):
+            if a.get(key) != b.get(key):
+                return first_difference(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{path}[{i}]")
+    return f"{path or 'the document'}: {a!r} != {b!r}"[:200]
+
+
 def is_alias_file(data: dict[str, Any]) -> bool:
     """A models file: no [experiment], and every top-level entry is a table naming an agent."""
     return ("experiment" not in data and bool(data)

@@ -99,7 +99,7 @@ def _read_shard(d: Path) -> _Shard:
 
 def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     """Join the shard directories ``dirs`` into the run directory ``out``; returns its manifest."""
-    from .config import read_toml
+    from .config import first_difference, read_toml
 
     if not dirs:
         raise MergeError("no shard directories given")
@@ -113,7 +113,7 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         other = read_toml(s.path / CONFIG)
         if other != config:
             raise MergeError(f"{s.path} holds a different experiment than {first.path} (config.toml "
-                             f"{_first_difference(config, other)}): only shards of one experiment, seed and "
+                             f"{first_difference(config, other)}): only shards of one experiment, seed and "
                              "settings merge")
     seen: dict[int, Path] = {}
     for s in shards:
@@ -176,19 +176,6 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         merged_from=[{"shard": f"{s.index}/{s.count}", "path": str(s.path)} for s in ordered])
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
-
-
-def _first_difference(a: Any, b: Any, path: str = "") -> str:
-    """Where two config documents first differ, as ``key.path: A != B`` (what the user changed)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(a.keys() | b.keys()):
-            if a.get(key) != b.get(key):
-                return _first_difference(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return _first_difference(x, y, f"{path}[{i}]")
-    return f"{path or 'the document'}: {a!r} != {b!r}"[:200]
 
 
 def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:

@@ -142,7 +142,10 @@ def test_resume_with_a_different_config_is_refused(tmp_path: Path, capsys: pytes
     toml.write_text(toml.read_text().replace(*change))
     capsys.readouterr()
     assert main(["run", str(toml), "--out", str(out), "--quiet", "--resume"]) == 2
-    assert "holds a different experiment" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds a different experiment" in err
+    key, old, new = {"seed": ("experiment.seed", 21, 22), "increment": ("game.increment", 4, 5)}[change[0].split()[0]]
+    assert f"{key}: {old} != {new}" in err or f"{key}: {float(old)} != {float(new)}" in err, err  # names the key
     assert (out / "runs.jsonl").read_text() == before
     if change[0] == "seed = 21":  # --seed is part of the experiment: overriding it back is the same one
         assert main(["run", str(toml), "--out", str(out), "--quiet", "--resume", "--seed", "21"]) == 0
