@@ -111,12 +111,31 @@ def local_model_problems(settings: LLMSettings, where: str) -> list[str]:
         elif path.is_dir() and not (path / "config.json").is_file():
             problems.append(f"{where}: model = {model!r}: the folder has no config.json (not a transformers "
                             "model folder)")
+        elif path.is_file() and not model.endswith(".gguf"):
+            problems.append(f"{where}: model = {model!r}: a file that is not a .gguf model (expected a model "
+                            "folder with config.json, a .gguf file or a hub id such as org/name)")
+        elif not path.exists() and not explicit and _offline_and_not_cached(model):
+            problems.append(f"{where}: model = {model!r}: HF_HUB_OFFLINE is set and the hub id is not in the "
+                            "Hugging Face cache (download it once without HF_HUB_OFFLINE, or give a local folder)")
     device = (settings.device or "cpu").strip()
     if not re.fullmatch(r"(cpu|cuda|mps|xpu)(:\d+)?|auto", device):
         problems.append(f"{where}: device = {device!r}: expected cpu, cuda, cuda:N, mps or xpu")
     elif device.startswith(("cuda", "mps", "xpu")) and _module_available("torch"):
         problems += _device_problems(device, where)
     return problems
+
+
+def _offline_and_not_cached(model: str) -> bool:
+    """With HF_HUB_OFFLINE set, a hub id missing from the local cache can only fail to load: say so before the
+    run instead of recording every decision as an API error that --resume would retry in vain."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip() in ("", "0") or not _module_available("huggingface_hub"):
+        return False
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return not isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an id the hub client rejects: the loader reports it as before
+        return False
 
 
 def _device_problems(device: str, where: str) -> list[str]:

@@ -297,6 +297,22 @@ def test_offline_unknown_model_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
         asyncio.run(provider.generate(chat("hi"), provider.settings))
 
 
+def test_offline_hub_id_not_in_the_cache_is_found_before_loading(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """It used to fail every decision as an API error (exit 3), which --resume retried in vain."""
+    from econarena.agents.llm import settings_problems
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    found = settings_problems("hf", LLMSettings(model="no-such-org/no-such-model"), "players[0] (L)")
+    assert len(found) == 1 and "HF_HUB_OFFLINE is set and the hub id is not in the" in found[0]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert settings_problems("hf", LLMSettings(model="no-such-org/no-such-model"), "players[0] (L)") == []
+
+
 def test_bad_dtype_is_reported(tiny_model: Path) -> None:
     with pytest.raises(AgentError, match="dtype"):
         provider_for(tiny_model, dtype="float7").load()
@@ -466,6 +482,8 @@ def test_bad_local_model_settings_are_found_before_loading(tmp_path: Path) -> No
     (tmp_path / "empty").mkdir()
     assert "no config.json" in problems(model=str(tmp_path / "empty"))[0]
     assert problems(model="org/name") == []  # a hub id: the loader (and HF_HUB_OFFLINE) decide
+    (tmp_path / "exp.toml").write_text("[experiment]\n")
+    assert "a file that is not a .gguf model" in problems(model=str(tmp_path / "exp.toml"))[0]
     assert "expected cpu, cuda" in problems(device="gpu")[0]
     import torch
 
