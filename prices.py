@@ -31,14 +31,19 @@ def load_prices(path: str | Path | None) -> Prices:
     data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     out = {}
     for name, v in data.items():
-        if isinstance(v, dict):
-            prices = []
-            for key in ("input_per_mtok", "output_per_mtok"):
-                x = v.get(key, 0.0)
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-                    raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
-                prices.append(float(x))
-            out[name] = (prices[0], prices[1])
+        if not isinstance(v, dict):
+            raise ValueError(f"{name} = {v!r}: expected a table [\"{name}\"] with input_per_mtok and "
+                             "output_per_mtok")
+        unknown = sorted(set(v) - {"input_per_mtok", "output_per_mtok"})
+        if unknown:  # a typo must not price a model at 0 in silence
+            raise ValueError(f"[{name}] unknown key '{unknown[0]}' (expected input_per_mtok, output_per_mtok)")
+        prices = []
+        for key in ("input_per_mtok", "output_per_mtok"):
+            x = v.get(key, 0.0)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+                raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
+            prices.append(float(x))
+        out[name] = (prices[0], prices[1])
     return out
 
 

@@ -342,6 +342,16 @@ def test_bools_are_not_prices(tmp_path: Path, capsys) -> None:
     assert "[m] input_per_mtok: expected a number >= 0 (got True)" in err
 
 
+@pytest.mark.parametrize("text,expected", [
+    ('["m"]\ninput_per_mtoks = 2.5\n', "[m] unknown key 'input_per_mtoks'"),  # priced at 0 in silence before
+    ('m = 2.5\n', "m = 2.5: expected a table"),
+])
+def test_a_price_file_typo_is_an_error(tmp_path: Path, capsys, text: str, expected: str) -> None:
+    prices = _write(tmp_path, text, "prices.toml")
+    err = _err_of(capsys, ["run", str(_write(tmp_path, GOOD)), "--prices", str(prices), "--out", str(tmp_path / "o")])
+    assert f"--prices {prices}: {expected}" in err and len(err.strip().splitlines()) == 1
+
+
 def test_exit_2_for_bad_command_line_values_and_output_paths(tmp_path: Path, capsys) -> None:
     toml = _write(tmp_path, GOOD)
     assert "'experiment.seed'" in _err_of(capsys, ["run", str(toml), "--seed", "-1", "--quiet",
