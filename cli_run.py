@@ -322,7 +322,12 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
                        prices=getattr(args, "price_table", None),
                        engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
+        from .agents.human import HumanInputEnded
+
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
+        if isinstance(exc, HumanInputEnded):  # a --human-input file that ran out reads as Ctrl-D: say which
+            by = (f": {exc} at a human seat (Ctrl-D" + (f", or {args.human_input} has no more replies)"
+                                                        if getattr(args, "human_input", None) else ")"))
         err(f"interrupted{by}; finished runs are kept: {on_interrupt}")
         return EXIT_INTERRUPTED
     except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened

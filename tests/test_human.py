@@ -82,6 +82,17 @@ def test_scripted_human_input_plays_a_game(arena: SimpleNamespace, tmp_path: Pat
     assert run["complete"] and run["agents"] == ["human", "rational"]
 
 
+def test_a_script_that_runs_out_says_so(arena: SimpleNamespace, tmp_path: Path) -> None:
+    """A --human-input file with too few replies stops the run as Ctrl-D would; the message said only
+    "interrupted", as if a signal had come."""
+    cfg = _config(arena, tmp_path)
+    script = tmp_path / "replies.txt"
+    script.write_text('{"chosen_number": 7}\n', encoding="utf-8")  # two rounds need two replies
+    r = arena.cli("run", str(cfg), "--out", str(tmp_path / "o"), "--human-input", str(script), "--quiet")
+    assert r.returncode == 130 and "Traceback" not in r.stderr
+    assert f"or {script} has no more replies" in r.stderr and "--resume" in r.stderr
+
+
 def test_rule_break_without_reask_is_told(arena: SimpleNamespace, tmp_path: Path) -> None:
     cfg = _config(arena, tmp_path, reask=0)
     script = tmp_path / "replies.txt"
@@ -157,7 +168,8 @@ def test_plays_in_a_terminal_and_ctrl_d_stops_resumably(arena: SimpleNamespace, 
     term.type("\x04")  # Ctrl-D at the start of a line: end of input
     code = term.finish()
     assert code == 130, term.seen[-2000:]
-    assert "interrupted; finished runs are kept" in term.seen and "Traceback" not in term.seen
+    assert "end of input at a human seat (Ctrl-D); finished runs are kept" in term.seen
+    assert "Traceback" not in term.seen
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     first = [d for d in arena.sorted_decisions(out) if d["player"] == 0]
