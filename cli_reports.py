@@ -440,8 +440,14 @@ _AFTER_IMPORT = {"gamabench": _after_gamabench, "negotiationarena": _after_negot
 def cmd_analyze(args: argparse.Namespace) -> int:
     """A family's linear models (analysis/families/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
     from .analysis.families import glee
+    from .games import GAMES
     from .rundir import write_atomic
 
+    families = sorted({g.info.family for g in GAMES.values() if g.info.factors})
+    if args.family not in families:  # said "no complete runs of a 'foo' game" as if the folder were at fault
+        err(f"analyze {args.family}: no game family by that name declares regression factors; known: "
+            f"{', '.join(families)}")
+        return EXIT_CONFIG
     if _run_dirs(args.run_dirs) is None:
         return EXIT_CONFIG
     if args.human_vs_model:
@@ -556,7 +562,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.set_defaults(func=cmd_report)
 
     c = sub.add_parser("compare", help="two run directories side by side per label, with the difference",
-                       description="Print A, B and A - B per label with 95%% session-bootstrap intervals "
+                       description="Print A, B and A - B per label with 95% session-bootstrap intervals "
                                    "(paired when both drew the same sessions).")
     c.add_argument("dir_a", metavar="DIR_A")
     c.add_argument("dir_b", metavar="DIR_B")
@@ -595,7 +601,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a = sub.add_parser("analyze", help="a family's linear models (GLEE): effects x100 with 95%% intervals",
                        description="Fit one OLS per game and metric over the runs of FAMILY's games: the declared "
                                    "game parameters one-hot with their reference levels, the market variable "
-                                   "and each seat's player one-hot; print every effect x100 with its 95%% "
+                                   "and each seat's player one-hot; print every effect x100 with its 95% "
                                    "interval (coef +- 1.96 SE) and write OUT/FAMILY_effects.csv, plus "
                                    "OUT/FAMILY_pairs.csv (mean self-gain per ordered pair of players and the "
                                    "pure equilibria of the model-choice meta-game).")

@@ -297,7 +297,9 @@ def test_cli_analyze_bad_input_is_one_line(tmp_path: Path, toy: None, capsys: py
     assert main(["analyze", "glee", str(d), "--baseline-model", "nobody"]) == 2
     assert "--baseline-model 'nobody': no seat was played by it" in capsys.readouterr().err
     assert main(["analyze", "negotiationarena", str(d)]) == 2
-    assert "no complete runs of a 'negotiationarena' game" in capsys.readouterr().err
+    assert "analyze negotiationarena: no game family by that name declares regression factors; known: glee" \
+        in capsys.readouterr().err
+    assert main(["analyze", "glee", str(d / "nothing-here")]) == 2
     assert main(["analyze", "glee", str(tmp_path / "missing")]) == 2
     assert "missing: no such file or directory" in capsys.readouterr().err
     runs = exact_runs()[:2]
