@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..games.steering.cfr import action_space, solve
-from ..rundir import STEERING, ResumeState, scan_jsonl, write_atomic
+from ..rundir import STEERING, ResumeState, dumps_line, scan_jsonl, write_atomic
 from .config import Experiment, Lineup
 from .host import Host, HostOptions
 from .playthrough import Conversations, Decision, Playthrough, RunContext
@@ -63,7 +63,7 @@ class SteerHost(Host):
                 fh.writelines(json.dumps(b.to_record()) + "\n" for b in bad)
                 fh.flush()
                 os.fsync(fh.fileno())
-            write_atomic(path, "".join(json.dumps(r) + "\n" for r in good))
+            write_atomic(path, b"".join(dumps_line(r) for r in good))  # as the directory writes its lines
         return {(r["lineup"], r["session"]) for r in good}
 
     def session_finished(self, li: int, session: int, resume: ResumeState) -> bool:

@@ -238,6 +238,8 @@ def test_resume_recomputes_a_missing_steering_line_without_calls(server: FakeLLM
     # game 1 was replayed for its prefix only? No: all its runs were kept, so no call at all
     assert server.count("openai") == calls
     assert (out / "steering.discarded.jsonl").exists()
+    # the rewritten file is encoded as every line of a run directory (it was json.dumps's spacing)
+    assert all(b'": ' not in ln[:40] for ln in path.read_bytes().splitlines())
 
 
 # ---- fruit trade, the paper's game: steered over HTTP, scripted, and with a judge ----
