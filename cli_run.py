@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -238,6 +239,12 @@ def ray_engine(args: argparse.Namespace) -> Any:
     """The Ray engine that ``--ray [ADDRESS]`` asks for, or None; a clear error when Ray is missing."""
     address = getattr(args, "ray", None)
     if address is None:
+        given = [flag for flag, key in (("--ray-workers", "ray_workers"), ("--replicas", "replicas"),
+                                        ("--gpus-per-replica", "gpus_per_replica")) if getattr(args, key, None)
+                 is not None]
+        if given:  # they were ignored without --ray: a user asking for 4 replicas got one model, in silence
+            raise SystemExit(_exit_with(f"{', '.join(given)}: only with --ray (sessions on Ray); add --ray, "
+                                        "or --ray ADDRESS for a cluster"))
         return None
     try:
         from .hosts.ray_engine import RayEngine, RayUnavailable
@@ -277,9 +284,9 @@ def add_ray_arguments(r: argparse.ArgumentParser) -> None:
                         "(host:6379, ray://host:10001, or 'auto' with RAY_ADDRESS) an existing cluster")
     r.add_argument("--ray-workers", type=_positive, metavar="N",
                    help="session workers on Ray (default: one per CPU of the cluster)")
-    r.add_argument("--replicas", type=_positive, default=1, metavar="N",
+    r.add_argument("--replicas", type=_positive, metavar="N",
                    help="copies of each local (hf) model on Ray, one actor each (default 1)")
-    r.add_argument("--gpus-per-replica", type=float, metavar="G",
+    r.add_argument("--gpus-per-replica", type=_gpus, metavar="G",
                    help="GPUs each local model replica holds on Ray (default: 1 for a cuda device, else 0)")
 
 
@@ -291,6 +298,16 @@ def _positive(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+def _gpus(value: str) -> float:
+    try:
+        g = float(value)
+    except ValueError:
+        g = math.nan
+    if not (math.isfinite(g) and g >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of GPUs >= 0 (a fraction shares one), got {value!r}")
+    return g
 
 
 def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:

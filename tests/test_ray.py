@@ -352,6 +352,19 @@ def test_run_ray_starts_and_stops_a_local_instance(tmp_path: Path, arena: Any) -
     assert logs(tmp_path / "ray") == expected
 
 
+def test_ray_options_without_ray_are_refused(tmp_path: Path, arena: Any) -> None:
+    """--replicas 4 without --ray ran one local model in silence."""
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    for flags, named in ((["--replicas", "4"], "--replicas"), (["--ray-workers", "2", "--gpus-per-replica", "0.5"],
+                                                              "--ray-workers, --gpus-per-replica")):
+        r = arena.cli("run", str(toml), "--out", str(tmp_path / "o"), *flags)
+        assert r.returncode == 2 and f"econarena: error: {named}: only with --ray" in r.stderr, r.stderr
+        assert not (tmp_path / "o" / "manifest.json").exists()
+    r = arena.cli("run", str(toml), "--out", str(tmp_path / "o"), "--ray", "--gpus-per-replica", "-1")
+    assert r.returncode == 2 and "expected a number of GPUs >= 0" in r.stderr
+
+
 def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path, arena: Any) -> None:
     toml = tmp_path / "bc.toml"
     toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
