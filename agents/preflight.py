@@ -89,6 +89,13 @@ def settings_problems(provider: str, settings: LLMSettings, where: str) -> list[
                         f"'{provider}' ({info.structured_note}); use structured = {modes}")
     if provider == "hf":
         problems += local_model_problems(settings, where)
+    urls = settings.base_url if isinstance(settings.base_url, list) else [settings.base_url or ""]
+    if provider == "openai" and any("@" in urlsplit(u).netloc for u in urls):
+        # aiohttp refuses URL credentials beside the Authorization header the SDK sends: every call failed as a
+        # "malformed response" that --resume retried in vain. The URL itself is never printed (it holds a secret).
+        problems.append(f"{where}: base_url carries credentials (user:password@host), which agent 'openai' cannot "
+                        "send (its transport puts the key in the Authorization header and refuses URL credentials); "
+                        "use a base_url without them and the key through api_key_env")
     return problems
 
 
