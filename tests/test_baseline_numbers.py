@@ -107,3 +107,20 @@ def test_english_auction_baselines_by_hand(tmp_path: Path) -> None:
         assert (v["payoff_ratio"], v["mean_deviation"], v["rule_break_rate_pct"]) == (1.0, 0.0, 0.0)
     assert s["labels"]["rational"]["win_rate"] == 1.0 and s["labels"]["L"]["win_rate"] == 0.0
     assert len(decisions) < 3 * 10  # the clock jumped over the rounds in which everyone stays
+
+
+def test_sealed_bid_level_k_score_by_hand(tmp_path: Path) -> None:
+    # GAMA-Bench first-price sealed bid, one round, four seats, the reference's draw (valuation seed 42):
+    # valuations 200, 30, 0, 80. With min 0, rational and level 1 both bid floor(3/4 v): 150, 22, 0, 60.
+    # The 150 wins and pays it: utilities 50, 0, 0, 0. Score: mean of max(0, (v - b) / v') x 100 (v' = 1 when
+    # v = 0): (50/200 + 8/30 + 0 + 20/80) / 4 x 100 = 19.1666... First price declares no equilibrium.
+    s, decisions = _summary(tmp_path, "sealed_bid_auction",
+                            [{"agent": "rational"}, {"agent": "level_k", "label": "L1", "k": 1, "count": 3}],
+                            {"rounds": 1}, runs=1, seed=4)
+    assert [d["action"] for d in sorted(decisions, key=lambda d: d["player"])] == [150, 22, 0, 60]
+    r, l1 = s["labels"]["rational"], s["labels"]["L1"]
+    want = (0.25 + 8 / 30 + 0 + 0.25) / 4 * 100
+    assert r["score"] == pytest.approx(want) and l1["score"] == pytest.approx(want)
+    assert (r["player_runs"], r["mean_payoff"], r["win_rate"], r["score_std"]) == (1, 50.0, 1.0, None)
+    assert (l1["player_runs"], l1["mean_payoff"], l1["win_rate"], l1["decisions"]) == (3, 0.0, 0.0, 3)
+    assert (r["mean_ne_payoff"], r["payoff_ratio"], r["mean_deviation"]) == (None, None, None)
