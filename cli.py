@@ -245,10 +245,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
-    """A resume must play the shard the directory holds (or none, for an unsharded one)."""
+    """A resume must play the shard the directory holds (or none, for an unsharded one). A directory without
+    a manifest never started (killed before writing it): its resume begins the run, whichever shard."""
     from .rundir import RunDirectory
 
-    held = RunDirectory(d).read_manifest().get("shard")
+    manifest = RunDirectory(d).read_manifest()
+    if not manifest:
+        return None
+    held = manifest.get("shard")
     have = (held["index"], held["count"]) if isinstance(held, dict) and "index" in held else None
     if have == (tuple(shard) if shard else None):
         return None

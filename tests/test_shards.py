@@ -139,6 +139,22 @@ def test_resume_keeps_the_shard_it_started_with(tmp_path: Path, arena: Any) -> N
     assert r.returncode == 2 and "K must be from 1 to N" in r.stderr
 
 
+def test_a_shard_killed_before_it_wrote_anything_resumes_with_its_own_command(tmp_path: Path, arena: Any) -> None:
+    """Found by trying: a shard job stopped before its manifest was written (a scheduler's kill at start-up)
+    left a directory without one (or none at all), and the resume command printed for it, with --shard, was
+    refused as resuming "an unsharded run"; a resume of a directory that never started begins the shard."""
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(doc(arena)))
+    for out in (tmp_path / "never-made", tmp_path / "empty"):
+        if out.name == "empty":
+            out.mkdir()
+            (out / ".lock").write_text("")  # what a process killed right after taking the lock leaves
+        r = arena.cli("run", str(toml), "--out", str(out), "--quiet", "--shard", "2/3", "--resume")
+        assert r.returncode == 0, r.stderr
+        assert "10/10 runs" in r.stdout
+        assert json.loads((out / "manifest.json").read_text())["shard"] == {"index": 2, "count": 3}
+
+
 def test_default_shard_directory(tmp_path: Path, arena: Any) -> None:
     toml = tmp_path / "e.toml"
     toml.write_text(arena.to_toml(doc(arena)))
