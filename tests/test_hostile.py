@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from timing import budget
 
 from econarena.cli import main
 
@@ -325,7 +326,7 @@ def test_bad_values_get_one_clear_line(tmp_path: Path, capsys, edit: tuple[str, 
     start = time.monotonic()
     err = _err_of(capsys, ["validate", str(toml)])
     assert expected in err and str(toml) in err
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < budget(10)
 
 
 @pytest.mark.parametrize("key", ["upper_bound", "prize", "ratio"])
@@ -443,12 +444,12 @@ def test_judging_is_linear_in_the_reply_length() -> None:
         return time.perf_counter() - start
 
     small, big = cost(2_500), cost(10_000)  # 100 KB and 400 KB of fences
-    assert big < 2.0, f"{big:.2f}s for 400 KB"
+    assert big < budget(2.0), f"{big:.2f}s for 400 KB"
     assert big < 12 * max(small, 0.005)
     stray = "{ " + '{"a": [' * 20_000  # unbalanced braces everywhere: the fallback is bounded too
     start = time.perf_counter()
     assert extract_json(stray + ' {"answer": 4}') == {"answer": 4}
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < budget(2.0)
 
 
 def test_huge_counts_answer_at_once(tmp_path: Path, arena) -> None:
@@ -458,7 +459,7 @@ def test_huge_counts_answer_at_once(tmp_path: Path, arena) -> None:
         res = arena.cli(*args, timeout=30)
         assert res.returncode == 0, res.stderr
     assert "4000000000000 decisions" in res.stdout
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < budget(20)
     english = _write(tmp_path, """\
 [experiment]
 name = "ea"
