@@ -259,13 +259,24 @@ class FakeLLMServer:
             raise RuntimeError("fake server did not start")
         return self
 
+    async def _close(self) -> None:
+        """Cancel what is still in flight (a scripted delay may outlast its test; left pending, it is
+        destroyed with the loop and warns), then close the server."""
+        me = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not me]
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        assert self._runner is not None
+        await self._runner.cleanup()
+
     def stop(self) -> None:
         loop = self._loop
         if loop is None:
             return
         if self._runner is not None:
             with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(5)
+                asyncio.run_coroutine_threadsafe(self._close(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(5)
