@@ -13,7 +13,8 @@ keys, lone surrogates), and what orjson would read differently the standard libr
 or more digits, the ``NaN``/``Infinity`` tokens of older logs). One difference remains: a non-finite float
 in a record is written as ``null`` (valid JSON) where ``json.dumps`` wrote the invalid token ``NaN``; the
 games produce none (the conformance tests check every record for strict JSON) and the analysis reads both
-as a missing number.
+as a missing number. Text beyond ASCII is written as UTF-8 (json.dumps escaped it), except U+0085, U+2028
+and U+2029, kept as escapes so that every record is one line even for readers that split on them.
 """
 
 from __future__ import annotations
@@ -73,12 +74,23 @@ def json_text(obj: Any) -> str:
                                   True)(obj, 0))
 
 
+# JSON lets U+0085, U+2028 and U+2029 stand unescaped inside strings, but Python's str.splitlines(), and
+# other readers that split on Unicode line breaks, cut a line there: a model's reply holding one would read
+# as two broken records. Written as \u escapes, every record is one line for every reader. In UTF-8 these
+# byte sequences can only be those characters (0xC2 and 0xE2 are lead bytes, never inside another).
+_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+
 def dumps_line(rec: Any) -> bytes:
     """One record as one JSON line (UTF-8, newline included); see the module docstring for the encoding."""
     try:
-        return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+        data = orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError: an int beyond 64 bits, a non-str key, a surrogate, too deep
-        return _dumps_stdlib(rec).encode("utf-8")
+        return _dumps_stdlib(rec).encode("utf-8")  # ASCII: json.dumps escapes every non-ASCII character
+    if b"\xc2\x85" in data or b"\xe2\x80\xa8" in data or b"\xe2\x80\xa9" in data:
+        for raw, escaped in _BREAKS:
+            data = data.replace(raw, escaped)
+    return data
 
 
 def _dumps_stdlib(rec: Any) -> str:

@@ -32,7 +32,8 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice([0.1, 1e-7, 1e16, 1e22, -0.0, 123456789.123, 5e-324, 1.7976931348623157e308,
                            rng.uniform(-1e9, 1e9), round(rng.gauss(50, 10), 2)])
     if kind == 3:
-        return "".join(rng.choice(["a", "é", "中", "😀", '"', "\\", "\n", "\t", "\x00", "/", " "])
+        return "".join(rng.choice(["a", "é", "中", "😀", '"', "\\", "\n", "\t", "\x00", "/", " ", "\x85",
+                                   "\u2028", "\u2029", "\x1e", "\x0c"])
                        for _ in range(rng.randrange(8)))
     if kind == 4:
         return rng.choice([2**63 - 1, -2**63, 2**64 - 1, 10**19])
@@ -51,6 +52,7 @@ def test_lines_hold_what_json_dumps_wrote() -> None:
         rec = {"lineup": "melee", "x": _random_value(rng), "y": _random_value(rng)}
         line = dumps_line(rec)
         assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert len(line.decode("utf-8").splitlines()) == 1  # one line for readers that split on U+2028 too
         back = loads_line(line)
         assert back == json.loads(json.dumps(rec)) and list(back) == list(rec)
         assert loads_line(json.dumps(rec).encode()) == json.loads(json.dumps(rec))  # lines of older releases
@@ -63,6 +65,21 @@ def test_lines_hold_what_json_dumps_wrote() -> None:
     for bad in (b"{", b"not json", b'{"a": 1} x'):
         with pytest.raises(ValueError):
             loads_line(bad)
+
+
+def test_a_reply_with_unicode_line_breaks_stays_one_record_per_line(tmp_path: Path, arena) -> None:
+    """A model's reply may hold U+0085, U+2028 or U+2029 (a random-weight model wrote one): JSON allows them
+    raw, but str.splitlines() cuts a line there. Every log line must stay one record for such readers."""
+    reply = 'I pick\u2028{"answer": 10}\x85 done\u2029'
+    doc = arena.experiment_dict("beauty_contest", [{"agent": "scripted", "label": "M", "responses": [reply]},
+                                                   {"agent": "rational", "count": 2}], sessions=2)
+    out = tmp_path / "o"
+    arena.run_experiment(doc, out)
+    text = (out / "decisions.jsonl").read_text(encoding="utf-8")
+    records = [json.loads(x) for x in text.splitlines()]
+    assert len(records) == text.count("\n") == 6
+    assert [r["response"] for r in records if r["label"] == "M"] == [reply, reply]
+    assert [r["action"] for r in records if r["label"] == "M"] == [10, 10]
 
 
 def test_a_non_finite_number_is_written_as_null() -> None:
