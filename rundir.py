@@ -93,6 +93,17 @@ def dumps_line(rec: Any) -> bytes:
     return data
 
 
+def set_aside(path: Path, keep: list[dict[str, Any]], aside: list[dict[str, Any]]) -> None:
+    """Append ``aside`` to the log's ``*.discarded.jsonl`` (synced first), then rewrite the log with ``keep``:
+    nothing read is lost, and a crash between the two leaves a line in both files, never in neither."""
+    if aside:
+        with path.with_name(path.name.replace(".jsonl", ".discarded.jsonl")).open("ab") as fh:
+            fh.writelines(dumps_line(r) for r in aside)
+            fh.flush()
+            os.fsync(fh.fileno())
+    write_atomic(path, b"".join(dumps_line(r) for r in keep))
+
+
 def _dumps_stdlib(rec: Any) -> str:
     """One JSON line, always: a reply's extras that cannot be written (too deep) become their repr."""
     try:
@@ -475,13 +486,7 @@ class RunDirectory:
                     (keep_j if run_key(j) in complete else drop_j).append(j)
             logs.append((JUDGE_LOG, keep_j, drop_j, bad_judge))
         for name, keep, drop, bad in logs:
-            lines = [dumps_line(r) for r in drop] + [dumps_line(b.to_record()) for b in bad]
-            if lines:
-                with (self.path / name.replace(".jsonl", ".discarded.jsonl")).open("ab") as fh:
-                    fh.writelines(lines)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            write_atomic(self.path / name, b"".join(dumps_line(r) for r in keep))
+            set_aside(self.path / name, keep, [*drop, *(b.to_record() for b in bad)])
         return state
 
     def decision(self, rec: dict[str, Any]) -> None:

@@ -16,8 +16,6 @@ model batches them.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..games.steering.cfr import action_space, solve
-from ..rundir import STEERING, ResumeState, dumps_line, scan_jsonl, write_atomic
+from ..rundir import STEERING, ResumeState, scan_jsonl, set_aside
 from .config import Experiment, Lineup
 from .host import Host, HostOptions
 from .playthrough import Conversations, Decision, Playthrough, RunContext
@@ -59,11 +57,7 @@ class SteerHost(Host):
         good, bad = scan_jsonl(path)
         good = [r for r in good if isinstance(r.get("session"), int) and isinstance(r.get("lineup"), str)]
         if bad:
-            with (self.dir.path / STEERING.replace(".jsonl", ".discarded.jsonl")).open("a", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(b.to_record()) + "\n" for b in bad)
-                fh.flush()
-                os.fsync(fh.fileno())
-            write_atomic(path, b"".join(dumps_line(r) for r in good))  # as the directory writes its lines
+            set_aside(path, good, [b.to_record() for b in bad])
         return {(r["lineup"], r["session"]) for r in good}
 
     def session_finished(self, li: int, session: int, resume: ResumeState) -> bool:
