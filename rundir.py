@@ -87,9 +87,10 @@ def dumps_line(rec: Any) -> bytes:
         data = orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError: an int beyond 64 bits, a non-str key, a surrogate, too deep
         return _dumps_stdlib(rec).encode("utf-8")  # ASCII: json.dumps escapes every non-ASCII character
-    if b"\xc2\x85" in data or b"\xe2\x80\xa8" in data or b"\xe2\x80\xa9" in data:
+    if not data.isascii():  # most lines are: one fast pass instead of three searches (~1.5 us per KB each)
         for raw, escaped in _BREAKS:
-            data = data.replace(raw, escaped)
+            if raw in data:
+                data = data.replace(raw, escaped)
     return data
 
 
