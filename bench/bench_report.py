@@ -22,7 +22,6 @@ from pathlib import Path
 
 from gamabench_corpus import write_tree
 
-ECONARENA = str(Path(sys.executable).with_name("econarena"))
 CLI = [sys.executable, "-m", "econarena.cli"]
 OWN = """
 [experiment]
@@ -80,10 +79,10 @@ def main() -> None:
     try:
         if not (tmp / "ref" / "gamabench_scores.csv").exists():
             write_tree(tmp / "raw")
-            subprocess.run([ECONARENA, "import", "gamabench", str(tmp / "raw"), "--out", str(tmp / "ref")], check=True,
+            subprocess.run([*CLI, "import", "gamabench", str(tmp / "raw"), "--out", str(tmp / "ref")], check=True,
                            capture_output=True)
             (tmp / "own.toml").write_text(OWN, encoding="utf-8")
-            subprocess.run([ECONARENA, "run", str(tmp / "own.toml"), "--out", str(tmp / "own"), "--quiet"],
+            subprocess.run([*CLI, "run", str(tmp / "own.toml"), "--out", str(tmp / "own"), "--quiet"],
                            check=True, capture_output=True)
         dirs = sum(1 for d in (tmp / "ref").iterdir() if d.is_dir()) + 1
         trees: list[str | None] = [None] + ([str(Path(args.against).resolve())] if args.against else [])
