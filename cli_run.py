@@ -339,8 +339,12 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
                        prices=getattr(args, "price_table", None),
                        engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
-        from .agents.human import HumanInputEnded
+        from .agents.human import HumanInputEnded, HumanInputError
 
+        if isinstance(exc, HumanInputError):  # input that is no reply: bad input, not an interruption
+            source = f"--human-input {args.human_input}" if getattr(args, "human_input", None) else "standard input"
+            err(f"{source}: {exc}; finished runs are kept: {on_interrupt}")
+            return EXIT_CONFIG
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
         if isinstance(exc, HumanInputEnded):  # a --human-input file that ran out reads as Ctrl-D: say which
             by = (f": {exc} at a human seat (Ctrl-D" + (f", or {args.human_input} has no more replies)"

@@ -125,17 +125,24 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        return dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s"), row))
+        out = dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s"), row))
+        if isinstance(out["text"], bytes):  # stored as bytes by put(): the reply exactly as it came
+            out["text"] = out["text"].decode("utf-8", "surrogatepass")
+        return out
 
     def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None,
             tokens_out: int | None, latency_s: float) -> None:
         with self._lock:
             if self._db is None:
                 return
+            row = (key, text, model, tokens_in, tokens_out, latency_s, time.time())
             try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, text, model, tokens_in, tokens_out, latency_s, time.time()))
+                try:
+                    self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+                except UnicodeEncodeError:  # a reply holding a lone surrogate is no UTF-8 text: kept as its
+                    raw = text.encode("utf-8", "surrogatepass")  # bytes, so a resume reads back the same reply
+                    self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                     (key, raw, *row[2:]))
             except sqlite3.Error as exc:
                 self._disable(exc)
 

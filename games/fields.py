@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .params import fmt_num
+from .text import text_problem
 
 PARSE_ERROR = "parse_error"
 SCHEMA_ERROR = "schema_error"
@@ -100,11 +101,38 @@ class Judgement:
 
 
 def judge_reply(spec: ActionSpec, text: str, check: Any = None) -> Judgement:
-    """Parse, type-check and rule-check one raw reply against the declared fields, in that order."""
+    """Parse, type-check and rule-check one raw reply against the declared fields, in that order.
+
+    A reply that is not text (games/text.py: a lone surrogate, written raw or as a ``\\ud800`` escape that
+    JSON decodes) is a parse error: accepted, it would reach the next prompt and every log and report."""
+    if not text.isascii() and (problem := text_problem(text)):
+        return Judgement(None, PARSE_ERROR, f"the reply {problem}")
     obj = extract_json(text)
     if obj is None:
         return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
+    if ("\\ud" in text or "\\uD" in text) and (problem := _not_text(obj, 0)):  # only an escape makes one
+        return Judgement(None, PARSE_ERROR, f"the reply's JSON {problem}")
     return judge_object(spec, obj, check)
+
+
+def _not_text(value: Any, depth: int) -> str | None:
+    """Why a string of a parsed reply (a key or a value, at any depth) is not text, or None."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return f"has a string that {problem}" if problem else None
+    if depth > EXTRAS_MAX_DEPTH:
+        return None  # deeper parts are never read, only kept in the raw response
+    if isinstance(value, dict):
+        for k, v in value.items():
+            problem = _not_text(k, depth + 1) or _not_text(v, depth + 1)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for v in value:
+            problem = _not_text(v, depth + 1)
+            if problem:
+                return problem
+    return None
 
 
 def is_plain_json(value: Any, depth: int = 0) -> bool:
@@ -133,11 +161,18 @@ def is_plain_json(value: Any, depth: int = 0) -> bool:
 
 
 def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Judgement:
-    """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing)."""
+    """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing).
+
+    Keys are read without case, spaces, '_' or '-' (``Decision`` is ``decision``): two keys that read as
+    the same field (``"decision"`` and ``"Decision"``, or one key written twice in the JSON text) make the
+    reply ambiguous, a parse error, never a silent choice of one of them."""
     keyed = [(_NORMAL.get(k) or _norm_key(k), k, v) for k, v in obj.items()]
     norm = {nk: (k, v) for nk, k, v in keyed}
     names = {_NORMAL.get(f.name) or _norm_key(f.name) for f in spec.fields}
     extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
+    twice = _ambiguous(obj, keyed, norm, names, spec)
+    if twice is not None:
+        return Judgement(None, PARSE_ERROR, twice, extras)
     action: dict[str, Any] = {}
     for f in spec.fields:
         hit = norm.get(_norm_key(f.name))
@@ -155,6 +190,42 @@ def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Ju
     if problem:
         return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
     return Judgement(action, None, None, extras)
+
+
+def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dict[str, tuple[str, Any]],
+               names: set[str], spec: ActionSpec) -> str | None:
+    """Why the reply does not say which value a field has (two keys that read as that field, at the top or
+    inside an allocation), or None. Keys the JSON text wrote twice are listed by the decoder (``_Repeated``)."""
+    for k in getattr(obj, "repeated", ()):
+        if _norm_key(k) in names:
+            return f"the key {_short(k)} is written twice, so the reply is ambiguous; write each key once"
+    if len(norm) < len(keyed):  # two keys with one normal form: only a problem when a field reads them
+        seen: dict[str, str] = {}
+        for nk, k, _ in keyed:
+            if nk in names and nk in seen:
+                return (f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_' and "
+                        "'-' do not count), so the reply is ambiguous; write each key once")
+            seen.setdefault(nk, k)
+    for f in spec.fields:
+        if f.kind == "allocation":
+            hit = norm.get(_norm_key(f.name))
+            if hit is not None and isinstance(hit[1], dict) and (problem := _inner_ambiguous(hit[1])):
+                return problem
+    return None
+
+
+def _inner_ambiguous(value: dict[str, Any]) -> str | None:
+    """The same for the keys of an object inside a field (an allocation's goods or players)."""
+    if getattr(value, "repeated", ()):
+        return f"the key {_short(value.repeated[0])} is written twice in one object, so the reply is ambiguous"  # type: ignore[attr-defined]
+    seen: dict[str, Any] = {}
+    for k in value:
+        nk = _norm_key(str(k))
+        if nk in seen:
+            return (f"the keys {_short(seen[nk])} and {_short(k)} read as the same key, so the reply is ambiguous; "
+                    "write each key once")
+        seen[nk] = k
+    return None
 
 
 def _show(value: Any) -> str:
@@ -396,9 +467,26 @@ def _finite_or_text(text: str) -> float | str:
     return x if math.isfinite(x) else text
 
 
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A JSON object whose text wrote some key more than once (``repeated``: those keys); JSON keeps the
+    last silently, the judge calls it ambiguous (``_ambiguous``)."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    out = _Repeated(obj)
+    out.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return out
+
+
 # NaN, Infinity and 1e999 stay as their text: a number key then fails as a schema error, and whatever the
-# reply carried can still be logged as strict JSON.
-_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_or_text)
+# reply carried can still be logged as strict JSON. A key written twice is remembered (``_pairs``).
+_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_or_text, object_pairs_hook=_pairs)
 
 
 def _loads(s: str) -> dict[str, Any] | None:

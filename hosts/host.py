@@ -25,6 +25,7 @@ from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
+from ..games.text import storable
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
@@ -197,6 +198,8 @@ class Host:
                 await self.options.engine.play(self, work, resume)
             else:
                 n_workers = max(1, min(self.options.concurrency, sum(x.experiment.sessions for x in self.exps)))
+                if human:  # sessions one at a time: the same input file meets the same decisions in the same
+                    n_workers = 1  # order every time (the seats of one move ask in seat order)
                 workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
                 try:
                     await asyncio.gather(*workers)
@@ -391,7 +394,7 @@ class Host:
             request = DecisionRequest(messages, seat, seat, functools.partial(self.game.strategy, state, seat),
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
-            reply = await self._ask(judge, request)
+            reply = self._kept(await self._ask(judge, request))
             self.sink.append(JUDGE_LOG, {
                 "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": judge.label,
                 "model": reply.model or judge.model, "template": self.template.id,
@@ -499,6 +502,7 @@ class Host:
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
+            reply = self._kept(reply)
             if attempt == 0:
                 first_ok = judgement.valid or bool(reply.error)
             self._log_decision(d, agent, index, attempt, messages[logged_upto:], logged_upto, reply, judgement)
@@ -543,7 +547,21 @@ class Host:
             try:
                 return await agent.decide(request)
             except Exception as exc:  # an agent bug must not take the whole experiment down
-                return Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
+                return Reply(text="", model=agent.model, error=storable(f"{type(exc).__name__}: {exc}"))
+
+    @staticmethod
+    def _kept(reply: Reply) -> Reply:
+        """The reply as it is logged and goes on in the conversation: text that is not text (a lone surrogate,
+        which the judge refused) is kept with visible escapes (games/text.py), so no later write, prompt,
+        resume or report meets it."""
+        text = storable(reply.text)
+        if text is not reply.text:
+            reply.text = text
+        if reply.error:  # an error message may quote what a server sent, and so may its model name
+            reply.error = storable(reply.error)
+        if reply.model:
+            reply.model = storable(reply.model)
+        return reply
 
     def _judge(self, state: Any, seat: int, reply: str | dict[str, Any]) -> Judgement:
         """The judgement of a raw reply, or of a baseline's action object (see ``_decide_direct``)."""

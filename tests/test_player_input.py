@@ -1,0 +1,240 @@
+"""What players send, and what the run does with it (issue 25): hostile replies, a hostile seat, hostile input
+files. Each test failed before its fix (a traceback, an exit 3 forever, a silent wrong reading, a forged
+prompt line, unbounded memory, or a game that differed from run to run)."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from fakeservers import FakeLLMServer, ok, status
+
+from econarena.cli import main
+from econarena.games.base import ActionField, ActionSpec, judge_reply
+
+SURROGATE = "\ud800"
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    text = path.read_bytes().decode("utf-8")  # strict: every log line is UTF-8 text
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _no_surrogate(value: Any) -> bool:
+    return SURROGATE not in json.dumps(value, ensure_ascii=False) and "\udcff" not in json.dumps(value,
+                                                                                                  ensure_ascii=False)
+
+
+# ---- 1. text is text: a reply holding a lone surrogate ----
+
+DECISION = ActionSpec((ActionField("decision", "choice", "d", choices=("propose", "reject")),
+                       ActionField("message", "text", "m", max_length=100)))
+
+
+@pytest.mark.parametrize("reply", [
+    '{"decision": "propose", "message": "hi \\ud800"}',  # valid JSON: the escape decodes to a lone surrogate
+    '{"decision": "propose", "message": "ok", "note": ["x", {"deep": "\\udfff"}]}',  # in a key the game ignores
+    '{"decision": "propose", "message": "ok", "\\udc00": 1}',  # in a key
+    '{"decision": "propose", "message": "ok"} and then \ud800',  # written raw, outside the JSON
+])
+def test_a_lone_surrogate_anywhere_in_a_reply_is_a_parse_error(reply: str) -> None:
+    j = judge_reply(DECISION, reply)
+    assert j.violation == "parse_error" and "lone surrogate" in (j.detail or "") and j.action is None
+    assert _no_surrogate(j.extras)
+
+
+def test_a_surrogate_pair_and_ordinary_text_pass() -> None:
+    j = judge_reply(DECISION, '{"decision": "propose", "message": "\\ud83d\\ude00 prix 10 \u20ac"}')
+    assert j.valid and j.action == {"decision": "propose", "message": "\U0001f600 prix 10 \u20ac"}
+
+
+def _bargaining_llm(tmp: Path, server: FakeLLMServer, name: str) -> Path:
+    players = "".join(f'[[players]]\nagent = "openai"\nlabel = "{who}"\nmodel = "m-{who}"\n'
+                      f'base_url = "{server.url}/v1"\n' for who in ("alice", "bob"))
+    path = tmp / f"{name}.toml"
+    path.write_text(f'[experiment]\nname = "{name}"\ngame = "bargaining"\nsessions = 3\nruns = 1\nseed = 11\n'
+                    f'[game]\nmessages_allowed = true\nmax_rounds = 2\n{players}', encoding="utf-8")
+    return path
+
+
+def test_surrogate_replies_are_recorded_and_the_run_resume_and_report_go_on(
+        server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server.reset()
+    every = '"alice_gain": 6000, "bob_gain": 4000, "bob_gain ": 1, "decision": "reject"'
+    replies = [f'{{{every}, "message": "hi \\ud800 there"}}',  # the escape
+               f'{{{every}, "message": "fine"}} {SURROGATE}',  # a raw surrogate in the HTTP reply's text
+               '{"alice_gain": 6000, "bob_gain": 4000, "message": "fine", "decision": "reject"}']
+    server.reply = lambda protocol, body: replies[len(server.seen) % 3]
+    cfg = _bargaining_llm(tmp_path, server, "surrogates")
+    out = tmp_path / "o"
+    server.script(*[ok()] * 5, status(400))  # a call fails for good: that session stops, exit 3
+    code, _, err = _cli(capsys, "run", str(cfg), "--out", str(out), "--quiet")
+    assert code == 3, err
+    code, _, err = _cli(capsys, "run", str(cfg), "--out", str(out), "--quiet", "--resume")
+    assert code == 0, err  # the cached replies are read again, refused again, and the run goes on
+    decisions = _lines(out / "decisions.jsonl")
+    refused = [d for d in decisions if "lone surrogate" in (d["detail"] or "")]
+    assert refused and all(d["violation"] == "parse_error" and not d["valid"] for d in refused)
+    assert any("\\ud800" in d["response"] for d in refused)  # kept readable, as its escape
+    assert all(_no_surrogate(d) for d in decisions)
+    for seen in server.seen:  # no prompt ever carried one to the other seat (it used to fail the next call)
+        assert _no_surrogate(seen.body)
+    code, _, err = _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))
+    assert code == 0, err
+    assert (tmp_path / "rep" / "report.html").stat().st_size > 1000
+
+
+def test_a_log_written_before_the_rule_still_reports(arena: SimpleNamespace, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "old"
+    doc = arena.experiment_dict("bargaining", [
+        {"agent": "scripted", "label": "A", "responses": ['{"alice_gain": 5000, "bob_gain": 5000, "message": "MSG"}']},
+        {"agent": "scripted", "label": "B", "responses": ['{"decision": "accept"}']}],
+        {"messages_allowed": True, "max_rounds": 2})
+    arena.run_experiment(doc, out)
+    for name in ("decisions.jsonl", "runs.jsonl"):  # what an older version wrote for such a reply
+        path = out / name
+        path.write_text(path.read_text(encoding="utf-8").replace("MSG", "\\ud800"), encoding="utf-8")
+    code, _, err = _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))
+    assert code == 0, err
+    page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert "\\ud800" in page
+
+
+def _guessing_human(arena: SimpleNamespace, tmp_path: Path, sessions: int = 1, reask: int = 0) -> Path:
+    doc = arena.experiment_dict("guessing_game", [{"agent": "human", "label": "me"}, {"agent": "rational"}],
+                                {"min": 0, "max": 100, "rounds": 2}, sessions=sessions, reask=reask)
+    path = tmp_path / "human.toml"
+    path.write_text(arena.to_toml(doc), encoding="utf-8")
+    return path
+
+
+def test_human_input_that_is_not_text_is_a_rule_break(arena: SimpleNamespace, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _guessing_human(arena, tmp_path)
+    script = tmp_path / "replies.txt"
+    script.write_bytes(b'{"chosen_number": "\\ud800"}\n\xff\xfe {"chosen_number": 4}\n\n')
+    out = tmp_path / "o"
+    code, _, err = _cli(capsys, "run", str(cfg), "--out", str(out), "--human-input", str(script), "--quiet")
+    assert code == 0, err
+    mine = [d for d in _lines(out / "decisions.jsonl") if d["label"] == "me"]
+    assert [d["violation"] for d in mine] == ["parse_error", "parse_error"]
+    assert all("lone surrogate" in d["detail"] for d in mine)
+    assert mine[1]["response"] == '\\udcff\\udcfe {"chosen_number": 4}'  # the bytes, visible
+    assert _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))[0] == 0
+
+
+# ---- 2. keys the reader cannot tell apart ----
+
+@pytest.mark.parametrize("reply", [
+    '{"decision": "propose", "Decision": "reject", "message": ""}',
+    '{"decision": "propose", " decision ": "reject", "message": ""}',
+    '{"decision": "propose", "decision": "reject", "message": ""}',  # the same key twice: JSON keeps the last
+    '{"decision": "reject", "message": "a", "MESSAGE": "b"}',
+    '```json\n{"decision": "propose", "message": "", "decision": "propose"}\n```',  # even when both agree
+])
+def test_two_keys_for_one_field_are_ambiguous(reply: str) -> None:
+    j = judge_reply(DECISION, reply)
+    assert j.violation == "parse_error" and "ambiguous" in (j.detail or ""), j
+    assert j.action is None
+
+
+def test_inside_an_allocation_too_and_unread_keys_are_left_alone() -> None:
+    trade = ActionSpec((ActionField("gives", "allocation", "g", items=("X", "Y"), integer=True),))
+    for reply in ('{"gives": {"X": 1, "x": 5, "Y": 0}}', '{"gives": {"X": 1, "X": 5, "Y": 0}}'):
+        j = judge_reply(trade, reply)
+        assert j.violation == "parse_error" and "ambiguous" in (j.detail or ""), j
+    j = judge_reply(trade, '{"gives": {"X": 1, "Y": 0}, "note": 1, "Note": 2, "note": 3}')
+    assert j.valid and j.action == {"gives": {"X": 1, "Y": 0}}  # keys no field reads change nothing
+
+
+def test_an_ambiguous_reply_is_recorded_as_a_parse_error_in_a_game(arena: SimpleNamespace, tmp_path: Path) -> None:
+    both = '{"reason": "r", "message": "m", "decision": "propose", "price": 40, "Decision": "reject"}'
+    doc = arena.experiment_dict("buy_sell", [{"agent": "scripted", "label": "S", "responses": [both]},
+                                             {"agent": "rational"}], {"turns": 2})
+    out = tmp_path / "o"
+    arena.run_experiment(doc, out)
+    first = arena.sorted_decisions(out)[0]
+    assert first["label"] == "S" and first["violation"] == "parse_error"
+    assert "'decision'" not in first["detail"] and '"decision" and "Decision"' in first["detail"]
+    assert first["response"] == both
+
+
+# ---- 6. --human-input: bounded, and the same game every time ----
+
+def test_input_without_line_ends_stops_with_a_clear_error(arena: SimpleNamespace, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import resource
+
+    cfg = _guessing_human(arena, tmp_path)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code, _, err = _cli(capsys, "run", str(cfg), "--out", str(tmp_path / "o"), "--human-input", "/dev/zero",
+                        "--quiet")
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert code == 2, err
+    assert "--human-input /dev/zero: input line 1 is longer than 65,536 characters" in err
+    assert grown_mb < 50  # it used to grow by 250 MB a second
+
+
+def test_a_reply_that_never_ends_is_refused() -> None:
+    from econarena.agents.human import HumanInputError, read_reply
+
+    with pytest.raises(HumanInputError, match="longer than 262,144 characters"):
+        read_reply(io.StringIO("x\n" * 200_000))
+    assert read_reply(io.StringIO("y" * 65_536 + "\n\n")) == "y" * 65_536  # the longest line still reads
+
+
+def test_the_same_input_file_plays_the_same_game_at_any_concurrency(
+        arena: SimpleNamespace, server: FakeLLMServer, tmp_path: Path) -> None:
+    import asyncio
+
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.host import Host, HostOptions
+
+    server.reset()
+    server.reply = lambda protocol, body: '{"action": "defect"}'
+    rng = random.Random(5)
+    doc = arena.experiment_dict("prisoners_dilemma", [
+        {"agent": "human", "label": "me"},
+        {"agent": "openai", "label": "llm", "model": "m", "base_url": f"{server.url}/v1"}],
+        {"rounds": 3}, sessions=6, seed=3)
+    exp = parse_experiment(doc, "pd.toml")
+    replies = "".join(rng.choice(['{"action": "cooperate"}\n', '{"action": "defect"}\n']) for _ in range(18))
+    games = []
+    for i in range(3):
+        # the model's replies come back in another order each time (0-30 ms each)
+        server.script(*(ok(delay=rng.random() * 0.03) for _ in range(18)))
+        out = tmp_path / f"o{i}"
+        io_ = (io.StringIO(replies), io.StringIO(), True)
+        options = HostOptions(concurrency=16, quiet=True, human_io=io_)
+        options.runtime = type(options.runtime)(cache=False)
+        asyncio.run(Host(exp, out, options).run())
+        mine = [(d["session"], d["round"], d["action"]) for d in arena.sorted_decisions(out) if d["label"] == "me"]
+        games.append(mine)
+    assert games[0] == games[1] == games[2]
+    assert [a for _, _, a in games[0]] == [json.loads(x)["action"] for x in replies.splitlines()]
+
+
+def test_the_response_cache_keeps_such_a_reply_exactly(tmp_path: Path) -> None:
+    from econarena.agents.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    text = '{"message": "x"} ' + SURROGATE
+    cache.put("k", text=text, model="m", tokens_in=1, tokens_out=2, latency_s=0.1)
+    cache.put("k2", text="plain", model="m", tokens_in=1, tokens_out=2, latency_s=0.1)
+    assert cache.get("k")["text"] == text and cache.get("k2")["text"] == "plain"  # a resume asks nothing again
+    assert cache._db is not None  # not disabled by it
+    cache.close()
