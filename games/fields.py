@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .params import fmt_num
-from .text import text_problem
+from .text import PlayerText, text_problem
 
 PARSE_ERROR = "parse_error"
 SCHEMA_ERROR = "schema_error"
@@ -264,7 +264,7 @@ def _typed(f: ActionField, value: Any) -> tuple[Any, str | None]:
     if f.kind == "text":
         if not isinstance(value, str):
             return None, f"{f.name!r} must be a string, got {_show(value)}"
-        return value, None
+        return PlayerText(value), None  # a player's words: quoted wherever a prompt shows them
     if f.kind == "allocation":
         return _allocation(f, value)
     return _target(f, value)

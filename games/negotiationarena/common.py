@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, ReplayCheck, Setup
+from ..text import quoted
 from .logs import (
     CAUSES,
     Trade,
@@ -230,7 +231,7 @@ class NegotiationGame(Game):
         who = NAMES[seat]
         if public.get("decision") is None:
             return f"{who} sent no usable reply."
-        lines = [f'{who} says: "{public.get("message") or ""}"']
+        lines = [f"{who} says: {quoted(public.get('message') or '')}"]  # one quoted line (games/text.py)
         d = public["decision"]
         if d == "propose":
             lines.append(f"{who} proposes: {self.offer_text(public['offer'])}")
