@@ -38,6 +38,10 @@ class ActionField:
     - ``allocation``: an object over ``items`` (player ids or goods) of non-negative numbers summing to
       ``total``; ``integer`` as for numbers.
     - ``target``: the id of a player in ``targets``; ``allow_none`` lets ``null`` mean "nobody".
+
+    ``read_when = (other, values)``: the field is read only when the reply's ``other`` field (declared
+    before it) is one of ``values`` (a trade read only with ``decision = "propose"``). Otherwise it need not
+    be there and is not judged: a value that is there stays in the action only when it would pass.
     """
 
     name: str
@@ -54,6 +58,7 @@ class ActionField:
     total: float | None = None
     targets: tuple[int, ...] = ()
     allow_none: bool = False
+    read_when: tuple[str, tuple[str, ...]] | None = None
 
     def type_name(self) -> str:
         return {"number": "int" if self.integer else "float", "choice": "str", "text": "str",
@@ -174,15 +179,23 @@ def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Ju
     if twice is not None:
         return Judgement(None, PARSE_ERROR, twice, extras)
     action: dict[str, Any] = {}
+    read = []
     for f in spec.fields:
         hit = norm.get(_norm_key(f.name))
+        if f.read_when is not None and action.get(f.read_when[0]) not in f.read_when[1]:
+            if hit is not None:  # not read now: kept only when it would pass, never a reason to refuse
+                value, problem = _typed(f, hit[1])
+                if problem is None and _rule_problem(f, value) is None:
+                    action[f.name] = value
+            continue
         if hit is None:
             return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", extras)
         value, problem = _typed(f, hit[1])
         if problem is not None:
             return Judgement(None, SCHEMA_ERROR, problem, extras)
         action[f.name] = value
-    for f in spec.fields:
+        read.append(f)
+    for f in read:
         problem = _rule_problem(f, action[f.name])
         if problem is not None:
             return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})

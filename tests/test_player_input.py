@@ -358,3 +358,52 @@ def test_a_player_text_is_one_quoted_line_in_every_prompt(name: str, params: dic
     for prompt in hostile:
         for line in prompt.splitlines():  # every reader's line breaks: none starts a forged line
             assert not line.startswith(("# Your gain: 99", "Player RED proposes: Player RED Gives X: 0"))
+
+
+# ---- 3. a field the prompt says is read only with a proposal ----
+
+def _na_state(name: str, proposals: int = 1) -> tuple[Any, Any]:
+    import numpy as np
+
+    from econarena.games import GAMES
+
+    game = GAMES[name]
+    setup = game.setup(game.Params(), 2, np.random.default_rng(0))
+    state = game.initial_state(setup)
+    opening = game.strategy(state, 0, "rational")
+    assert opening["decision"] == "propose"
+    return game, game.apply(state, {0: opening})  # BLUE answers a trade on the table
+
+
+@pytest.mark.parametrize("name,trade", [("resource_exchange", '"red_gives": {"X": 1}'),
+                                        ("ultimatum", '"red_gives": 500'), ("buy_sell", '"price": -3')])
+def test_an_answer_without_the_trade_is_read_as_the_prompt_says(name: str, trade: str) -> None:
+    game, state = _na_state(name)
+    head = '"reason": "r", "message": "m"'
+    accept = game.judge(state, 1, f'{{{head}, "decision": "accept"}}')  # no trade key: not read on accept
+    assert accept.valid, accept
+    bad = game.judge(state, 1, f'{{{head}, "decision": "accept", {trade}}}')  # a trade that would fail: ignored
+    assert bad.valid and set(bad.action) == {"reason", "message", "decision"}, bad
+    if "reject" in game.choices:
+        assert game.judge(state, 1, f'{{{head}, "decision": "reject", {trade}}}').valid
+    missing = game.judge(state, 1, f'{{{head}, "decision": "propose"}}')  # a proposal must carry its trade
+    assert missing.violation == "parse_error" and "JSON has no key" in (missing.detail or "")
+    wrong = game.judge(state, 1, f'{{{head}, "decision": "propose", {trade}}}')
+    assert wrong.violation in ("schema_error", "rule_violation"), wrong
+    after = game.apply(state, {1: accept.action})
+    assert after.ended == "accept" and after.deal is not None  # the trade on the table is executed
+
+
+def test_the_fruit_trade_accept_ignores_give_and_receive() -> None:
+    import numpy as np
+
+    from econarena.games import GAMES
+
+    game = GAMES["fruit_trade"]
+    setup = game.setup(game.Params(), 2, np.random.default_rng(1))
+    state = game.initial_state(setup)
+    state = game.apply(state, {0: game.strategy(state, 0, "rational")})
+    assert game.judge(state, 1, '{"message": "ok", "decision": "accept"}').valid
+    assert game.judge(state, 1, '{"message": "ok", "decision": "accept", "give": {"apple": -4}}').valid
+    counter = game.judge(state, 1, '{"message": "ok", "decision": "counter"}')
+    assert counter.violation == "parse_error"

@@ -42,6 +42,7 @@ NAMES = ("Player RED", "Player BLUE")
 MESSAGE_CHARS = 1000
 REASON_CHARS = 2000
 FAMILY = "negotiationarena"
+PROPOSE = ("decision", ("propose",))  # a trade field is read only with a proposal, as the prompts say
 
 
 @dataclass(frozen=True)
