@@ -407,3 +407,36 @@ def test_the_fruit_trade_accept_ignores_give_and_receive() -> None:
     assert game.judge(state, 1, '{"message": "ok", "decision": "accept", "give": {"apple": -4}}').valid
     counter = game.judge(state, 1, '{"message": "ok", "decision": "counter"}')
     assert counter.violation == "parse_error"
+
+
+# ---- 5. money below one unit ----
+
+def test_amounts_below_one_unit_are_shown_as_they_are_paid(arena: SimpleNamespace, tmp_path: Path) -> None:
+    offer, accept = '{"alice_gain": 0.001, "bob_gain": 0.003}', '{"decision": "accept"}'
+    doc = arena.experiment_dict("bargaining", [{"agent": "scripted", "label": "A", "responses": [offer]},
+                                               {"agent": "scripted", "label": "B", "responses": [accept]}],
+                                {"money": 0.004, "max_rounds": 1})
+    out = tmp_path / "o"
+    arena.run_experiment(doc, out)
+    bob = [d for d in arena.sorted_decisions(out) if d["label"] == "B"][0]
+    prompt = bob["messages"][-1]["content"]
+    assert "divide 0.004$ between you" in prompt and "# Your gain: 0.003\n# Alice's gain: 0.001" in prompt
+    run = arena.sorted_runs(out)[0]
+    assert run["payoffs"] == [0.001, 0.003]  # paid exactly what the prompt said
+    from econarena.games.glee.common import pretty
+
+    assert [pretty(x) for x in (10_000, 12.5, 0.333333, 1234567.891, 5.000000000000004, -0.0)] == \
+        ["10,000", "12.5", "0.333333", "1,234,567.891", "5", "0"]
+
+
+@pytest.mark.parametrize("game,key,value", [("bargaining", "money", 1e-7), ("negotiation", "money", 0.1234567),
+                                            ("persuasion", "money", 2.0000001),
+                                            ("beauty_contest", "upper_bound", 1e-9),
+                                            ("second_price_auction", "private_value", [1.5, 0.00000001])])
+def test_money_the_prompts_cannot_show_is_refused(game: str, key: str, value: Any, arena: SimpleNamespace,
+                                                  tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = arena.experiment_dict(game, [{"agent": "rational"}, {"agent": "random"}], {key: value})
+    path = tmp_path / "x.toml"
+    path.write_text(arena.to_toml(doc), encoding="utf-8")
+    code, _, err = _cli(capsys, "validate", str(path))
+    assert code == 2 and f"game.{key}" in err and "more than 6 decimals" in err, err

@@ -46,14 +46,24 @@ from pydantic import Field
 
 from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup
 from . import reference as R
-from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
+from .common import (
+    ANNOUNCED_MAX,
+    NAMES,
+    AlternatingOffers,
+    Money,
+    message_field,
+    pretty,
+    proposer,
+    say,
+    set_at,
+)
 
 CENT = 0.01
 INFINITE = 99  # the paper's "infinite" horizon (GLEE's data also writes 25 for it; any value above 20)
 
 
 class BargainingParams(GameParams):
-    money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    money: Money = 10_000.0
     delta_alice: float = Field(default=0.9, gt=0, le=1)
     delta_bob: float = Field(default=0.9, gt=0, le=1)
     max_rounds: int = Field(default=99, ge=1, le=200)

@@ -42,7 +42,17 @@ from pydantic import Field
 
 from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup
 from . import reference as R
-from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
+from .common import (
+    ANNOUNCED_MAX,
+    NAMES,
+    AlternatingOffers,
+    Money,
+    message_field,
+    pretty,
+    proposer,
+    say,
+    set_at,
+)
 
 OUTSIDE = ("sell_to_john", "buy_from_john")  # per seat: the seller sells to John, the buyer buys from him
 INFINITE = 30  # the paper's "infinite" horizon (GLEE's data also writes 25 and 99 for it; any value above 20)
@@ -53,7 +63,7 @@ GLEE_DECISIONS = {"AcceptOffer": ("accept", None), "RejectOffer": ("reject", Non
 
 
 class NegotiationParams(GameParams):
-    money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    money: Money = 10_000.0
     seller_value: float = Field(default=1.0, gt=0, le=100)
     buyer_value: float = Field(default=1.0, gt=0, le=100)
     max_rounds: int = Field(default=1, ge=1, le=200)

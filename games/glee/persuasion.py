@@ -53,7 +53,7 @@ from pydantic import Field, model_validator
 
 from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, Setup
 from . import reference as R
-from .common import MAX_MONEY, MESSAGE_CHARS, NAMES, pretty, say, set_at, two_seats
+from .common import MESSAGE_CHARS, NAMES, Money, pretty, say, set_at, two_seats
 
 RECOMMEND = "I recommend buying this product."
 ADVISE_AGAINST = "I do not recommend buying this product."
@@ -62,7 +62,7 @@ ADVISE_AGAINST = "I do not recommend buying this product."
 class PersuasionParams(GameParams):
     p_high: float = Field(default=0.5, gt=0, lt=1)
     value_high: float = Field(default=1.25, gt=0, le=100)
-    money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    money: Money = 10_000.0
     complete_information: bool = True
     message_type: Literal["binary", "text"] = "binary"
     buyer: Literal["long-living", "myopic"] = "long-living"
