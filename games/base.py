@@ -308,6 +308,14 @@ class Game(abc.ABC):
         judge gave no reply). Called only when ``judge_requests`` returned fields."""
         raise NotImplementedError(f"{self.name} has no judged payoffs")
 
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        """What these parameters keep from the players that ``history = "full"`` would show them (every
+        seat's payoff and private value of the session's earlier runs, whose draw is the same), in a few
+        words; None when nothing is kept (the auctions' full history shows the values by design: the prompt
+        never says they stay unknown). The experiment is then refused, never shown a history that contradicts
+        its own prompt."""
+        return None
+
     def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
         """Decisions per seat in one run: (count, exact); an upper bound when ``exact`` is False."""
         return 1, True

@@ -440,3 +440,38 @@ def test_money_the_prompts_cannot_show_is_refused(game: str, key: str, value: An
     path.write_text(arena.to_toml(doc), encoding="utf-8")
     code, _, err = _cli(capsys, "validate", str(path))
     assert code == 2 and f"game.{key}" in err and "more than 6 decimals" in err, err
+
+
+# ---- 7. a full history must not show what the prompt says is unknown ----
+
+@pytest.mark.parametrize("game,params,grid", [
+    ("negotiation", {"complete_information": False}, None),
+    ("bargaining", {}, {"game": {"complete_information": [True, False]}}),
+    ("persuasion", {"complete_information": False, "rounds": 2}, None),
+    ("buy_sell", {}, None), ("resource_exchange", {}, None), ("fruit_trade", {}, None)])
+def test_full_history_that_would_reveal_hidden_values_is_refused(
+        game: str, params: dict[str, Any], grid: dict[str, Any] | None, arena: SimpleNamespace, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    doc = arena.experiment_dict(game, [{"agent": "rational"}, {"agent": "random"}], params, runs=2, history="full")
+    if grid:
+        doc["grid"] = grid
+    path = tmp_path / "x.toml"
+    path.write_text(arena.to_toml(doc), encoding="utf-8")
+    code, _, err = _cli(capsys, "validate", str(path))
+    assert code == 2 and 'experiment.history = "full"' in err and 'use history = "actions"' in err, err
+    if game in ("negotiation", "bargaining", "persuasion"):
+        assert "game.complete_information = false" in err
+    if grid:
+        assert "in grid cell 1 (complete_information=False)" in err and "cell 0" not in err
+    path.write_text(path.read_text(encoding="utf-8").replace('"full"', '"actions"'), encoding="utf-8")
+    assert _cli(capsys, "validate", str(path))[0] == 0
+
+
+def test_full_history_stays_where_it_hides_nothing(arena: SimpleNamespace, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    for game, params in (("negotiation", {"complete_information": True}), ("second_price_auction", {})):
+        doc = arena.experiment_dict(game, [{"agent": "rational"}, {"agent": "random"}], params, runs=2,
+                                    history="full")
+        path = tmp_path / f"{game}.toml"
+        path.write_text(arena.to_toml(doc), encoding="utf-8")
+        assert _cli(capsys, "validate", str(path))[0] == 0, game  # the auctions' values: shown by design

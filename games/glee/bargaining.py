@@ -190,6 +190,7 @@ class Bargaining(AlternatingOffers):
     description: ClassVar[str] = "GLEE: alternating offers over a sum of money, discounting shown as inflation"
     State = BargainingState
     Params = BargainingParams
+    hidden = "how the inflation affects the other"
     action_key: ClassVar[str] = "alice_gain"
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(

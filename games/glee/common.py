@@ -43,6 +43,14 @@ def money_shown(value: float) -> float:
 Money = Annotated[float, Field(gt=0, le=MAX_MONEY), AfterValidator(money_shown)]
 
 
+def hidden_by_incomplete_information(params: GameParams, what: str) -> str | None:
+    """``Game.hidden_from_history`` of the three games: ``complete_information = false`` tells each player
+    that it does not know ``what``, and the other seat's payoff in a full history would tell it."""
+    if getattr(params, "complete_information", True):
+        return None
+    return f"game.complete_information = false tells each player it does not know {what}"
+
+
 def two_seats(game: str, n_players: int) -> None:
     if n_players != 2:
         raise ValueError(f"{game} is a two-player game (Alice and Bob), got {n_players} players")
@@ -65,6 +73,11 @@ class AlternatingOffers(Game):
 
     def initial_state(self, setup: Setup) -> Any:
         return self.State(setup)
+
+    hidden: ClassVar[str]  # what complete_information = false keeps from a player (hidden_from_history)
+
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        return hidden_by_incomplete_information(params, self.hidden)
 
     def to_move(self, state: Any) -> tuple[int, ...]:
         if state.phase == "offer":

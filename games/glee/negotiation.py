@@ -115,6 +115,7 @@ class Negotiation(AlternatingOffers):
     description: ClassVar[str] = "GLEE: a seller and a buyer alternate price offers for one item, outside option John"
     State = NegotiationState
     Params = NegotiationParams
+    hidden = "the value of the product to the other"
     action_key: ClassVar[str] = "product_price"
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(

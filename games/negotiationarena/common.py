@@ -255,6 +255,12 @@ class NegotiationGame(Game):
         public = dict(after.last_move)
         return {"what": self.move_text(before.setup, seat, public)}
 
+    def hidden_from_history(self, params: Any) -> str | None:
+        """The scenarios with private holdings or valuations tell each player it does not know the other's;
+        a full history's payoffs of the session's earlier runs (the same draw) would tell it."""
+        return ("each player's system prompt says it does not know the other's resources or valuation"
+                if self.has_private_values else None)
+
     def base_observation(self, state: NAState, player: int) -> dict[str, Any]:
         turns = state.setup["turns"]
         mine = (turns - player + 1) // 2

@@ -293,6 +293,9 @@ class FruitTrade(Game):
                             f"the fruit you want in return, a whole number per fruit, 0 for none{note}",
                             items=fruits, integer=True, read_when=when))
 
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        return "each player knows only its own holdings and values, as the rules say"
+
     def action_spec(self, state: FruitState, player: int) -> ActionSpec:
         s = state.setup
         message = ActionField("message", "text", f"your message to {NAMES[1 - player]}",
