@@ -22,6 +22,12 @@ T = TypeVar("T")
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
+def warn(msg: str) -> None:
+    """One warning line on stderr (something the user should know; the command still did its work)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"econarena: warning: {msg}", file=sys.stderr, flush=True)
+
+
 def err(msg: str) -> None:
     """One error line on stderr; a terminal that is gone (a closed SSH session) or a closed stderr does not
     turn it into a second failure: the manifest and the exit code still tell what happened."""
@@ -400,8 +406,7 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
         summary = write_summary(d)
         if not args.quiet:
             print(format_table(summary))
-        print(f"{exp.name}: {r.status}, {r.runs_done}/{r.runs_total} runs, {r.decisions} decisions in "
-              f"{r.elapsed_s:.1f}s -> {d}")
+        print(outcome_line(exp, r, d))
         out.append(r)
     return out
 
@@ -429,12 +434,32 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
         show(head, rows, format_table(summary), title=exp.name, footer=footer)
         if exp.steer is not None:
             print_steering(out)
-    print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
-          f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
+    print(outcome_line(exp, result, out))
     if result.status == "incomplete":
         err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
              f"retry them with: {resume_command(exp, out, shard)}")
     return result
+
+
+def outcome_line(exp: Any, result: Any, out: Path) -> str:
+    """The line that ends a run. A steering experiment counts games: a game that ended before the steered
+    decision has its branch runs counted as done (they will never be played) but nothing steered, and the
+    line says so instead of "200/200 runs" over a runs.jsonl of 4 lines (with a warning on stderr)."""
+    line = (f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, {result.decisions} "
+            f"decisions in {result.elapsed_s:.1f}s -> {out}")
+    if exp.steer is None:
+        return line
+    from .rundir import STEERING, scan_jsonl
+
+    games, _ = scan_jsonl(out / STEERING)
+    skipped = sum(1 for g in games if g.get("skipped"))
+    total = sum(x.experiment.sessions for _, x in exp.tables())
+    if skipped:
+        warn(f"{skipped} of {len(games)} game(s) ended before seat {exp.steer.seat}'s steered decision "
+            f"(steer.turn = {exp.steer.turn}): nothing was steered in them and their branches were never played")
+    return (f"{exp.name}: {result.status}, {len(games) - skipped}/{total} games steered"
+            + (f" ({skipped} ended before the steered decision)" if skipped else "")
+            + f", {result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
 
 
 def print_steering(out: Path) -> None:

@@ -336,6 +336,11 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
         if steer.seat >= n_seats:
             errors.append(f"{where}: steer.seat: {steer.seat} is not a seat of this {n_seats}-player game "
                           f"(seats 0 to {n_seats - 1})")
+        most, _ = game.max_moves(params, n_seats)  # an upper bound: a turn at or past it never comes
+        if steer.turn >= most:
+            errors.append(f"{where}: steer.turn: {steer.turn} is beyond the game: in {game.name} with these "
+                          f"parameters a seat decides at most {most} time(s) per game (turn 0 to {most - 1}), so "
+                          "the steered decision would never come and nothing would be steered")
         if game.info.moves != "sequential":
             errors.append(f"{where}: [steer]: {game.name} is played in simultaneous moves; steering branches a "
                           "sequential game after its unsteered opening (fruit_trade, bargaining, ...)")

@@ -475,3 +475,31 @@ def test_full_history_stays_where_it_hides_nothing(arena: SimpleNamespace, tmp_p
         path = tmp_path / f"{game}.toml"
         path.write_text(arena.to_toml(doc), encoding="utf-8")
         assert _cli(capsys, "validate", str(path))[0] == 0, game  # the auctions' values: shown by design
+
+
+# ---- 8. a steered decision the game never reaches ----
+
+def _steer_file(tmp_path: Path, turn: int) -> Path:
+    path = tmp_path / "steer.toml"
+    path.write_text('[experiment]\nname = "st"\ngame = "fruit_trade"\nsessions = 3\nseed = 4\n'
+                    f'[steer]\nseat = 1\nturn = {turn}\nactions = "tones"\nsamples = 1\niterations = 5\nevery = 5\n'
+                    'report_at = 5\n[[players]]\nagent = "rational"\nlabel = "opener"\n'
+                    '[[players]]\nagent = "random"\nlabel = "negotiator"\n', encoding="utf-8")
+    return path
+
+
+def test_a_steered_turn_beyond_the_game_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _cli(capsys, "validate", str(_steer_file(tmp_path, 7)))
+    assert code == 2 and "steer.turn: 7 is beyond the game" in err and "at most 2 time(s)" in err, err
+
+
+def test_games_that_never_reach_the_steered_turn_are_reported_as_such(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspiel")
+    out = tmp_path / "o"  # player 2 of the fruit trade decides once: its turn 1 never comes
+    code, stdout, err = _cli(capsys, "steer", str(_steer_file(tmp_path, 1)), "--out", str(out), "--quiet")
+    assert code == 0, err
+    assert "0/3 games steered (3 ended before the steered decision)" in stdout
+    assert "warning: 3 of 3 game(s) ended before seat 1's steered decision (steer.turn = 1)" in err
+    assert "runs," not in stdout.splitlines()[-1]  # no "N/N runs" over branches never played
+    assert len(_lines(out / "runs.jsonl")) == 3
