@@ -596,6 +596,12 @@ def _check_cells(exp: Experiment, where: str) -> None:
     """Every cell's values are checked by their own tables now, so cell 900 cannot fail mid-run."""
     if not exp.axes:
         return
+    llm_axes = [a.path for a in exp.axes if a.section == "llm"]
+    if llm_axes and not any(p.llm is not None for p in exp.players):  # [grid.llm] sets LLM players only
+        raise ConfigError(f"{where}: {', '.join('grid.' + a for a in llm_axes)}: [grid.llm] varies settings of LLM "
+                          "players, but no player of this experiment is one (a [judge] keeps its own settings): every "
+                          "cell would play the same games, its results split by a setting nothing reads; remove "
+                          "[grid.llm], or seat an LLM player")
     errors: list[str] = []
     for cell in exp.cells():
         try:

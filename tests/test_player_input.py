@@ -503,3 +503,18 @@ def test_games_that_never_reach_the_steered_turn_are_reported_as_such(tmp_path: 
     assert "warning: 3 of 3 game(s) ended before seat 1's steered decision (steer.turn = 1)" in err
     assert "runs," not in stdout.splitlines()[-1]  # no "N/N runs" over branches never played
     assert len(_lines(out / "runs.jsonl")) == 3
+
+
+# ---- 10. [grid.llm] with nobody to read it ----
+
+def test_grid_llm_without_an_llm_player_is_refused(arena: SimpleNamespace, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    doc = arena.experiment_dict("beauty_contest", [{"agent": "rational"}, {"agent": "random"}])
+    doc["grid"] = {"llm": {"temperature": [0.0, 1.0]}, "game": {"upper_bound": [10.0, 100.0]}}
+    path = tmp_path / "x.toml"
+    path.write_text(arena.to_toml(doc), encoding="utf-8")
+    code, _, err = _cli(capsys, "validate", str(path))
+    assert code == 2 and "grid.llm.temperature: [grid.llm] varies settings of LLM players" in err, err
+    doc["players"].append({"agent": "openai", "label": "m", "model": "x", "base_url": "http://127.0.0.1:9/v1"})
+    path.write_text(arena.to_toml(doc), encoding="utf-8")
+    assert _cli(capsys, "validate", str(path))[0] == 0  # with an LLM seat the cells differ
