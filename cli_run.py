@@ -407,6 +407,7 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
         if not args.quiet:
             print(format_table(summary))
         print(outcome_line(exp, r, d))
+        warn_truncated(exp, summary, d)
         out.append(r)
     return out
 
@@ -435,10 +436,34 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
         if exp.steer is not None:
             print_steering(out)
     print(outcome_line(exp, result, out))
+    warn_truncated(exp, summary, out)
     if result.status == "incomplete":
         err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
              f"retry them with: {resume_command(exp, out, shard)}")
     return result
+
+
+def warn_truncated(exp: Any, summary: dict[str, Any], out: Path) -> None:
+    """Replies the provider cut at the token limit: the limit is too small for the answer asked for. They are
+    recorded as ``truncated`` and counted apart from the model's errors; this says which limit to raise."""
+    from .rundir import JUDGE_LOG, scan_jsonl
+
+    cut: dict[str, int] = {}
+    for label, v in summary["labels"].items():
+        if v.get("truncated_replies"):
+            name = label.split(" [", 1)[0] if exp.axes else label  # a [grid] cell's label ends with the cell
+            cut[name] = cut.get(name, 0) + v["truncated_replies"]
+    if exp.judge is not None:  # a judge's number may be cut too (its judge.jsonl line says truncated)
+        n = sum(1 for line in scan_jsonl(out / JUDGE_LOG)[0] if line.get("truncated"))
+        if n:
+            cut[exp.judge.label] = cut.get(exp.judge.label, 0) + n
+    entries = [*exp.players, *([exp.judge] if exp.judge is not None else [])]
+    for label, n in sorted(cut.items()):
+        limits = sorted({p.llm.max_tokens for p in entries if p.label == label and p.llm is not None})
+        limit = f" (max_tokens = {', '.join(map(str, limits))})" if limits else ""
+        warn(f"{n} repl{'y' if n == 1 else 'ies'} of {label} stopped at the token limit{limit} before ending: "
+             "recorded as truncated (not as the model's rule breaks: truncated_replies in summary.json); raise "
+             "max_tokens for this answer")
 
 
 def outcome_line(exp: Any, result: Any, out: Path) -> str:

@@ -21,6 +21,7 @@ from .fields import (
     PARSE_ERROR,
     RULE_VIOLATION,
     SCHEMA_ERROR,
+    TRUNCATED,
     ActionField,
     ActionSpec,
     FieldKind,
@@ -44,7 +45,7 @@ from .params import (
 __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
     "ActionSpec", "FieldKind", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement", "Outcome",
-    "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num",
+    "ReplayCheck", "Setup", "Skip", "TRUNCATED", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num",
     "is_plain_json", "judge_object", "judge_reply", "validate_param",
 ]
 

@@ -20,7 +20,10 @@ from .text import PlayerText, text_problem
 PARSE_ERROR = "parse_error"
 SCHEMA_ERROR = "schema_error"
 RULE_VIOLATION = "rule_violation"
-Violation = Literal["parse_error", "schema_error", "rule_violation"]
+# not a judgement of the model: its reply was cut at the token limit (max_tokens) before it ended, and could not
+# be read; the Host records it so, and the summaries count it apart from the model's own errors
+TRUNCATED = "truncated"
+Violation = Literal["parse_error", "schema_error", "rule_violation", "truncated"]
 
 
 FieldKind = Literal["number", "choice", "text", "allocation", "target"]

@@ -518,3 +518,86 @@ def test_grid_llm_without_an_llm_player_is_refused(arena: SimpleNamespace, tmp_p
     doc["players"].append({"agent": "openai", "label": "m", "model": "x", "base_url": "http://127.0.0.1:9/v1"})
     path.write_text(arena.to_toml(doc), encoding="utf-8")
     assert _cli(capsys, "validate", str(path))[0] == 0  # with an LLM seat the cells differ
+
+
+# ---- 9. a reply cut by the token limit ----
+
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+@pytest.mark.parametrize("name,suffix", [("openai", "/v1"), ("anthropic", ""), ("google", ""),
+                                         ("zhipuai", "/api/paas/v4")])
+def test_each_provider_says_when_it_stopped_at_the_token_limit(name: str, suffix: str, server: FakeLLMServer,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from econarena.agents.base import Message
+    from econarena.agents.llm import PROVIDERS, LLMSettings
+
+    server.reset()
+    settings = LLMSettings(model="m", base_url=server.url + suffix, api_key_env="FAKE_KEY_X", timeout_s=5.0)
+
+    async def two() -> list[Any]:
+        p = PROVIDERS[name].load()(settings)
+        try:
+            return [await p.generate([Message("user", "hi")], settings) for _ in range(2)]
+        finally:
+            await p.aclose()
+
+    server.script(ok('{"answer": 4', cut=True), ok('{"answer": 4}'))
+    monkeypatch.setenv("FAKE_KEY_X", "k")
+    cut, whole = asyncio.run(two())
+    assert cut.truncated and not whole.truncated, name
+
+
+def test_a_cut_reply_is_recorded_as_truncated_and_counted_apart(server: FakeLLMServer, tmp_path: Path,
+                                                               arena: SimpleNamespace,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    server.reset()
+    doc = arena.experiment_dict("beauty_contest", [
+        {"agent": "openai", "label": "small", "model": "m", "base_url": f"{server.url}/v1", "max_tokens": 5},
+        {"agent": "rational"}, {"agent": "random"}], sessions=4, seed=2)
+    path = tmp_path / "bc.toml"
+    path.write_text(arena.to_toml(doc), encoding="utf-8")
+    # session by session (--concurrency 1): cut and unusable, cut but whole, the model's own parse error, fine
+    server.script(ok('{"answer": 3', cut=True), ok('{"answer": 3}', cut=True), ok("I will not answer"),
+                  ok('{"answer": 3}'))
+    out = tmp_path / "o"
+    code, stdout, err = _cli(capsys, "run", str(path), "--out", str(out), "--concurrency", "1")
+    assert code == 0, err
+    decisions = [d for d in arena.sorted_decisions(out) if d["label"] == "small"]
+    assert [d["violation"] for d in decisions] == ["truncated", None, "parse_error", None]
+    assert [d.get("truncated") for d in decisions] == [True, True, None, None]
+    assert "cut at the token limit (max_tokens = 5)" in decisions[0]["detail"]
+    assert decisions[0]["response"] == '{"answer": 3'
+    runs = arena.sorted_runs(out)
+    assert runs[0]["truncated"] == [True, False, False] and all("truncated" not in r for r in runs[1:])
+    small = json.loads((out / "summary.json").read_text())["labels"]["small"]
+    assert small["violations"] == {"parse_error": 1, "schema_error": 0, "rule_violation": 0}
+    assert small["truncated_replies"] == 1 and small["truncated_runs"] == 1
+    assert small["rule_break_rate_pct"] == 25.0  # the model's own parse error only: 1 of 4 player-runs
+    assert small["violations_per_decision_pct"] == 25.0
+    assert "truncated_replies" in (out / "summary.csv").read_text().splitlines()[0]
+    assert "cut at max_tokens" in stdout
+    assert "warning: 1 reply of small stopped at the token limit (max_tokens = 5)" in err
+    recomputed = _cli(capsys, "summary", str(out))
+    assert recomputed[0] == 0 and "cut at max_tokens" in recomputed[1]
+    assert _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))[0] == 0
+
+
+def test_a_cache_written_before_the_truncated_column_still_reads(tmp_path: Path) -> None:
+    import sqlite3
+
+    from econarena.agents.cache import ResponseCache
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, model TEXT, tokens_in INTEGER,"
+               " tokens_out INTEGER, latency_s REAL, created REAL)")
+    db.execute("INSERT INTO responses VALUES ('old', 'hi', 'm', 1, 2, 0.1, 0)")
+    db.commit()
+    db.close()
+    cache = ResponseCache(path)
+    assert cache.get("old") == {"text": "hi", "model": "m", "tokens_in": 1, "tokens_out": 2, "latency_s": 0.1,
+                                "truncated": False}
+    cache.put("new", text='{"a": ', model="m", tokens_in=1, tokens_out=5, latency_s=0.1, truncated=True)
+    assert cache.get("new")["truncated"] is True  # a resume knows the cached reply was cut
+    cache.close()
