@@ -524,3 +524,11 @@ def test_a_round_game_batches_every_seats_turn_and_shares_the_prefix(byte_model:
     assert provider.stats.shared_prefix_tokens > 0
     decisions = [json.loads(line) for line in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
     assert len(decisions) == 30 and all(d["violation"] in (None, "rule_violation") for d in decisions)
+
+
+def test_a_reply_that_spends_every_token_is_marked_cut(tiny_model: Path) -> None:
+    """No end token within max_tokens: the provider says the reply was cut (the Host records it apart)."""
+    provider = provider_for(tiny_model, max_tokens=4)
+    gens = asyncio.run(run_all(provider, PROMPTS))
+    assert all(not g.truncated for g in gens if g.tokens_out < 4)  # these ended with the end token
+    assert any(g.truncated for g in gens)  # random weights rarely pick the end token: greedy, all 4 here
