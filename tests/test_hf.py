@@ -352,11 +352,13 @@ def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_smollm2_default_answers() -> None:
-    """The real bundled model: first use converts the GGUF into the user cache, later runs reuse it."""
+@pytest.mark.timeout(120, func_only=True)  # the one-time conversion is the session fixture's (conftest.py)
+def test_smollm2_default_answers(bundled_model: Path) -> None:
+    """The real bundled model: first use converts the GGUF into the user cache (the ``bundled_model`` fixture,
+    once per session), later uses load the converted copy."""
     provider = HFProvider(LLMSettings(max_tokens=24, max_batch_size=4))
     assert provider.model_name == "SmolLM2-135M-Instruct"
-    cached = (hf.converted_dir(hf.bundled_gguf()) / "config.json").exists()
+    cached = (bundled_model / "config.json").exists()
     messages = [Message("system", "You are a helpful assistant. Answer briefly."),
                 Message("user", "What is the capital of France?")]
 

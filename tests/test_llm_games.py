@@ -60,7 +60,8 @@ def test_one_melee_with_all_five_provider_kinds(server: FakeLLMServer, tmp_path:
 
 
 @pytest.mark.slow
-def test_bundled_smollm2_plays_a_real_game(tmp_path: Path) -> None:
+@pytest.mark.timeout(600, func_only=True)  # converting the bundled model is the session fixture's
+def test_bundled_smollm2_plays_a_real_game(tmp_path: Path, bundled_model: Path) -> None:
     toml = tmp_path / "smol.toml"
     toml.write_text('[experiment]\nname = "smol"\ngame = "second_price_auction"\nenvironment = "rational"\n'
                     'players_per_game = 3\nsessions = 2\nruns = 1\n[game]\nprivate_value = [40, 60, 50]\n'

@@ -601,3 +601,20 @@ def test_a_cache_written_before_the_truncated_column_still_reads(tmp_path: Path)
     cache.put("new", text='{"a": ', model="m", tokens_in=1, tokens_out=5, latency_s=0.1, truncated=True)
     assert cache.get("new")["truncated"] is True  # a resume knows the cached reply was cut
     cache.close()
+
+
+# ---- 11. per-test timeouts stretch with the machine's slowness ----
+
+def test_per_test_timeouts_scale_with_the_measured_slowness(tmp_path: Path) -> None:
+    """tests/timeout_probe.py on machines said to be 1x, 1.5x and 3x slower: its marked test's 7 s becomes
+    7, 10.5 and 21 s (its func_only kept), an unmarked test's 600 s 600, 900 and 1800 s."""
+    import os
+    import subprocess
+    import sys
+
+    probe = str(Path(__file__).parent / "timeout_probe.py")
+    for factor in ("1", "1.5", "3"):
+        env = {**os.environ, "ECONARENA_TEST_SLOWNESS": factor}
+        r = subprocess.run([sys.executable, "-m", "pytest", probe, "-p", "no:warnings"],
+                           env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-2000:]
