@@ -178,19 +178,22 @@ def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Ju
     norm = {nk: (k, v) for nk, k, v in keyed}
     names = {_NORMAL.get(f.name) or _norm_key(f.name) for f in spec.fields}
     extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
-    twice = _ambiguous(obj, keyed, norm, names, spec)
-    if twice is not None:
-        return Judgement(None, PARSE_ERROR, twice, extras)
+    twice = _ambiguous(obj, keyed, norm, names) if len(norm) < len(keyed) or hasattr(obj, "repeated") else {}
     action: dict[str, Any] = {}
     read = []
     for f in spec.fields:
-        hit = norm.get(_norm_key(f.name))
+        nk = _NORMAL.get(f.name) or _norm_key(f.name)
+        hit = norm.get(nk)
+        unclear = twice.get(nk) or (_inner_ambiguous(hit[1]) if f.kind == "allocation" and hit is not None
+                                    and isinstance(hit[1], dict) else None)
         if f.read_when is not None and action.get(f.read_when[0]) not in f.read_when[1]:
-            if hit is not None:  # not read now: kept only when it would pass, never a reason to refuse
-                value, problem = _typed(f, hit[1])
+            if hit is not None and unclear is None:  # not read now: kept only when it would pass, never a
+                value, problem = _typed(f, hit[1])  # reason to refuse
                 if problem is None and _rule_problem(f, value) is None:
                     action[f.name] = value
             continue
+        if unclear is not None:
+            return Judgement(None, PARSE_ERROR, unclear, extras)
         if hit is None:
             return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", extras)
         value, problem = _typed(f, hit[1])
@@ -209,25 +212,22 @@ def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Ju
 
 
 def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dict[str, tuple[str, Any]],
-               names: set[str], spec: ActionSpec) -> str | None:
-    """Why the reply does not say which value a field has (two keys that read as that field, at the top or
-    inside an allocation), or None. Keys the JSON text wrote twice are listed by the decoder (``_Repeated``)."""
+               names: set[str]) -> dict[str, str]:
+    """Per field (normal form) whose value the reply does not settle, why: two keys that read as that field,
+    or one key the JSON text wrote twice (listed by the decoder, ``_Repeated``). A field that is read then
+    makes the reply a parse error (``judge_object``); keys no field reads change nothing."""
+    out: dict[str, str] = {}
     for k in getattr(obj, "repeated", ()):
-        if _norm_key(k) in names:
-            return f"the key {_short(k)} is written twice, so the reply is ambiguous; write each key once"
-    if len(norm) < len(keyed):  # two keys with one normal form: only a problem when a field reads them
-        seen: dict[str, str] = {}
-        for nk, k, _ in keyed:
-            if nk in names and nk in seen:
-                return (f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_' and "
-                        "'-' do not count), so the reply is ambiguous; write each key once")
-            seen.setdefault(nk, k)
-    for f in spec.fields:
-        if f.kind == "allocation":
-            hit = norm.get(_norm_key(f.name))
-            if hit is not None and isinstance(hit[1], dict) and (problem := _inner_ambiguous(hit[1])):
-                return problem
-    return None
+        nk = _norm_key(k)
+        if nk in names:
+            out.setdefault(nk, f"the key {_short(k)} is written twice, so the reply is ambiguous; write each key once")
+    seen: dict[str, str] = {}
+    for nk, k, _ in keyed:
+        if nk in names and nk in seen:
+            out.setdefault(nk, f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_' "
+                               "and '-' do not count), so the reply is ambiguous; write each key once")
+        seen.setdefault(nk, k)
+    return out
 
 
 def _inner_ambiguous(value: dict[str, Any]) -> str | None:

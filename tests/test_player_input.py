@@ -618,3 +618,12 @@ def test_per_test_timeouts_scale_with_the_measured_slowness(tmp_path: Path) -> N
         r = subprocess.run([sys.executable, "-m", "pytest", probe, "-p", "no:warnings"],
                            env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-2000:]
+
+
+def test_an_ambiguous_trade_that_is_not_read_does_not_refuse_an_accept() -> None:
+    game, state = _na_state("resource_exchange")
+    head = '"reason": "r", "message": "m"'
+    for trade in ('"red_gives": {"X": 1, "x": 2}, "blue_gives": {}', '"red_gives": {}, "Red_Gives": {"X": 1}'):
+        assert game.judge(state, 1, f'{{{head}, "decision": "accept", {trade}}}').valid, trade
+        j = game.judge(state, 1, f'{{{head}, "decision": "propose", {trade}}}')
+        assert j.violation == "parse_error" and "ambiguous" in (j.detail or ""), trade
