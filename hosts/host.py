@@ -548,8 +548,9 @@ class Host:
         parse or schema error (the model was stopped before it could finish), with what was unusable."""
         llm = self.exps[d.ctx.table].players[d.entry].llm
         limit = f" (max_tokens = {llm.max_tokens})" if llm is not None else ""
+        # the detail is also what a re-ask tells the model: no advice meant for the researcher (the CLI warns)
         return Judgement(None, TRUNCATED, f"the reply was cut at the token limit{limit} before it ended, so it could "
-                         f"not be used ({judgement.detail}); raise max_tokens", judgement.extras)
+                         f"not be used ({judgement.detail})", judgement.extras)
 
     def _schema(self, d: Decision) -> dict[str, Any] | None:
         """The reply's JSON Schema for an LLM seat with structured output on, else None."""
