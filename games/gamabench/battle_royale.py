@@ -43,8 +43,11 @@ from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, Imported
 
 class BattleParams(GameParams):
     base_hit_rate: int = Field(default=35, ge=0, le=100)
+    """Player 0's hit rate in percent; player i hits with base_hit_rate + interval x i."""
     interval: int = Field(default=5, ge=0, le=100)
+    """How much each next player's hit rate rises, in percent."""
     max_turns: int = Field(default=20, ge=1, le=10_000)
+    """The game ends after this many turns (or when one player is left)."""
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,16 @@ from .reference import round_check
 
 class GuessingParams(GameParams):
     min: int = Field(default=0, ge=0, le=1_000_000)
+    """The smallest whole number a player may pick."""
     max: int = Field(default=100, ge=1, le=1_000_000)
+    """The largest whole number a player may pick."""
     ratio: float = Field(default=2 / 3, gt=0, le=10)
+    """The target is this ratio times the mean of the round's valid numbers."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
     scoring: Literal["code", "paper"] = "code"
+    """`code`: the 0-100 score of GAMA-Bench's released code; `paper`: the formula the paper intends when min
+    > 0."""
 
     @model_validator(mode="after")
     def _range(self) -> GuessingParams:

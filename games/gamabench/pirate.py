@@ -50,7 +50,10 @@ MAX_PIRATES = 200  # the 100-gold optimum needs 100 - floor((n - 1) / 2) >= 0
 
 class PirateParams(GameParams):
     gold: int = Field(default=100, ge=1, le=1_000_000)
+    """The coins the proposer divides."""
     scoring: Literal["code", "paper"] = "code"
+    """`code`: the released code's 0-100 score; `paper`: rejecting a 1-gold offer at an odd position counts as
+    correct."""
 
 
 @dataclass(frozen=True)

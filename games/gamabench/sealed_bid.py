@@ -62,12 +62,20 @@ BID_CAP = 1_000_000_000  # bids above this are rule breaks: keeps payoffs finite
 
 class SealedBidParams(GameParams):
     valuation_min: int = Field(default=0, ge=0, le=1_000_000)
+    """The lowest valuation on the grid."""
     valuation_max: int = Field(default=200, ge=1, le=1_000_000)
+    """The highest valuation on the grid."""
     interval: int = Field(default=10, ge=1, le=1_000_000)
+    """The grid's step: valuations are drawn without replacement from min, min + interval, ..."""
     valuation_seed: int = Field(default=42, ge=0, le=2**32)
+    """The seed of the valuations' draw (the leaderboard's 42), apart from the session's seed."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
     mode: Literal["first", "second"] = "first"
+    """`first`: the winner pays its bid (the scored mode); `second`: the second-highest bid."""
     scoring: Literal["code", "paper", "oct2024"] = "code"
+    """`code`: the released code's 0-100 score; `paper`: the paper's formula; `oct2024`: the board's earlier
+    formula."""
 
     @model_validator(mode="after")
     def _grid(self) -> SealedBidParams:

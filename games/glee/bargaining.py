@@ -54,13 +54,22 @@ INFINITE = 99  # the paper's "infinite" horizon (GLEE's data also writes 25 for 
 
 class BargainingParams(GameParams):
     money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    """M: the amount Alice and Bob divide."""
     delta_alice: float = Field(default=0.9, gt=0, le=1)
+    """Alice's discount factor per round (read as inflation of (1 - delta) x 100 %)."""
     delta_bob: float = Field(default=0.9, gt=0, le=1)
+    """Bob's discount factor per round."""
     max_rounds: int = Field(default=99, ge=1, le=200)
+    """T: after this many rounds without a deal both get 0; announced only when at most 20 (99: the paper's
+    infinite horizon)."""
     complete_information: bool = True
+    """Whether each player is told the other's discount factor."""
     messages_allowed: bool = False
+    """Whether a proposer may attach a free-text message."""
     show_inflation_update: bool = True
+    """Remind the responder of the accumulated inflation, as GLEE's code does."""
     metrics: Literal["paper", "code"] = "paper"
+    """`paper`: the paper's metric formulas; `code`: the released code's."""
 
 
 @dataclass(frozen=True)

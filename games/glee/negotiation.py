@@ -54,12 +54,19 @@ GLEE_DECISIONS = {"AcceptOffer": ("accept", None), "RejectOffer": ("reject", Non
 
 class NegotiationParams(GameParams):
     money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    """M: the scale of the valuations (GLEE's product_price_order)."""
     seller_value: float = Field(default=1.0, gt=0, le=100)
+    """F_A: Alice (the seller) values the product at M x seller_value."""
     buyer_value: float = Field(default=1.0, gt=0, le=100)
+    """F_B: Bob (the buyer) values the product at M x buyer_value."""
     max_rounds: int = Field(default=1, ge=1, le=200)
+    """T: the most rounds; announced only when at most 20 (30: the paper's infinite horizon)."""
     complete_information: bool = True
+    """Whether each player is told the other's valuation."""
     messages_allowed: bool = False
+    """Whether a proposer may attach a free-text message."""
     metrics: Literal["paper", "code"] = "paper"
+    """`paper`: the paper's metric formulas; `code`: the released code's."""
 
 
 @dataclass(frozen=True)

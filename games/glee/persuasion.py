@@ -61,14 +61,24 @@ ADVISE_AGAINST = "I do not recommend buying this product."
 
 class PersuasionParams(GameParams):
     p_high: float = Field(default=0.5, gt=0, lt=1)
+    """p: the probability that a round's product is of high quality."""
     value_high: float = Field(default=1.25, gt=0, le=100)
+    """v: a high-quality product is worth v x M to the buyer."""
     money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    """M: the product's price."""
     complete_information: bool = True
+    """Whether the seller is told v."""
     message_type: Literal["binary", "text"] = "binary"
+    """`binary`: the seller recommends or not; `text`: a free message (cheap talk)."""
     buyer: Literal["long-living", "myopic"] = "long-living"
+    """`long-living`: one buyer for every round, told each outcome; `myopic`: a new buyer each round who reads
+    statistics."""
     rounds: int = Field(default=20, ge=1, le=100)
+    """T: rounds per run."""
     value_low: float = Field(default=0.0, ge=0, le=100)
+    """c: a low-quality product is worth c x M to the buyer (0 in the paper)."""
     metrics: Literal["paper", "code"] = "paper"
+    """`paper`: the paper's metric formulas; `code`: the released code's."""
 
     @model_validator(mode="after")
     def _low_below_high(self) -> PersuasionParams:

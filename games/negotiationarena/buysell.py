@@ -38,11 +38,17 @@ GOOD, MONEY = "X", "ZUP"
 
 class BuySellParams(GameParams):
     seller_cost: int = Field(default=40, ge=0, le=10**9)
+    """What the item cost RED (the seller) to produce."""
     buyer_value: int = Field(default=60, ge=0, le=10**9)
+    """The most BLUE (the buyer) is willing to pay."""
     buyer_money: int = Field(default=100, ge=1, le=10**9)
+    """BLUE's money; it may not offer or accept a higher price."""
     turns: int = Field(default=10, ge=2, le=100)
+    """Messages in all, RED first."""
     max_proposals: int = Field(default=4, ge=1, le=50)
+    """Proposals each player is told it may make (not enforced, as in the paper)."""
     metrics: Literal["correct", "paper"] = "correct"
+    """`correct`: our formulas; `paper`: the authors' aggregation."""
 
 
 class BuySell(NegotiationGame):

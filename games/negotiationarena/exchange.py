@@ -36,10 +36,15 @@ _RESOURCE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,19}$")
 
 class ExchangeParams(GameParams):
     red_resources: dict[str, int] = Field(default_factory=lambda: {"X": 25, "Y": 5})
+    """What RED holds: resource name -> amount."""
     blue_resources: dict[str, int] = Field(default_factory=lambda: {"X": 5, "Y": 25})
+    """What BLUE holds: resource name -> amount."""
     turns: int = Field(default=8, ge=2, le=100)
+    """Messages in all, RED first."""
     max_proposals: int = Field(default=3, ge=1, le=50)
+    """Proposals each player is told it may make (not enforced, as in the paper)."""
     metrics: Literal["correct", "paper"] = "correct"
+    """`correct`: our win-rate formula; `paper`: the authors' aggregation."""
 
     @field_validator("red_resources", "blue_resources")
     @classmethod

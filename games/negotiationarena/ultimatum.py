@@ -35,8 +35,11 @@ CURRENCY = "Dollars"
 
 class UltimatumParams(GameParams):
     total: int = Field(default=100, ge=1, le=10**11)
+    """The dollars RED splits with BLUE."""
     turns: int = Field(default=8, ge=2, le=100)
+    """Messages in all, RED first (2: the one-shot game)."""
     metrics: Literal["correct", "paper"] = "correct"
+    """`correct`: the rules' payoffs; `paper`: the authors' notebook (RED's payoff 0 on a gift of 0)."""
 
 
 class MultiTurnUltimatum(NegotiationGame):
