@@ -155,6 +155,23 @@ def test_the_changelog_leads_with_the_package_version():
     assert first and first.group(1) == __version__, "CHANGELOG.md's newest entry is not econarena.__version__"
 
 
+def test_every_table_row_has_as_many_cells_as_its_header():
+    """A `|` inside a code span still splits a Markdown table's cell (write it `\\|`): a row that silently lost
+    its text looks fine in the source and broken on the page."""
+    for page in PAGES:
+        header, fenced = None, False
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced, header = not fenced, None
+            if fenced or not line.startswith("|"):
+                header = None
+                continue
+            cells = len(re.split(r"(?<!\\)\|", line.strip())) - 2
+            if header is None:
+                header = cells
+            assert cells == header, f"{page.relative_to(ROOT)}:{number}: {cells} cells in a table of {header}"
+
+
 # ---------------------------------------------------------------- links from the README
 
 
