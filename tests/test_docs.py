@@ -308,6 +308,20 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
+# What an example may run in the scratch folder; anything else (pip, ray start, sbatch, a server) must be
+# marked `skip (why)` or `parse only (why)`: an unmarked `ray start --head` once started a cluster here.
+RUNNABLE = {"econarena", ".venv/bin/econarena", "printf", "echo", "cat", "ls", "head", "tail", "grep", "wc",
+            "test", "mkdir", "cp", "export", "cd", "sleep", "true"}
+
+
+def _check_runnable(command: str, where: str) -> None:
+    for part in re.split(r"&&|\|\||;|\|", command):
+        words = shlex.split(part, comments=True)
+        words = [w for w in words if not re.match(r"^[A-Z_][A-Z0-9_]*=", w)]  # VAR=value prefixes
+        assert not words or words[0] in RUNNABLE, (
+            f"{where}: `{words[0]}` is not run by the docs test: mark the block `skip (why)` or `parse only (why)`")
+
+
 def _run_shell(b: Block, box: Path, env: dict[str, str]) -> None:
     targets = _make_targets()
     want = int(b.says.get("exit", "0") or 0)
@@ -319,6 +333,7 @@ def _run_shell(b: Block, box: Path, env: dict[str, str]) -> None:
         if "parse only" in b.says:
             _parse_cli(command, b.where)
             continue
+        _check_runnable(command, b.where)
         proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=box, env=env, capture_output=True,
                               text=True, stdin=subprocess.DEVNULL, timeout=budget(300))
         assert proc.returncode == want, (f"{b.where}: `{command}` exited {proc.returncode} (expected {want})\n"
