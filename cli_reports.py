@@ -125,6 +125,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
     from .analysis.load import load
     from .analysis.tables import METRICS
+    from .csvcells import frame_csv
 
     for m in args.metrics or ():
         if m not in METRICS:
@@ -159,7 +160,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.csv:
         flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
                                for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
-        flat.drop(columns=["a", "b", "diff"]).to_csv(args.csv, index=False)
+        frame_csv(flat.drop(columns=["a", "b", "diff"]), args.csv)
         print(f"\nwritten: {args.csv}")
     return EXIT_OK
 
