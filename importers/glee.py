@@ -43,8 +43,11 @@ from ..games.glee.common import reader_for
 from .common import (
     ImportFailed,
     ImportResult,
+    category_of,
+    check_out,
     imported_config,
     plan_dirs,
+    remove_stale,
     run_record,
     walk,
     why,
@@ -149,6 +152,7 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
     if not raw.is_dir():
         raise ImportFailed(f"{raw}: not a directory (expected GLEE's Data/ folder or part of it)")
     games = games or GAMES
+    check_out(raw, out, SOURCE)
     result = ImportResult(NAME, check_note=CHECK_NOTE)
     plan: dict[tuple[str, str, str], list[tuple[Path, str]]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
@@ -201,6 +205,8 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
         write_imported(d, config_text, [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
+    if result.dirs:  # an import that wrote nothing failed: it removes nothing either
+        result.warnings += remove_stale(out, result.dirs, raw, SOURCE)
     result.refused.sort(key=lambda r: r.item)
     result.disagreements.sort(key=lambda d: d.item)
     return result
@@ -218,7 +224,7 @@ def _one(game: Game, folder: Path, rel: str, result: ImportResult) -> _Run | Non
         imp = game.from_reference({"config": config, "rows": rows, "human": human,
                                    "messages": chats if any(c is not None for c in chats) else None})
     except Exception as exc:  # hostile or truncated files: one line, never a traceback
-        result.refuse(rel, "unreadable", f"not a readable {game.name} game ({why(exc)})")
+        result.refuse(rel, category_of(exc), f"not a readable {game.name} game ({why(exc)})")
         return None
     if not (imp.recorded or {}).get("finished"):
         result.refuse(rel, "incomplete", "the last row of game.csv is a move nobody answered: the game did not "
@@ -232,7 +238,7 @@ def _one(game: Game, folder: Path, rel: str, result: ImportResult) -> _Run | Non
     try:
         record, decisions = glee_record(game, imp, labels, models, 0, rel, extra)
     except Exception as exc:
-        result.refuse(rel, "unreadable", f"cannot record this {game.name} game ({why(exc)})")
+        result.refuse(rel, category_of(exc), f"cannot record this {game.name} game ({why(exc)})")
         return None
     result.found += 1
     result.imported[game.name] += 1

@@ -43,7 +43,21 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, ReplayCheck, Setup
+from ..base import (
+    ActionField,
+    ActionSpec,
+    ForeignValue,
+    Game,
+    GameInfo,
+    GameParams,
+    ImportedRun,
+    Outcome,
+    ReplayCheck,
+    Setup,
+    foreign_move_problem,
+    whole_number,
+)
+from .reference import player_count
 
 MAX_PIRATES = 200  # the 100-gold optimum needs 100 - floor((n - 1) / 2) >= 0
 
@@ -309,12 +323,20 @@ class PirateGame(Game):
     def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
         meta = raw["meta"]
         records = raw["round_records"]
-        n = int(meta.get("player_num", len(raw["player_data"])))
-        gold = int(meta.get("gold", 100))
+        n = player_count(raw)
+        gold = whole_number(meta.get("gold", 100), "meta.gold")
+        setup = self.setup(PirateParams(gold=gold), n, np.random.default_rng(0))
         log: list[dict[str, Any]] = []
         for k, rec in enumerate(records):
             alive = list(range(k, n))  # every failed plan throws its proposer, the most senior, overboard
-            plan = [int(g) for g in rec["gold_distribution"]]
+            plan = [whole_number(g, f"round {k + 1}: gold_distribution", "bad_move")
+                    for g in rec["gold_distribution"]]
+            if len(plan) != len(alive):
+                raise ForeignValue("bad_move", f"round {k + 1}: a plan for {len(plan)} pirates, {len(alive)} alive")
+            problem = foreign_move_problem(self, PirateState(setup, tuple(alive)), alive[0],
+                                           {"allocation": {str(i): g for i, g in zip(alive, plan)}})
+            if problem is not None:  # the reference re-asked until a plan was valid: this one is not
+                raise ForeignValue("bad_move", f"round {k + 1}, player {alive[0]}: {problem}")
             votes = ["accept" if "accept" in str(v).lower() else "reject" for v in rec["responses"]]
             votes[0] = "accept"
             accepts = votes.count("accept")

@@ -4,7 +4,9 @@ A result file is ``{"meta": {...}, "round_records": [...], "player_data": [{"rec
 Player order survives only in ``player_data[i].records`` (some games shuffle ``round_records.responses``
 in place), so choices are always read from there. The imported rounds are replayed through the game's own
 ``apply``/``events`` so imported and native runs carry the same events and are scored by the same code;
-``apply`` never judges, so values the reference accepted and our rules would refuse come in as they are.
+``apply`` never judges, so every imported answer first passes the game's own judge, as a reply played here
+would (the reference re-asked until an answer parsed, so an answer our rules refuse, such as a guess of
+-1e300, is not what it wrote): the file is refused (:class:`ForeignValue` ``bad_move``), never scored.
 Pure: takes the parsed JSON, does no I/O.
 """
 
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import GameParams, ImportedRun, ReplayCheck, Setup
+from ..base import ForeignValue, GameParams, ImportedRun, ReplayCheck, Setup, foreign_move_problem, whole_number
 from ..repeated import RepeatedGame
 
 
@@ -124,6 +126,7 @@ def replay(game: RepeatedGame, params: GameParams, n_players: int, choices: Sequ
     log = []
     for r, row in enumerate(choices):
         actions = {i: None if v is None else {game.action_key: v} for i, v in enumerate(row)}
+        judged(game, state, actions, r)
         after = game.apply(state, actions)
         log.append({"round": r, "actions": [actions[i] for i in range(n_players)],
                     "events": game.events(state, after, actions)})
@@ -133,20 +136,27 @@ def replay(game: RepeatedGame, params: GameParams, n_players: int, choices: Sequ
                        check=round_check(raw, log, totals))
 
 
+def player_count(raw: Mapping[str, Any]) -> int:
+    """``meta.player_num``, which must be the number of ``player_data`` entries (a file claiming 10**9
+    players made the battle royale build a list of 10**9 hit rates)."""
+    players = _table(raw, "player_data", list)
+    n = whole_number(reference_meta(raw).get("player_num", len(players)), "meta.player_num")
+    if n != len(players):
+        raise ForeignValue("bad_parameter", f"meta.player_num is {n} but player_data has {len(players)} players")
+    return n
+
+
+def judged(game: Any, state: Any, actions: Mapping[int, Mapping[str, Any] | None], r: int) -> None:
+    """Every answer of round ``r`` through the game's own judge at ``state``; :class:`ForeignValue`
+    (``bad_move``) naming the round, the player and why, for the first our rules refuse."""
+    for i, action in sorted(actions.items()):
+        if action is not None and (problem := foreign_move_problem(game, state, i, action)) is not None:
+            raise ForeignValue("bad_move", f"round {r + 1}, player {i}: {problem}")
+
+
 def as_int(value: Any) -> int:
     """A recorded whole-number answer (the reference stored ints; a numeric string is read too)."""
-    if isinstance(value, bool):
-        raise ValueError(f"reference result: expected a whole number, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise ValueError(f"reference result: expected a whole number, got {value!r}")
+    return whole_number(value, "reference result: an answer", "bad_move")
 
 
 def as_label(value: Any) -> str:

@@ -1,0 +1,221 @@
+"""Foreign data at the import doors, hostile on purpose: every imported value passes the game's own parameter
+models and judge (or is refused with its category, or imported as a named disagreement, never as agreeing);
+text that is not text never crashes a write nor leaves a ``.tmp``; one bad item never stops a mixed import or
+the report over it; a second import never replaces another's run directories in silence. Files are written
+here in each source's released format (the helpers of the importers' own test files)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_gama_import import guess_file
+from test_gama_import import write as write_gama
+from test_glee_import import barg_args, bargaining_rows, config, neg_args, pers_args, persuasion_csv, write_game
+from test_glee_import import csv_text as glee_csv
+from test_na_import import TRADING, gift, log_file, trade, ult, write_logs
+
+from econarena.cli import main
+
+
+def refused(out: Path) -> dict[str, tuple[str, str]]:
+    """import_refused.csv as {item: (category, reason)}."""
+    with (out / "import_refused.csv").open(encoding="utf-8", newline="") as fh:
+        return {r["item"]: (r["category"], r["reason"]) for r in csv.DictReader(fh)}
+
+
+def no_leftovers(out: Path) -> None:
+    assert not list(out.rglob("*.tmp")), "a write left its .tmp behind"
+
+
+# ------------------------------------------------------------------------------------ NegotiationArena
+
+def test_negotiationarena_values_our_rules_refuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Gifts of -40 and 1e308 imported as valid deals (the replay agreed); 1e308 crashed the import in the
+    summary's fsum, another `report` in anchoring's Pearson. Now: out-of-range numbers and non-whole parameters
+    are refused with their category; a gift our rules refuse is a named disagreement; the rest imports and the
+    report over it runs."""
+    pair = ("A", "B")
+    docs: dict[str, Any] = {
+        "ok/1": ult(pair, ("NONE", gift(30), "30?"), ("ACCEPT", "NONE", "ok")),
+        "negative/1": ult(pair, ("NONE", gift(-40), "take -40"), ("ACCEPT", "NONE", "ok")),
+        "too_much/1": ult(pair, ("NONE", gift(150), "150 of 100"), ("ACCEPT", "NONE", "ok")),
+        "exchange_overdraft/1": log_file("TradingGame", pair, TRADING, [
+            ("NONE", trade({"X": 30}, {"Y": 5}), "30 of my 25 X"), ("ACCEPT", "NONE", "ok")], 8),
+        "turns_2.5/1": {**ult(pair, ("NONE", gift(30), "30"), ("ACCEPT", "NONE", "ok")), "iterations": 2.5},
+        "turns_true/1": {**ult(pair, ("NONE", gift(30), "30"), ("ACCEPT", "NONE", "ok")), "iterations": True},
+        "surrogate_name/1": ult(("A\ud800", "B"), ("NONE", gift(30), "30"), ("ACCEPT", "NONE", "ok")),
+        "surrogate_message/1": ult(pair, ("NONE", gift(20), "hi \ud800 there"), ("ACCEPT", "NONE", "ok")),
+    }
+    write_logs(tmp_path / "logs", docs)
+    # numbers JSON can hold and a game cannot: 1e308 (a float), 10**400 (an int), NaN in the summary
+    for rel, value in (("huge_float/1", "1e308"), ("huge_int/1", "1" + "0" * 400)):
+        text = json.dumps(ult(pair, ("NONE", gift(7777), "x"), ("ACCEPT", "NONE", "ok"))).replace("7777", value)
+        (tmp_path / "logs" / rel).mkdir(parents=True)
+        (tmp_path / "logs" / rel / "game_state.json").write_text(text, encoding="utf-8")
+    nan = ult(pair, ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok"))
+    nan["game_state"][-1]["summary"]["final_resources"][1]["_value"]["Dollars"] = float("nan")
+    (tmp_path / "logs" / "nan" / "1").mkdir(parents=True)
+    (tmp_path / "logs" / "nan" / "1" / "game_state.json").write_text(json.dumps(nan), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["import", "negotiationarena", str(tmp_path / "logs"), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "Traceback" not in printed.err
+    why = refused(out)
+    assert {k.split("/")[0]: v[0] for k, v in why.items()} == {
+        "huge_float": "bad_number", "huge_int": "bad_number", "nan": "bad_number", "turns_2.5": "bad_parameter",
+        "turns_true": "bad_parameter", "surrogate_name": "bad_text"}
+    assert "iterations: expected a whole number, got 2.5" in why["turns_2.5/1/game_state.json"][1]
+    assert "final_resources[1].Dollars: 1e+308 is beyond 1e+12" in why["huge_float/1/game_state.json"][1]
+    report = json.loads((out / "import_report.json").read_text(encoding="utf-8"))
+    assert report["imported"] == 5 and report["found"] == 11
+    dis = {d["item"].split("/")[0]: d for d in report["disagreements"]}
+    assert set(dis) == {"negative", "too_much", "exchange_overdraft"}  # the rest agree
+    for d in dis.values():
+        assert d["kind"] == "malformed move" and d["causes"][0] == "invalid_move"
+        assert d["replayed"]["agreement"] is False and d["recorded"]["agreement"] is True
+    assert dis["negative"]["recorded"]["payoff"] == [140.0, -40.0]  # the study's record is kept, and named
+    runs = [json.loads(x) for d in out.iterdir() if d.is_dir() for x in (d / "runs.jsonl").read_text().splitlines()]
+    kept = next(r for r in runs if r["imported"]["file"].startswith("surrogate_message"))
+    assert kept["round_log"][0]["actions"][0]["message"] == "hi \\ud800 there"  # kept, made storable
+    no_leftovers(out)
+    assert main(["report", str(out), "--out", str(tmp_path / "report"), "--boot", "20", "--transcripts", "0"]) == 0
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
+
+
+# ------------------------------------------------------------------------------------------ GAMA-Bench
+
+def test_gamabench_answers_our_rules_refuse_are_never_scored(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Guesses of -1e300, NaN or text were scored (a score of -2.5e299 reached gamabench_scores.csv): every
+    answer passes the game's own judge, and a file with one it refuses is refused, the others scored."""
+    g = tmp_path / "raw" / "guessing_game"
+    write_gama(g / "m_guessing_game_v1_1.json", guess_file([[50, 20], [50, 40]]))  # A = 40 -> 60
+    bad = {"2": -1e300, "3": "abc", "4": 101, "5": 33.5, "6": True, "7": -1, "8": float("nan")}
+    for run, value in bad.items():  # seat 0's answer in round 2
+        doc = guess_file([[50, 20], [50, 40]])
+        doc["player_data"][0]["records"][1] = value
+        (g / f"m_guessing_game_v1_{run}.json").write_text(json.dumps(doc), encoding="utf-8")
+    write_gama(g / "m_guessing_game_v1_9.json", guess_file([[50], [50]], min=2.5))
+    write_gama(g / "m_guessing_game_v1_10.json", guess_file([[50], [50]], ratio="2/3"))
+    pirate = tmp_path / "raw" / "pirate_game"
+    write_gama(pirate / "m_pirate_game_v1_1.json", {
+        "meta": {"player_num": 3, "gold": 100}, "player_data": [{"records": []}] * 3,
+        "round_records": [{"gold_distribution": [90, 30, -20], "responses": ["accept", "accept", "reject"]}]})
+    battle = {"meta": {"player_num": 10**9, "interval": 0}, "player_data": [{"records": []}] * 3, "round_records": []}
+    write_gama(tmp_path / "raw" / "battle_royale" / "m_battle_royale_v1_1.json", battle)  # built 10**9 hit rates
+    write_gama(tmp_path / "raw" / "sealed_bid_auction" / "first_price" / "m_sealed_bid_auction_v1_1.json", {
+        "meta": {"player_num": 2, "round_id": 1, "seed": 43}, "player_data": [{"records": [-5]}, {"records": [10]}],
+        "round_records": [{"valuations": [50, 60], "bid_winner": "player_1", "utility": [0, 1]}]})
+    name = os.fsdecode(b"\xff\xfe_guessing_game_v1_1.json")  # bytes that are not UTF-8: a lone surrogate
+    write_gama(g / name, guess_file([[10], [30]]))
+    out = tmp_path / "out"
+    assert main(["import", "gamabench", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    why = {k.rsplit("/", 1)[-1]: v for k, v in refused(out).items()}
+    assert {k: v[0] for k, v in why.items()} == {
+        **{f"m_guessing_game_v1_{r}.json": "bad_move" for r in bad},
+        "m_guessing_game_v1_9.json": "bad_parameter", "m_guessing_game_v1_10.json": "bad_parameter",
+        "m_pirate_game_v1_1.json": "bad_move", "\\udcff\\udcfe_guessing_game_v1_1.json": "bad_text",
+        "m_battle_royale_v1_1.json": "bad_parameter", "m_sealed_bid_auction_v1_1.json": "bad_move"}
+    assert "meta.player_num is 1000000000 but player_data has 3 players" in why["m_battle_royale_v1_1.json"][1]
+    assert "round 2, player 0: chosen_number -10000000000" in why["m_guessing_game_v1_2.json"][1]
+    assert "round 2, player 0: 'abc' is not a number" in why["m_guessing_game_v1_3.json"][1]
+    with (out / "gamabench_scores.csv").open(encoding="utf-8") as fh:
+        scores = list(csv.DictReader(fh))
+    assert [(r["model"], r["game"], float(r["score"])) for r in scores if r["game"] == "guessing_game"] == \
+        [("m", "guessing_game", 60.0)]
+    no_leftovers(out)
+
+
+# ---------------------------------------------------------------------------------------------------- GLEE
+
+def test_glee_files_our_rules_refuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A last decision cut mid-word (accept -> ac; a person's AcceptOffer -> Accep; yes -> ye) imported as a
+    finished no-deal game that the replay called agreeing; a config without its delta was read as delta 1;
+    max_rounds 2.5 became 2; a lone surrogate in config.json gave a traceback and left config.toml.tmp."""
+    root = tmp_path / "Data"
+    cfg = config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9))
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0GOOD0000000001", cfg, glee_csv(h, rows))
+    h, cut = bargaining_rows([(60, 40)], ["ac"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0CUTB0000000002", cfg, glee_csv(h, cut))
+    neg = glee_csv(["message", "product_price", "player", "round", "decision"], [
+        ["good", "8000.0", "Alice", 1, ""], ["", "", "Bob", 1, "Accep"]])
+    write_game(root, "human_vs_llm", "negotiation", "G0CUTN0000000003",
+               config("negotiation", neg_args(1.0, 1.0, 10000, 30, ma=True), human=1), neg)
+    write_game(root, "llm_vs_llm", "persuasion", "G0CUTP0000000004",
+               config("persuasion", pers_args(0.5, 2.0, 100, text=False, myopic=False)),
+               persuasion_csv("hl", ["yes", "no"], "yn", text=False).rstrip("\n")[:-1] + "e\n")  # "no" -> "ne"
+    write_game(root, "llm_vs_llm", "bargaining", "G0NODELTA0000005",
+               config("bargaining", barg_args(100, 12, in_args=False)), glee_csv(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "G0HALF0000000006",
+               config("bargaining", barg_args(100, 2.5, delta_1=0.9, delta_2=0.9)), glee_csv(h, rows))  # type: ignore[arg-type]
+    write_game(root, "llm_vs_llm", "bargaining", "G0NAN00000000007",
+               config("bargaining", {**barg_args(100, 12), "money_to_divide": "nan"}), glee_csv(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "G0BOOL0000000008",
+               config("bargaining", {**barg_args(100, 12), "money_to_divide": True}), glee_csv(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "G0SURR0000000009",
+               config("bargaining", barg_args(100, 12), p1="model-\ud800"), glee_csv(h, rows))
+    out = tmp_path / "out"
+    assert main(["import", "glee", str(root), "--out", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    why = {k.rsplit("/", 1)[-1]: v for k, v in refused(out).items()}
+    assert {k: v[0] for k, v in why.items()} == {
+        "G0CUTB0000000002": "bad_move", "G0CUTN0000000003": "bad_move", "G0CUTP0000000004": "bad_move",
+        "G0NODELTA0000005": "bad_parameter", "G0HALF0000000006": "bad_parameter", "G0NAN00000000007": "bad_parameter",
+        "G0BOOL0000000008": "bad_parameter", "G0SURR0000000009": "bad_text"}
+    assert "the last decision 'ac' is none of accept, reject" in why["G0CUTB0000000002"][1]
+    assert "the last decision 'Accep' is none of AcceptOffer" in why["G0CUTN0000000003"][1]
+    assert "no delta for Alice" in why["G0NODELTA0000005"][1]
+    assert "game_args.max_rounds: expected a whole number, got 2.5" in why["G0HALF0000000006"][1]
+    report = json.loads((out / "import_report.json").read_text(encoding="utf-8"))
+    assert report["imported"] == 1 and report["replay_check"]["agree"] == 1
+    no_leftovers(out)
+
+
+# ------------------------------------------------------------------------------- a second import, same --out
+
+def test_a_second_import_never_replaces_another_in_silence(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A second import into the same --out replaced the first import's run directories (2 runs -> 1). Another
+    folder (or another source) is refused, exit 2, naming the first; the same folder again is the same import
+    (byte for byte), and a group it no longer makes is removed, with a warning, not left to be counted."""
+    pair = ("A", "B")
+    write_logs(tmp_path / "first", {"u/1": ult(pair, ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok")),
+                                    "u/2": ult(pair, ("NONE", gift(40), "x"), ("ACCEPT", "NONE", "ok")),
+                                    "v/1": ult(("C", "D"), ("NONE", gift(10), "x"), ("ACCEPT", "NONE", "ok"))})
+    write_logs(tmp_path / "second", {"u/1": ult(pair, ("NONE", gift(50), "x"), ("ACCEPT", "NONE", "ok"))})
+    out = tmp_path / "out"
+    assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(out)]) == 0
+    runs = out / "ultimatum--A--vs--B" / "runs.jsonl"
+    before = runs.read_bytes()
+    assert len(before.splitlines()) == 2
+    capsys.readouterr()
+    for source, raw in (("negotiationarena", "second"), ("glee", "second"), ("gamabench", "first")):
+        assert main(["import", source, str(tmp_path / raw), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"holds the import of {tmp_path / 'first'}" in err and "Traceback" not in err, err
+        assert runs.read_bytes() == before
+    assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(out)]) == 0
+    assert runs.read_bytes() == before  # the same folder again: the same import
+    shutil.rmtree(tmp_path / "first" / "v")
+    assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(out)]) == 0
+    assert "ultimatum--C--vs--D: removed" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["ultimatum--A--vs--B"]
+    # --out inside the source: the next import would read its own output
+    assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(tmp_path / "first" / "o")]) == 2
+    assert "lies inside RAW_DIR" in capsys.readouterr().err
+    # GLEE the same: a second Data/ folder into the same --out is refused
+    for name in ("d1", "d2"):
+        h, rows = bargaining_rows([(60, 40)], ["accept"])
+        write_game(tmp_path / name, "llm_vs_llm", "bargaining", f"R0{name.upper()}000000001",
+                   config("bargaining", barg_args(100, 12)), glee_csv(h, rows))
+    assert main(["import", "glee", str(tmp_path / "d1"), "--out", str(tmp_path / "g")]) == 0
+    assert main(["import", "glee", str(tmp_path / "d2"), "--out", str(tmp_path / "g")]) == 2
+    assert f"holds the import of {tmp_path / 'd1'}" in capsys.readouterr().err
