@@ -97,8 +97,8 @@ class ImportResult:
         if check.agree:
             self.agreed[game] += 1
         else:
-            self.disagreements.append(Disagreement(item, game, check.kind, tuple(check.causes), check.recorded,
-                                                   check.replayed, check.detail))
+            self.disagreements.append(Disagreement(storable(item), game, check.kind, tuple(check.causes),
+                                                   check.recorded, check.replayed, storable(check.detail)))
 
     def lines(self) -> list[str]:
         """The accounting as printable lines: every item found is imported or refused, with the replay check."""
@@ -128,7 +128,8 @@ class ImportResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "found": self.found, "imported": self.runs,
+        """The accounting as JSON-ready data; a path that is not text (undecodable bytes) as its escape."""
+        return _storable({"source": self.source, "found": self.found, "imported": self.runs,
                 "imported_by_game": dict(sorted(self.imported.items())), "refused": len(self.refused),
                 "refused_by_category": dict(sorted(Counter(r.category for r in self.refused).items())),
                 "replay_check": {"note": self.check_note, "checked": sum(self.checked.values()),
@@ -139,7 +140,7 @@ class ImportResult:
                                             for (g, c), n in sorted(self.causes.items())]},
                 "disagreements": [asdict(d) for d in self.disagreements],
                 "refusals": [asdict(r) for r in self.refused], "warnings": list(self.warnings),
-                "run_dirs": [str(d) for d in self.dirs]}
+                "run_dirs": [str(d) for d in self.dirs]})
 
 
 def write_import_report(result: ImportResult, out: Path) -> list[Path]:
@@ -208,7 +209,7 @@ def write_imported(d: Path, config_text: str, runs: Sequence[tuple[list[dict[str
     finally:
         rundir.close()
     rundir.write_manifest(status="complete", ended_at=now_iso(), runs_total=len(runs), runs_complete=len(runs),
-                          runs_incomplete=0, elapsed_s=0.0, imported_from=os.path.abspath(raw), source=source)
+                          runs_incomplete=0, elapsed_s=0.0, imported_from=storable(os.path.abspath(raw)), source=source)
 
 
 def check_out(raw: Path, out: Path, source: str) -> None:
@@ -220,7 +221,7 @@ def check_out(raw: Path, out: Path, source: str) -> None:
     Importing the same folder again into the same ``--out`` is allowed and replaces that earlier import as
     a whole (what a researcher expects after a new version of the importer: the result equals a fresh
     import; see :func:`remove_stale`)."""
-    here, there = os.path.realpath(raw), os.path.realpath(out)  # a link to the source is the source
+    here, there = _where(raw), _where(out)  # a link to the source is the source
     if _above(here, there):
         raise ImportFailed(f"--out {out} lies inside RAW_DIR {raw}: the next import would read its own output; "
                            "choose a directory outside it")
@@ -231,12 +232,17 @@ def check_out(raw: Path, out: Path, source: str) -> None:
         old = _manifest(d)
         if old is None or "imported_from" not in old:
             continue
-        same = old.get("source") == source and os.path.realpath(str(old["imported_from"])) == here
+        same = old.get("source") == source and _where(old["imported_from"]) == here
         if not same:
             raise ImportFailed(
                 f"--out {out} holds the import of {old.get('imported_from')} ({old.get('source')}), e.g. {d.name}; "
                 f"importing {raw} there would replace or mix its run directories. Import into another --out "
                 "(report and analyze take several directories), or remove that import first")
+
+
+def _where(path: Any) -> str:
+    """A folder as the manifests record it: the real path, undecodable bytes as their escapes."""
+    return storable(os.path.realpath(str(path)))
 
 
 def _manifest(d: Path) -> dict[str, Any] | None:
@@ -255,16 +261,16 @@ def remove_stale(out: Path, written: Sequence[Path], raw: Path, source: str) -> 
     """Remove the run directories an earlier import of the same folder made and this one did not write (a
     log that is gone, a group now refused): a re-import equals a fresh one, and nothing stale is counted.
     Returns one warning line per directory removed."""
-    keep = {os.path.realpath(d) for d in written}
-    here = os.path.realpath(raw)
+    keep = {_where(d) for d in written}
+    here = _where(raw)
     gone = []
     for d in sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
         old = _manifest(d)
         if (old and old.get("source") == source and "imported_from" in old
-                and os.path.realpath(str(old["imported_from"])) == here and os.path.realpath(d) not in keep):
+                and _where(old["imported_from"]) == here and _where(d) not in keep):
             shutil.rmtree(d)
-            gone.append(f"{d.name}: removed, a run directory of the earlier import of {raw} that this import no "
-                        "longer makes")
+            gone.append(storable(f"{d.name}: removed, a run directory of the earlier import of {raw} that this "
+                                 "import no longer makes"))
     return gone
 
 

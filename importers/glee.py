@@ -40,6 +40,7 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Setup
 from ..games.glee.common import reader_for
+from ..games.text import storable
 from .common import (
     ImportFailed,
     ImportResult,
@@ -178,8 +179,8 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
                                                  f"{str(config.get('game_type'))[:40]!r}")
             continue
         if (families - {config.get("game_type")}) & set(folder.relative_to(raw).parts if folder != raw else ()):
-            result.warnings.append(f"{rel}: the folder says another family than config.json's game_type "
-                                   f"{config.get('game_type')!r}; read as the config says")
+            result.warnings.append(storable(f"{rel}: the folder says another family than config.json's game_type "
+                                            f"{config.get('game_type')!r}; read as the config says"))
         try:
             labels = [label_of(config, i)[0] for i in (0, 1)]
         except ValueError as exc:

@@ -219,3 +219,31 @@ def test_a_second_import_never_replaces_another_in_silence(tmp_path: Path,
     assert main(["import", "glee", str(tmp_path / "d1"), "--out", str(tmp_path / "g")]) == 0
     assert main(["import", "glee", str(tmp_path / "d2"), "--out", str(tmp_path / "g")]) == 2
     assert f"holds the import of {tmp_path / 'd1'}" in capsys.readouterr().err
+
+
+def test_paths_that_are_not_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A source folder and an --out whose names are not UTF-8 (a lone surrogate once decoded) crashed the
+    import report and the printed summary with UnicodeEncodeError; they are shown as their escapes, and the
+    same folder imported again is still the same import."""
+    raw = tmp_path / os.fsdecode(b"logs\xfe")
+    write_logs(raw, {os.fsdecode(b"u\xff/1"): ult(("A", "B"), ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok"))})
+    out = tmp_path / os.fsdecode(b"out\xff")
+    for _ in range(2):
+        assert main(["import", "negotiationarena", str(raw), "--out", str(out)]) == 0
+        printed = capsys.readouterr()
+        assert "out\\udcff" in printed.out and "Traceback" not in printed.err
+    report = json.loads((out / "import_report.json").read_text(encoding="utf-8"))
+    assert report["imported"] == 1 and report["run_dirs"][0].endswith("out\\udcff/ultimatum--A--vs--B")
+    run = json.loads((out / "ultimatum--A--vs--B" / "runs.jsonl").read_text(encoding="utf-8"))
+    assert run["imported"]["file"] == "u\\udcff/1/game_state.json"
+
+
+def test_a_failed_atomic_write_leaves_no_tmp(tmp_path: Path) -> None:
+    """write_atomic wrote config.toml.tmp, failed on a lone surrogate and left the .tmp behind."""
+    from econarena.rundir import write_atomic
+
+    target = tmp_path / "config.toml"
+    target.write_text("old", encoding="utf-8")
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic(target, "name = 'A\ud800'")
+    assert target.read_text(encoding="utf-8") == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
