@@ -139,14 +139,16 @@ class ForeignValue(ValueError):
         self.category = category
 
 
-def foreign_move_problem(game: Game, state: Any, seat: int, action: Mapping[str, Any]) -> str | None:
-    """Why the game's own judge refuses a move read from another tool's file (None: accepted): the same
-    types, bounds and rules as a reply played here. Free-text fields are judged empty: their length bounds
-    what we send a model, not what a move is."""
+def foreign_move_problem(game: Game, state: Any, seat: int, action: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(violation, detail) when the game's own judge refuses a move read from another tool's file, None when
+    it accepts it: the same types, bounds and rules as a reply played here. The violation tells a value of
+    the wrong type (``schema_error``, ``parse_error``: not what the source's own parser could have written)
+    from one our rules forbid (``rule_violation``: the source's rules may have allowed it). Free-text fields
+    are judged empty: their length bounds what we send a model, not what a move is."""
     spec = game.action_spec(state, seat)
     judged = {**action, **{f.name: "" for f in spec.fields if f.kind == "text"}}
     j = game.judge_action(state, seat, judged)
-    return None if j.action is not None else (j.detail or j.violation or "refused")
+    return None if j.action is not None else (j.violation or SCHEMA_ERROR, j.detail or "refused")
 
 
 def whole_number(value: Any, where: str, category: str = "bad_parameter") -> int:

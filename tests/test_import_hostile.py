@@ -90,21 +90,22 @@ def test_negotiationarena_values_our_rules_refuse(tmp_path: Path, capsys: pytest
 
 # ------------------------------------------------------------------------------------------ GAMA-Bench
 
-def test_gamabench_answers_our_rules_refuse_are_never_scored(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """Guesses of -1e300, NaN or text were scored (a score of -2.5e299 reached gamabench_scores.csv): every
-    answer passes the game's own judge, and a file with one it refuses is refused, the others scored."""
+def test_gamabench_answers_the_reference_could_not_write_are_never_scored(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Guesses of -1e300, NaN or text were scored (a score of -2.5e299 reached gamabench_scores.csv). What the
+    reference's parser could not have stored (NaN, text, true, 33.5 where it stored int(...)) or no sum can
+    hold (-1e300) is refused; what it took but our rules forbid (it checked no bounds: a guess of 101 or -1, a
+    plan giving -20 gold, a bid of -5) is scored as the reference scored it and listed as a disagreement."""
     g = tmp_path / "raw" / "guessing_game"
     write_gama(g / "m_guessing_game_v1_1.json", guess_file([[50, 20], [50, 40]]))  # A = 40 -> 60
-    bad = {"2": -1e300, "3": "abc", "4": 101, "5": 33.5, "6": True, "7": -1, "8": float("nan")}
-    for run, value in bad.items():  # seat 0's answer in round 2
+    values = {"2": -1e300, "3": "abc", "4": 101, "5": 33.5, "6": True, "7": -1, "8": float("nan")}
+    for run, value in values.items():  # seat 0's answer in round 2
         doc = guess_file([[50, 20], [50, 40]])
         doc["player_data"][0]["records"][1] = value
-        (g / f"m_guessing_game_v1_{run}.json").write_text(json.dumps(doc), encoding="utf-8")
+        (g / f"{'wild' if run in ('4', '7') else 'm'}_guessing_game_v1_{run}.json").write_text(json.dumps(doc))
     write_gama(g / "m_guessing_game_v1_9.json", guess_file([[50], [50]], min=2.5))
     write_gama(g / "m_guessing_game_v1_10.json", guess_file([[50], [50]], ratio="2/3"))
-    pirate = tmp_path / "raw" / "pirate_game"
-    write_gama(pirate / "m_pirate_game_v1_1.json", {
+    write_gama(tmp_path / "raw" / "pirate_game" / "m_pirate_game_v1_1.json", {
         "meta": {"player_num": 3, "gold": 100}, "player_data": [{"records": []}] * 3,
         "round_records": [{"gold_distribution": [90, 30, -20], "responses": ["accept", "accept", "reject"]}]})
     battle = {"meta": {"player_num": 10**9, "interval": 0}, "player_data": [{"records": []}] * 3, "round_records": []}
@@ -119,17 +120,25 @@ def test_gamabench_answers_our_rules_refuse_are_never_scored(tmp_path: Path,
     assert "Traceback" not in capsys.readouterr().err
     why = {k.rsplit("/", 1)[-1]: v for k, v in refused(out).items()}
     assert {k: v[0] for k, v in why.items()} == {
-        **{f"m_guessing_game_v1_{r}.json": "bad_move" for r in bad},
+        "m_guessing_game_v1_2.json": "bad_number", **{f"m_guessing_game_v1_{r}.json": "bad_move" for r in "3568"},
         "m_guessing_game_v1_9.json": "bad_parameter", "m_guessing_game_v1_10.json": "bad_parameter",
-        "m_pirate_game_v1_1.json": "bad_move", "\\udcff\\udcfe_guessing_game_v1_1.json": "bad_text",
-        "m_battle_royale_v1_1.json": "bad_parameter", "m_sealed_bid_auction_v1_1.json": "bad_move"}
+        "\\udcff\\udcfe_guessing_game_v1_1.json": "bad_text", "m_battle_royale_v1_1.json": "bad_parameter"}
     assert "meta.player_num is 1000000000 but player_data has 3 players" in why["m_battle_royale_v1_1.json"][1]
-    assert "round 2, player 0: chosen_number -10000000000" in why["m_guessing_game_v1_2.json"][1]
+    assert "is not a finite number within 1e+12" in why["m_guessing_game_v1_2.json"][1]
     assert "round 2, player 0: 'abc' is not a number" in why["m_guessing_game_v1_3.json"][1]
+    assert "round 2, player 0: 'chosen_number' must be a whole number, got 33.5" in why["m_guessing_game_v1_5.json"][1]
+    report = json.loads((out / "import_report.json").read_text(encoding="utf-8"))
+    dis = {d["item"].rsplit("/", 1)[-1]: d for d in report["disagreements"]}
+    assert set(dis) == {"wild_guessing_game_v1_4.json", "wild_guessing_game_v1_7.json", "m_pirate_game_v1_1.json",
+                        "m_sealed_bid_auction_v1_1.json"}
+    assert all(d["causes"][0] == "answer_outside_our_rules" and d["kind"] == "rule difference" for d in dis.values())
+    assert "round 2, player 0: chosen_number 101 is outside [0, 100]" in dis["wild_guessing_game_v1_4.json"]["detail"]
+    assert "allocation has a negative share" in dis["m_pirate_game_v1_1.json"]["detail"]
     with (out / "gamabench_scores.csv").open(encoding="utf-8") as fh:
-        scores = list(csv.DictReader(fh))
-    assert [(r["model"], r["game"], float(r["score"])) for r in scores if r["game"] == "guessing_game"] == \
-        [("m", "guessing_game", 60.0)]
+        scores = {(r["model"], r["game"]): r for r in csv.DictReader(fh)}
+    assert float(scores[("m", "guessing_game")]["score"]) == 60.0
+    # wild: round means (50 + 101) / 2 and (50 - 1) / 2 scored as the reference would: both runs kept
+    assert scores[("wild", "guessing_game")]["runs"] == "2"
     no_leftovers(out)
 
 

@@ -50,7 +50,7 @@ from ..base import (
     whole_number,
 )
 from ..repeated import RepeatedGame, RepeatedState, round_values
-from .reference import judged, round_check
+from .reference import judged, outside_rules, round_check
 
 
 class GuessingParams(GameParams):
@@ -184,9 +184,10 @@ class GuessingGame(RepeatedGame):
         setup = self.setup(params, len(players), np.random.default_rng(0))  # draws nothing
         state = self.initial_state(setup)
         log = []
+        problems: list[str] = []
         for k in range(n_rounds):
             actions = {i: _reference_number(p.get("records"), k, i) for i, p in enumerate(players)}
-            judged(self, state, actions, k)  # -1e300, 101 or 2.5 is not a guess our rules take
+            problems += judged(self, state, actions, k)  # 101 or -5: the reference took it, our rules do not
             after = self.apply(state, actions)
             log.append({"round": k, "actions": [actions[i] for i in range(len(players))],
                         "events": self.events(state, after, actions)})
@@ -195,7 +196,8 @@ class GuessingGame(RepeatedGame):
         return ImportedRun(params=params.model_dump(), n_players=len(players), round_log=log,
                            payoffs=list(self.outcome(state).payoffs),
                            messages=messages if any(messages) else None,
-                           check=round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))))
+                           check=outside_rules(round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))),
+                                               problems))
 
 
 def level_k_number(anchor: float, k: int, ratio: float, lo: int, hi: int) -> int:

@@ -46,7 +46,6 @@ from pydantic import Field
 from ..base import (
     ActionField,
     ActionSpec,
-    ForeignValue,
     Game,
     GameInfo,
     GameParams,
@@ -55,9 +54,10 @@ from ..base import (
     ReplayCheck,
     Setup,
     foreign_move_problem,
+    game_number,
     whole_number,
 )
-from .reference import player_count
+from .reference import outside_rules, player_count
 
 MAX_PIRATES = 200  # the 100-gold optimum needs 100 - floor((n - 1) / 2) >= 0
 
@@ -327,16 +327,15 @@ class PirateGame(Game):
         gold = whole_number(meta.get("gold", 100), "meta.gold")
         setup = self.setup(PirateParams(gold=gold), n, np.random.default_rng(0))
         log: list[dict[str, Any]] = []
+        problems: list[str] = []  # plans our rules refuse; the reference checked none (any JSON object of numbers)
         for k, rec in enumerate(records):
             alive = list(range(k, n))  # every failed plan throws its proposer, the most senior, overboard
-            plan = [whole_number(g, f"round {k + 1}: gold_distribution", "bad_move")
-                    for g in rec["gold_distribution"]]
+            plan = [_gold(g, k) for g in rec["gold_distribution"]]
             if len(plan) != len(alive):
-                raise ForeignValue("bad_move", f"round {k + 1}: a plan for {len(plan)} pirates, {len(alive)} alive")
-            problem = foreign_move_problem(self, PirateState(setup, tuple(alive)), alive[0],
-                                           {"allocation": {str(i): g for i, g in zip(alive, plan)}})
-            if problem is not None:  # the reference re-asked until a plan was valid: this one is not
-                raise ForeignValue("bad_move", f"round {k + 1}, player {alive[0]}: {problem}")
+                problems.append(f"round {k + 1}: a plan for {len(plan)} pirates, {len(alive)} alive")
+            elif (problem := foreign_move_problem(self, PirateState(setup, tuple(alive)), alive[0],
+                                                  {"allocation": {str(i): g for i, g in zip(alive, plan)}})):
+                problems.append(f"round {k + 1}, player {alive[0]}: {problem[1]}")
             votes = ["accept" if "accept" in str(v).lower() else "reject" for v in rec["responses"]]
             votes[0] = "accept"
             accepts = votes.count("accept")
@@ -355,11 +354,17 @@ class PirateGame(Game):
         payoffs = None
         if records:
             alive = list(range(len(records) - 1, n))
-            share = dict(zip(alive, records[-1]["gold_distribution"])) if log[-1]["events"]["passed"] else {}
+            share = dict(zip(alive, log[-1]["events"]["proposal"])) if log[-1]["events"]["passed"] else {}
             payoffs = [float(share.get(i, 0)) for i in range(n)]
         players = raw["player_data"][:n]
         messages = [list(p["prompt"]) for p in players] if all("prompt" in p for p in players) else None
-        return ImportedRun({"gold": gold}, n, log, payoffs, messages, check=_plan_check(log))
+        return ImportedRun({"gold": gold}, n, log, payoffs, messages, check=outside_rules(_plan_check(log), problems))
+
+
+def _gold(value: Any, k: int) -> int | float:
+    """One share of a recorded plan: a finite number (whole numbers as ints); ForeignValue ``bad_move`` else."""
+    x = game_number(value, f"round {k + 1}: gold_distribution", "bad_move")
+    return int(x) if x.is_integer() else x
 
 
 def _plan_check(log: Sequence[Mapping[str, Any]]) -> ReplayCheck | None:

@@ -56,7 +56,7 @@ from pydantic import Field, model_validator
 
 from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num, whole_number
 from ..repeated import RepeatedGame, RepeatedState
-from .reference import judged, player_count
+from .reference import judged, outside_rules, player_count
 
 BID_CAP = 1_000_000_000  # bids above this are rule breaks: keeps payoffs finite for any reply
 
@@ -241,10 +241,11 @@ class SealedBidAuction(RepeatedGame):
                   "rounds": len(records), "mode": mode}
         state = self.initial_state(self.setup(SealedBidParams(**params), n, np.random.default_rng(0)))
         log = []
+        problems: list[str] = []
         for r, rec in enumerate(records):
             bids = [whole_number(players[i]["records"][r], f"round {r + 1}, player {i}: bid", "bad_move")
                     for i in range(n)]
-            judged(self, state, {i: {"bid": b} for i, b in enumerate(bids)}, r)
+            problems += judged(self, state, {i: {"bid": b} for i, b in enumerate(bids)}, r)
             winner = rec.get("bid_winner")
             w = int(str(winner).rsplit("_", 1)[-1]) if winner is not None else None
             utility = [float(u) for u in rec.get("utility", [0] * n)]
@@ -256,7 +257,7 @@ class SealedBidAuction(RepeatedGame):
                                    "bid_ratio": math.fsum(ratios) / len(ratios) if ratios else None}})
         payoffs = [math.fsum(float(u) for u in p.get("utility", [])) for p in players[:n]]
         messages = [list(p["prompt"]) for p in players[:n]] if all("prompt" in p for p in players[:n]) else None
-        return ImportedRun(params, n, log, payoffs, messages)
+        return ImportedRun(params, n, log, payoffs, messages, check=outside_rules(None, problems))
 
 
 def sealed_bid_score(per_round: Sequence[Sequence[tuple[float, float | None]]], vmax: float,

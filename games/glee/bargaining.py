@@ -453,7 +453,7 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
                     causes.add("offer_not_dividing_money")
                 if (problem := foreign_move_problem(game, state, seat, action)) is not None:
                     causes.add("invalid_move")  # our rules refuse the offer: our replay stops there
-                    error = f"{where}: our rules refuse this offer ({problem})"
+                    error = f"{where}: our rules refuse this offer ({problem[1]})"
                     break
         else:
             d = R.cell(row, "decision")

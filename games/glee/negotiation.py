@@ -377,7 +377,7 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
                     action["message"] = R.message(row, human)
                 if (problem := foreign_move_problem(game, state, seat, action)) is not None:
                     causes.add("invalid_move")  # our rules refuse the price: our replay stops there
-                    error = f"{where}: our rules refuse this price ({problem})"
+                    error = f"{where}: our rules refuse this price ({problem[1]})"
                     break
         else:
             d = R.cell(row, "decision")
