@@ -92,3 +92,33 @@ def test_every_csv_of_an_import_a_report_and_compare_is_safe(tmp_path: Path) -> 
     written += [tmp_path / "report" / "metrics.csv", tmp_path / "cmp.csv"]
     assert {str(p.relative_to(tmp_path)): unsafe_cells(p) for p in written} == \
         {str(p.relative_to(tmp_path)): [] for p in written}
+
+
+def test_every_csv_of_the_gamabench_and_glee_imports_and_analyze_is_safe(tmp_path: Path) -> None:
+    """GAMA-Bench model names from file names, GLEE model names from config.json: gamabench_scores.csv,
+    glee_games.csv, glee_summary.csv and analyze glee's effects, pairs and people-beside-models tables."""
+    from test_gama_import import guess_file
+    from test_gama_import import write as write_gama
+    from test_glee_import import write_data
+
+    raw = tmp_path / "raw_results" / "guessing_game"
+    for name in ("=cmd|' -C calc'!A0", "-2+3", "@SUM(1)"):
+        write_gama(raw / f"{name}_guessing_game_v1_1.json", guess_file([[50, 20], [50, 40]]))
+    assert main(["import", "gamabench", str(tmp_path / "raw_results"), "--out", str(tmp_path / "gama")]) == 0
+    scores = (tmp_path / "gama" / "gamabench_scores.csv").read_text(encoding="utf-8")
+    assert "'=cmd|' -C calc'!A0,guessing_game,60.0" in scores and "'-2+3,guessing_game" in scores
+    root = tmp_path / "Data"
+    write_data(root)
+    for cfg in root.rglob("config.json"):
+        cfg.write_text(cfg.read_text(encoding="utf-8").replace('"gpt-4o"', '"=1+cmd|\' -C calc\'!A0"'),
+                       encoding="utf-8")  # no "/": GLEE's labels drop a provider prefix up to the first one
+    out = tmp_path / "glee"
+    assert main(["import", "glee", str(root), "--out", str(out)]) == 0
+    assert "'=1+cmd" in (out / "glee_games.csv").read_text(encoding="utf-8")
+    if pytest.importorskip("statsmodels"):
+        assert main(["analyze", "glee", str(out)]) == 0
+        assert main(["analyze", "glee", str(out), "--human-vs-model"]) == 0
+    written = [*(tmp_path / "gama").rglob("*.csv"), *out.rglob("*.csv")]
+    assert {"glee_games.csv", "glee_summary.csv", "glee_effects.csv", "glee_pairs.csv",
+            "glee_human_vs_model.csv", "gamabench_scores.csv"} <= {p.name for p in written}
+    assert {p.name: unsafe_cells(p) for p in written} == {p.name: [] for p in written}
