@@ -38,8 +38,7 @@ def no_leftovers(out: Path) -> None:
 def test_negotiationarena_values_our_rules_refuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Gifts of -40 and 1e308 imported as valid deals (the replay agreed); 1e308 crashed the import in the
     summary's fsum, another `report` in anchoring's Pearson. Now: out-of-range numbers and non-whole parameters
-    are refused with their category; a gift our rules refuse is a named disagreement; the rest imports and the
-    report over it runs."""
+    are refused with their category; a gift our rules refuse is a named disagreement; the rest imports."""
     pair = ("A", "B")
     docs: dict[str, Any] = {
         "ok/1": ult(pair, ("NONE", gift(30), "30?"), ("ACCEPT", "NONE", "ok")),
@@ -83,9 +82,7 @@ def test_negotiationarena_values_our_rules_refuse(tmp_path: Path, capsys: pytest
     runs = [json.loads(x) for d in out.iterdir() if d.is_dir() for x in (d / "runs.jsonl").read_text().splitlines()]
     kept = next(r for r in runs if r["imported"]["file"].startswith("surrogate_message"))
     assert kept["round_log"][0]["actions"][0]["message"] == "hi \\ud800 there"  # kept, made storable
-    no_leftovers(out)
-    assert main(["report", str(out), "--out", str(tmp_path / "report"), "--boot", "20", "--transcripts", "0"]) == 0
-    assert (tmp_path / "report" / "report.html").stat().st_size > 0
+    no_leftovers(out)  # the report over such a mixed import: tests/test_csvcells.py (one report for both)
 
 
 # ------------------------------------------------------------------------------------------ GAMA-Bench
