@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from ..csvcells import csv_text
 from ..games.base import MAX_GAME_NUMBER, ForeignValue, Game, ImportedRun, ReplayCheck, Setup
 from ..games.text import storable, text_problem
-from ..rundir import DECISIONS, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
+from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
 
@@ -260,17 +260,26 @@ def _manifest(d: Path) -> dict[str, Any] | None:
 def remove_stale(out: Path, written: Sequence[Path], raw: Path, source: str) -> list[str]:
     """Remove the run directories an earlier import of the same folder made and this one did not write (a
     log that is gone, a group now refused): a re-import equals a fresh one, and nothing stale is counted.
-    Returns one warning line per directory removed."""
+    Only the files an import writes are removed (never through a link): anything else a user put there is
+    kept, in a folder that is no run directory any more. Returns one warning line per directory."""
     keep = {_where(d) for d in written}
     here = _where(raw)
     gone = []
-    for d in sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
+    for d in sorted(p for p in out.iterdir() if p.is_dir() and not p.is_symlink()) if out.is_dir() else []:
         old = _manifest(d)
-        if (old and old.get("source") == source and "imported_from" in old
+        if not (old and old.get("source") == source and "imported_from" in old
                 and _where(old["imported_from"]) == here and _where(d) not in keep):
-            shutil.rmtree(d)
-            gone.append(storable(f"{d.name}: removed, a run directory of the earlier import of {raw} that this "
-                                 "import no longer makes"))
+            continue
+        for name in (MANIFEST, *_REMOVE_ON_REIMPORT, CONFIG, LOCK):  # the manifest first: no longer a run dir
+            (d / name).unlink(missing_ok=True)
+        if (d / "report").is_dir() and not (d / "report").is_symlink():
+            shutil.rmtree(d / "report")
+        left = sorted(p.name for p in d.iterdir())
+        if not left:
+            d.rmdir()
+        gone.append(storable(f"{d.name}: removed, a run directory of the earlier import of {raw} that this import "
+                             "no longer makes" + (f" (kept what an import does not write: {', '.join(left[:5])})"
+                                                  if left else "")))
     return gone
 
 

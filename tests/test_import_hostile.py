@@ -211,9 +211,13 @@ def test_a_second_import_never_replaces_another_in_silence(tmp_path: Path,
     assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(out)]) == 0
     assert runs.read_bytes() == before  # the same folder again: the same import
     shutil.rmtree(tmp_path / "first" / "v")
+    (out / "ultimatum--C--vs--D" / "my_notes.txt").write_text("mine", encoding="utf-8")
+    (out / "link").symlink_to(out / "ultimatum--A--vs--B")  # never removed, never followed to remove
     assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(out)]) == 0
-    assert "ultimatum--C--vs--D: removed" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["ultimatum--A--vs--B"]
+    err = capsys.readouterr().err
+    assert "ultimatum--C--vs--D: removed" in err and "kept what an import does not write: my_notes.txt" in err
+    assert [p.name for p in (out / "ultimatum--C--vs--D").iterdir()] == ["my_notes.txt"]  # no run directory now
+    assert runs.read_bytes() == before
     # --out inside the source: the next import would read its own output
     assert main(["import", "negotiationarena", str(tmp_path / "first"), "--out", str(tmp_path / "first" / "o")]) == 2
     assert "lies inside RAW_DIR" in capsys.readouterr().err
