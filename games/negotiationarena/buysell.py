@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, GameInfo, GameParams, Setup
+from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 GOOD, MONEY = "X", "ZUP"
@@ -141,10 +141,12 @@ class BuySell(NegotiationGame):
     def params_from_log(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         goals = raw["player_goals"]
         init = raw["player_initial_resources"]
-        cost = log_resources(goals[RED])[GOOD]
-        value = log_resources(goals[BLUE])[GOOD]
-        return {"seller_cost": cost, "buyer_value": value, "buyer_money": log_resources(init[BLUE])[MONEY],
-                "turns": int(raw["iterations"]), "max_proposals": max(1, int(raw["iterations"]) // 2 - 1)}
+        cost = log_resources(goals[RED], "player_goals[0]", "bad_parameter")[GOOD]
+        value = log_resources(goals[BLUE], "player_goals[1]", "bad_parameter")[GOOD]
+        money = log_resources(init[BLUE], "player_initial_resources[1]", "bad_parameter")[MONEY]
+        turns = whole_number(raw["iterations"], "iterations")
+        return {"seller_cost": cost, "buyer_value": value, "buyer_money": money, "turns": turns,
+                "max_proposals": max(1, turns // 2 - 1)}
 
     def action_from_log(self, setup: Setup, seat: int, answer: str, trade: Trade | None, message: str,
                         reason: str) -> dict[str, Any]:

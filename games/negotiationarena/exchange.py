@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..base import ActionField, GameInfo, GameParams, Setup
+from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 _RESOURCE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,19}$")
@@ -154,8 +154,9 @@ class ResourceExchange(NegotiationGame):
 
     def params_from_log(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         init = raw["player_initial_resources"]
-        turns = int(raw["iterations"])
-        return {"red_resources": log_resources(init[RED]), "blue_resources": log_resources(init[BLUE]),
+        turns = whole_number(raw["iterations"], "iterations")
+        return {"red_resources": log_resources(init[RED], "player_initial_resources[0]", "bad_parameter"),
+                "blue_resources": log_resources(init[BLUE], "player_initial_resources[1]", "bad_parameter"),
                 "turns": turns, "max_proposals": max(1, turns // 2 - 1)}
 
     def action_from_log(self, setup: Setup, seat: int, answer: str, trade: Trade | None, message: str,
