@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from ..csvcells import frame_csv
 from ..games import GAMES
 from ..games.text import storable
 from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
@@ -316,7 +317,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         report.skipped += sec.skipped
         report.files += sec.files
     table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
-    table.to_csv(out / "metrics.csv", index=False)
+    frame_csv(table, out / "metrics.csv")
     report.files += [out / "metrics.csv", *export(frames, out)]
     usage = usage_table(frames, load_prices(prices))
     talk = conversations_section(frames.dirs, transcripts) if transcripts > 0 else None

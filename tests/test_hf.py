@@ -147,6 +147,8 @@ RULES = ("you are a player in an economic game choose a number between 0 and 100
          "two thirds of the average reply with json only")
 
 
+# the demo printed transformers' FutureWarning about past_key_values (renamed cache) to every user
+@pytest.mark.filterwarnings("error::FutureWarning")
 def test_shared_prompt_prefix_is_prefilled_once_without_changing_replies(tiny_model: Path) -> None:
     """Rows laid out as [shared rules][padding][own tokens] decode exactly as they would alone."""
     provider = provider_for(tiny_model, max_tokens=16, dtype="float64")

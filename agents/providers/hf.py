@@ -432,7 +432,7 @@ class HFProvider(Provider):
         self.stats.requests += len(batch)
         self.stats.sizes.append(len(batch))
         self.stats.shared_prefix_tokens += shared * (len(batch) - 1)
-        extra = {"past_key_values": cache} if cache is not None else {}
+        extra = {self._cache_key(): cache} if cache is not None else {}
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = self._model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
@@ -477,11 +477,16 @@ class HFProvider(Provider):
         if not cache.layers or any(type(layer) is not DynamicLayer for layer in cache.layers):
             return None  # sliding-window or recurrent layers: plain left padding is the safe path
         kwargs = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self._model.forward).parameters else {}
+        kwargs[self._cache_key()] = cache
         with torch.inference_mode():
-            self._model(input_ids=torch.tensor([prefix], device=self.device), past_key_values=cache,
-                        use_cache=True, **kwargs)
+            self._model(input_ids=torch.tensor([prefix], device=self.device), use_cache=True, **kwargs)
         cache.batch_repeat_interleave(rows)
         return cache
+
+    def _cache_key(self) -> str:
+        """The keyword that hands a KV cache to the model: ``cache`` where it has one (transformers 5.2x,
+        which warns on ``past_key_values`` and will remove it), else the older ``past_key_values``."""
+        return "cache" if "cache" in inspect.signature(self._model.forward).parameters else "past_key_values"
 
     def _trim(self, row: list[int]) -> list[int]:
         """Generated tokens up to and including the first end-of-sequence token (padding dropped)."""
