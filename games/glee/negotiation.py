@@ -40,7 +40,17 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup, foreign_move_problem
+from ..base import (
+    MAX_GAME_NUMBER,
+    ActionField,
+    ActionSpec,
+    GameInfo,
+    GameParams,
+    ImportedRun,
+    Outcome,
+    Setup,
+    foreign_move_problem,
+)
 from . import reference as R
 from .common import (
     ANNOUNCED_MAX,
@@ -137,8 +147,11 @@ class Negotiation(AlternatingOffers):
         if state.phase == "respond":
             return ActionSpec((ActionField("decision", "choice", "accept the offer, reject it, or trade with John "
                                            "instead", choices=("accept", "reject", OUTSIDE[player])),))
+        # bounded like every game number (params.MAX_GAME_NUMBER, 100x the largest valuation): a price of
+        # 1e308, accepted, overflowed the run's metrics; no valuation comes near the bound
         price = ActionField("product_price", "number",
-                            f"the price you want to {'sell' if player == 0 else 'buy'} the product for", low=0.0)
+                            f"the price you want to {'sell' if player == 0 else 'buy'} the product for", low=0.0,
+                            high=MAX_GAME_NUMBER)
         if state.setup["messages_allowed"]:
             return ActionSpec((message_field(NAMES[1 - player]), price))
         return ActionSpec((price,))
