@@ -363,9 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
 
-    from . import cli_reports  # report, compare, suite
+    from . import cli_bench, cli_reports  # report, compare, suite; bench, leaderboard
 
     cli_reports.register(sub)
+    cli_bench.register(sub)
     return p
 
 
