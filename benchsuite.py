@@ -126,7 +126,7 @@ class GameEntry:
     seats: int
     seat: int  # versus: the model's seat
     opponent: dict[str, Any]  # versus: the fixed opponent's player table
-    reask: int
+    reask: dict[str, int]  # per tier: times an unusable reply is asked again
     protocol: dict[str, Any]  # LLM settings the suite fixes (they win over the model's)
     params: dict[str, Any]
     tier_params: dict[str, dict[str, Any]]
@@ -310,9 +310,18 @@ def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     if deal is not None:
         _text(f"{where}.deal", deal)
     return GameEntry(gid, g["family"], _text(f"{where}.game", g["game"]), table, seats, seat, dict(opponent or {}),
-                     _int(f"{where}.reask", g.get("reask", 0), 0, 20), dict(g.get("protocol", {})),
+                     _reask(f"{where}.reask", g.get("reask", 0)), dict(g.get("protocol", {})),
                      dict(g.get("params", {})), {t: dict(v) for t, v in tier_params.items()}, sessions, rule, best,
                      deal, _text(f"{where}.why", g["why"]))
+
+
+def _reask(where: str, x: Any) -> dict[str, int]:
+    """``reask``: one count for every tier, or a table of one per tier."""
+    if isinstance(x, dict):
+        _check_keys(where, x, set(TIERS), set(TIERS))
+        return {t: _int(f"{where}.{t}", x[t], 0, 20) for t in TIERS}
+    n = _int(where, x, 0, 20)
+    return {t: n for t in TIERS}
 
 
 def canonical(obj: Any) -> str:

@@ -59,6 +59,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors += problems
             if not problems:
                 alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
+        elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (suites/*.toml)
+            from .cli_bench import validate_suite
+
+            problem, line = validate_suite(f)
+            if problem:
+                errors.append(problem)
+            else:
+                alias_ok.append(line)
         else:
             files.append(f)
     exps, more = _load_all(files)

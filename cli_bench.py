@@ -211,8 +211,10 @@ def _claim(job: _Job, suite: Any) -> str | None:
             what = (f"{key}: {before.get(key)!r} != {job.settings.get(key)!r}" if key is not None else
                     first_difference(before.get("experiments"), job.settings["experiments"], "experiments"))
             return (f"{d} holds another bench ({what}); use another --out, or delete {d} to start over")
-    elif any(p.name != ".lock" for p in d.iterdir()):
-        return f"{d} is not empty and holds no bench ({SETTINGS} missing): use another --out"
+    else:  # a new directory, or the games' run directories merged from shards (checked one by one below)
+        games = {e.name for e in job.exps}
+        if any(p.name != ".lock" and not (p.is_dir() and p.name in games) for p in d.iterdir()):
+            return f"{d} is not empty and holds no bench ({SETTINGS} missing): use another --out"
     from .rundir import write_atomic
 
     write_atomic(held, json.dumps(job.settings, indent=2, ensure_ascii=False) + "\n")
@@ -407,6 +409,23 @@ def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argpars
               "from the rendered prompts at 3 characters per token, conversations growing by a full reply per "
               "call. Nothing was run.)")
     return EXIT_OK
+
+
+def validate_suite(path: str) -> tuple[str | None, str]:
+    """``econarena validate`` of a bench suite file: its format, and every game built for every tier with a
+    baseline in the model's seat (the experiments' own checks). (problem or None, the ok line)."""
+    from .benchsuite import TIERS, SuiteError, load_suite
+    from .hosts.bench import build, model_specs
+    from .hosts.config import ConfigError
+
+    try:
+        suite = load_suite(path)
+        for tier in TIERS:
+            build(suite, tier, model_specs("random")[0])
+    except (SuiteError, ConfigError) as exc:
+        return str(exc), ""
+    return None, (f"{path}: ok (bench suite {suite.version}: {len(suite.games)} games in {len(suite.families)} "
+                  f"families, tiers {', '.join(TIERS)})")
 
 
 # ------------------------------------------------------------------------------------------- leaderboard

@@ -121,7 +121,7 @@ def experiment_data(suite: Suite, g: GameEntry, tier: str, spec: ModelSpec) -> d
     if spec.is_llm:
         player.update(g.protocol)  # the suite's protocol (GAMA-Bench's temperature 1) wins over the model's
     exp: dict[str, Any] = {"name": g.id, "game": g.game, "sessions": g.sessions[tier], "runs": 1,
-                           "seed": suite.seed, "reask": g.reask,
+                           "seed": suite.seed, "reask": g.reask[tier],
                            "description": f"{suite.title}, tier {tier}: {g.id} ({g.family})"}
     if g.table == "copies":
         exp["environment"] = "melee"

@@ -419,3 +419,39 @@ def test_gamabench_subscore_equals_the_leaderboard_on_imported_results(tmp_path:
         assert subscore == pytest.approx(board[(model, "overall")])
     table, rows = B.published_rows(suite, "gamabench")
     assert len(rows) == 13 and rows[0]["model"] == "Gemini-1.5-Pro" and rows[0]["overall"] == 69.8
+
+
+def test_shards_merge_into_the_unsharded_result(tmp_path: Path, capsys) -> None:
+    """--shard K/N plays shard K of every game; merged with `econarena merge` they score as one run."""
+    suite = small_suite(tmp_path)
+    base = ["bench", "random", "--suite", str(suite), "--quiet", "--no-baselines", "--tier", "standard"]
+    assert main([*base, "--out", str(tmp_path / "whole")]) == 0
+    for k in (1, 2):
+        assert main([*base, "--out", str(tmp_path / "parts"), "--shard", f"{k}/2"]) == 0
+    assert "merge each game's shards" in capsys.readouterr().out
+    for g in load_suite(suite).games:
+        shards = [str(tmp_path / "parts" / f"random-shard-{k}-of-2" / g.id) for k in (1, 2)]
+        assert main(["merge", *shards, "--out", str(tmp_path / "parts" / "random" / g.id), "--quiet"]) == 0
+    assert main([*base, "--out", str(tmp_path / "parts")]) == 0
+    whole, merged = (json.loads((tmp_path / d / "random" / "bench.json").read_text(encoding="utf-8"))
+                     for d in ("whole", "parts"))
+    assert merged["complete"] and merged["overall"] == whole["overall"]
+    assert [g["per_session"] for g in merged["games"]] == [g["per_session"] for g in whole["games"]]
+
+
+def test_reask_may_differ_per_tier(tmp_path: Path) -> None:
+    text = SMALL.replace('score = "game"', 'score = "game"\nreask = { quick = 0, standard = 3, full = 3 }')
+    suite = load_suite(small_suite(tmp_path, text))
+    spec = H.model_specs("random")[0]
+    assert [H.build(suite, t, spec)[0].experiment.reask for t in TIERS] == [0, 3, 3]
+    with pytest.raises(SuiteError, match="reask: missing key 'full'"):
+        load_suite(small_suite(tmp_path, SMALL.replace('score = "game"', 'score = "game"\nreask = { quick = 0 }')))
+
+
+def test_validate_checks_a_suite_file(tmp_path: Path, capsys) -> None:
+    assert main(["validate", str(DEFAULT)]) == 0
+    assert "ok (bench suite v1: 19 games in 5 families" in capsys.readouterr().out
+    bad = small_suite(tmp_path, SMALL.replace('total = 100, turns = 4', 'total = -5, turns = 4'))
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "[games ultimatum]" in err and "game.total" in err
