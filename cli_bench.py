@@ -488,7 +488,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description="Play the bench suite (suites/v1.toml: GAMA-Bench's eight games, EconArena's "
                                    "three against rational players, GLEE, NegotiationArena and the fruit trade "
                                    "against fixed opponents) with MODEL and score it 0-100: per game, per family "
-                                   "and overall, with 95%% intervals. Writes OUT/<model>/bench.json and "
+                                   "and overall, with 95% intervals. Writes OUT/<model>/bench.json and "
                                    "scorecard.html; running it again continues where it stopped.")
     b.add_argument("models", nargs="+", metavar="MODEL",
                    help="PROVIDER[:MODEL] (openai:gpt-4o-mini, anthropic:claude-..., hf for the bundled model), "

@@ -458,6 +458,10 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
                      "played so far and are not ranked; run the same command again to finish.</p>"
                      + (f"<p>overall so far: {_cell(o['score'], o['low'], o['high'])}</p>" if o["score"] is not None
                         else ""))
+    single = [g["id"] for g in result["games"] if g["sessions"] == 1]
+    if single and o["low"] is not None:
+        parts.append(f"<p class='meta'>{len(single)} game(s) played one session ({_e(', '.join(single))}): they "
+                     "have no interval of their own and add no spread to the others.</p>")
     cost = result.get("cost_usd")
     parts.append("<p class='meta'>" + " &middot; ".join(x for x in [
         f"{result.get('calls', 0):,} model calls" if model.get("llm") else "a baseline: no model calls",

@@ -455,3 +455,23 @@ def test_validate_checks_a_suite_file(tmp_path: Path, capsys) -> None:
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "[games ultimatum]" in err and "game.total" in err
+
+
+def test_api_errors_leave_it_incomplete_and_a_rerun_finishes(server: Any, tmp_path: Path, capsys) -> None:
+    from fakeservers import status
+
+    server.reset()
+    server.reply = scripted_reply
+    server.script(*(status(400) for _ in range(3)))  # a client error is not retried: three runs stop
+    model = tmp_path / "model.toml"
+    model.write_text(f'agent = "openai"\nmodel = "fake-model"\nbase_url = "{server.url}/v1"\n'
+                     f'label = "fake"\nmax_retries = 0\n', encoding="utf-8")
+    args = ["bench", str(model), "--suite", str(small_suite(tmp_path)), "--out", str(tmp_path / "o"), "--quiet",
+            "--no-baselines", "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 3
+    result = json.loads((tmp_path / "o" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert not result["complete"] and result["stopped"] == "errors"
+    assert "API errors" in capsys.readouterr().err
+    assert main(args) == 0
+    assert json.loads((tmp_path / "o" / "fake" / "bench.json").read_text(encoding="utf-8"))["overall"]["score"] == \
+        pytest.approx(OVERALL)
