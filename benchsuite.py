@@ -1,5 +1,5 @@
 """The bench suite's format (``econarena bench``): which games, tables, opponents, seeds and sessions per tier,
-and how each game's 0-100 score is computed, read from a TOML file (``suites/v1.toml``).
+and how each game's 0-100 score is computed, read from a TOML file (``configs/bench/v1.toml``).
 
 Why a root module: the suite is read by hosts (to build and play the experiments) and by analysis (to score
 the run directories against the suite's rules), which may not import each other; this module imports nothing
@@ -36,7 +36,7 @@ else:  # pragma: no cover
 TIERS = ("quick", "standard", "full")
 TABLES = ("copies", "rational", "versus")
 RULES = ("game", "equilibrium_action", "payoff_share", "payoff_sign")
-DEFAULT = Path(__file__).resolve().parent / "suites" / "v1.toml"
+DEFAULT = Path(__file__).resolve().parent / "configs" / "bench" / "v1.toml"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_SESSIONS = 100_000

@@ -59,7 +59,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors += problems
             if not problems:
                 alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
-        elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (suites/*.toml)
+        elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (configs/bench/*.toml)
             from .cli_bench import validate_suite
 
             problem, line = validate_suite(f)
