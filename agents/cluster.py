@@ -61,6 +61,15 @@ class ClusterServices:
         self.caches: dict[str, Any] = {}
         self.gates: dict[str, _Gate] = {}
         self._tickets = itertools.count(1)
+        self._env: dict[str, str] = {}
+
+    def forward_env(self, values: dict[str, str]) -> None:
+        """Variables from the driver's environment (keys, --ray-env) for the workers: held in this process's
+        memory only, never written, logged or returned to anyone but a worker that asks."""
+        self._env.update(values)
+
+    def forwarded_env(self) -> dict[str, str]:
+        return dict(self._env)
 
     def open_cache(self, path: str) -> str | None:
         """Open the cache file ``path`` (the driver resolved it); why it cannot be opened, or None."""
