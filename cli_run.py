@@ -465,8 +465,9 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
           f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
     if result.status == "incomplete":
         for why in result.stopped:  # a lost Ray node, not an API: say so, and how to go on
+            flags = engine.resume_flags() if engine is not None and hasattr(engine, "resume_flags") else ""
             err(f"{why}; {result.runs_done}/{result.runs_total} runs are done and kept: continue with "
-                f"{resume_command(exp, out, shard)}")
+                f"{resume_command(exp, out, shard)}{flags}")
         if result.runs_incomplete:
             err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
                 f"retry them with: {resume_command(exp, out, shard)}")

@@ -513,6 +513,7 @@ class RayEngine:
         self.num_cpus = num_cpus  # a local instance's CPUs (tests); None: the machine's
         self.stall_s = stall_s
         self.env_names = list(env)  # --ray-env: variables the workers get from the driver
+        self.asked = address  # --ray as the user gave it ("auto" stays "auto"), for the --resume command
         self.started = False  # whether this engine started Ray (and so shuts it down)
         self.workers: list[Any] = []
         self.pids: list[int] = []
@@ -530,6 +531,11 @@ class RayEngine:
         self._locks: dict[int, asyncio.Lock] = {}  # one per event loop (each `run` file has its own)
 
     # ---- setting up ----
+    def resume_flags(self) -> str:
+        """The options a --resume command needs to continue on the same cluster."""
+        ray_flag = " --ray" if self.asked in (None, "local") else f" --ray {self.asked}"
+        return ray_flag + "".join(f" --ray-env {n}" for n in self.env_names)
+
     def describe(self) -> dict[str, Any]:
         return {"engine": "ray", "address": self.address or "local", "workers": len(self.workers)}
 
@@ -727,18 +733,20 @@ class RayEngine:
             return
 
     def _stuck(self, gone: bool) -> str:
-        """Why the run stops: the lost nodes by name, what is left of the workers."""
-        nodes = list(self.lost_nodes.values())
-        lost = (f"{nodes[0]} was lost" if len(nodes) == 1 else
-                f"{len(nodes)} Ray nodes were lost ({'; '.join(nodes)})") if nodes else ""
-        dead = [self.why[i] for i, st in enumerate(self.state) if st == "dead"]
+        """Why the run stops: the nodes lost (from Ray's node table) or whose workers stopped answering
+        (Ray's table says so only after its health checks, some 15 s), and what is left."""
+        lost = list(dict.fromkeys(self.lost_nodes.values()))
+        quiet = list(dict.fromkeys(self.node_named(self.node_of[i]) for i, st in enumerate(self.state)
+                                   if st != "live" and self.node_of[i] not in self.lost_nodes))
+        parts = [f"{' and '.join(lost)} {'was' if len(lost) == 1 else 'were'} lost"] if lost else []
+        parts += [f"the session worker(s) on {' and '.join(quiet)} stopped answering"] if quiet else []
+        lead = "; ".join(parts) or "no Ray session worker was live"
         if gone:
-            cause = f" ({dead[0]})" if dead and not nodes else ""
-            return (f"{lost + ', and ' if lost else ''}every Ray session worker of this run is gone for good"
-                    f"{cause}: no session can run")
+            dead = next((self.why[i] for i, st in enumerate(self.state) if st == "dead"), "")
+            return f"{lead}, and every session worker of this run is gone for good ({dead}): no session can run"
         free = ray.available_resources().get("CPU", 0.0) if ray.is_initialized() else 0.0
-        return (f"{lost or 'no Ray session worker was live'}, and no node left could run the session workers "
-                f"for {self.stall_s:g} s (0 of {len(self.workers)} live; {free:g} CPU free in the cluster)")
+        return (f"{lead}, and no node left could run the session workers for {self.stall_s:g} s (0 of "
+                f"{len(self.workers)} live; {free:g} CPU free in the cluster)")
 
     # ---- playing ----
     async def play(self, host: Any, work: Iterator[tuple[int, int]], resume: ResumeState) -> None:
@@ -907,21 +915,33 @@ def _auto_address() -> str:
 
 
 def _ray_processes() -> list[Any]:
-    """This process's descendants that are Ray's (raylet, GCS, agents, workers): what a local instance we
-    started consists of."""
+    """The processes of the local Ray instance this process started: its descendants that are Ray's
+    (raylet, GCS, agents, workers), and any process holding a file in its session directory, which Ray
+    names after the starting process (``session_<time>_<pid>``): an agent whose raylet died is no longer
+    a descendant, but still writes its logs there."""
     try:
         import psutil  # Ray ships it (ray/thirdparty_files)
     except ImportError:
         return []
+    import re
+
+    me = os.getpid()
+    mine = re.compile(rf"[/\\]session_[0-9_-]+_{me}([/\\]|$)")
     root = os.path.dirname(ray.__file__)
-    found = []
+    found: dict[int, Any] = {}
     with contextlib.suppress(psutil.Error):
         for p in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 name, cmd = p.name(), " ".join(p.cmdline())
                 if name.startswith(("ray::", "raylet", "gcs_server")) or root in cmd or "ray::" in cmd:
-                    found.append(p)
-    return found
+                    found[p.pid] = p
+    for p in psutil.process_iter():
+        if p.pid == me or p.pid in found:
+            continue
+        with contextlib.suppress(psutil.Error):
+            if p.uids().real == os.getuid() and any(mine.search(f.path) for f in p.open_files()):
+                found[p.pid] = p
+    return list(found.values())
 
 
 def stop_local_ray(grace_s: float = 1.0) -> None:
@@ -929,18 +949,19 @@ def stop_local_ray(grace_s: float = 1.0) -> None:
     SIGKILL for what is left after ``grace_s``. Found by trying: a SIGTERM while ray.init was starting the
     instance left its dashboard and runtime-env agents running for good (they ignore SIGTERM, and their
     raylet was gone before it could stop them)."""
-    procs = _ray_processes()
+    before = _ray_processes()
     with contextlib.suppress(Exception):
         ray.shutdown()
-    if not procs:
+    try:
+        import psutil
+    except ImportError:
         return
-    import psutil
-
-    _, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for p in alive:
+    _, alive = psutil.wait_procs(before, timeout=grace_s)
+    left = {p.pid: p for p in [*alive, *_ray_processes()]}  # again: an agent started while Ray stopped
+    for p in left.values():
         with contextlib.suppress(psutil.Error):
             p.send_signal(signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=5)
+    psutil.wait_procs(list(left.values()), timeout=5)
 
 
 def _write(host: Any, b: dict[str, Any]) -> None:

@@ -47,8 +47,14 @@ class Node:
     temp_dir: Path
     pgid: int
     env: dict[str, str]
-    node_id: str = ""
     alive: bool = True
+
+    @property
+    def node_id(self) -> str:
+        """Ray's id of this node (its session directory names its port files after it)."""
+        for f in sorted((self.temp_dir / "session_latest").glob("*_port_*")):
+            return f.name.rsplit("_", 1)[1]
+        return ""
 
     def pids(self) -> list[int]:
         """Every live process of this node: its process group and their descendants (a raylet starts its
@@ -100,25 +106,35 @@ class Cluster:
         return f"127.0.0.1:{self.port}"
 
     def start_node(self, cpus: int = 1, head: bool = False, env: dict[str, str] | None = None) -> Node:
-        temp = Path(tempfile.mkdtemp(prefix="n", dir=self.root))  # short: Ray's socket paths have a limit
-        environ = {**os.environ, **self.env, **(env or {})}
-        where = ["--head", "--port", str(self.port),
-                 "--include-dashboard", "false"] if head else ["--address", self.address]
-        cmd = [RAY, "start", *where, "--temp-dir", str(temp), "--num-cpus", str(cpus), "--node-ip-address",
-               "127.0.0.1", "--disable-usage-stats", *_ports()]
-        proc = subprocess.Popen(cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-        node = Node(temp, proc.pid, environ)
-        self.nodes.append(node)
-        out, _ = proc.communicate(timeout=120)
-        if proc.returncode != 0:
-            raise RuntimeError(f"ray start failed ({proc.returncode}):\n{out[-3000:]}")
-        return node
+        return self.start_nodes([cpus], head=head, env=env)[0]
+
+    def start_nodes(self, cpus: list[int], head: bool = False, env: dict[str, str] | None = None) -> list[Node]:
+        """One node per entry (the head alone, or worker nodes started side by side: each takes seconds)."""
+        started = []
+        for n in cpus:
+            temp = Path(tempfile.mkdtemp(prefix="n", dir=self.root))  # short: Ray's socket paths have a limit
+            environ = {**os.environ, **self.env, **(env or {})}
+            where = ["--head", "--port", str(self.port), "--include-dashboard", "false"] if head else \
+                ["--address", self.address]
+            cmd = [RAY, "start", *where, "--temp-dir", str(temp), "--num-cpus", str(n), "--node-ip-address",
+                   "127.0.0.1", "--disable-usage-stats", *_ports()]
+            proc = subprocess.Popen(cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+            node = Node(temp, proc.pid, environ)
+            self.nodes.append(node)
+            started.append((node, proc))
+        for _node, proc in started:
+            out, _ = proc.communicate(timeout=180)
+            if proc.returncode != 0:
+                raise RuntimeError(f"ray start failed ({proc.returncode}):\n{out[-3000:]}")
+        return [node for node, _ in started]
 
     def stop(self) -> None:
+        """SIGKILL every process of every node this cluster started, and remove its temp dirs."""
         for node in reversed(self.nodes):
             node.kill()
         self.nodes.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start_cluster(cpus: tuple[int, ...] = (1, 1), env: dict[str, str] | None = None) -> Cluster:
@@ -128,11 +144,15 @@ def start_cluster(cpus: tuple[int, ...] = (1, 1), env: dict[str, str] | None = N
     # Ray 2.5x turns token authentication on for a head node when ~/.ray/auth_token exists, but a joining
     # node only with RAY_AUTH_MODE=token: one token of this cluster's own, given to every node and driver
     cluster = Cluster(root, free_port(), {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)})
+    # Ray's GCS declares a node dead after 5 missed health checks 3 s apart (~15 s), and places its actors
+    # elsewhere only then: checks every second, 3 missed, keep the tests that wait for it short
+    fast = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
+            "RAY_health_check_failure_threshold": "3"}
     try:
-        for i, n in enumerate(cpus):
-            cluster.start_node(n, head=i == 0, env=env)
+        cluster.start_node(cpus[0], head=True, env={**fast, **(env or {})})
+        if cpus[1:]:
+            cluster.start_nodes(list(cpus[1:]), env=env)
     except BaseException:
         cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
         raise
     return cluster
