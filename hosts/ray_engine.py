@@ -542,12 +542,12 @@ class RayEngine:
     def connect(self) -> None:
         """Join the cluster (or start the local instance) before any run directory is touched; a cluster
         that cannot be reached is a :class:`RayUnavailable` naming the address, not a minutes-long hang."""
-        if ray.is_initialized():
-            return
         missing = [name for name in self.env_names if name not in os.environ]
         if missing:
             raise RayUnavailable(f"--ray-env {missing[0]}: not set in this environment (the driver's); set it "
                                  "here, or leave --ray-env out for a variable each node sets itself")
+        if ray.is_initialized():
+            return
         if self.address == "auto":
             self.address = _auto_address()
         address = self.address
@@ -576,8 +576,8 @@ class RayEngine:
         if self.address in (None, "local"):
             if self.num_cpus is not None:
                 kwargs["num_cpus"] = self.num_cpus
-            try:
-                ray.init(**kwargs)
+            try:  # "local": a new instance even where `ray start` recorded one (ray.init() alone joins that)
+                ray.init(address="local", **kwargs)
             except BaseException:  # a stop signal (ray.init's own SIGTERM handler) or a failure mid-start
                 stop_local_ray()
                 raise

@@ -69,10 +69,8 @@ def wait_runs(out: Path, n: int, proc: subprocess.Popen[Any]) -> int:
     return k
 
 
-def start_driver(args: list[str], env: dict[str, str], logs: Path) -> subprocess.Popen[Any]:
-    from conftest import ECONARENA
-
-    return subprocess.Popen([ECONARENA, *args], env=env, stdin=subprocess.DEVNULL,
+def start_driver(arena: Any, args: list[str], env: dict[str, str], logs: Path) -> subprocess.Popen[Any]:
+    return subprocess.Popen([arena.ECONARENA, *args], env=env, stdin=subprocess.DEVNULL,
                             stdout=(logs / "stdout").open("w"), stderr=(logs / "stderr").open("w"))
 
 
@@ -140,7 +138,7 @@ def test_a_lost_node_moves_its_sessions_a_joining_node_takes_over_and_keys_reach
     out = tmp_path / "out"
     env = {**os.environ, **cluster.env, "EA_NODE_KEY": SECRET, "OPENAI_ORG_ID": "org-forwarded",
            "RAY_ADDRESS": cluster.address}
-    proc = start_driver(["run", str(toml), "--out", str(out), "--no-cache", "--quiet", "--ray", "auto",
+    proc = start_driver(arena, ["run", str(toml), "--out", str(out), "--no-cache", "--quiet", "--ray", "auto",
                          "--ray-workers", "2", "--concurrency", "2", "--ray-env", "OPENAI_ORG_ID",
                          "--ray-stall-timeout", "60"], env, tmp_path)
     try:
@@ -188,7 +186,7 @@ def test_a_node_lost_for_good_stops_the_run_for_resume(cluster: Any, server: Any
     (ray_tmp / "ray" / "ray_current_cluster").write_text(cluster.address)  # what `ray start --head` records
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, **cluster.env, "EA_NODE_KEY": SECRET,
            "RAY_TMPDIR": str(ray_tmp)}
-    proc = start_driver(["run", str(toml), "--out", str(out), "--no-cache", "--quiet", "--ray", "auto",
+    proc = start_driver(arena, ["run", str(toml), "--out", str(out), "--no-cache", "--quiet", "--ray", "auto",
                          "--ray-workers", "1", "--concurrency", "2", "--ray-stall-timeout", "3"], env, tmp_path)
     try:
         wait_runs(out, 8, proc)
@@ -213,12 +211,10 @@ def test_a_node_lost_for_good_stops_the_run_for_resume(cluster: Any, server: Any
     kept = len(lines_of(out / "runs.jsonl"))
     assert manifest["status"] == "incomplete" and manifest["stopped"] and 8 <= kept < 96
     assert manifest["runs_complete"] == kept and manifest["runs_incomplete"] == 0
-    from conftest import ECONARENA
-
     joining = threading.Thread(target=cluster.start_node, args=(1,))  # the command waits for its worker
     joining.start()
     try:
-        again = subprocess.run([ECONARENA, *shlex.split(command)[1:], "--quiet", "--no-cache"], env=env,
+        again = subprocess.run([arena.ECONARENA, *shlex.split(command)[1:], "--quiet", "--no-cache"], env=env,
                                capture_output=True, text=True, timeout=budget(180), stdin=subprocess.DEVNULL)
     finally:
         joining.join()
