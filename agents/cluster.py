@@ -177,13 +177,18 @@ class CacheProxy:
 class ModelReplica:
     """One copy of a local (hf) model; the decisions of every session routed here share its batches."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, services: str | None = None) -> None:
         from .providers.hf import HFProvider
 
         self.provider = HFProvider(settings)
+        self.services = services  # the services actor's name: the driver's forwarded variables (HF_TOKEN...)
 
     def load(self) -> float:
         """Load the model now (the driver waits for every replica before any session starts)."""
+        if self.services is not None:
+            import os
+
+            os.environ.update(ray.get(ray.get_actor(self.services).forwarded_env.remote()))
         self.provider.load()
         return float(self.provider.load_s or 0.0)
 

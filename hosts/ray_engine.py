@@ -525,6 +525,7 @@ class RayEngine:
         self.lost_nodes: dict[str, str] = {}  # id -> name, of every node lost while this engine ran
         self.ledger: Any = None
         self.services: Any = None
+        self._services_name: str | None = None
         self.replicas: dict[tuple[Any, ...], list[Any]] = {}
         self._ids = itertools.count(1)
         self._in_flight: list[int] = []
@@ -599,6 +600,7 @@ class RayEngine:
 
             here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
             names = [f"econarena-{part}-{os.getpid()}-{id(self):x}" for part in ("ledger", "services")]
+            self._services_name = names[1]
             self.ledger = Ledger.options(scheduling_strategy=here, name=names[0]).remote()
             self.services = ClusterServices.options(scheduling_strategy=here, name=names[1]).remote()
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
@@ -647,7 +649,7 @@ class RayEngine:
             if gpus is None:
                 gpus = 1.0 if (llm.device or "cpu").startswith("cuda") else 0.0
             self.replicas[key] = [ModelReplica.options(num_gpus=gpus, num_cpus=0 if gpus else 1,
-                                                       max_concurrency=4096).remote(llm)
+                                                       max_concurrency=4096).remote(llm, self._services_name)
                                   for _ in range(max(1, self.replicas_wanted))]
             made += self.replicas[key]
         await asyncio.gather(*(r.load.remote() for r in made))
@@ -752,6 +754,7 @@ class RayEngine:
     async def play(self, host: Any, work: Iterator[tuple[int, int]], resume: ResumeState) -> None:
         """Play ``work`` (table, session pairs) on the cluster; ``host`` writes what comes back."""
         await self._start(host)
+        await self.services.forward_env.remote(self.forwarded(host.exp))  # before any replica or worker reads it
         replicas = await self._replicas_for(host.exp)
         exp_id = next(self._ids)
         cache = None
@@ -762,7 +765,6 @@ class RayEngine:
             problem = await self.services.open_cache.remote(cache)
             if problem:
                 raise AgentError(problem)
-        await self.services.forward_env.remote(self.forwarded(host.exp))
         spec = [ray.put((type(host), host.exp, host.options.concurrency, replicas, cache))]
         host.dir.write_manifest(engine=self.describe())
         stop = asyncio.Event()
