@@ -429,7 +429,8 @@ class _Watch:
     def __init__(self, engine: RayEngine) -> None:
         self.engine = engine
         n = len(engine.workers)
-        self.changed = [asyncio.Event() for _ in range(n)]
+        self.calls: list[set[asyncio.Future[Any]]] = [set() for _ in range(n)]  # session calls in flight
+        self.dropped: set[asyncio.Future[Any]] = set()  # calls cancelled because their worker was lost
         self.seen = list(engine.gen)
         self.live = asyncio.Event()
         self.stop = asyncio.Event()
@@ -449,8 +450,9 @@ class _Watch:
         for i, g in enumerate(e.gen):
             if g != self.seen[i]:
                 self.seen[i] = g
-                event, self.changed[i] = self.changed[i], asyncio.Event()
-                event.set()
+                for call in self.calls[i]:  # their sessions go to a live worker (_session sees why)
+                    if call.cancel():
+                        self.dropped.add(call)
             if e.state[i] == "lost" and (i not in self.probes or self.probes[i].done()):
                 self.probes[i] = asyncio.ensure_future(e._probe(i, self))
         if any(st == "live" for st in e.state):
@@ -605,7 +607,10 @@ class RayEngine:
             self.services = ClusterServices.options(scheduling_strategy=here, name=names[1]).remote()
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
             n = self.workers_wanted or max(1, int(cpus))
-            per_worker = self.cpus_per_worker if self.cpus_per_worker is not None else min(1.0, cpus / n)
+            # a cluster whose CPUs have not joined yet (a head started with --num-cpus 0): one CPU each,
+            # placed as nodes join, never 0 (a worker of 0 CPU lands on the head and stays there)
+            share = min(1.0, cpus / n) if cpus > 0 else 1.0
+            per_worker = self.cpus_per_worker if self.cpus_per_worker is not None else share
             max_sessions = max(1, host.options.concurrency) + 8
             self.workers = [SessionWorker.options(num_cpus=per_worker, max_concurrency=max_sessions)
                             .remote(names[0], names[1], __version__) for _ in range(n)]
@@ -831,30 +836,25 @@ class RayEngine:
         while True:
             i = await watch.pick()
             gen = self.gen[i]
-            lost = asyncio.ensure_future(watch.changed[i].wait())
             self._in_flight[i] += 1
             ref = self.workers[i].play.remote(exp_id, spec, li, s, prior, moves)
             call = asyncio.ensure_future(_outcome(ref))
+            watch.calls[i].add(call)
             try:
-                await asyncio.wait([call, lost], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                self._in_flight[i] -= 1
-                lost.cancel()
-                if not call.done():  # its worker was lost, or the run stops: Ray need not run it any more
-                    call.cancel()
-                    with contextlib.suppress(Exception):
-                        ray.cancel(ref)
-            if call.done() and not call.cancelled():
-                exc = call.exception()
-                if exc is None:
-                    return
-                if isinstance(exc, ray.exceptions.RayTaskError):  # the worker's own error: raise it as it was
-                    cause = getattr(exc, "cause", None)
-                    if isinstance(cause, Exception):
-                        raise cause from None
-                    raise exc
-                if not isinstance(exc, ray.exceptions.RayActorError):
-                    raise exc
+                await call
+                return
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):  # Ray need not run it any more
+                    ray.cancel(ref)
+                task = asyncio.current_task()
+                if call not in watch.dropped or (task is not None and task.cancelling()):
+                    raise  # the run stops (a signal, the stall bound), not a lost worker
+            except ray.exceptions.RayTaskError as exc:  # the worker's own error: raise it as it was
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, Exception):
+                    raise cause from None
+                raise
+            except ray.exceptions.RayActorError as exc:
                 if self.gen[i] == gen:  # the first to see it: its other sessions move too
                     self._lose(i, _first_line(exc))
                     watch.progress()
@@ -864,6 +864,10 @@ class RayEngine:
                           f"answering (Ray: {_first_line(exc)[:160]}); its sessions go on on "
                           f"{f'the {live} live worker(s) left' if live else 'the first worker Ray places again'}",
                           file=sys.stderr, flush=True)
+            finally:
+                self._in_flight[i] -= 1
+                watch.calls[i].discard(call)
+                watch.dropped.discard(call)
             moves += 1
             if moves == 1:
                 watch.moved.append(key)
