@@ -68,6 +68,8 @@ MAX_RESTARTS = 4  # a worker killed more often than this fails its sessions (the
 NODE_POLL_S = 1.0  # how often the driver reads Ray's node table while sessions are in flight
 STALL_S = 60.0  # default --ray-stall-timeout: no live worker for this long stops the run
 MAX_MOVES = 4  # a session whose worker was lost this many times is left for --resume (it may be the cause)
+GCS_SILENT_S = 10.0  # Ray's node table unanswered this long: the head (GCS) is gone, the cluster with it
+GCS_ASK_S = 3.0  # after a lost ledger: the GCS unanswered this long is the head lost
 
 
 class RayUnavailable(AgentError):
@@ -435,6 +437,7 @@ class _Watch:
         self.live = asyncio.Event()
         self.stop = asyncio.Event()
         self.reason: str | None = None
+        self.actor_lost = False
         self.last_progress = time.monotonic()
         self.probes: dict[int, asyncio.Task[None]] = {}
         self.given_up = 0
@@ -469,21 +472,32 @@ class _Watch:
                 return min(live, key=lambda j: (e._in_flight[j], j))
             await self.live.wait()
 
-    def halt(self, reason: str) -> None:
+    def halt(self, reason: str, actor_lost: bool = False) -> None:
+        """Stop the run for ``reason``; ``actor_lost``: one of the run's own actors is gone, which is the
+        whole cluster when the GCS no longer answers (``play`` asks it)."""
         if self.reason is None:
             self.reason = reason
+            self.actor_lost = actor_lost
         self.stop.set()
 
     async def monitor(self) -> None:
         e = self.engine
+        asked: asyncio.Future[Any] | None = None
+        answered = time.monotonic()
         while True:
             await asyncio.sleep(NODE_POLL_S)
-            try:
-                table = await asyncio.to_thread(ray.nodes)
-            except Exception:  # noqa: BLE001 - the GCS busy or restarting: look again next time
-                table = None
-            if table is not None:
-                e._nodes_seen(table, self)
+            if asked is None:
+                asked = _ask_nodes()
+            if asked.done():
+                table = None if asked.cancelled() or asked.exception() else asked.result()
+                asked = None
+                if table is not None:
+                    answered = time.monotonic()
+                    e._nodes_seen(table, self)
+            elif time.monotonic() - answered > GCS_SILENT_S:  # the head node is gone, and the cluster with it
+                e.cluster_lost = True
+                self.halt(f"the Ray cluster's head (GCS at {e.address or 'local'}) stopped answering for "
+                          f"{GCS_SILENT_S:g} s: its node was lost, and the cluster with it (restart it)")
             self.sync()
             if e.state and all(st == "dead" for st in e.state):
                 self.halt(e._stuck(gone=True))
@@ -497,6 +511,57 @@ class _Watch:
 
 async def _outcome(ref: Any) -> Any:
     return await ref
+
+
+def _gcs_silent_now(timeout: float) -> bool:
+    """:func:`_gcs_silent` outside an event loop."""
+    import threading
+
+    answered = threading.Event()
+
+    def ask() -> None:
+        with contextlib.suppress(Exception):
+            ray.nodes()
+        answered.set()
+
+    threading.Thread(target=ask, name="econarena-ray-gcs", daemon=True).start()
+    return not answered.wait(timeout)
+
+
+async def _gcs_silent(timeout: float) -> bool:
+    """Whether Ray's GCS (the head node) leaves the node table unanswered for ``timeout`` s."""
+    try:
+        await asyncio.wait_for(asyncio.shield(_ask_nodes()), timeout)
+    except asyncio.TimeoutError:
+        return True
+    except Exception:  # noqa: BLE001 - it answered, with an error
+        return False
+    return False
+
+
+def _ask_nodes() -> asyncio.Future[Any]:
+    """Ray's node table, read in a daemon thread: ``ray.nodes()`` blocks for a minute when the GCS (the
+    head node) is gone, and a thread of the loop's executor would hold the loop's shutdown, and the exit,
+    that long."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, failed: bool) -> None:
+        if not answer.done():
+            (answer.set_exception if failed else answer.set_result)(value)
+
+    def ask() -> None:
+        try:
+            value, failed = ray.nodes(), False
+        except Exception as exc:  # noqa: BLE001 - told to the loop, which looks again later
+            value, failed = exc, True
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, value, failed)
+
+    threading.Thread(target=ask, name="econarena-ray-nodes", daemon=True).start()
+    return answer
 
 
 class RayEngine:
@@ -517,6 +582,7 @@ class RayEngine:
         self.env_names = list(env)  # --ray-env: variables the workers get from the driver
         self.asked = address  # --ray as the user gave it ("auto" stays "auto"), for the --resume command
         self.started = False  # whether this engine started Ray (and so shuts it down)
+        self.cluster_lost = False  # the GCS stopped answering: no Ray call may wait on it any more
         self.workers: list[Any] = []
         self.pids: list[int] = []
         self.node_of: list[str] = []  # each worker's Ray node (its last known one while it is lost)
@@ -779,7 +845,12 @@ class RayEngine:
         async def drain() -> None:
             while True:
                 final = stop.is_set()
-                batches = await self.ledger.take.remote(exp_id, 0.0 if final else 0.2)
+                try:
+                    batches = await self.ledger.take.remote(exp_id, 0.0 if final else 0.2)
+                except ray.exceptions.RayError as exc:  # the ledger's node is this driver's: it went away
+                    watch.halt(f"the Ray node of this driver was lost with its ledger actor (Ray: "
+                               f"{_first_line(exc)})", actor_lost=True)
+                    return
                 for b in batches:
                     _write(host, b)
                 if batches:
@@ -822,6 +893,10 @@ class RayEngine:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(drainer), 30)
         if watch.reason is not None:
+            if watch.actor_lost and await _gcs_silent(GCS_ASK_S):  # the head itself: say so
+                self.cluster_lost = True
+                watch.reason = (f"the Ray cluster's head (GCS at {self.address or 'local'}) was lost, and the "
+                                "cluster with it (restart it)")
             host.stopped.append(watch.reason)
         if watch.given_up:
             host.stopped.append(f"{watch.given_up} session(s) lost their Ray session worker {MAX_MOVES + 1} "
@@ -851,6 +926,11 @@ class RayEngine:
                     raise  # the run stops (a signal, the stall bound), not a lost worker
             except ray.exceptions.RayTaskError as exc:  # the worker's own error: raise it as it was
                 cause = getattr(exc, "cause", None)
+                if isinstance(cause, (ray.exceptions.RayActorError, ray.exceptions.RaySystemError)):
+                    # an actor the worker needs (the ledger, the services, a model replica) was lost with its node
+                    watch.halt(f"a session worker lost a Ray actor it needs, with its node (Ray: "
+                               f"{_first_line(cause)})", actor_lost=True)
+                    return
                 if isinstance(cause, Exception):
                     raise cause from None
                 raise
@@ -884,6 +964,11 @@ class RayEngine:
         """Kill this engine's actors; disconnect from Ray, and stop it (every process of it) when this
         engine started it."""
         if not ray.is_initialized():
+            return
+        if self.workers and not self.cluster_lost and _gcs_silent_now(GCS_ASK_S):
+            self.cluster_lost = True
+        if self.cluster_lost:  # every call would wait a minute on the dead GCS (the CLI then leaves at once)
+            self.workers, self.replicas, self.ledger, self.services = [], {}, None, None
             return
         live = [w for w, st in zip(self.workers, self.state) if st == "live"]
         with contextlib.suppress(Exception):  # connections closed cleanly, not torn down by the kill

@@ -223,3 +223,38 @@ def test_a_node_lost_for_good_stops_the_run_for_resume(cluster: Any, server: Any
     runs = lines_of(out / "runs.jsonl")
     assert len(runs) == 64 == len({(r["session"], r["run"]) for r in runs})
     assert records(out) == reference()
+
+
+def test_the_head_node_lost_ends_the_run_at_once(cluster: Any, server: Any, tmp_path: Path, arena: Any) -> None:
+    """The head node killed (its GCS, its raylet and the driver's ledger with them): the run stops within
+    seconds, exit 3, saying the cluster's head was lost, with the --resume command. Found by trying: the
+    driver was left for a minute in Ray's exit handler waiting on the dead GCS (then Ray killed it, exit 1,
+    with no word of ours), and skipping that handler crashed the interpreter's exit. The last test of the
+    module: the cluster is gone after it."""
+    alive = [n for n in cluster.nodes[1:] if n.alive]
+    if not alive:
+        cluster.start_node(1)
+    server.reset()
+    server.reply = guesser
+    server.latency = 0.05
+    toml = tmp_path / "nodes.toml"
+    toml.write_text(arena.to_toml(doc(server.url)))
+    out = tmp_path / "out"
+    env = {**os.environ, **cluster.env, "EA_NODE_KEY": SECRET}
+    proc = start_driver(arena, ["run", str(toml), "--out", str(out), "--no-cache", "--quiet", "--ray",
+                                cluster.address, "--ray-workers", "1", "--concurrency", "2"], env, tmp_path)
+    try:
+        wait_runs(out, 8, proc)
+        killed = time.monotonic()
+        cluster.nodes[0].kill()
+        rc = proc.wait(budget(90))
+        took = time.monotonic() - killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = (tmp_path / "stderr").read_text()
+    assert rc == 3 and took < budget(20), (rc, took, err[-3000:])
+    stop = [x for x in err.splitlines() if x.startswith("econarena: error:")]
+    assert len(stop) == 1 and f"the Ray cluster's head (GCS at {cluster.address}) was lost" in stop[0], err[-3000:]
+    assert stop[0].endswith(f"continue with econarena run {toml} --out {out} --seed 3 --resume --ray {cluster.address}")
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
