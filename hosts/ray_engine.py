@@ -456,7 +456,7 @@ class _Watch:
                 for call in self.calls[i]:  # their sessions go to a live worker (_session sees why)
                     if call.cancel():
                         self.dropped.add(call)
-            if e.state[i] == "lost" and (i not in self.probes or self.probes[i].done()):
+            if e.state[i] in ("lost", "pending") and (i not in self.probes or self.probes[i].done()):
                 self.probes[i] = asyncio.ensure_future(e._probe(i, self))
         if any(st == "live" for st in e.state):
             self.live.set()
@@ -681,27 +681,51 @@ class RayEngine:
             self.workers = [SessionWorker.options(num_cpus=per_worker, max_concurrency=max_sessions)
                             .remote(names[0], names[1], __version__) for _ in range(n)]
             self._in_flight = [0] * n
-            where = asyncio.ensure_future(asyncio.gather(*(w.where.remote() for w in self.workers)))
+            self.pids, self.node_of = [0] * n, [""] * n
+            self.state, self.gen, self.why = ["pending"] * n, [0] * n, [""] * n
+            asked = [asyncio.ensure_future(_outcome(w.where.remote())) for w in self.workers]
+            for f in asked:  # those still waiting when the run starts are looked at by the watch's probes
+                f.add_done_callback(lambda f: f.cancelled() or f.exception())
             try:
-                done, _ = await asyncio.wait([where], timeout=PLACE_WARN_S)
+                # the run starts with the first worker placed; Ray places the others as CPUs free up or
+                # nodes join (a worker that never fits does not hold the run back)
+                done, _ = await asyncio.wait(asked, timeout=PLACE_WARN_S, return_when=asyncio.FIRST_COMPLETED)
                 if not done:  # a busy cluster: Ray queues the workers until their CPUs are free; say so
                     free = ray.available_resources().get("CPU", 0.0)
                     print(f"econarena: waiting for Ray to place {n} session worker(s) of {per_worker:g} CPU "
                           f"each ({free:g} CPU free of {cpus:g}); fewer with --ray-workers", file=sys.stderr,
                           flush=True)
-                placed = list(await where)
+                    done, _ = await asyncio.wait(asked, timeout=max(0.0, self.stall_s - PLACE_WARN_S),
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                for f in done:
+                    f.result()  # Ray cancelled them: the cluster stops (below)
             except ray.exceptions.RayActorError as exc:  # Ray cancelled them: the cluster stops, or went away
+                failure: BaseException = RayUnavailable(
+                    f"--ray {self.address or ''}: Ray could not start the session workers ({_first_line(exc)}); "
+                    "is the cluster stopping? `ray status` on the head node shows its nodes")
+            except BaseException as exc:  # a stop signal while the workers start
+                failure = exc
+            else:
+                failure = None if done else RayUnavailable(
+                    f"--ray {self.address or ''}: Ray placed none of the {n} session workers of {per_worker:g} "
+                    f"CPU in {max(self.stall_s, PLACE_WARN_S):g} s ({ray.available_resources().get('CPU', 0.0):g} "
+                    f"CPU free of {cpus:g}); fewer with --ray-workers, or a node with free CPUs")
+            if failure is not None:
+                for f in asked:
+                    f.cancel()
+                for w in self.workers:
+                    with contextlib.suppress(Exception):
+                        ray.kill(w)
                 self.workers = []
-                raise RayUnavailable(f"--ray {self.address or ''}: Ray could not start the session workers "
-                                     f"({_first_line(exc)}); is the cluster stopping? `ray status` on the head "
-                                     "node shows its nodes") from None
-            except BaseException:  # a stop signal while the workers start: the gathered calls end with a
-                where.cancel()     # CancelledError that nobody awaits; retrieve it, or asyncio prints a traceback
-                where.add_done_callback(lambda f: f.cancelled() or f.exception())
-                raise
-            self.pids = [pid for pid, _ in placed]
-            self.node_of = [node for _, node in placed]
-            self.state, self.gen, self.why = ["live"] * n, [0] * n, [""] * n
+                if isinstance(failure, RayUnavailable):
+                    raise failure from None
+                raise failure
+            for i, f in enumerate(asked):
+                if f.done() and not f.cancelled() and f.exception() is None:
+                    self.pids[i], self.node_of[i] = f.result()
+                    self.state[i] = "live"
+                else:
+                    f.cancel()
             with contextlib.suppress(Exception):
                 self._nodes_seen(ray.nodes(), None)
 
@@ -790,7 +814,7 @@ class RayEngine:
 
     async def _probe(self, i: int, watch: _Watch) -> None:
         """Wait for Ray to place lost worker ``i`` again (a node joining, CPUs freed); it is then live."""
-        while self.state[i] == "lost":
+        while self.state[i] in ("lost", "pending"):
             try:
                 pid, node = await asyncio.wait_for(_outcome(self.workers[i].probe.remote()), 30)
             except ray.exceptions.ActorDiedError as exc:  # restarts used up, or cancelled: gone for good
@@ -810,7 +834,8 @@ class RayEngine:
         (Ray's table says so only after its health checks, some 15 s), and what is left."""
         lost = list(dict.fromkeys(self.lost_nodes.values()))
         quiet = list(dict.fromkeys(self.node_named(self.node_of[i]) for i, st in enumerate(self.state)
-                                   if st != "live" and self.node_of[i] not in self.lost_nodes))
+                                   if st in ("lost", "dead") and self.node_of[i]
+                                   and self.node_of[i] not in self.lost_nodes))
         parts = [f"{' and '.join(lost)} {'was' if len(lost) == 1 else 'were'} lost"] if lost else []
         parts += [f"the session worker(s) on {' and '.join(quiet)} stopped answering"] if quiet else []
         lead = "; ".join(parts) or "no Ray session worker was live"
