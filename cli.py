@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -387,7 +388,16 @@ def main(argv: list[str] | None = None) -> int:
 
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
         with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
-            return args.func(args)
+            code = args.func(args)
+        if argv is None and getattr(getattr(args, "engine", None), "cluster_lost", False):
+            # the Ray cluster's head is gone: Ray's exit handler would wait a minute on it (then kill this
+            # process with 1), and skipping it crashes the interpreter's exit; the run directory is closed
+            release_dead_streams()
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+        return code
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback

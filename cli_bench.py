@@ -507,7 +507,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "a higher limit to go on")
     b.add_argument("--dry-run", action="store_true",
                    help="print each tier's LLM calls and cost bound; run nothing")
-    b.add_argument("--suite", metavar="FILE.toml", help="another suite file (default: the bundled configs/bench/v1.toml)")
+    b.add_argument("--suite", metavar="FILE.toml",
+                   help="another suite file (default: the bundled configs/bench/v1.toml)")
     b.add_argument("--no-baselines", action="store_true", help="do not play the rational and random baselines' rows")
     b.add_argument("--concurrency", type=_concurrency, default=16,
                    help="decisions in flight per game (default 16)")

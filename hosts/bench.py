@@ -1,5 +1,5 @@
-"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v1.toml``) turned into ordinary experiments for
-one model, planned (calls and a cost bound per tier) and played side by side.
+"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v1.toml``) turned into ordinary
+experiments for one model, planned (calls and a cost bound per tier) and played side by side.
 
 Why experiments: every game of the suite is an experiment built from TOML data by ``parse_experiment``, the same
 checks as any file, played by the Host into its own run directory; so resume, the response cache, ``--ray``,

@@ -64,6 +64,7 @@ class RunResult:
     runs_incomplete: int
     elapsed_s: float
     decisions: int
+    stopped: tuple[str, ...] = ()  # why an engine left sessions unplayed (a lost Ray node), for --resume
 
 
 def _llm_problems(exp: Experiment, check: Any) -> list[str]:
@@ -118,6 +119,7 @@ class Host:
         self.decisions = 0
         self.incomplete = 0
         self.done = 0
+        self.stopped: list[str] = []  # an engine's reasons for sessions it could not play (the run is incomplete)
         self._direct_moves = 0  # moves played by baselines alone, without awaiting anything
         self._progress = Progress(0, "", enabled=False)
 
@@ -214,7 +216,7 @@ class Host:
                         w.cancel()
                     await asyncio.gather(*workers, return_exceptions=True)
                     raise
-            status = "complete" if self.incomplete == 0 else "incomplete"
+            status = "complete" if self.incomplete == 0 and not self.stopped else "incomplete"
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "interrupted"
             raise
@@ -229,9 +231,10 @@ class Host:
                 finally:
                     self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
                                             runs_complete=self.done, runs_incomplete=self.incomplete,
-                                            elapsed_s=round(time.perf_counter() - start, 3))
+                                            elapsed_s=round(time.perf_counter() - start, 3),
+                                            **({"stopped": self.stopped} if self.stopped else {}))
         return RunResult(self.dir.path, status, total, self.done, self.incomplete,
-                         time.perf_counter() - start, self.decisions)
+                         time.perf_counter() - start, self.decisions, tuple(self.stopped))
 
     async def _worker(self, work: Iterator[tuple[int, int]], resume: ResumeState) -> None:
         for li, s in work:  # one shared generator: each pair goes to exactly one worker
