@@ -1,4 +1,4 @@
-"""The README's cluster guide, run: the Slurm scripts of examples/slurm/ executed as a scheduler would run
+"""The cluster guide (docs/scale.md), run: the Slurm scripts of docs/examples/slurm/ executed as a scheduler would run
 them (no Slurm here: each script's body with the variables Slurm sets, and stand-ins for sbatch, srun and
 scontrol that run the step here), on a tiny experiment; and the files the guide names exist."""
 
@@ -21,7 +21,7 @@ import pytest
 from timing import budget
 
 REPO = Path(__file__).resolve().parent.parent
-SLURM = REPO / "examples" / "slurm"
+SLURM = REPO / "docs" / "examples" / "slurm"
 
 # sbatch stand-in: prints a job id as `sbatch --parsable` does, and records its arguments
 SBATCH = """#!/bin/bash
@@ -160,10 +160,8 @@ def test_ray_inside_a_slurm_allocation(tmp_path: Path, arena: Any) -> None:
 
 def test_the_files_the_cluster_guide_names_exist() -> None:
     """It named configs/paper/gama.toml, which never existed."""
-    readme = (REPO / "README.md").read_text()
-    guide = readme[readme.index("## Running on a cluster"):]
-    guide = guide[:guide.index("\n## ", 5)]
-    named = set(re.findall(r"(?:configs|examples)/[\w./-]+\.(?:toml|sbatch|sh)", guide))
-    assert {"examples/slurm/shards.sbatch", "examples/slurm/merge.sbatch", "examples/slurm/submit.sh",
-            "examples/slurm/ray-cluster.sbatch"} <= named
+    guide = (REPO / "docs" / "scale.md").read_text()
+    named = set(re.findall(r"(?:configs|docs/examples)/[\w./-]+\.(?:toml|sbatch|sh)", guide))
+    assert {"docs/examples/slurm/shards.sbatch", "docs/examples/slurm/merge.sbatch", "docs/examples/slurm/submit.sh",
+            "docs/examples/slurm/ray-cluster.sbatch"} <= named
     assert [n for n in sorted(named) if not (REPO / n).is_file()] == []

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Submit one experiment as a job array of N shards plus the merge job that waits for all of them:
-#   EXP=configs/paper/bc-melee.toml OUT=runs/bc-melee N=16 examples/slurm/submit.sh
+#   EXP=configs/paper/bc-melee.toml OUT=runs/bc-melee N=16 docs/examples/slurm/submit.sh
 # Run it again after a failure: every task resumes its shard, and a new merge job waits for the new array.
 set -euo pipefail
 
