@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors += problems
             if not problems:
                 alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
+        elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (configs/bench/*.toml)
+            from .cli_bench import validate_suite
+
+            problem, line = validate_suite(f)
+            if problem:
+                errors.append(problem)
+            else:
+                alias_ok.append(line)
         else:
             files.append(f)
     exps, more = _load_all(files)
@@ -367,9 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
 
-    from . import cli_reports  # report, compare, suite
+    from . import cli_bench, cli_reports  # report, compare, suite; bench, leaderboard
 
     cli_reports.register(sub)
+    cli_bench.register(sub)
     return p
 
 
@@ -382,7 +392,16 @@ def main(argv: list[str] | None = None) -> int:
 
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
         with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
-            return args.func(args)
+            code = args.func(args)
+        if argv is None and getattr(getattr(args, "engine", None), "cluster_lost", False):
+            # the Ray cluster's head is gone: Ray's exit handler would wait a minute on it (then kill this
+            # process with 1), and skipping it crashes the interpreter's exit; the run directory is closed
+            release_dead_streams()
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+        return code
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback

@@ -246,8 +246,9 @@ def ray_engine(args: argparse.Namespace) -> Any:
     address = getattr(args, "ray", None)
     if address is None:
         given = [flag for flag, key in (("--ray-workers", "ray_workers"), ("--replicas", "replicas"),
-                                        ("--gpus-per-replica", "gpus_per_replica")) if getattr(args, key, None)
-                 is not None]
+                                        ("--gpus-per-replica", "gpus_per_replica"),
+                                        ("--ray-stall-timeout", "ray_stall_timeout"), ("--ray-env", "ray_env"))
+                 if getattr(args, key, None) is not None]
         if given:  # they were ignored without --ray: a user asking for 4 replicas got one model, in silence
             raise SystemExit(_exit_with(f"{', '.join(given)}: only with --ray (sessions on Ray); add --ray, "
                                         "or --ray ADDRESS for a cluster"))
@@ -256,9 +257,13 @@ def ray_engine(args: argparse.Namespace) -> Any:
         from .hosts.ray_engine import RayEngine, RayUnavailable
     except ImportError:
         raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
+    from .hosts.ray_engine import STALL_S, stop_local_ray
+
+    stall = getattr(args, "ray_stall_timeout", None)
     engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
                        replicas=getattr(args, "replicas", 1) or 1,
-                       gpus_per_replica=getattr(args, "gpus_per_replica", None))
+                       gpus_per_replica=getattr(args, "gpus_per_replica", None),
+                       stall_s=STALL_S if stall is None else stall, env=getattr(args, "ray_env", None) or ())
     previous = signal.getsignal(signal.SIGTERM)
     try:
         engine.connect()
@@ -268,9 +273,12 @@ def ray_engine(args: argparse.Namespace) -> Any:
         if exc.code != signal.SIGTERM:
             raise
         with contextlib.suppress(Exception):
-            import ray
+            if address == "local":
+                stop_local_ray()  # every process it started so far, its agents included
+            else:
+                import ray
 
-            ray.shutdown()  # what it started so far
+                ray.shutdown()
         raise Interrupted("SIGTERM") from None
     finally:  # ray.init replaces SIGTERM's handler with sys.exit(15): a stop signal is ours again (exit 130)
         with contextlib.suppress(ValueError, TypeError):  # not the main thread; set outside Python (None)
@@ -294,6 +302,13 @@ def add_ray_arguments(r: argparse.ArgumentParser) -> None:
                    help="copies of each local (hf) model on Ray, one actor each (default 1)")
     r.add_argument("--gpus-per-replica", type=_gpus, metavar="G",
                    help="GPUs each local model replica holds on Ray (default: 1 for a cuda device, else 0)")
+    r.add_argument("--ray-env", action="append", type=_env_name, metavar="NAME",
+                   help="give the Ray workers this variable's value from here (repeat for several; the key "
+                        "variables the players read are given anyway); values stay in memory, never in a file "
+                        "or log")
+    r.add_argument("--ray-stall-timeout", type=_seconds, metavar="S",
+                   help="after a Ray node is lost, wait this long for a live session worker before stopping "
+                        "for --resume (default 60)")
 
 
 def _positive(value: str) -> int:
@@ -304,6 +319,25 @@ def _positive(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+def _env_name(value: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):  # never echoed: it may be a key given by mistake
+        raise argparse.ArgumentTypeError("expected the NAME of an environment variable (letters, digits, _; "
+                                         "e.g. --ray-env HF_TOKEN), not a value: the value is read from here")
+    return value
+
+
+def _seconds(value: str) -> float:
+    try:
+        s = float(value)
+    except ValueError:
+        s = math.nan
+    if not (math.isfinite(s) and s > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value!r}")
+    return s
 
 
 def _gpus(value: str) -> float:
@@ -408,6 +442,8 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
             print(format_table(summary))
         print(outcome_line(exp, r, d))
         warn_truncated(exp, summary, d)
+        for why in r.stopped:
+            err(f"{exp.name}: {why}; finished runs are kept: run the same suite command again to continue")
         out.append(r)
     return out
 
@@ -438,8 +474,13 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     print(outcome_line(exp, result, out))
     warn_truncated(exp, summary, out)
     if result.status == "incomplete":
-        err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
-             f"retry them with: {resume_command(exp, out, shard)}")
+        for why in result.stopped:  # a lost Ray node, not an API: say so, and how to go on
+            flags = engine.resume_flags() if engine is not None and hasattr(engine, "resume_flags") else ""
+            err(f"{why}; {result.runs_done}/{result.runs_total} runs are done and kept: continue with "
+                f"{resume_command(exp, out, shard)}{flags}")
+        if result.runs_incomplete:
+            err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
+                f"retry them with: {resume_command(exp, out, shard)}")
     return result
 
 

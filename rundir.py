@@ -423,6 +423,7 @@ class RunDirectory:
         elif any((self.path / name).exists() and (self.path / name).stat().st_size for name in (RUNS, DECISIONS)):
             self.tally = None  # records of an earlier process, never read here: the summary reads the files
         if old:
+            old.pop("stopped", None)  # why the last process left sessions unplayed: this one plays them
             self.manifest = {**old, "status": "running", "resumed_at": now_iso(),
                              "resumes": int(old.get("resumes", 0)) + 1}
         else:  # a new directory (--resume on one that never started begins a normal run)

@@ -333,6 +333,10 @@ class RemoteProvider(Provider):
             where = public_url(url) if url else "the server"
             return Failure(True, f"connection refused by {where} (nothing is listening there; is the server "
                                  "running?)", down=True)
+        if _dropped(exc):  # the same: the openai SDK's transport calls a server gone mid-request a timeout
+            where = public_url(url) if url else "the server"
+            return Failure(True, f"connection lost: {where} closed it before answering (the server stopped or "
+                                 "was killed?)", down=True)
         if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError from 3.11
             return Failure(True, f"timed out after {timeout_s:g} s", down=True)
         judged = self._judge(exc)
@@ -422,6 +426,25 @@ def _refused(exc: BaseException) -> bool:
             return True
         if any(isinstance(a, ConnectionRefusedError) for a in getattr(cur, "args", ())):
             return True  # aiohttp keeps the OSError in args (ClientConnectorError(key, os_error))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+_DROPPED = ("ServerDisconnectedError", "RemoteProtocolError", "IncompleteRead")
+
+
+def _dropped(exc: BaseException) -> bool:
+    """Whether the server closed or reset the connection before its reply, anywhere in the cause chain:
+    aiohttp's ServerDisconnectedError (httpx's RemoteProtocolError), a reset or a broken pipe. Named by
+    class name: this module imports no HTTP client."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return True
+        if type(cur).__name__ in _DROPPED:
+            return True
         cur = cur.__cause__ or cur.__context__
     return False
 

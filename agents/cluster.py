@@ -61,6 +61,15 @@ class ClusterServices:
         self.caches: dict[str, Any] = {}
         self.gates: dict[str, _Gate] = {}
         self._tickets = itertools.count(1)
+        self._env: dict[str, str] = {}
+
+    def forward_env(self, values: dict[str, str]) -> None:
+        """Variables from the driver's environment (keys, --ray-env) for the workers: held in this process's
+        memory only, never written, logged or returned to anyone but a worker that asks."""
+        self._env.update(values)
+
+    def forwarded_env(self) -> dict[str, str]:
+        return dict(self._env)
 
     def open_cache(self, path: str) -> str | None:
         """Open the cache file ``path`` (the driver resolved it); why it cannot be opened, or None."""
@@ -168,13 +177,18 @@ class CacheProxy:
 class ModelReplica:
     """One copy of a local (hf) model; the decisions of every session routed here share its batches."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, services: str | None = None) -> None:
         from .providers.hf import HFProvider
 
         self.provider = HFProvider(settings)
+        self.services = services  # the services actor's name: the driver's forwarded variables (HF_TOKEN...)
 
     def load(self) -> float:
         """Load the model now (the driver waits for every replica before any session starts)."""
+        if self.services is not None:
+            import os
+
+            os.environ.update(ray.get(ray.get_actor(self.services).forwarded_env.remote()))
         self.provider.load()
         return float(self.provider.load_s or 0.0)
 

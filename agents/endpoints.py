@@ -65,9 +65,11 @@ class EndpointPool:
         """Set endpoint ``i`` aside; True when another endpoint is up to take the call."""
         now = time.monotonic()
         self.aside_until[i] = now + SET_ASIDE_S
+        other = any(self.up(j, now) for j in range(len(self.urls)) if j != i)
         if i not in self._warned:
             self._warned.add(i)
+            then = ("its calls go to the other endpoint(s)" if other else
+                    "and no other endpoint is up: calls wait and retry (max_retries) on the one due back first")
             print(f"econarena: warning: endpoint {self.shown[i]} failed ({why.split(' (')[0][:200]}); "
-                  f"set aside for {SET_ASIDE_S:g} s, its calls go to the other endpoint(s)", file=sys.stderr,
-                  flush=True)
-        return any(self.up(j, now) for j in range(len(self.urls)) if j != i)
+                  f"set aside for {SET_ASIDE_S:g} s, {then}", file=sys.stderr, flush=True)
+        return other

@@ -12,7 +12,7 @@ author = "the EconArena authors"
 version = release = __version__
 extensions = ["myst_parser", "econarena_docs"]
 source_suffix = {".md": "markdown"}
-exclude_patterns = ["_build", "_ext"]
+exclude_patterns = ["_build", "_ext", "examples"]
 myst_heading_anchors = 3  # links to a page's sections by their titles: [text](page.md#a-section)
 myst_enable_extensions = ["colon_fence"]
 html_theme = "furo"

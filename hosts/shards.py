@@ -127,9 +127,7 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     for s in sorted(shards, key=lambda s: s.index):
         m = s.manifest
         if m.get("status") != "complete" or m.get("runs_complete") != m.get("runs_total"):
-            raise MergeError(f"shard {s.index}/{s.count} ({s.path}) is {m.get('status', 'unfinished')} "
-                             f"({m.get('runs_complete', 0)}/{m.get('runs_total', '?')} runs): finish it with "
-                             "the same command and --resume, then merge again")
+            raise MergeError(_unfinished(s))
     out = Path(out)
     if out.resolve() in {s.path.resolve() for s in shards}:
         raise MergeError(f"--out {out} is one of the shards; merge into a new directory")
@@ -176,6 +174,53 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         merged_from=[{"shard": f"{s.index}/{s.count}", "path": str(s.path)} for s in ordered])
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _unfinished(s: _Shard) -> str:
+    """Why shard ``s`` cannot be merged yet, from what its directory holds: still running (its lock is
+    held), stopped before it ended (killed: the manifest still says running), or ended incomplete; with
+    the runs it has finished, counted from its log (a killed process never wrote the manifest's counts)."""
+    from ..rundir import LOCK, complete_runs
+
+    m = s.manifest
+    status = m.get("status", "unfinished")
+    done = len(complete_runs(read_jsonl(s.path / RUNS, kind="runs")))
+    total = m.get("runs_total")
+    runs = f"{done}/{total} runs finished" if isinstance(total, int) else f"{done} run(s) finished"
+    resume = (f"econarena run FILE.toml --shard {s.index}/{s.count} --out {s.path} --resume (the file and "
+              "options it was started with)")
+    name = f"shard {s.index}/{s.count} ({s.path})"
+    if status == "running":
+        holder = _lock_holder(s.path / LOCK)
+        if holder is not None:
+            return (f"{name} is still running ({holder}; {runs} so far): wait for it to end (with Slurm, make "
+                    "the merge job depend on the array: sbatch --dependency=afterok:JOBID), then merge again")
+        return (f"{name} stopped before it ended: its process was killed or lost (the manifest still says "
+                f"running; {runs}); finish it with {resume}, then merge again")
+    why = "; ".join(m.get("stopped") or []) or (f"{m.get('runs_incomplete')} run(s) stopped on API errors"
+                                                 if m.get("runs_incomplete") else "")
+    return (f"{name} is {status} ({runs}{': ' + why if why else ''}); finish it with {resume}, then merge "
+            "again")
+
+
+def _lock_holder(path: Path) -> str | None:
+    """Who holds a run directory's lock (the line it wrote), or None when no live process does."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    try:
+        fh = path.open(encoding="utf-8")  # read only: merging must not create or change a shard's files
+    except OSError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            return fh.read().strip() or "a live process"
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return None
 
 
 def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:

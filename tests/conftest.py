@@ -85,8 +85,9 @@ def ray_cluster() -> Iterator[Any]:
 
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'econarena[ray]' (make install)")
     if not ray.is_initialized():
-        # workers read API keys from their own environment: the golden LLM experiments name GOLDEN_KEY
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
+        # workers read API keys from their own environment: the golden LLM experiments name GOLDEN_KEY;
+        # "local": an instance of our own even where another `ray start` cluster runs on this machine
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
                  runtime_env={"env_vars": {"GOLDEN_KEY": "sk-golden-test"}})
     yield ray
     ray.shutdown()

@@ -12,6 +12,8 @@ How a page's code blocks are run (the line right above a fence may say otherwise
   to stop after validation, e.g. for the bundled model); ``file NAME`` saves the block under NAME for the
   page's later shell blocks; ``fragment of configs/X.toml`` merges the block over that file first;
   ``models`` and ``prices`` read it as a models or prices file.
+- ``data SOURCE DIR`` writes small released results of another tool (``gamabench``, ``negotiationarena``,
+  ``glee``, as the importer tests make them: never the real files) into DIR first, so import examples run.
 - ``parse only (why)``: shell commands are only parsed by the CLI's own parser (flags and commands must
   exist); ``skip (why)``: not run at all (a cluster, an install). A reason is required; the tests count them.
 """
@@ -63,13 +65,14 @@ def _instructions(body: str) -> dict[str, str]:
     out = {}
     parts = re.split(r";\s*(?![^()]*\))", body)  # a reason in parentheses may hold ';'
     for part in filter(None, (p.strip() for p in parts)):
-        for key in ("skip", "parse only", "validate only", "file", "fragment of", "exit", "models", "prices"):
+        for key in ("skip", "parse only", "validate only", "file", "fragment of", "exit", "models", "prices",
+                    "data"):
             if part == key or part.startswith(key + " "):
                 out[key] = part[len(key):].strip()
                 break
         else:
             raise AssertionError(f"unknown docs instruction {part!r} (expected skip, parse only, validate only, "
-                                 "file, fragment of, exit, models, prices)")
+                                 "file, fragment of, exit, models, prices, data)")
     return out
 
 
@@ -322,8 +325,32 @@ def _check_runnable(command: str, where: str) -> None:
             f"{where}: `{words[0]}` is not run by the docs test: mark the block `skip (why)` or `parse only (why)`")
 
 
+def _released_data(source: str, root: Path) -> None:
+    """Small made-up released results in the source's own format (the importer tests' writers)."""
+    if source == "gamabench":
+        from test_gama_import import guess_file, write
+
+        for model, runs in {"gpt-4o": [[[40, 20], [30, 10]], [[25, 12], [20, 8]]],
+                            "llama-3.1-8b": [[[50, 45], [60, 40]], [[55, 30], [45, 35]]]}.items():
+            for k, records in enumerate(runs, 1):
+                write(root / "guessing_game" / f"{model}_guessing_game_v1_{k}.json", guess_file(records))
+    elif source == "negotiationarena":
+        from test_na_import import fixture_logs
+
+        fixture_logs(root)
+    elif source == "glee":
+        from test_glee_import import write_data
+
+        write_data(root)
+    else:
+        raise AssertionError(f"no made-up released results of {source!r}")
+
+
 def _run_shell(b: Block, box: Path, env: dict[str, str]) -> None:
     targets = _make_targets()
+    if "data" in b.says:
+        source, folder = b.says["data"].split()
+        _released_data(source, box / folder)
     want = int(b.says.get("exit", "0") or 0)
     for command in _commands(b.text):
         if command.startswith("make "):

@@ -188,3 +188,59 @@ def test_openai_base_url_with_credentials_is_refused_before_the_run(tmp_path: Pa
 def test_bad_url_lists_are_refused(urls: Any, expected: str) -> None:
     with pytest.raises(ConfigError, match=expected.replace("(", r"\(")):
         parse_experiment(doc(urls), "e.toml")
+
+
+def test_the_warning_says_when_no_other_endpoint_is_up(capsys: Any) -> None:
+    """It said "its calls go to the other endpoint(s)" also when every other endpoint was set aside."""
+    pool = EndpointPool(["http://a/v1", "http://b/v1"], ["http://a/v1", "http://b/v1"])
+    assert pool.set_aside(0, "connection refused by http://a/v1 (nothing is listening there)") is True
+    assert pool.set_aside(1, "connection lost: http://b/v1 closed it before answering (the server stopped?)") is False
+    a, b = capsys.readouterr().err.strip().splitlines()
+    assert a.endswith("set aside for 30 s, its calls go to the other endpoint(s)"), a
+    assert b == ("econarena: warning: endpoint http://b/v1 failed (connection lost: http://b/v1 closed it before "
+                 "answering); set aside for 30 s, and no other endpoint is up: calls wait and retry (max_retries) "
+                 "on the one due back first"), b
+
+
+def test_a_server_killed_mid_request_is_a_lost_connection_not_a_timeout() -> None:
+    """A real server process SIGKILLed while it held a request: the openai SDK's transport reports aiohttp's
+    ServerDisconnectedError as APITimeoutError, and the endpoint was said to have "timed out" (its
+    timeout_s was 20 s; it failed after half a second)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from econarena.agents.base import Message
+    from econarena.agents.llm import LLMSettings
+    from econarena.agents.providers.openai import OpenAIProvider
+
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fakeservers.py")), "--latency", "30"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline().split()[1])  # type: ignore[union-attr]
+        url = f"http://127.0.0.1:{port}/v1"
+        settings = LLMSettings(model="fake", base_url=url, max_retries=0, timeout_s=20)
+
+        async def killed_mid_request() -> Any:
+            p = OpenAIProvider(settings)
+            try:
+                call = asyncio.ensure_future(p._attempt(p._client(p._state(), 0), [Message("user", "hi")],
+                                                        settings, None))
+                await asyncio.sleep(0.5)
+                os.kill(proc.pid, signal.SIGKILL)
+                try:
+                    await call
+                except Exception as exc:  # noqa: BLE001 - judged below, as the provider judges it
+                    return p._failure(exc, settings.timeout_s, url)
+                raise AssertionError("the call succeeded")
+            finally:
+                await p.aclose()
+
+        failure = asyncio.run(killed_mid_request())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert failure.down and failure.retryable
+    assert failure.message == (f"connection lost: {url} closed it before answering (the server stopped or was "
+                               "killed?)"), failure.message

@@ -441,3 +441,93 @@ def test_a_run_stopped_while_ray_places_its_workers_leaves_no_unretrieved_error(
     finally:
         engine.close()
     assert not [c for c in reported if "never retrieved" in c.get("message", "")], reported
+
+
+# econarena's main in a process of its own that sends itself SIGTERM in the middle of ray.init: once the raylet
+# of the local instance runs and has started its dashboard and runtime-env agents (pids printed first).
+SIGTERM_IN_START = """\
+import os, signal, sys, time
+import ray
+import ray._private.node as node
+import psutil
+real = node.Node.start_raylet
+def patched(self, *args, **kwargs):
+    real(self, *args, **kwargs)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        agents = [p for p in psutil.Process().children(recursive=True)
+                  if p.cmdline()[:1] and p.cmdline()[0].startswith(("ray::DashboardAgent", "ray::RuntimeEnvAgent"))]
+        if len(agents) == 2:
+            break
+        time.sleep(0.05)
+    print("AGENTS", *[p.pid for p in agents], file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+node.Node.start_raylet = patched
+from econarena.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_while_ray_starts_leaves_no_ray_process_behind(tmp_path: Path, arena: Any) -> None:
+    """Found by trying: a SIGTERM while ray.init started the local instance left its DashboardAgent and
+    RuntimeEnvAgent running for good (they ignore SIGTERM, and the raylet that should stop them was gone):
+    a Ray instance the run started, the run stops, every process of it."""
+    import psutil
+
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    r = subprocess.run([sys.executable, "-c", SIGTERM_IN_START, "run", str(toml), "--out", str(tmp_path / "o"),
+                        "--quiet", "--ray", "--ray-workers", "1"], capture_output=True, text=True, timeout=240,
+                       stdin=subprocess.DEVNULL, start_new_session=True)
+    assert r.returncode == 130 and "interrupted by SIGTERM" in r.stderr, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr
+    agents = [int(x) for x in r.stderr.split("AGENTS", 1)[1].split("\n", 1)[0].split()]
+    assert len(agents) == 2, r.stderr[-2000:]
+    deadline = time.monotonic() + 10
+    left = agents
+    while left and time.monotonic() < deadline:
+        left = [p for p in agents if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.1)
+    assert not left, [psutil.Process(p).cmdline() for p in left]
+
+
+def test_ray_auto_joins_only_a_cluster_it_is_told_about(ray_cluster: Any, tmp_path: Path, arena: Any) -> None:
+    """Found by trying: with no RAY_ADDRESS and no `ray start` cluster recorded, `--ray auto` fell back to Ray's
+    scan for any Ray process of the machine, joined another program's private instance (here: the test
+    session's own) and ended with Ray's "The actor never ran - it was cancelled" once that one stopped."""
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_TMPDIR"] = str(tmp_path)  # where Ray looks for the address file `ray start` writes: none here
+    r = subprocess.run([arena.ECONARENA, "run", str(toml), "--out", str(tmp_path / "o"), "--ray", "auto"], env=env,
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip().splitlines()[-1] == (
+        "econarena: error: --ray auto: no cluster to join (RAY_ADDRESS is not set and no `ray start` cluster is "
+        "recorded on this machine); start one with `ray start --head`, set RAY_ADDRESS, give its address "
+        "(--ray HOST:6379), or use --ray alone for one on this machine")
+    assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_ray_env_and_stall_options_are_checked(tmp_path: Path, arena: Any, capsys: Any) -> None:
+    """A value given where a name belongs is refused without being echoed (it may be a key); a name not set
+    here is refused before Ray is joined; the options without --ray are refused like the other Ray options."""
+    from econarena.cli import main
+
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    for flags, said in ((["--ray", "127.0.0.1:1", "--ray-env", "sk-secret-value-123"],
+                         "expected the NAME of an environment variable"),
+                        (["--ray", "127.0.0.1:1", "--ray-env", "EA_UNSET_VARIABLE_X"],
+                         "--ray-env EA_UNSET_VARIABLE_X: not set in this environment"),
+                        (["--ray", "127.0.0.1:1", "--ray-stall-timeout", "0"], "expected a number of seconds > 0"),
+                        (["--ray-stall-timeout", "5", "--ray-env", "HOME"],
+                         "--ray-stall-timeout, --ray-env: only with --ray")):
+        try:
+            code = main(["run", str(toml), "--out", str(tmp_path / "o"), "--quiet", *flags])
+        except SystemExit as exc:  # argparse's own refusal
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and "sk-secret-value-123" not in err, (flags, err)
+        assert not (tmp_path / "o" / "manifest.json").exists()

@@ -4,6 +4,7 @@ its own directory, and ``merge`` joins the shards into a directory equal to an u
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,57 @@ def test_default_shard_directory(tmp_path: Path, arena: Any) -> None:
     r = arena.cli("run", str(toml), "--quiet", "--shard", "3/3", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "runs" / "t-shard-3-of-3" / "manifest.json").exists()
+
+
+def test_merge_says_a_killed_shard_stopped_and_a_live_one_still_runs(tmp_path: Path, arena: Any, server: Any,
+                                                                     capsys: Any) -> None:
+    """Found by trying: a shard whose process was killed was "running (0/? runs)" while it held finished
+    runs. Now: a shard killed for real (SIGKILL) "stopped before it ended" with the runs it finished
+    (counted from its log: a killed process never wrote the manifest's counts) and how to finish it; a shard
+    whose lock a live process holds is "still running", with the holder and how to wait for it."""
+    import signal
+    import subprocess
+    import time
+
+    from econarena.cli import main
+    from econarena.rundir import RunDirectory
+
+    d = doc(arena)
+    d["players"][0] = {"agent": "openai", "model": "fake", "base_url": f"{server.url}/v1", "max_tokens": 20}
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(d))
+    server.reset()
+    server.reply = lambda protocol, body: '{"chosen_number": 20}'
+    server.latency = 0.1
+    assert arena.cli("run", str(toml), "--out", str(tmp_path / "s1"), "--quiet", "--shard", "1/2").returncode == 0
+    killed = tmp_path / "s2"
+    proc = subprocess.Popen([arena.ECONARENA, "run", str(toml), "--out", str(killed), "--quiet", "--shard", "2/2",
+                             "--concurrency", "1"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while (not (killed / "runs.jsonl").exists() or len(arena.read_jsonl(killed / "runs.jsonl")) < 2) \
+                and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the shard finished before the kill"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    finished = len(arena.read_jsonl(killed / "runs.jsonl"))
+    assert 2 <= finished < 14
+    assert main(["merge", str(tmp_path / "s1"), str(killed), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert (f"shard 2/2 ({killed}) stopped before it ended: its process was killed or lost (the manifest still "
+            f"says running; {finished} run(s) finished); finish it with econarena run FILE.toml --shard 2/2 "
+            f"--out {killed} --resume") in err, err
+    holder = RunDirectory(killed)
+    holder.lock()  # a live process writes it
+    try:
+        assert main(["merge", str(tmp_path / "s1"), str(killed), "--out", str(tmp_path / "m")]) == 2
+    finally:
+        holder.unlock()
+    err = capsys.readouterr().err
+    assert f"shard 2/2 ({killed}) is still running (PID {os.getpid()} on " in err, err
+    assert "sbatch --dependency=afterok:JOBID" in err and not (tmp_path / "m" / "manifest.json").exists()
