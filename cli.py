@@ -219,7 +219,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if humans:
         if args.human_input:
             try:
-                script = open(args.human_input, encoding="utf-8")  # noqa: SIM115 - open for the whole run
+                # bytes that are not UTF-8 are kept as lone surrogates: the reply holding them is judged not text
+                # (games/text.py), recorded with visible escapes and re-asked like any unusable reply
+                script = open(args.human_input, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
             except OSError as exc:
                 err(f"--human-input {args.human_input}: {exc.strerror or exc}")
                 return EXIT_CONFIG
@@ -229,6 +231,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                  "or give the replies with --human-input FILE")
             return EXIT_CONFIG
         else:
+            with contextlib.suppress(AttributeError, ValueError):  # what a person types: the same rule as a file
+                sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
             human_io = (sys.stdin, sys.stdout, False)
     args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
     if args.price_table is None:

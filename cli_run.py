@@ -22,6 +22,12 @@ T = TypeVar("T")
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
+def warn(msg: str) -> None:
+    """One warning line on stderr (something the user should know; the command still did its work)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"econarena: warning: {msg}", file=sys.stderr, flush=True)
+
+
 def err(msg: str) -> None:
     """One error line on stderr; a terminal that is gone (a closed SSH session) or a closed stderr does not
     turn it into a second failure: the manifest and the exit code still tell what happened."""
@@ -373,8 +379,12 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
                        prices=getattr(args, "price_table", None),
                        engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
-        from .agents.human import HumanInputEnded
+        from .agents.human import HumanInputEnded, HumanInputError
 
+        if isinstance(exc, HumanInputError):  # input that is no reply: bad input, not an interruption
+            source = f"--human-input {args.human_input}" if getattr(args, "human_input", None) else "standard input"
+            err(f"{source}: {exc}; finished runs are kept: {on_interrupt}")
+            return EXIT_CONFIG
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
         if isinstance(exc, HumanInputEnded):  # a --human-input file that ran out reads as Ctrl-D: say which
             by = (f": {exc} at a human seat (Ctrl-D" + (f", or {args.human_input} has no more replies)"
@@ -430,8 +440,8 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
         summary = write_summary(d)
         if not args.quiet:
             print(format_table(summary))
-        print(f"{exp.name}: {r.status}, {r.runs_done}/{r.runs_total} runs, {r.decisions} decisions in "
-              f"{r.elapsed_s:.1f}s -> {d}")
+        print(outcome_line(exp, r, d))
+        warn_truncated(exp, summary, d)
         for why in r.stopped:
             err(f"{exp.name}: {why}; finished runs are kept: run the same suite command again to continue")
         out.append(r)
@@ -461,8 +471,8 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
         show(head, rows, format_table(summary), title=exp.name, footer=footer)
         if exp.steer is not None:
             print_steering(out)
-    print(f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, "
-          f"{result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
+    print(outcome_line(exp, result, out))
+    warn_truncated(exp, summary, out)
     if result.status == "incomplete":
         for why in result.stopped:  # a lost Ray node, not an API: say so, and how to go on
             flags = engine.resume_flags() if engine is not None and hasattr(engine, "resume_flags") else ""
@@ -472,6 +482,50 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
             err(f"{result.runs_incomplete} run(s) stopped on API errors (see 'error' in {out}/decisions.jsonl); "
                 f"retry them with: {resume_command(exp, out, shard)}")
     return result
+
+
+def warn_truncated(exp: Any, summary: dict[str, Any], out: Path) -> None:
+    """Replies the provider cut at the token limit: the limit is too small for the answer asked for. They are
+    recorded as ``truncated`` and counted apart from the model's errors; this says which limit to raise."""
+    from .rundir import JUDGE_LOG, scan_jsonl
+
+    cut: dict[str, int] = {}
+    for label, v in summary["labels"].items():
+        if v.get("truncated_replies"):
+            name = label.split(" [", 1)[0] if exp.axes else label  # a [grid] cell's label ends with the cell
+            cut[name] = cut.get(name, 0) + v["truncated_replies"]
+    if exp.judge is not None:  # a judge's number may be cut too (its judge.jsonl line says truncated)
+        n = sum(1 for line in scan_jsonl(out / JUDGE_LOG)[0] if line.get("truncated"))
+        if n:
+            cut[exp.judge.label] = cut.get(exp.judge.label, 0) + n
+    entries = [*exp.players, *([exp.judge] if exp.judge is not None else [])]
+    for label, n in sorted(cut.items()):
+        limits = sorted({p.llm.max_tokens for p in entries if p.label == label and p.llm is not None})
+        limit = f" (max_tokens = {', '.join(map(str, limits))})" if limits else ""
+        warn(f"{n} repl{'y' if n == 1 else 'ies'} of {label} stopped at the token limit{limit} before ending: "
+             "recorded as truncated (not as the model's rule breaks: truncated_replies in summary.json); raise "
+             "max_tokens for this answer")
+
+
+def outcome_line(exp: Any, result: Any, out: Path) -> str:
+    """The line that ends a run. A steering experiment counts games: a game that ended before the steered
+    decision has its branch runs counted as done (they will never be played) but nothing steered, and the
+    line says so instead of "200/200 runs" over a runs.jsonl of 4 lines (with a warning on stderr)."""
+    line = (f"{exp.name}: {result.status}, {result.runs_done}/{result.runs_total} runs, {result.decisions} "
+            f"decisions in {result.elapsed_s:.1f}s -> {out}")
+    if exp.steer is None:
+        return line
+    from .rundir import STEERING, scan_jsonl
+
+    games, _ = scan_jsonl(out / STEERING)
+    skipped = sum(1 for g in games if g.get("skipped"))
+    total = sum(x.experiment.sessions for _, x in exp.tables())
+    if skipped:
+        warn(f"{skipped} of {len(games)} game(s) ended before seat {exp.steer.seat}'s steered decision "
+            f"(steer.turn = {exp.steer.turn}): nothing was steered in them and their branches were never played")
+    return (f"{exp.name}: {result.status}, {len(games) - skipped}/{total} games steered"
+            + (f" ({skipped} ended before the steered decision)" if skipped else "")
+            + f", {result.decisions} decisions in {result.elapsed_s:.1f}s -> {out}")
 
 
 def print_steering(out: Path) -> None:

@@ -23,7 +23,8 @@ from collections import defaultdict
 from typing import Any
 
 CONVERGENCE_TOLERANCE = 0.05
-VIOLATIONS = ("parse_error", "schema_error", "rule_violation")
+VIOLATIONS = ("parse_error", "schema_error", "rule_violation")  # the model's own errors
+TRUNCATED = "truncated"  # a reply cut at the token limit: counted apart (the settings' fault, not the model's)
 _FOLD = 1024  # numbers buffered before an ExactSum folds them into its exact partials
 
 
@@ -95,10 +96,17 @@ def sample_std(xs: list[Any]) -> float | None:
 
 
 def broke(run: dict[str, Any], seat: int) -> bool:
-    """Whether the seat broke a rule in this run, counting first attempts (``first_valid``) when logged."""
+    """Whether the seat broke a rule in this run, counting first attempts (``first_valid``) when logged. A seat
+    whose only unusable replies were cut at the token limit (the record's ``truncated``) broke none."""
     first = run.get("first_valid")
     first_ok = bool(first[seat]) if isinstance(first, list) and seat < len(first) else True
-    return not run["valid"][seat] or not first_ok
+    return not first_ok or (not run["valid"][seat] and not cut_only(run, seat))
+
+
+def cut_only(run: dict[str, Any], seat: int) -> bool:
+    """Whether the seat's unusable moves in this run were all replies cut at the token limit."""
+    cut = run.get("truncated")
+    return isinstance(cut, list) and seat < len(cut) and cut[seat] is True
 
 
 def cell_suffix(run: dict[str, Any]) -> str:
@@ -112,13 +120,13 @@ def cell_suffix(run: dict[str, Any]) -> str:
 class _Label:
     """What the summary needs of one label (and [grid] cell)."""
 
-    __slots__ = ("broke", "cached", "decisions", "dev", "dev_by_run", "latency", "ne", "payoffs",
-                 "player_runs", "scores", "tokens_in", "tokens_out", "violations", "wins")
+    __slots__ = ("broke", "cached", "cut_decisions", "cut_runs", "decisions", "dev", "dev_by_run", "latency", "ne",
+                 "payoffs", "player_runs", "scores", "tokens_in", "tokens_out", "violations", "wins")
 
     def __init__(self) -> None:
         self.payoffs, self.ne, self.dev, self.latency = ExactSum(), ExactSum(), ExactSum(), ExactSum()
         self.dev_by_run: dict[Any, ExactSum] = {}
-        self.player_runs = self.wins = self.broke = self.decisions = 0
+        self.player_runs = self.wins = self.broke = self.decisions = self.cut_decisions = self.cut_runs = 0
         self.tokens_in = self.tokens_out = self.cached = 0
         self.violations: dict[str, int] = defaultdict(int)
         self.scores: list[Any] = []
@@ -200,8 +208,13 @@ class Tally:
             by_run.buf.append(dev)
             if i in winners:
                 a.wins += 1
-            if not valid or (i < len(first) and not first[i]):  # broke(): first attempts count
+            if i < len(first) and not first[i]:  # broke(): first attempts count
                 a.broke += 1
+            elif not valid:
+                if cut_only(r, i):
+                    a.cut_runs += 1
+                else:
+                    a.broke += 1
         for a in touched:
             if len(a.payoffs.buf) >= _FOLD:
                 a.fold()
@@ -212,7 +225,9 @@ class Tally:
         a = self.labels[d["label"] + self.cells.get(lineup, "")]
         a.decisions += 1
         violation = d.get("violation")
-        if violation:
+        if violation == TRUNCATED:
+            a.cut_decisions += 1
+        elif violation:
             a.violations[violation] += 1
         a.tokens_in += d.get("tokens_in") or 0
         a.tokens_out += d.get("tokens_out") or 0
@@ -253,6 +268,9 @@ class Tally:
                 "score": scores.mean() if scored else None,
                 "score_std": sample_std(a.scores) if scored else None,
             }
+            if a.cut_decisions or a.cut_runs:  # replies cut at max_tokens: apart from the model's own errors
+                labels[label]["truncated_replies"] = a.cut_decisions
+                labels[label]["truncated_runs"] = a.cut_runs
         return {
             "run_dir": run_dir,
             "runs_complete": self.runs_complete,

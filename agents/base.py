@@ -85,6 +85,7 @@ class Reply:
     tokens_out: int | None = None
     cached: bool = False
     error: str | None = None
+    truncated: bool = False  # cut at the token limit (max_tokens): not the model's own end of reply
 
 
 @runtime_checkable

@@ -99,7 +99,11 @@ class ResponseCache:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, model TEXT,"
-            " tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, created REAL)")
+            " tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, created REAL, truncated INTEGER)")
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+        if "truncated" not in columns:  # a cache written before replies cut at max_tokens were marked
+            with contextlib.suppress(sqlite3.OperationalError):  # another process added it just now
+                self._db.execute("ALTER TABLE responses ADD COLUMN truncated INTEGER")
         self.hits = 0
         self.misses = 0
 
@@ -116,7 +120,7 @@ class ResponseCache:
                 return None
             try:
                 row = self._db.execute(
-                    "SELECT text, model, tokens_in, tokens_out, latency_s FROM responses WHERE key = ?",
+                    "SELECT text, model, tokens_in, tokens_out, latency_s, truncated FROM responses WHERE key = ?",
                     (key,)).fetchone()
             except sqlite3.Error as exc:
                 self._disable(exc)
@@ -125,17 +129,26 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        return dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s"), row))
+        out = dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s", "truncated"), row))
+        out["truncated"] = bool(out["truncated"])
+        if isinstance(out["text"], bytes):  # stored as bytes by put(): the reply exactly as it came
+            out["text"] = out["text"].decode("utf-8", "surrogatepass")
+        return out
 
     def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None,
-            tokens_out: int | None, latency_s: float) -> None:
+            tokens_out: int | None, latency_s: float, truncated: bool = False) -> None:
         with self._lock:
             if self._db is None:
                 return
+            row = (key, text, model, tokens_in, tokens_out, latency_s, time.time(), int(truncated))
+            insert = ("INSERT OR REPLACE INTO responses (key, text, model, tokens_in, tokens_out, latency_s, created, "
+                      "truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
             try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, text, model, tokens_in, tokens_out, latency_s, time.time()))
+                try:
+                    self._db.execute(insert, row)
+                except UnicodeEncodeError:  # a reply holding a lone surrogate is no UTF-8 text: kept as its
+                    raw = text.encode("utf-8", "surrogatepass")  # bytes, so a resume reads back the same reply
+                    self._db.execute(insert, (key, raw, *row[2:]))
             except sqlite3.Error as exc:
                 self._disable(exc)
 

@@ -7,7 +7,10 @@ same validation messages (with ``reask``), and the run directory holds their dec
 Input: a reply ends with an empty line, or is a single line that parses as JSON by itself. End of input
 (Ctrl-D at the start of a line, or the end of a ``--human-input`` file) stops the whole run as Ctrl-C does:
 finished runs are kept and ``--resume`` continues. One decision is on screen at a time, however many human
-seats or concurrent games there are: a process-wide queue serialises them in the Host's order.
+seats or concurrent games there are: a process-wide queue serialises them in the Host's order (the Host plays
+one session at a time when a person sits at the table, so a script file meets the same decisions in the same
+order every time). Every line read is bounded (``MAX_LINE_CHARS``, a reply ``MAX_REPLY_CHARS``): input that
+never ends a line (``--human-input /dev/zero``) stops the run with the line's number, in constant memory.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import itertools
 import json
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -69,16 +73,49 @@ def _is_complete(lines: list[str]) -> bool:
     return True
 
 
+MAX_LINE_CHARS = 65_536  # a line of a reply; a person's message is at most a few thousand characters
+MAX_REPLY_CHARS = 262_144  # a whole reply, its lines together
+
+
+class HumanInputError(KeyboardInterrupt):
+    """Input a person or a script gave that is no reply (a line without end, a reply too long): the run stops
+    as on Ctrl-C (finished runs are kept, ``--resume`` continues once the input is fixed) and the command
+    exits 2 with this message. A KeyboardInterrupt so that no layer takes it for a rule break or an API error."""
+
+
+# lines read so far per input stream (the seats share one), for error messages
+_LINES: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def _count(stream: TextIO) -> int:
+    try:
+        n = _LINES.get(stream, 0) + 1
+        _LINES[stream] = n
+    except TypeError:  # a stream that takes no weak reference: no line numbers
+        return 0
+    return n
+
+
 def read_reply(stream: TextIO) -> str | None:
     """Lines up to an empty line (or one JSON line); None at end of input before anything was typed.
 
     End of input after some lines returns what was typed, so a file whose last reply has no trailing
-    empty line still plays it."""
+    empty line still plays it. A line longer than ``MAX_LINE_CHARS`` or a reply longer than
+    ``MAX_REPLY_CHARS`` raises :class:`HumanInputError` (what was read of it is not kept)."""
     lines: list[str] = []
+    size = 0
     while True:
-        line = stream.readline()
+        line = stream.readline(MAX_LINE_CHARS + 1)
+        number = _count(stream)
+        if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+            raise HumanInputError(f"input line {number} is longer than {MAX_LINE_CHARS:,} characters (is it a "
+                                  "text file of replies, each ending with an empty line?)")
         if not line:  # end of input
             return "\n".join(lines) if lines else None
+        size += len(line)
+        if size > MAX_REPLY_CHARS:
+            raise HumanInputError(f"the reply ending at input line {number} is longer than {MAX_REPLY_CHARS:,} "
+                                  "characters; end each reply with an empty line")
         line = line.rstrip("\r\n")
         if not line.strip():
             if lines:
@@ -142,8 +179,8 @@ class HumanAgent:
         self.stdout.flush()
         start = time.perf_counter()
         text = read_reply(self.stdin)
-        if self.echo and text is not None:
-            self.stdout.write(text + "\n")
+        if self.echo and text is not None:  # bytes that were no UTF-8 (kept as lone surrogates) shown escaped
+            self.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
         self.stdout.flush()
         return text, time.perf_counter() - start
 

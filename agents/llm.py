@@ -107,7 +107,7 @@ class LLMAgent:
             if hit is not None:
                 return Reply(text=self._masked(hit["text"]), model=self._masked(hit["model"]) or self.model,
                              latency_s=time.perf_counter() - start, tokens_in=hit["tokens_in"],
-                             tokens_out=hit["tokens_out"], cached=True)
+                             tokens_out=hit["tokens_out"], cached=True, truncated=bool(hit.get("truncated")))
         settings = self.settings
         if settings.seed is not None:  # one reproducible seed per decision, so seats do not echo each other
             settings = settings.model_copy(update={"seed": decision_seed(settings.seed, request)})
@@ -130,9 +130,9 @@ class LLMAgent:
         text, model = self._masked(gen.text), self._masked(gen.model)
         if key is not None and self.cache is not None and not gen.cached:
             self.cache.put(key, text=text, model=model, tokens_in=gen.tokens_in,
-                           tokens_out=gen.tokens_out, latency_s=latency)
+                           tokens_out=gen.tokens_out, latency_s=latency, truncated=gen.truncated)
         return Reply(text=text, model=model or self.model, latency_s=latency,
-                     tokens_in=gen.tokens_in, tokens_out=gen.tokens_out, cached=gen.cached)
+                     tokens_in=gen.tokens_in, tokens_out=gen.tokens_out, cached=gen.cached, truncated=gen.truncated)
 
 
 @dataclass(frozen=True)

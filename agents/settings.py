@@ -90,6 +90,9 @@ class Generation:
     latency_s: float = 0.0
     cached: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
+    # the provider says it stopped at the token limit (finish reason "length", Anthropic "max_tokens", Gemini
+    # MAX_TOKENS; a local model that used all max_tokens without its end token): the reply is cut, not finished
+    truncated: bool = False
 
 
 class Provider(abc.ABC):

@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..games import GAMES
 from ..games.base import GameInfo
+from ..games.text import storable
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, json_text, read_jsonl, run_key
 from .metrics import broke
 
@@ -144,6 +145,12 @@ def _f(x: Any) -> float:
         return math.nan
 
 
+def _kept(x: Any) -> Any:
+    """A logged reply's text as a table holds it: a lone surrogate in a log written before replies were held
+    to the text rule (games/text.py) is shown as its escape instead of failing the whole report."""
+    return storable(x) if isinstance(x, str) else x
+
+
 def _at(seq: Any, i: int) -> Any:
     return seq[i] if isinstance(seq, (list, tuple)) and i < len(seq) else seq
 
@@ -224,7 +231,7 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
                 structured[k] = d["structured"]
             acc = tokens.setdefault(k, [0, 0, 0, 0, 0.0])
             acc[0] += 1
-            acc[1] += d.get("violation") is not None
+            acc[1] += d.get("violation") not in (None, "truncated")  # the model's own errors (tally.py)
             acc[2] += d.get("tokens_in") or 0
             acc[3] += d.get("tokens_out") or 0
             acc[4] += d.get("latency_s") or 0.0
@@ -278,13 +285,13 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
             dec_rows.append({
                 **setting, "lineup": lineup, "session": session, "run": run, "round": d.get("round"),
                 "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
-                "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": d.get("model"),
+                "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": _kept(d.get("model")),
                 "role": "opponent" if info["environment"] == "rational" and label != lineup else "player",
-                "template": d.get("template"), "response": d.get("response"),
+                "template": d.get("template"), "response": _kept(d.get("response")),
                 "action": json_text(d.get("action")), "valid": bool(d.get("valid")),
-                "violation": d.get("violation"), "detail": d.get("detail"),
+                "violation": d.get("violation"), "detail": _kept(d.get("detail")),
                 "latency_s": _f(d.get("latency_s")), "tokens_in": _f(d.get("tokens_in")),
-                "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": d.get("error"),
+                "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": _kept(d.get("error")),
                 "structured": d.get("structured"),
                 **({"messages": json.dumps(d.get("messages"))} if messages else {}),
             })

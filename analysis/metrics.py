@@ -76,11 +76,16 @@ SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_
            "tokens_in", "tokens_out", "cached_decisions", "mean_latency_s", "score", "score_std")
 
 
+CUT_KEYS = ("truncated_replies", "truncated_runs")  # replies cut at max_tokens (tally.py), when there are any
+
+
 def summary_csv(summary: dict[str, Any]) -> str:
     runs = sorted({k for v in summary["labels"].values() for k in v["deviation_by_run"]}, key=int)
-    return csv_text(["label", *SCALARS, *VIOLATIONS, *(f"deviation_run_{k}" for k in runs)],
+    cut = [k for k in CUT_KEYS if any(k in v for v in summary["labels"].values())]  # only when a reply was cut
+    return csv_text(["label", *SCALARS, *VIOLATIONS, *cut, *(f"deviation_run_{k}" for k in runs)],
                     ([label, *(v[k] for k in SCALARS), *(v["violations"][k] for k in VIOLATIONS),
-                      *(v["deviation_by_run"].get(k) for k in runs)] for label, v in summary["labels"].items()))
+                      *(v.get(k, 0) for k in cut), *(v["deviation_by_run"].get(k) for k in runs)]
+                     for label, v in summary["labels"].items()))
 
 
 def write_summary(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
@@ -114,6 +119,10 @@ def summary_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[str]], 
         for row, v in zip(rows, summary["labels"].values()):
             row.append("-" if v.get("score") is None else _f(v["score"], 1)
                        + ("" if v.get("score_std") is None else f" ({v['score_std']:.1f})"))
+    if any("truncated_replies" in v for v in summary["labels"].values()):  # not the model's errors: apart
+        head.append("cut at max_tokens")
+        for row, v in zip(rows, summary["labels"].values()):
+            row.append(_f(v.get("truncated_replies", 0)))
     footer = (f"complete runs: {summary['runs_complete']}"
               + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
     return head, rows, footer

@@ -31,8 +31,9 @@ import pandas as pd
 from .. import __version__
 from ..csvcells import frame_csv
 from ..games import GAMES
+from ..games.text import storable
 from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
-from ..rundir import BASELINE_AGENTS
+from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
 from .compare import compare, setting_pairs
@@ -377,5 +378,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_esc(title)}</title><style>{CSS}</style><script>{ONLOAD}</script></head>"
             "<body>\n" + "\n".join(body) + "\n</body></html>\n")
-    report.html.write_text(page, encoding="utf-8")
+    # a log written before replies were held to the text rule may still hold a lone surrogate: shown as its
+    # escape, and the page replaces the last one only once it is whole (never a 0-byte report.html)
+    write_atomic(report.html, storable(page))
     return report

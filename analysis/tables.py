@@ -71,7 +71,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("rule_break_rate_pct", "rule breaking", "% of player-runs", "players",
            lambda d: d["broke"].astype(float), _one, 100.0, better="lower"),
     Metric("violations_per_decision_pct", "violations per decision", "% of decisions", "decisions",
-           lambda d: d["violation"].notna().astype(float), _one, 100.0, better="lower"),
+           lambda d: (d["violation"].notna() & (d["violation"] != "truncated")).astype(float), _one, 100.0,
+           better="lower"),  # a reply cut at max_tokens is not the model's error (tally.TRUNCATED)
     Metric("parse_error_pct", "parse errors", "% of decisions", "decisions", _kind("parse_error"), _one, 100.0),
     Metric("schema_error_pct", "schema errors", "% of decisions", "decisions", _kind("schema_error"), _one, 100.0),
     Metric("rule_violation_pct", "rule violations", "% of decisions", "decisions", _kind("rule_violation"), _one,

@@ -22,6 +22,7 @@ from .fields import (
     PARSE_ERROR,
     RULE_VIOLATION,
     SCHEMA_ERROR,
+    TRUNCATED,
     ActionField,
     ActionSpec,
     FieldKind,
@@ -45,9 +46,9 @@ from .params import (
 __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
     "ActionSpec", "FieldKind", "ForeignValue", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement",
-    "Outcome", "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json",
-    "fmt_num", "foreign_move_problem", "game_number", "is_plain_json", "judge_object", "judge_reply",
-    "validate_param", "whole_number",
+    "Outcome", "ReplayCheck", "Setup", "Skip", "TRUNCATED", "Violation", "bounded_extras", "draw_param",
+    "extract_json", "fmt_num", "foreign_move_problem", "game_number", "is_plain_json", "judge_object",
+    "judge_reply", "validate_param", "whole_number",
 ]
 
 
@@ -373,6 +374,14 @@ class Game(abc.ABC):
         """The finished run's outcome with payoffs read from the judge's raw replies per seat (None: the
         judge gave no reply). Called only when ``judge_requests`` returned fields."""
         raise NotImplementedError(f"{self.name} has no judged payoffs")
+
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        """What these parameters keep from the players that ``history = "full"`` would show them (every
+        seat's payoff and private value of the session's earlier runs, whose draw is the same), in a few
+        words; None when nothing is kept (the auctions' full history shows the values by design: the prompt
+        never says they stay unknown). The experiment is then refused, never shown a history that contradicts
+        its own prompt."""
+        return None
 
     def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
         """Decisions per seat in one run: (count, exact); an upper bound when ``exact`` is False."""

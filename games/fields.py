@@ -14,12 +14,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .params import fmt_num
+from .params import MAX_GAME_NUMBER, fmt_num
+from .text import PlayerText, text_problem
 
 PARSE_ERROR = "parse_error"
 SCHEMA_ERROR = "schema_error"
 RULE_VIOLATION = "rule_violation"
-Violation = Literal["parse_error", "schema_error", "rule_violation"]
+# not a judgement of the model: its reply was cut at the token limit (max_tokens) before it ended, and could not
+# be read; the Host records it so, and the summaries count it apart from the model's own errors
+TRUNCATED = "truncated"
+Violation = Literal["parse_error", "schema_error", "rule_violation", "truncated"]
 
 
 FieldKind = Literal["number", "choice", "text", "allocation", "target"]
@@ -37,6 +41,10 @@ class ActionField:
     - ``allocation``: an object over ``items`` (player ids or goods) of non-negative numbers summing to
       ``total``; ``integer`` as for numbers.
     - ``target``: the id of a player in ``targets``; ``allow_none`` lets ``null`` mean "nobody".
+
+    ``read_when = (other, values)``: the field is read only when the reply's ``other`` field (declared
+    before it) is one of ``values`` (a trade read only with ``decision = "propose"``). Otherwise it need not
+    be there and is not judged: a value that is there stays in the action only when it would pass.
     """
 
     name: str
@@ -53,6 +61,7 @@ class ActionField:
     total: float | None = None
     targets: tuple[int, ...] = ()
     allow_none: bool = False
+    read_when: tuple[str, tuple[str, ...]] | None = None
 
     def type_name(self) -> str:
         return {"number": "int" if self.integer else "float", "choice": "str", "text": "str",
@@ -100,11 +109,38 @@ class Judgement:
 
 
 def judge_reply(spec: ActionSpec, text: str, check: Any = None) -> Judgement:
-    """Parse, type-check and rule-check one raw reply against the declared fields, in that order."""
+    """Parse, type-check and rule-check one raw reply against the declared fields, in that order.
+
+    A reply that is not text (games/text.py: a lone surrogate, written raw or as a ``\\ud800`` escape that
+    JSON decodes) is a parse error: accepted, it would reach the next prompt and every log and report."""
+    if not text.isascii() and (problem := text_problem(text)):
+        return Judgement(None, PARSE_ERROR, f"the reply {problem}")
     obj = extract_json(text)
     if obj is None:
         return Judgement(None, PARSE_ERROR, "no JSON object found in the reply")
+    if ("\\ud" in text or "\\uD" in text) and (problem := _not_text(obj, 0)):  # only an escape makes one
+        return Judgement(None, PARSE_ERROR, f"the reply's JSON {problem}")
     return judge_object(spec, obj, check)
+
+
+def _not_text(value: Any, depth: int) -> str | None:
+    """Why a string of a parsed reply (a key or a value, at any depth) is not text, or None."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return f"has a string that {problem}" if problem else None
+    if depth > EXTRAS_MAX_DEPTH:
+        return None  # deeper parts are never read, only kept in the raw response
+    if isinstance(value, dict):
+        for k, v in value.items():
+            problem = _not_text(k, depth + 1) or _not_text(v, depth + 1)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for v in value:
+            problem = _not_text(v, depth + 1)
+            if problem:
+                return problem
+    return None
 
 
 def is_plain_json(value: Any, depth: int = 0) -> bool:
@@ -133,21 +169,39 @@ def is_plain_json(value: Any, depth: int = 0) -> bool:
 
 
 def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Judgement:
-    """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing)."""
+    """Type-check and rule-check a reply already parsed into a JSON object (``judge_reply`` after parsing).
+
+    Keys are read without case, spaces, '_' or '-' (``Decision`` is ``decision``): two keys that read as
+    the same field (``"decision"`` and ``"Decision"``, or one key written twice in the JSON text) make the
+    reply ambiguous, a parse error, never a silent choice of one of them."""
     keyed = [(_NORMAL.get(k) or _norm_key(k), k, v) for k, v in obj.items()]
     norm = {nk: (k, v) for nk, k, v in keyed}
     names = {_NORMAL.get(f.name) or _norm_key(f.name) for f in spec.fields}
     extras = bounded_extras({k: v for nk, k, v in keyed if nk not in names})
+    twice = _ambiguous(obj, keyed, norm, names) if len(norm) < len(keyed) or hasattr(obj, "repeated") else {}
     action: dict[str, Any] = {}
+    read = []
     for f in spec.fields:
-        hit = norm.get(_norm_key(f.name))
+        nk = _NORMAL.get(f.name) or _norm_key(f.name)
+        hit = norm.get(nk)
+        unclear = twice.get(nk) or (_inner_ambiguous(hit[1]) if f.kind == "allocation" and hit is not None
+                                    and isinstance(hit[1], dict) else None)
+        if f.read_when is not None and action.get(f.read_when[0]) not in f.read_when[1]:
+            if hit is not None and unclear is None:  # not read now: kept only when it would pass, never a
+                value, problem = _typed(f, hit[1])  # reason to refuse
+                if problem is None and _rule_problem(f, value) is None:
+                    action[f.name] = value
+            continue
+        if unclear is not None:
+            return Judgement(None, PARSE_ERROR, unclear, extras)
         if hit is None:
             return Judgement(None, PARSE_ERROR, f"JSON has no key {f.name!r}", extras)
         value, problem = _typed(f, hit[1])
         if problem is not None:
             return Judgement(None, SCHEMA_ERROR, problem, extras)
         action[f.name] = value
-    for f in spec.fields:
+        read.append(f)
+    for f in read:
         problem = _rule_problem(f, action[f.name])
         if problem is not None:
             return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
@@ -155,6 +209,39 @@ def judge_object(spec: ActionSpec, obj: dict[str, Any], check: Any = None) -> Ju
     if problem:
         return Judgement(None, RULE_VIOLATION, problem, extras | {"attempted": action})
     return Judgement(action, None, None, extras)
+
+
+def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dict[str, tuple[str, Any]],
+               names: set[str]) -> dict[str, str]:
+    """Per field (normal form) whose value the reply does not settle, why: two keys that read as that field,
+    or one key the JSON text wrote twice (listed by the decoder, ``_Repeated``). A field that is read then
+    makes the reply a parse error (``judge_object``); keys no field reads change nothing."""
+    out: dict[str, str] = {}
+    for k in getattr(obj, "repeated", ()):
+        nk = _norm_key(k)
+        if nk in names:
+            out.setdefault(nk, f"the key {_short(k)} is written twice, so the reply is ambiguous; write each key once")
+    seen: dict[str, str] = {}
+    for nk, k, _ in keyed:
+        if nk in names and nk in seen:
+            out.setdefault(nk, f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_' "
+                               "and '-' do not count), so the reply is ambiguous; write each key once")
+        seen.setdefault(nk, k)
+    return out
+
+
+def _inner_ambiguous(value: dict[str, Any]) -> str | None:
+    """The same for the keys of an object inside a field (an allocation's goods or players)."""
+    if getattr(value, "repeated", ()):
+        return f"the key {_short(value.repeated[0])} is written twice in one object, so the reply is ambiguous"  # type: ignore[attr-defined]
+    seen: dict[str, Any] = {}
+    for k in value:
+        nk = _norm_key(str(k))
+        if nk in seen:
+            return (f"the keys {_short(seen[nk])} and {_short(k)} read as the same key, so the reply is ambiguous; "
+                    "write each key once")
+        seen[nk] = k
+    return None
 
 
 def _show(value: Any) -> str:
@@ -193,7 +280,7 @@ def _typed(f: ActionField, value: Any) -> tuple[Any, str | None]:
     if f.kind == "text":
         if not isinstance(value, str):
             return None, f"{f.name!r} must be a string, got {_show(value)}"
-        return value, None
+        return PlayerText(value), None  # a player's words: quoted wherever a prompt shows them
     if f.kind == "allocation":
         return _allocation(f, value)
     return _target(f, value)
@@ -239,7 +326,8 @@ def _target(f: ActionField, value: Any) -> tuple[Any, str | None]:
 def _rule_problem(f: ActionField, v: Any) -> str | None:
     if f.kind == "number":
         if (f.low is not None and v < f.low) or (f.high is not None and v > f.high):
-            return f"{f.name} {fmt_num(v)} is outside [{fmt_num(f.low)}, {fmt_num(f.high)}]"
+            shown = fmt_num(v) if abs(v) < MAX_GAME_NUMBER else f"{v:g}"  # 1e308 is not 309 digits long
+            return f"{f.name} {shown} is outside [{fmt_num(f.low)}, {fmt_num(f.high)}]"
         if f.step and not math.isclose((v - (f.low or 0.0)) / f.step,
                                        round((v - (f.low or 0.0)) / f.step), abs_tol=1e-9):
             return f"{f.name} {fmt_num(v)} is not on the grid of step {fmt_num(f.step)}"
@@ -396,9 +484,26 @@ def _finite_or_text(text: str) -> float | str:
     return x if math.isfinite(x) else text
 
 
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A JSON object whose text wrote some key more than once (``repeated``: those keys); JSON keeps the
+    last silently, the judge calls it ambiguous (``_ambiguous``)."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    out = _Repeated(obj)
+    out.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return out
+
+
 # NaN, Infinity and 1e999 stay as their text: a number key then fails as a schema error, and whatever the
-# reply carried can still be logged as strict JSON.
-_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_or_text)
+# reply carried can still be logged as strict JSON. A key written twice is remembered (``_pairs``).
+_DECODER = json.JSONDecoder(parse_constant=str, parse_float=_finite_or_text, object_pairs_hook=_pairs)
 
 
 def _loads(s: str) -> dict[str, Any] | None:

@@ -26,11 +26,14 @@ class GameParams(BaseModel):
 DRAW_DECIMALS = 2  # drawn values are rounded so the number a prompt shows is exactly the one judged
 
 
+SHOWN_DECIMALS = 6  # what fmt_num shows of a number: parameters shown as they are have at most this many
+
+
 def fmt_num(x: float | None) -> str:
     """Numbers in prompts and messages: no trailing zeros, no float noise."""
     if x is None:
         return "none"
-    text = f"{x:.6f}".rstrip("0").rstrip(".")
+    text = f"{x:.{SHOWN_DECIMALS}f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
 
 
@@ -91,6 +94,11 @@ def validate_param(value: Any, *, per_player: bool, positive: bool = False) -> A
         raise ValueError(f"expected {expected}")
     if not _all_finite(value):  # TOML allows inf and nan; a prompt saying "inf" and NaN payoffs help nobody
         raise ValueError(f"numbers must be finite and at most {MAX_GAME_NUMBER:.0e} in size")
+    fixed = [value] if isinstance(value, (int, float)) else value if isinstance(value, list) else []
+    for x in fixed:  # a value used as it is appears in prompts (fmt_num): it must be shown as it is paid
+        if isinstance(x, float) and round(x, SHOWN_DECIMALS) != x:
+            raise ValueError(f"{x!r} has more than {SHOWN_DECIMALS} decimals, which the prompts cannot show "
+                             f"(they would say {fmt_num(x)}); round it to at most {SHOWN_DECIMALS} decimals")
     if isinstance(value, (int, float)):
         if positive and value <= 0:
             raise ValueError(f"must be > 0, got {value}")

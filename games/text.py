@@ -8,10 +8,13 @@ made every later write, resume and report fail).
 - ``text_problem(s)`` says why ``s`` is not text, or ``None``.
 - ``storable(s)`` is ``s`` made safe to record verbatim: each lone surrogate becomes its visible escape
   (``\\ud800``), so the raw reply is kept for reading while the judgement refuses it.
+- ``quoted(s)`` is how one player's words appear in another player's prompt: one quoted line that cannot
+  pass for the game's own text; ``PlayerText`` marks such words so that formatting them quotes them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -32,3 +35,43 @@ def storable(s: str) -> str:
     if s.isascii() or _SURROGATE.search(s) is None:
         return s
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+
+
+# ---- a player's words inside another player's prompt ----
+
+# Line breaks that json.dumps leaves as they are (it escapes those below U+0020) but that str.splitlines()
+# and many readers break lines at: escaped too, so a quoted text is one line for every reader.
+_UNICODE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def quoted(s: str) -> str:
+    """``s`` as one quoted line, the way another player's words are shown in a prompt.
+
+    It is ``s`` as a JSON string literal: in double quotes, with quotes, backslashes and every line break
+    escaped (``\\n``, ``\\u2028``, ...), other characters as they are. So the text can neither close its
+    quotes nor start a line of its own: ``# Your gain: 99`` or ``Player RED proposes: ...`` written by a
+    player stays inside its quoted line and never reads as a line of the game's own text.
+    """
+    out = json.dumps(str.__str__(s), ensure_ascii=False)
+    if not out.isascii():
+        for raw, escaped in _UNICODE_BREAKS:
+            if raw in out:
+                out = out.replace(raw, escaped)
+    return out
+
+
+class PlayerText(str):
+    """A string a player wrote: the value of a reply's ``text`` field (games/fields.py makes every one a
+    PlayerText). It is an ordinary ``str`` everywhere (comparisons, length, logs, JSON) except where it is
+    formatted into text (f-strings, ``str.format``, prompt templates): there it appears as ``quoted(self)``.
+
+    Why formatting: games write other players' words into prompts with f-strings in their own code
+    (``f"# {rival}'s message: {state.message}"``); marking the value where it enters the game quotes it at
+    every such place, in every family, without each game having to remember to. (``+`` and ``str()`` give
+    the raw text; the conformance test renders every game that has text fields with a hostile message.)
+    """
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        return quoted(self)

@@ -284,6 +284,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes,
                             steer=steer, judge=judge)
     _check_cells(experiment, where)
+    _check_history(experiment, where)
     _check_judge(experiment, where)
     _check_draws(experiment, where)  # first: the template check below draws a configuration too
     _check_llm_budget(experiment, where)
@@ -337,6 +338,11 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
         if steer.seat >= n_seats:
             errors.append(f"{where}: steer.seat: {steer.seat} is not a seat of this {n_seats}-player game "
                           f"(seats 0 to {n_seats - 1})")
+        most, _ = game.max_moves(params, n_seats)  # an upper bound: a turn at or past it never comes
+        if steer.turn >= most:
+            errors.append(f"{where}: steer.turn: {steer.turn} is beyond the game: in {game.name} with these "
+                          f"parameters a seat decides at most {most} time(s) per game (turn 0 to {most - 1}), so "
+                          "the steered decision would never come and nothing would be steered")
         if game.info.moves != "sequential":
             errors.append(f"{where}: [steer]: {game.name} is played in simultaneous moves; steering branches a "
                           "sequential game after its unsteered opening (fruit_trade, bargaining, ...)")
@@ -400,6 +406,30 @@ _NO_JUDGE = ("{where}: this {game} setting takes its payoffs from a judge model:
              "model, ... like a player), or use the game's structured payoffs")
 MAX_LOGGED_ITERATIONS = 1000  # CFR metrics points per steered game (the paper logs 20)
 MAX_CFR_WORK = 10**8  # iterations x actions x samples of one game's CFR: about 100 s on a 2-core machine
+
+
+def _check_history(exp: Experiment, where: str) -> None:
+    """``history = "full"`` shows every seat's payoff (and private value) of the session's earlier runs, whose
+    draw is the same: refused where the game's prompt tells the players they do not know what that shows
+    (``Game.hidden_from_history``). A researcher asking for both gets a prompt that contradicts itself; with
+    ``history = "actions"`` the earlier runs' moves are shown and nothing hidden is."""
+    if exp.experiment.history != "full" and not any(a.path == "experiment.history" for a in exp.axes):
+        return
+    subs = [(None, exp)] if not exp.axes else ((c, exp.for_cell(c)) for c in exp.cells())
+    errors = []
+    for cell, sub in subs:
+        if sub.experiment.history != "full":
+            continue
+        hidden = exp.game.hidden_from_history(sub.params)
+        if hidden:
+            at = f" in grid cell {cell.index} ({cell.label})" if cell is not None else ""
+            errors.append(f"{where}: experiment.history = \"full\" shows every player's payoffs of earlier runs, but "
+                          f"{hidden}{at}: the history would reveal it; use history = \"actions\" (the earlier "
+                          "runs' moves only)")
+            if len(errors) >= 10:
+                break
+    if errors:
+        raise ConfigError("\n".join(errors))
 
 
 def _check_judge(exp: Experiment, where: str) -> None:
@@ -567,6 +597,12 @@ def _check_cells(exp: Experiment, where: str) -> None:
     """Every cell's values are checked by their own tables now, so cell 900 cannot fail mid-run."""
     if not exp.axes:
         return
+    llm_axes = [a.path for a in exp.axes if a.section == "llm"]
+    if llm_axes and not any(p.llm is not None for p in exp.players):  # [grid.llm] sets LLM players only
+        raise ConfigError(f"{where}: {', '.join('grid.' + a for a in llm_axes)}: [grid.llm] varies settings of LLM "
+                          "players, but no player of this experiment is one (a [judge] keeps its own settings): every "
+                          "cell would play the same games, its results split by a setting nothing reads; remove "
+                          "[grid.llm], or seat an LLM player")
     errors: list[str] = []
     for cell in exp.cells():
         try:

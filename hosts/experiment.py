@@ -78,7 +78,9 @@ class ExperimentSection(_Strict):
     """Everything random derives from it and the decision's coordinates (`--seed` overrides it)."""
     history: Literal["none", "actions", "full"] = "none"
     """From the second run on, show the last `max_history` runs: `actions` (everyone's choices) or `full`
-    (also private values, payoffs and winners)."""
+    (also private values, payoffs and winners). `full` is refused where it would show what the prompt says a
+    player does not know (GLEE with `complete_information = false`, NegotiationArena's buy/sell and resource
+    exchange, the fruit trade)."""
     max_history: int = Field(default=3, ge=1)
     """How many earlier runs the history shows."""
     prompt: Literal["default", "cot"] = "default"

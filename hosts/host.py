@@ -23,8 +23,9 @@ from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
 from ..agents.baselines import StrategyAgent
 from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
-from ..games.base import ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
+from ..games.base import TRUNCATED, ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
+from ..games.text import storable
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
@@ -208,6 +209,8 @@ class Host:
                 await self.options.engine.play(self, work, resume)
             else:
                 n_workers = max(1, min(self.options.concurrency, sum(x.experiment.sessions for x in self.exps)))
+                if human:  # sessions one at a time: the same input file meets the same decisions in the same
+                    n_workers = 1  # order every time (the seats of one move ask in seat order)
                 workers = [asyncio.create_task(self._worker(work, resume)) for _ in range(n_workers)]
                 try:
                     await asyncio.gather(*workers)
@@ -330,9 +333,13 @@ class Host:
         if play.errors:
             return False
         actions = {seat: j.action for seat, (_, j, _) in zip(movers, results)}
-        for seat, (_, _, first_ok) in zip(movers, results):
+        for seat, (_, judgement, first_ok) in zip(movers, results):
             play.first_valid[seat] = play.first_valid[seat] and first_ok
             play.moves[seat] += 1
+            if judgement.violation == TRUNCATED:
+                play.cut[seat] += 1
+            elif not judgement.valid:
+                play.own_break[seat] = True
         chance: Any = LazyGenerator(self.exps[ctx.table].experiment.seed, (3, ctx.session, ctx.run, play.rnd))
         after = self.game.apply(state, actions, chance)
         play.round_log.append({"round": play.rnd, "actions": [actions.get(i) for i in range(len(ctx.seats))],
@@ -383,8 +390,12 @@ class Host:
                 play.errors = [error]
         if play.errors:
             return {**base, "complete": False, "error": play.errors[0], "rounds": play.rnd + 1}
-        return {**base, **self.run_result(setup, play.state, ne, play.round_log, play.first_valid, decisions,
-                                          outcome)}
+        record = {**base, **self.run_result(setup, play.state, ne, play.round_log, play.first_valid, decisions,
+                                            outcome)}
+        cut = play.truncated()
+        if cut is not None:  # only then: the records of runs without a cut reply keep their shape
+            record["truncated"] = cut
+        return record
 
     async def _judged(self, lineup: Lineup, session: int, run: int, setup: Setup,
                       state: Any) -> tuple[Outcome | None, str | None]:
@@ -404,13 +415,14 @@ class Host:
             request = DecisionRequest(messages, seat, seat, functools.partial(self.game.strategy, state, seat),
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
-            reply = await self._ask(judge, request)
+            reply = self._kept(await self._ask(judge, request))
             self.sink.append(JUDGE_LOG, {
                 "lineup": lineup.name, "session": session, "run": run, "seat": seat, "label": judge.label,
                 "model": reply.model or judge.model, "template": self.template.id,
                 "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
                 "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
-                "tokens_out": reply.tokens_out, "cached": reply.cached})
+                "tokens_out": reply.tokens_out, "cached": reply.cached,
+                **({"truncated": True} if reply.truncated else {})})
             return reply
 
         seats = sorted(requests)
@@ -518,8 +530,11 @@ class Host:
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
-            if attempt == 0:
-                first_ok = judgement.valid or bool(reply.error)
+            if reply.truncated and not reply.error and not judgement.valid:
+                judgement = self._cut(judgement, d)
+            reply = self._kept(reply)
+            if attempt == 0:  # a reply cut at the token limit is no rule break of the model's
+                first_ok = judgement.valid or bool(reply.error) or judgement.violation == TRUNCATED
             self._log_decision(d, agent, index, attempt, messages[logged_upto:], logged_upto, reply, judgement)
             logged_upto = len(messages) + 1  # the reply itself is this record's `response`
             if reply.error or judgement.valid or attempt == e.reask:
@@ -547,6 +562,15 @@ class Host:
             messages = (*messages[:-1], Message(last.role, f"{last.content}\n\n{d.steer}"))
         return messages
 
+    def _cut(self, judgement: Judgement, d: Decision) -> Judgement:
+        """An unusable reply the provider cut at the token limit: recorded as ``truncated``, not as the model's
+        parse or schema error (the model was stopped before it could finish), with what was unusable."""
+        llm = self.exps[d.ctx.table].players[d.entry].llm
+        limit = f" (max_tokens = {llm.max_tokens})" if llm is not None else ""
+        # the detail is also what a re-ask tells the model: no advice meant for the researcher (the CLI warns)
+        return Judgement(None, TRUNCATED, f"the reply was cut at the token limit{limit} before it ended, so it could "
+                         f"not be used ({judgement.detail})", judgement.extras)
+
     def _schema(self, d: Decision) -> dict[str, Any] | None:
         """The reply's JSON Schema for an LLM seat with structured output on, else None."""
         llm = self.exps[d.ctx.table].players[d.entry].llm
@@ -566,7 +590,21 @@ class Host:
             try:
                 return await agent.decide(request)
             except Exception as exc:  # an agent bug must not take the whole experiment down
-                return Reply(text="", model=agent.model, error=f"{type(exc).__name__}: {exc}")
+                return Reply(text="", model=agent.model, error=storable(f"{type(exc).__name__}: {exc}"))
+
+    @staticmethod
+    def _kept(reply: Reply) -> Reply:
+        """The reply as it is logged and goes on in the conversation: text that is not text (a lone surrogate,
+        which the judge refused) is kept with visible escapes (games/text.py), so no later write, prompt,
+        resume or report meets it."""
+        text = storable(reply.text)
+        if text is not reply.text:
+            reply.text = text
+        if reply.error:  # an error message may quote what a server sent, and so may its model name
+            reply.error = storable(reply.error)
+        if reply.model:
+            reply.model = storable(reply.model)
+        return reply
 
     def _judge(self, state: Any, seat: int, reply: str | dict[str, Any]) -> Judgement:
         """The judgement of a raw reply, or of a baseline's action object (see ``_decide_direct``)."""
@@ -606,4 +644,5 @@ class Host:
             "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
             "structured": structured, "persona": player.persona,
+            **({"truncated": True} if reply.truncated else {}),  # the provider stopped it at max_tokens
         })

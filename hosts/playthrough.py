@@ -62,15 +62,28 @@ class Playthrough:
     round_log: list[dict[str, Any]] = field(default_factory=list)
     first_valid: list[bool] = field(default_factory=list)
     moves: list[int] = field(default_factory=list)  # decisions per seat so far (the steered turn)
+    # per seat: moves lost to a reply cut at max_tokens, and whether the seat broke a rule by its own reply
+    cut: list[int] = field(default_factory=list)
+    own_break: list[bool] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.first_valid = self.first_valid or [True] * self.n_seats
         self.moves = self.moves or [0] * self.n_seats
+        self.cut = self.cut or [0] * self.n_seats
+        self.own_break = self.own_break or [False] * self.n_seats
 
     def branch(self) -> Playthrough:
         """An independent copy to continue differently (steering plays every action from one prefix)."""
         return Playthrough(self.state, self.talk.copy(), self.n_seats, self.rnd, list(self.errors),
-                           list(self.round_log), list(self.first_valid), list(self.moves))
+                           list(self.round_log), list(self.first_valid), list(self.moves), list(self.cut),
+                           list(self.own_break))
+
+    def truncated(self) -> list[bool] | None:
+        """Per seat, whether its rule breaks in this run were only replies cut at the token limit (the run
+        record's ``truncated``; None when no reply was cut, and the record then has no such key)."""
+        if not any(self.cut):
+            return None
+        return [c > 0 and not own for c, own in zip(self.cut, self.own_break)]
 
 
 class Conversations:

@@ -25,6 +25,49 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ECONARENA_CACHE_DIR"] = tempfile.mkdtemp(prefix="econarena-test-cache-")
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Per-test timeouts (a ``timeout`` marker, else the ini's) stretched by the machine's measured slowness
+    (tests/timing.py), as the wall and CPU budgets are: a test that needs 100 s on the reference machine is not
+    killed at 120 s on a machine three times slower or loaded by other jobs. Runs before pytest-timeout
+    arms its timer (``tryfirst``), by putting the stretched marker in front of the item's own."""
+    _stretch_timeout(item)
+    yield
+
+
+def _stretch_timeout(item: pytest.Item) -> None:
+    from timing import slowness
+
+    marker = item.get_closest_marker("timeout")
+    kwargs = dict(marker.kwargs) if marker is not None else {}
+    base = kwargs.pop("timeout", None)
+    if marker is not None and marker.args:
+        base = marker.args[0]
+    if base is None:
+        base = getattr(item.config, "_env_timeout", None)  # the ini's timeout, as pytest-timeout read it
+    if not base or base <= 0:
+        return  # no timeout, or disabled
+    factor = slowness()
+    if factor > 1:
+        item.add_marker(pytest.mark.timeout(round(base * factor, 1), **kwargs), append=False)
+
+
+@pytest.fixture(scope="session")
+def bundled_model() -> Path:
+    """The bundled SmolLM2, converted from its GGUF once per test session (into the session's cache directory):
+    the one-time conversion (20-30 s, minutes under load) is paid here, not inside the first test's timeout
+    (the tests that use it time their own function only: ``timeout(..., func_only=True)``)."""
+    pytest.importorskip("torch", reason="the bundled model needs torch: make install")
+    from econarena.agents.llm import LLMSettings
+    from econarena.agents.providers import hf
+
+    folder = hf.converted_dir(hf.bundled_gguf())
+    if not (folder / "config.json").exists():
+        hf.HFProvider(LLMSettings()).load()
+    assert (folder / "config.json").exists()
+    return folder
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The converted SmolLM2 copy alone is ~0.5 GB: never leave it behind in /tmp."""
     import shutil

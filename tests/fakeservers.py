@@ -41,10 +41,11 @@ class Action:
     delay: float = 0.0
     text: str | None = None  # ok: the reply text (None: the server's reply function)
     content_type: str = "application/json"
+    cut: bool = False  # ok: the reply stopped at the token limit (each protocol's own finish reason)
 
 
-def ok(text: str | None = None, delay: float = 0.0) -> Action:
-    return Action("ok", text=text, delay=delay)
+def ok(text: str | None = None, delay: float = 0.0, cut: bool = False) -> Action:
+    return Action("ok", text=text, delay=delay, cut=cut)
 
 
 def status(code: int, headers: dict[str, str] | None = None, body: Any = None, delay: float = 0.0) -> Action:
@@ -139,22 +140,22 @@ class FakeLLMServer:
         except (KeyError, TypeError, AttributeError):
             return 0
 
-    def _ok_body(self, protocol: str, body: Any, text: str, model: str) -> dict[str, Any]:
+    def _ok_body(self, protocol: str, body: Any, text: str, model: str, cut: bool = False) -> dict[str, Any]:
         p, c = self._prompt_tokens(protocol, body), _words(text)
         if protocol == "anthropic":
             return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                    "content": [{"type": "text", "text": text}], "stop_reason": "max_tokens" if cut else "end_turn",
                     "stop_sequence": None, "usage": {"input_tokens": p, "output_tokens": c}}
         if protocol == "google":
             return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                    "finishReason": "STOP", "index": 0}],
+                                    "finishReason": "MAX_TOKENS" if cut else "STOP", "index": 0}],
                     "usageMetadata": {"promptTokenCount": p, "candidatesTokenCount": c,
                                       "totalTokenCount": p + c},
                     "modelVersion": model}
         return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                 "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": "stop"}],
+                             "finish_reason": "length" if cut else "stop"}],
                 "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}
 
     @staticmethod
@@ -205,7 +206,7 @@ class FakeLLMServer:
                 return web.json_response(err, status=action.status, headers=action.headers)
             text = action.text if action.text is not None else self.reply(protocol, body)
             mdl = model or (body or {}).get("model") or "fake-model"
-            return web.json_response(self._ok_body(protocol, body or {}, text, mdl))
+            return web.json_response(self._ok_body(protocol, body or {}, text, mdl, action.cut))
         finally:
             with self._lock:
                 if epoch == self._epoch:  # a slow handler left over from before reset() does not count

@@ -345,7 +345,9 @@ def test_host_records_round_trip_through_json(game: Game, tmp_path, arena) -> No
                {"agent": "rational"}]
     if game.info.n_players == 2:  # a two-player game: a lineup of exactly two
         players = [players[1], players[2]]
-    doc = arena.experiment_dict(game.name, players, sessions=3, runs=2, seed=5, history="full")
+    # the fullest history the game allows (a full one is refused where it would reveal hidden values)
+    history = "full" if game.hidden_from_history(game.Params()) is None else "actions"
+    doc = arena.experiment_dict(game.name, players, sessions=3, runs=2, seed=5, history=history)
     result = arena.run_experiment(doc, tmp_path)
     assert result.status == "complete" and result.runs_done == 6
     run_keys = {"session", "run", "params", "private_values", "labels", "actions", "valid", "payoffs", "winners",

@@ -375,11 +375,13 @@ def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_smollm2_default_answers() -> None:
-    """The real bundled model: first use converts the GGUF into the user cache, later runs reuse it."""
+@pytest.mark.timeout(120, func_only=True)  # the one-time conversion is the session fixture's (conftest.py)
+def test_smollm2_default_answers(bundled_model: Path) -> None:
+    """The real bundled model: first use converts the GGUF into the user cache (the ``bundled_model`` fixture,
+    once per session), later uses load the converted copy."""
     provider = HFProvider(LLMSettings(max_tokens=24, max_batch_size=4))
     assert provider.model_name == "SmolLM2-135M-Instruct"
-    cached = (hf.converted_dir(hf.bundled_gguf()) / "config.json").exists()
+    cached = (bundled_model / "config.json").exists()
     messages = [Message("system", "You are a helpful assistant. Answer briefly."),
                 Message("user", "What is the capital of France?")]
 
@@ -547,3 +549,11 @@ def test_a_round_game_batches_every_seats_turn_and_shares_the_prefix(byte_model:
     assert provider.stats.shared_prefix_tokens > 0
     decisions = [json.loads(line) for line in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
     assert len(decisions) == 30 and all(d["violation"] in (None, "rule_violation") for d in decisions)
+
+
+def test_a_reply_that_spends_every_token_is_marked_cut(tiny_model: Path) -> None:
+    """No end token within max_tokens: the provider says the reply was cut (the Host records it apart)."""
+    provider = provider_for(tiny_model, max_tokens=4)
+    gens = asyncio.run(run_all(provider, PROMPTS))
+    assert all(not g.truncated for g in gens if g.tokens_out < 4)  # these ended with the end token
+    assert any(g.truncated for g in gens)  # random weights rarely pick the end token: greedy, all 4 here

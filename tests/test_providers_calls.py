@@ -216,7 +216,8 @@ def test_cache_store_roundtrip_and_sharing(tmp_path: Path) -> None:
     cache = ResponseCache(path)
     assert cache.get("k") is None
     cache.put("k", text="hi", model="m", tokens_in=3, tokens_out=1, latency_s=0.2)
-    assert cache.get("k") == {"text": "hi", "model": "m", "tokens_in": 3, "tokens_out": 1, "latency_s": 0.2}
+    assert cache.get("k") == {"text": "hi", "model": "m", "tokens_in": 3, "tokens_out": 1, "latency_s": 0.2,
+                              "truncated": False}
     other = ResponseCache(path)  # another process on the same file
     assert other.get("k")["text"] == "hi"  # type: ignore[index]
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"

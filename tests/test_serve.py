@@ -26,7 +26,6 @@ pytest.importorskip("uvicorn")
 from econarena.agents.base import Message  # noqa: E402
 from econarena.agents.calls import CallError  # noqa: E402
 from econarena.agents.llm import PROVIDERS, LLMSettings, RuntimeOptions, close_all  # noqa: E402
-from econarena.agents.providers import hf  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420),
               pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")]
@@ -38,18 +37,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _model_folder() -> Path:
-    """The converted SmolLM2 folder, converting the bundled GGUF first if this machine never has."""
-    folder = hf.converted_dir(hf.bundled_gguf())
-    if not (folder / "config.json").exists():
-        hf.HFProvider(LLMSettings()).load()
-    assert (folder / "config.json").exists()
-    return folder
-
-
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, str]]:
-    folder = _model_folder()
+def served(bundled_model: Path) -> Iterator[tuple[str, str]]:
+    folder = bundled_model  # converted once per session (conftest.py)
     port = _free_port()
     cli = Path(sys.executable).parent / "transformers"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

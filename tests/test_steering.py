@@ -389,7 +389,8 @@ def test_steering_with_a_local_model_under_constrained_decoding(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_shipped_tones_config_with_the_bundled_model(tmp_path: Path) -> None:
+@pytest.mark.timeout(600, func_only=True)  # converting the bundled model is the session fixture's
+def test_shipped_tones_config_with_the_bundled_model(tmp_path: Path, bundled_model: Path) -> None:
     """configs/steering/tones.toml as shipped (the bundled SmolLM2 steered, the rational opener), cut to
     one game and one sample per tone: every branch is a SmolLM2 reply judged like any reply."""
     from econarena.hosts.config import load_experiment

@@ -72,6 +72,8 @@ def random_experiment(seed: int) -> dict[str, Any]:
         exp["reask"] = rng.randint(1, 2)
     if not fixed and rng.random() < 0.3:
         rng.choice(players)["count"] = 2  # one label holding two seats
+    if exp["history"] == "full" and GAMES[game].hidden_from_history(GAMES[game].Params(**params)):
+        exp["history"] = "actions"  # refused where a full history would reveal what the prompt hides
     doc: dict[str, Any] = {"experiment": exp, "game": dict(params), "players": players}
     if game == "beauty_contest" and rng.random() < 0.5:
         doc["grid"] = {"game": {"ratio": [0.5, 0.75]}}

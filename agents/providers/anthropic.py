@@ -96,7 +96,8 @@ class AnthropicProvider(RemoteProvider):
         model = getattr(resp, "model", None)
         return Generation(text=text, model=model if isinstance(model, str) else None,
                           tokens_in=getattr(usage, "input_tokens", None),
-                          tokens_out=getattr(usage, "output_tokens", None))
+                          tokens_out=getattr(usage, "output_tokens", None),
+                          truncated=getattr(resp, "stop_reason", None) == "max_tokens")
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, anthropic.APIStatusError):

@@ -76,6 +76,7 @@ class GoogleProvider(RemoteProvider):
         resp = await client.aio.models.generate_content(
             model=self._model(settings), contents=contents, config=config)
         candidates = resp.candidates
+        truncated = False
         if not candidates:
             feedback = getattr(resp, "prompt_feedback", None)
             if feedback is not None and getattr(feedback, "block_reason", None):
@@ -89,11 +90,12 @@ class GoogleProvider(RemoteProvider):
                 raise MalformedResponse("candidate has neither content nor finishReason")
             parts = (content.parts if content is not None else None) or []
             text = "".join(p.text for p in parts if isinstance(p.text, str) and not p.thought)
+            truncated = str(getattr(candidates[0].finish_reason, "value", candidates[0].finish_reason)) == "MAX_TOKENS"
         usage = resp.usage_metadata
         return Generation(
             text=text, model=resp.model_version or settings.model,
             tokens_in=usage.prompt_token_count if usage else None,
-            tokens_out=usage.candidates_token_count if usage else None)
+            tokens_out=usage.candidates_token_count if usage else None, truncated=truncated)
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, errors.UnknownApiResponseError):

@@ -350,9 +350,11 @@ class HFProvider(Provider):
             state.worker = asyncio.create_task(self._drain(state))
         tokens, batch_size = await future
         text = self._tokenizer.decode([t for t in tokens if t not in self._eos], skip_special_tokens=True)
+        # every token allowed spent and no end token: the reply was cut at max_tokens
+        cut = len(tokens) >= settings.max_tokens and not any(t in self._eos for t in tokens)
         return Generation(text=text.strip(), model=self.model_name, tokens_in=len(ids),
                           tokens_out=len(tokens), latency_s=time.perf_counter() - start,
-                          raw={"batch_size": batch_size})
+                          raw={"batch_size": batch_size}, truncated=cut)
 
     async def aclose(self) -> None:
         """Drop the model so its memory can go; a later call would load it again."""

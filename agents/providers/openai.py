@@ -101,7 +101,8 @@ def completion(raw: bytes) -> Generation:
         except (ValueError, RecursionError):
             raise MalformedResponse(f"not JSON: {raw[:80]!r}") from None
     try:
-        message = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        message = choice["message"]
         text = message.get("content")
     except (AttributeError, IndexError, TypeError, KeyError):
         raise MalformedResponse("no choices[0].message in the chat completion") from None
@@ -111,7 +112,8 @@ def completion(raw: bytes) -> Generation:
     usage = usage if isinstance(usage, dict) else {}
     model = data.get("model")
     return Generation(text=text or "", model=model if isinstance(model, str) else None,
-                      tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")))
+                      tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")),
+                      truncated=isinstance(choice, dict) and choice.get("finish_reason") == "length")
 
 
 class OpenAIProvider(RemoteProvider):

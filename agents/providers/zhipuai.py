@@ -89,6 +89,7 @@ class ZhipuAIProvider(RemoteProvider):
         resp = await asyncio.get_running_loop().run_in_executor(self._executor(), call)
         try:
             text = resp.choices[0].message.content
+            truncated = getattr(resp.choices[0], "finish_reason", None) == "length"
         except (AttributeError, IndexError, TypeError, KeyError):
             raise MalformedResponse("no choices[0].message in the chat completion") from None
         if text is not None and not isinstance(text, str):
@@ -97,7 +98,7 @@ class ZhipuAIProvider(RemoteProvider):
         model = getattr(resp, "model", None)
         return Generation(text=text or "", model=model if isinstance(model, str) else None,
                           tokens_in=getattr(usage, "prompt_tokens", None),
-                          tokens_out=getattr(usage, "completion_tokens", None))
+                          tokens_out=getattr(usage, "completion_tokens", None), truncated=truncated)
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, APIStatusError):

@@ -46,14 +46,24 @@ from pydantic import Field
 
 from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup, foreign_move_problem
 from . import reference as R
-from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
+from .common import (
+    ANNOUNCED_MAX,
+    NAMES,
+    AlternatingOffers,
+    Money,
+    message_field,
+    pretty,
+    proposer,
+    say,
+    set_at,
+)
 
 CENT = 0.01
 INFINITE = 99  # the paper's "infinite" horizon (GLEE's data also writes 25 for it; any value above 20)
 
 
 class BargainingParams(GameParams):
-    money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    money: Money = 10_000.0
     """M: the amount Alice and Bob divide."""
     delta_alice: float = Field(default=0.9, gt=0, le=1)
     """Alice's discount factor per round (read as inflation of (1 - delta) x 100 %)."""
@@ -189,6 +199,7 @@ class Bargaining(AlternatingOffers):
     description: ClassVar[str] = "GLEE: alternating offers over a sum of money, discounting shown as inflation"
     State = BargainingState
     Params = BargainingParams
+    hidden = "how the inflation affects the other"
     action_key: ClassVar[str] = "alice_gain"
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(

@@ -8,11 +8,13 @@ equilibrium of its own.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
+from pydantic import AfterValidator, Field
 
 from ..base import ActionField, Game, GameParams, Setup
+from ..params import SHOWN_DECIMALS  # six: also the precision an offer must divide M with (1e-6)
 
 NAMES = ("Alice", "Bob")
 MESSAGE_CHARS = 1000  # a public message is bounded: a 20-round chat must stay a readable prompt
@@ -21,10 +23,32 @@ ANNOUNCED_MAX = 20  # GLEE tells the players the horizon only up to 20 rounds
 
 
 def pretty(x: float) -> str:
-    """Money and percentages as GLEE shows them: thousands separators, at most two decimals, no trailing
-    zeros (10000 -> "10,000", 12.5 -> "12.5")."""
-    text = f"{x:,.2f}".rstrip("0").rstrip(".")
+    """Money and percentages as GLEE shows them: thousands separators, no trailing zeros (10000 -> "10,000",
+    12.5 -> "12.5"), and as many decimals as the amount has, up to six: GLEE's two decimals showed a sum of
+    0.004 as "0" and an offer of 0.333 as "0.33" while the payoffs were paid in those fractions."""
+    text = f"{x:,.{SHOWN_DECIMALS}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def money_shown(value: float) -> float:
+    """A ``money`` parameter the prompts can show as it is (a pydantic validator of the three games):
+    one with more than six decimals would be shown rounded (1e-7 as "0$") while paid exactly."""
+    if round(value, SHOWN_DECIMALS) != value:
+        raise ValueError(f"{value!r} has more than {SHOWN_DECIMALS} decimals, which the prompts cannot show; "
+                         f"use a multiple of 0.000001 (GLEE's sums are 100, 10,000 and 1,000,000)")
+    return value
+
+
+# the sum at stake in all three games: positive, at most MAX_MONEY, shown exactly in the prompts
+Money = Annotated[float, Field(gt=0, le=MAX_MONEY), AfterValidator(money_shown)]
+
+
+def hidden_by_incomplete_information(params: GameParams, what: str) -> str | None:
+    """``Game.hidden_from_history`` of the three games: ``complete_information = false`` tells each player
+    that it does not know ``what``, and the other seat's payoff in a full history would tell it."""
+    if getattr(params, "complete_information", True):
+        return None
+    return f"game.complete_information = false tells each player it does not know {what}"
 
 
 def two_seats(game: str, n_players: int) -> None:
@@ -49,6 +73,11 @@ class AlternatingOffers(Game):
 
     def initial_state(self, setup: Setup) -> Any:
         return self.State(setup)
+
+    hidden: ClassVar[str]  # what complete_information = false keeps from a player (hidden_from_history)
+
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        return hidden_by_incomplete_information(params, self.hidden)
 
     def to_move(self, state: Any) -> tuple[int, ...]:
         if state.phase == "offer":

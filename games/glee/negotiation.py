@@ -40,9 +40,29 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup, foreign_move_problem
+from ..base import (
+    MAX_GAME_NUMBER,
+    ActionField,
+    ActionSpec,
+    GameInfo,
+    GameParams,
+    ImportedRun,
+    Outcome,
+    Setup,
+    foreign_move_problem,
+)
 from . import reference as R
-from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
+from .common import (
+    ANNOUNCED_MAX,
+    NAMES,
+    AlternatingOffers,
+    Money,
+    message_field,
+    pretty,
+    proposer,
+    say,
+    set_at,
+)
 
 OUTSIDE = ("sell_to_john", "buy_from_john")  # per seat: the seller sells to John, the buyer buys from him
 INFINITE = 30  # the paper's "infinite" horizon (GLEE's data also writes 25 and 99 for it; any value above 20)
@@ -53,7 +73,7 @@ GLEE_DECISIONS = {"AcceptOffer": ("accept", None), "RejectOffer": ("reject", Non
 
 
 class NegotiationParams(GameParams):
-    money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    money: Money = 10_000.0
     """M: the scale of the valuations (GLEE's product_price_order)."""
     seller_value: float = Field(default=1.0, gt=0, le=100)
     """F_A: Alice (the seller) values the product at M x seller_value."""
@@ -112,6 +132,7 @@ class Negotiation(AlternatingOffers):
     description: ClassVar[str] = "GLEE: a seller and a buyer alternate price offers for one item, outside option John"
     State = NegotiationState
     Params = NegotiationParams
+    hidden = "the value of the product to the other"
     action_key: ClassVar[str] = "product_price"
     history_key: ClassVar[str] = "last reply"
     info: ClassVar[GameInfo] = GameInfo(
@@ -126,8 +147,11 @@ class Negotiation(AlternatingOffers):
         if state.phase == "respond":
             return ActionSpec((ActionField("decision", "choice", "accept the offer, reject it, or trade with John "
                                            "instead", choices=("accept", "reject", OUTSIDE[player])),))
+        # bounded like every game number (params.MAX_GAME_NUMBER, 100x the largest valuation): a price of
+        # 1e308, accepted, overflowed the run's metrics; no valuation comes near the bound
         price = ActionField("product_price", "number",
-                            f"the price you want to {'sell' if player == 0 else 'buy'} the product for", low=0.0)
+                            f"the price you want to {'sell' if player == 0 else 'buy'} the product for", low=0.0,
+                            high=MAX_GAME_NUMBER)
         if state.setup["messages_allowed"]:
             return ActionSpec((message_field(NAMES[1 - player]), price))
         return ActionSpec((price,))

@@ -53,7 +53,7 @@ from pydantic import Field, model_validator
 
 from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, Setup
 from . import reference as R
-from .common import MAX_MONEY, MESSAGE_CHARS, NAMES, pretty, say, set_at, two_seats
+from .common import MESSAGE_CHARS, NAMES, Money, hidden_by_incomplete_information, pretty, say, set_at, two_seats
 
 RECOMMEND = "I recommend buying this product."
 ADVISE_AGAINST = "I do not recommend buying this product."
@@ -64,7 +64,7 @@ class PersuasionParams(GameParams):
     """p: the probability that a round's product is of high quality."""
     value_high: float = Field(default=1.25, gt=0, le=100)
     """v: a high-quality product is worth v x M to the buyer."""
-    money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    money: Money = 10_000.0
     """M: the product's price."""
     complete_information: bool = True
     """Whether the seller is told v."""
@@ -138,6 +138,9 @@ class Persuasion(Game):
     Params = PersuasionParams
     action_key: ClassVar[str] = "decision"
     history_key: ClassVar[str] = "last reply"
+
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        return hidden_by_incomplete_information(params, "how much a product is worth to the buyer")
     info: ClassVar[GameInfo] = GameInfo(
         title="Persuasion (GLEE)", moves="sequential", rounds=True, messages="public", family="glee",
         factors=(("p_high", 0.5), ("value_high", 1.25), ("money", 10000.0),

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import Field
 
 from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
-from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
+from .common import BLUE, FAMILY, PROPOSE, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 GOOD, MONEY = "X", "ZUP"
 
@@ -73,7 +73,7 @@ class BuySell(NegotiationGame):
 
     def trade_fields(self, state: NAState, player: int) -> tuple[ActionField, ...]:
         return (ActionField("price", "number", "the ZUP Player BLUE pays for the X in your proposal (only read "
-                            "when decision is propose)", low=0, integer=True),)
+                            "when decision is propose)", low=0, integer=True, read_when=PROPOSE),)
 
     def trade_of(self, setup: Setup, player: int, action: Mapping[str, Any]) -> Trade:
         return {"red_gives": {GOOD: 1}, "blue_gives": {MONEY: int(action["price"])}}

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, ReplayCheck, Setup, foreign_move_problem
+from ..text import quoted
 from .logs import (
     CAUSES,
     Trade,
@@ -41,6 +42,7 @@ NAMES = ("Player RED", "Player BLUE")
 MESSAGE_CHARS = 1000
 REASON_CHARS = 2000
 FAMILY = "negotiationarena"
+PROPOSE = ("decision", ("propose",))  # a trade field is read only with a proposal, as the prompts say
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ class NegotiationGame(Game):
         who = NAMES[seat]
         if public.get("decision") is None:
             return f"{who} sent no usable reply."
-        lines = [f'{who} says: "{public.get("message") or ""}"']
+        lines = [f"{who} says: {quoted(public.get('message') or '')}"]  # one quoted line (games/text.py)
         d = public["decision"]
         if d == "propose":
             lines.append(f"{who} proposes: {self.offer_text(public['offer'])}")
@@ -252,6 +254,12 @@ class NegotiationGame(Game):
             return None
         public = dict(after.last_move)
         return {"what": self.move_text(before.setup, seat, public)}
+
+    def hidden_from_history(self, params: Any) -> str | None:
+        """The scenarios with private holdings or valuations tell each player it does not know the other's;
+        a full history's payoffs of the session's earlier runs (the same draw) would tell it."""
+        return ("each player's system prompt says it does not know the other's resources or valuation"
+                if self.has_private_values else None)
 
     def base_observation(self, state: NAState, player: int) -> dict[str, Any]:
         turns = state.setup["turns"]

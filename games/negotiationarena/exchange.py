@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
-from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
+from .common import BLUE, FAMILY, PROPOSE, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 _RESOURCE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,19}$")
 
@@ -89,9 +89,11 @@ class ResourceExchange(NegotiationGame):
     def trade_fields(self, state: NAState, player: int) -> tuple[ActionField, ...]:
         items = self.resources(state.setup)
         return (ActionField("red_gives", "allocation", "what Player RED gives in your proposed trade (whole "
-                            "amounts; only read when decision is propose)", items=items, integer=True),
+                            "amounts; only read when decision is propose)", items=items, integer=True,
+                            read_when=PROPOSE),
                 ActionField("blue_gives", "allocation", "what Player BLUE gives in your proposed trade (whole "
-                            "amounts; only read when decision is propose)", items=items, integer=True))
+                            "amounts; only read when decision is propose)", items=items, integer=True,
+                            read_when=PROPOSE))
 
     def trade_of(self, setup: Setup, player: int, action: Mapping[str, Any]) -> Trade:
         return {"red_gives": {k: int(v) for k, v in action["red_gives"].items() if v},

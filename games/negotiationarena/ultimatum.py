@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from ..params import fmt_num
-from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
+from .common import BLUE, FAMILY, PROPOSE, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 CURRENCY = "Dollars"
 
@@ -64,7 +64,7 @@ class MultiTurnUltimatum(NegotiationGame):
     def trade_fields(self, state: NAState, player: int) -> tuple[ActionField, ...]:
         return (ActionField("red_gives", "number", "dollars Player RED gives Player BLUE in your proposed split "
                             "(only read when decision is propose)", low=0, high=state.setup["total"],
-                            integer=True),)
+                            integer=True, read_when=PROPOSE),)
 
     def trade_of(self, setup: Setup, player: int, action: Mapping[str, Any]) -> Trade:
         return {"red_gives": {CURRENCY: int(action["red_gives"])}, "blue_gives": {}}

@@ -293,11 +293,15 @@ class FruitTrade(Game):
     def _trade_fields(self, setup: Setup, accept_note: bool) -> tuple[ActionField, ...]:
         note = " (ignored when you accept: repeat the proposal from your side, or write zeros)" if accept_note else ""
         fruits = tuple(setup["fruits"])
+        when = ("decision", ("counter",)) if accept_note else None  # ignored on "accept", as the note says
         return (ActionField("give", "allocation", f"the fruit you give, a whole number per fruit, 0 for none{note}",
-                            items=fruits, integer=True),
+                            items=fruits, integer=True, read_when=when),
                 ActionField("receive", "allocation",
                             f"the fruit you want in return, a whole number per fruit, 0 for none{note}",
-                            items=fruits, integer=True))
+                            items=fruits, integer=True, read_when=when))
+
+    def hidden_from_history(self, params: GameParams) -> str | None:
+        return "each player knows only its own holdings and values, as the rules say"
 
     def action_spec(self, state: FruitState, player: int) -> ActionSpec:
         s = state.setup
