@@ -15,9 +15,7 @@ core install.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import math
 import time
@@ -30,6 +28,7 @@ import numpy as np
 
 from .. import __version__
 from ..benchsuite import GameEntry, Suite
+from ..csvcells import csv_text
 from ..games import GAMES
 from ..prices import cost_usd, price_of
 from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
@@ -375,20 +374,13 @@ def format_rows(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])
 
 
-def csv_text(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Every CSV the bench writes goes through here (one place to neutralise formula cells)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    for r in rows:
-        w.writerow(["" if x is None else x for x in r])
-    return buf.getvalue()
-
-
 def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The leaderboard as CSV, through the project's one CSV writer (a label such as ``=HYPERLINK(...)`` is
+    written as text, never as a formula)."""
     families = list(dict.fromkeys(k for r in rows for k in r["subscores"]))
     return csv_text([*LEADERBOARD_COLUMNS, *families],
-                    [[r.get(c) for c in LEADERBOARD_COLUMNS] + [r["subscores"].get(f) for f in families] for r in rows])
+                    [["" if x is None else x for x in [*(r.get(c) for c in LEADERBOARD_COLUMNS),
+                                                       *(r["subscores"].get(f) for f in families)]] for r in rows])
 
 
 def leaderboard_json(rows: Sequence[Mapping[str, Any]]) -> str:

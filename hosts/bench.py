@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..agents.calls import public_url
 from ..agents.llm import PROVIDERS, close_all
 from ..benchsuite import GameEntry, Suite, digest
 from ..prices import cost_usd, price_of
@@ -72,6 +73,12 @@ def _default_label(entry: dict[str, Any]) -> str:
     return f"{agent}/{model}" if model else str(agent)
 
 
+def shown_model(text: str) -> str:
+    """MODEL as typed, with every URL in it masked (``public_url``: a password or a key in a query string
+    never reaches bench.json, a message or the terminal)."""
+    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S*", lambda m: public_url(m.group()), text)
+
+
 def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
     """What MODEL on the command line names; ConfigError with the expected forms otherwise."""
     path = Path(text)
@@ -92,21 +99,24 @@ def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
             return out
         raise ConfigError(f"{text}: expected one player table (agent = \"openai\", model = \"...\", ...) or a "
                           "models file of aliases ([\"name\"] tables)")
+    shown = shown_model(text)
     if text.startswith(("http://", "https://")):
-        raise ConfigError(f"{text}: name the model the server serves: MODEL@URL (e.g. llama-3.1-8b@{text})")
+        raise ConfigError(f"{shown}: name the model the server serves: MODEL@URL (e.g. llama-3.1-8b@{shown})")
     m = re.fullmatch(r"(?:(openai):)?([^@\s]+)@(https?://\S+)", text)
     if m:
         entry = {"agent": "openai", "model": m.group(2), "base_url": m.group(3)}
-        return [ModelSpec(label or f"openai/{m.group(2)}", entry, text)]
-    agent, _, model = text.partition(":")
+        return [ModelSpec(label or f"openai/{m.group(2)}", entry, shown)]
+    agent, colon, model = text.partition(":")
     if agent in PROVIDERS:
+        if PROVIDERS[agent].needs_model and not model:  # else the dry run planned a model that cannot run
+            raise ConfigError(f"{shown!r}: agent '{agent}' needs a model: {agent}:MODEL (e.g. openai:gpt-4o-mini)")
         entry = {"agent": agent, **({"model": model} if model else SHORTHAND.get(agent, {}))}
-        return [ModelSpec(label or _default_label(entry), entry, text)]
-    if agent in PLAYABLE_BASELINES and not model:
-        return [ModelSpec(label or agent, {"agent": agent}, text)]
+        return [ModelSpec(label or _default_label(entry), entry, shown)]
+    if agent in PLAYABLE_BASELINES and not colon:
+        return [ModelSpec(label or agent, {"agent": agent}, shown)]
     known = ", ".join(sorted(PROVIDERS))
     others = sorted(b for b in BASELINES if b not in PLAYABLE_BASELINES)
-    raise ConfigError(f"{text!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "
+    raise ConfigError(f"{shown!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "
                       f"MODEL@URL (an OpenAI-compatible server), {' or '.join(PLAYABLE_BASELINES)}, or a TOML file "
                       f"with a player table ({', '.join(others)} cannot play every game)")
 

@@ -1,0 +1,86 @@
+"""``econarena bench`` and ``leaderboard`` tried as a hostile user: odd MODEL strings, labels that are markup or
+formulas, hand-edited results and suite files, a budget lowered after the end, busy baselines, scores and
+intervals at their edges. Each test is a defect found that way (see the commit that added it)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_bench import bench_args, scripted_reply, small_suite
+
+from econarena.cli import main
+from econarena.hosts import bench as H
+from econarena.hosts.config import ConfigError
+
+LABELS = ['=HYPERLINK("http://evil.example","x")', "<script>alert(1)</script>", "x' onmouseover='alert(2)"]
+
+
+def test_labels_are_text_in_the_leaderboard_csv_and_html(tmp_path: Path, capsys) -> None:
+    """A label that is a spreadsheet formula is written as text (the project's one CSV writer); a label that
+    is markup is escaped in the scorecard and the leaderboard page."""
+    models = tmp_path / "models.toml"
+    models.write_text("".join(f'["m{i}"]\nagent = "random"\nlabel = {json.dumps(x)}\n' for i, x in enumerate(LABELS)),
+                      encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["bench", str(models), "--suite", str(small_suite(tmp_path)), "--out", str(out), "--quiet",
+                 "--no-baselines"]) == 0
+    files = {k: tmp_path / f"lb.{k}" for k in ("csv", "html")}
+    assert main(["leaderboard", str(out), "--csv", str(files["csv"]), "--html", str(files["html"])]) == 0
+    cells = [r["label"] for r in csv.DictReader(io.StringIO(files["csv"].read_text(encoding="utf-8")))]
+    assert "'" + LABELS[0] in cells and LABELS[0] not in cells
+    pages = [files["html"].read_text(encoding="utf-8"),
+             *(p.read_text(encoding="utf-8") for p in out.glob("*/scorecard.html"))]
+    assert len(pages) == 4
+    for page in pages:
+        assert "<script>alert" not in page and "x' onmouseover" not in page
+    assert "&lt;script&gt;alert(1)" in pages[0] and "x&#x27; onmouseover" in pages[0]
+
+
+SECRET = "QS3CRETv4lue"
+
+
+def test_a_url_in_model_never_shows_its_secrets(tmp_path: Path, capsys) -> None:
+    """MODEL@URL with a password or a key in the query string: bench.json's "source", the dry run, and the
+    error messages show the URL masked (before: as typed, password and key included)."""
+    spec = H.model_specs(f"llama@http://127.0.0.1:9/v1?api-key={SECRET}")[0]
+    assert spec.entry["base_url"].endswith(SECRET)  # the player still gets it
+    assert SECRET not in spec.source and spec.source == "llama@http://127.0.0.1:9/v1?api-key=***"
+    suite = str(small_suite(tmp_path))
+    assert main(["bench", f"llama@http://127.0.0.1:9/v1?api-key={SECRET}", "--suite", suite, "--dry-run"]) == 0
+    assert main(["bench", f"llama@http://user:{SECRET}@127.0.0.1:9/v1", "--suite", suite,
+                 "--out", str(tmp_path / "o")]) == 2  # URL credentials: refused
+    for bad in (f"llama@htp://u:{SECRET}@h", f"http://u:{SECRET}@h/v1"):
+        with pytest.raises(ConfigError) as exc:
+            H.model_specs(bad)
+        assert SECRET not in str(exc.value) and "***" in str(exc.value)
+    seen = capsys.readouterr()
+    assert SECRET not in seen.out + seen.err and "base_url carries credentials" in seen.err
+
+
+def test_bench_json_of_a_url_with_a_key_holds_no_key(server: Any, tmp_path: Path) -> None:
+    server.reset()
+    server.reply = scripted_reply
+    out = tmp_path / "o"
+    args = bench_args(server, small_suite(tmp_path), out, "--no-baselines")
+    args[1] += f"?api-key={SECRET}"
+    assert main(args) == 0
+    assert server.seen[0].query == f"api-key={SECRET}"  # the server got it
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert SECRET not in p.read_text(encoding="utf-8", errors="replace"), p
+
+
+def test_a_provider_without_its_model_is_refused_before_a_dry_run() -> None:
+    """``openai:`` and bare ``openai`` name no model: refused at once (the dry run planned them before and
+    only the real run said 'needs a model'); ``hf`` alone is the bundled model; ``rational:`` is no baseline."""
+    for text in ("openai:", "openai", "anthropic:"):
+        with pytest.raises(ConfigError, match="needs a model"):
+            H.model_specs(text)
+    assert H.model_specs("hf:")[0].entry["agent"] == "hf"
+    with pytest.raises(ConfigError, match="not a model"):
+        H.model_specs("rational:")
