@@ -301,18 +301,15 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
     worst = EXIT_OK
     for job in jobs:
         wall = _log_invocation(job, stopped)
-        reason = stopped
-        if reason is None and job.budget is not None and job.budget.reached:
-            reason = "budget"
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
                  "settings": _public(job.spec.entry)}
         result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
                               settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
-                              spent_usd=job.budget.spent if job.budget is not None else None,
-                              stopped=reason if reason else None)
-        if reason is None and not result["complete"]:
-            result["stopped"] = "errors"
+                              spent_usd=job.budget.spent if job.budget is not None else None)
+        if not result["complete"]:  # why runs are missing; a directory whose runs are all there is complete
+            budget = job.budget is not None and job.budget.reached  # (a lower --max-cost on a finished bench)
+            result["stopped"] = stopped or ("budget" if budget else "errors")
         write_bench(job.out, result)
         results[id(job)] = result
         if not result["complete"] and job.kind == "model":

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_bench import bench_args, scripted_reply, small_suite
+from test_bench import bench_args, prices_file, scripted_reply, small_suite
 
 from econarena.cli import main
 from econarena.hosts import bench as H
@@ -84,3 +84,16 @@ def test_a_provider_without_its_model_is_refused_before_a_dry_run() -> None:
     assert H.model_specs("hf:")[0].entry["agent"] == "hf"
     with pytest.raises(ConfigError, match="not a model"):
         H.model_specs("rational:")
+
+
+def test_a_lower_budget_on_a_finished_bench_leaves_it_complete(server: Any, tmp_path: Path, capsys) -> None:
+    """Every run played, then the same command with a --max-cost below what was spent: nothing to play, so
+    the result stays complete (exit 0). Before: "complete": false, "stopped": "budget", exit 3, unranked."""
+    server.reset()
+    server.reply = scripted_reply
+    suite, prices, out = small_suite(tmp_path), prices_file(tmp_path), tmp_path / "o"
+    assert main(bench_args(server, suite, out, "--no-baselines", "--prices", str(prices), "--max-cost", "1e9")) == 0
+    calls = server.count()
+    assert main(bench_args(server, suite, out, "--no-baselines", "--prices", str(prices), "--max-cost", "1e-9")) == 0
+    result = json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert result["complete"] and result["stopped"] is None and server.count() == calls
