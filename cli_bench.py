@@ -438,6 +438,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         leaderboard_csv,
         leaderboard_html,
         leaderboard_json,
+        one_row_per_model,
         read_bench,
     )
     from .rundir import write_atomic
@@ -456,6 +457,10 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not args.baselines:
         results = [(p, r) for p, r in results if r["model"].get("kind") != "baseline"] or results
     if (problem := comparable_problem(results)) is not None:
+        err(problem)
+        return EXIT_CONFIG
+    results, problem = one_row_per_model(results)
+    if problem is not None:
         err(problem)
         return EXIT_CONFIG
     rows = leaderboard(results)

@@ -97,3 +97,75 @@ def test_a_lower_budget_on_a_finished_bench_leaves_it_complete(server: Any, tmp_
     assert main(bench_args(server, suite, out, "--no-baselines", "--prices", str(prices), "--max-cost", "1e-9")) == 0
     result = json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))
     assert result["complete"] and result["stopped"] is None and server.count() == calls
+
+
+def _rational_result(tmp_path: Path) -> Path:
+    out = tmp_path / "r"
+    assert main(["bench", "rational", "--suite", str(small_suite(tmp_path)), "--out", str(out), "--quiet",
+                 "--no-baselines"]) == 0
+    return out / "rational" / "bench.json"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["overall"].update(score=float("nan")), "overall.score: nan"),
+    (lambda d: d["overall"].update(score=-5e300), "overall.score: -5e+300 is not a score from 0 to 100"),
+    (lambda d: d["overall"].update(high=float("inf")), "overall.high: inf"),
+    (lambda d: d["overall"].update(score="<b>99</b>"), "overall.score: '<b>99</b>'"),
+    (lambda d: d.update(complete="false"), "complete: 'false' is not true or false"),
+    (lambda d: d.update(cost_usd="free"), "cost_usd: 'free'"),
+    (lambda d: d.update(model="gpt"), "model: expected"),
+    (lambda d: d.update(subscores=[1, 2]), "subscores: expected"),
+    (lambda d: d.update(overall=None), "overall: expected"),
+    (lambda d: d.update(suite="v1"), "suite: expected"),
+    (lambda d: d.update(tier="huge"), "tier: 'huge' is not one of"),
+])
+def test_a_hand_edited_result_is_refused_by_key(tmp_path: Path, capsys, edit: Any, message: str) -> None:
+    """Before: a NaN or 1e300 overall was ranked first or last, "complete": "false" was ranked as complete,
+    and a string or a null where a table belongs stopped the leaderboard with a traceback."""
+    path = _rational_result(tmp_path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["leaderboard", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(path) in err and "Traceback" not in err
+
+
+def test_one_row_per_model(tmp_path: Path, capsys) -> None:
+    """The same label in two different results is refused, naming both files (it was ranked twice); copies of
+    one result (the baselines of two --out folders) count once."""
+    suite = str(small_suite(tmp_path))
+    for out in ("a", "b"):
+        assert main(["bench", "random", "--suite", suite, "--out", str(tmp_path / out), "--quiet"]) == 0
+    assert main(["leaderboard", str(tmp_path / "a"), str(tmp_path / "b"), "--baselines",
+                 "--json", str(tmp_path / "lb.json")]) == 0
+    rows = json.loads((tmp_path / "lb.json").read_text(encoding="utf-8"))
+    assert sorted(r["label"] for r in rows) == ["random", "rational"]  # random twice, both baselines twice
+    path = tmp_path / "b" / "random" / "bench.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["overall"]["score"] = 50.0
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "one model label, several different results" in err and str(path) in err
+
+
+def test_every_interval_holds_its_point_estimate(tmp_path: Path) -> None:
+    """Constant sessions whose sums round differently in numpy and math.fsum: the overall 0.27499999999999997
+    had the interval [0.275, 0.275] (2% of random small benches had a point outside its interval)."""
+    from econarena.analysis import benchmark as B
+    from econarena.benchsuite import load_suite
+
+    suite = load_suite(small_suite(tmp_path))
+    games = [B.GameScore(gid, fam, game, rule, v, None, None, 2, 2, 2, 0, 0, None, [v, v])
+             for (gid, fam, game, rule), v in zip(
+                 [("guess", "gamabench", "guessing_game", "game"),
+                  ("beauty", "econarena", "beauty_contest", "equilibrium_action"),
+                  ("ultimatum", "negotiationarena", "ultimatum", "payoff_share")], [0.1, 1 / 3, 1 / 3])]
+    out = B.combine(suite, games)
+    o = out["overall"]
+    assert o["score"] == pytest.approx(0.275) and o["low"] <= o["score"] <= o["high"]
+    for s in [*out["subscores"].values(), *({"low": g.low, "score": g.score, "high": g.high} for g in games)]:
+        assert s["low"] <= s["score"] <= s["high"]
