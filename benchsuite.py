@@ -176,6 +176,14 @@ def _check_keys(where: str, table: Any, allowed: set[str], required: set[str] = 
     return table
 
 
+def _any_table(where: str, x: Any) -> dict[str, Any]:
+    """A table whose keys are checked elsewhere (a game's parameters, LLM settings); a number or a list where
+    it belongs stopped ``load_suite`` with a TypeError."""
+    if not isinstance(x, dict):
+        raise SuiteError(f"{where}: expected a table, got {x!r}")
+    return x
+
+
 def _text(where: str, x: Any) -> str:
     if not isinstance(x, str) or not x.strip():
         raise SuiteError(f"{where}: expected non-empty text, got {x!r}")
@@ -226,10 +234,9 @@ def parse_suite(data: dict[str, Any], path: Path, text: str = "") -> Suite:
     tier_text = {t: _text(f"{w}: tiers.{t}.description",
                           _check_keys(f"{w}: [tiers.{t}]", tiers[t], {"description"}, {"description"})["description"])
                  for t in TIERS}
-    llm = data.get("llm", {})
-    _check_keys(f"{w}: [llm]", llm, set(llm))  # a table; its keys are the player's LLM keys (checked by hosts)
+    llm = _any_table(f"{w}: [llm]", data.get("llm", {}))  # its keys are the player's LLM keys (checked by hosts)
     families: dict[str, Family] = {}
-    for name, f in _check_keys(f"{w}: [families]", data["families"], set(data["families"])).items():
+    for name, f in _any_table(f"{w}: [families]", data["families"]).items():
         where = f"{w}: families.{name}"
         f = _check_keys(where, f, {"title", "weight", "subscore", "why", "published", "published_tiers"},
                         {"title", "weight", "subscore", "why"})
@@ -271,7 +278,7 @@ def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     gid = _text(f"{where}.id", g["id"])
     if not _ID.fullmatch(gid):
         raise SuiteError(f"{where}.id: {gid!r}: letters, digits, '.', '_' or '-' (it names a run directory)")
-    if g["family"] not in families:
+    if not isinstance(g["family"], str) or g["family"] not in families:
         raise SuiteError(f"{where}.family: {g['family']!r} is not in [families] ({', '.join(families)})")
     table = g["table"]
     if table not in TABLES:
@@ -282,14 +289,15 @@ def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     if table == "versus":
         if seats != 2:
             raise SuiteError(f"{where}.seats: a 'versus' table has two seats (the model and the opponent)")
-        opponent = _check_keys(f"{where}.opponent", opponent, set(opponent or {}), {"agent"})
+        opponent = _check_keys(f"{where}.opponent", _any_table(f"{where}.opponent", opponent), set(opponent),
+                               {"agent"})
     elif opponent is not None:
         raise SuiteError(f"{where}.opponent: only a 'versus' table has a fixed opponent")
     for key in ("protocol", "params"):
-        _check_keys(f"{where}.{key}", g.get(key, {}), set(g.get(key, {}) or {}))
+        _any_table(f"{where}.{key}", g.get(key, {}))
     tier_params = _check_keys(f"{where}.tier_params", g.get("tier_params", {}), set(TIERS))
     for t, over in tier_params.items():
-        _check_keys(f"{where}.tier_params.{t}", over, set(over or {}))
+        _any_table(f"{where}.tier_params.{t}", over)
     sessions = _check_keys(f"{where}.sessions", g["sessions"], set(TIERS), set(TIERS))
     sessions = {t: _int(f"{where}.sessions.{t}", sessions[t], 1, MAX_SESSIONS) for t in TIERS}
     rule = g["score"]

@@ -135,7 +135,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if args.dry_run:
         return _dry_run(suite, specs, prices, args, exps_of)
-    problems = [f"{spec.source}: {p}" for spec in specs for p in preflight_experiment(exps_of(spec, args.tier)[0])]
+    # every game's: a suite's fixed opponent may be a pinned model with a key of its own
+    problems = [f"{spec.source}: {p}" for spec in specs for e in exps_of(spec, args.tier)
+                for p in preflight_experiment(e)]
     if problems:
         for p in dict.fromkeys(problems):
             err(p)
@@ -288,6 +290,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
             stopped: str | None = None, quiet: bool = False) -> int:
     """Score every job: bench.json and the scorecard; print the answer; the exit code."""
     from .analysis.benchmark import (
+        BenchError,
         bench_result,
         format_rows,
         leaderboard,
@@ -304,9 +307,13 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
                  "settings": _public(job.spec.entry)}
-        result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
-                              settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
-                              spent_usd=job.budget.spent if job.budget is not None else None)
+        try:
+            result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
+                                  settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
+                                  spent_usd=job.budget.spent if job.budget is not None else None)
+        except BenchError as exc:  # a score rule the runs cannot feed (checked before playing; kept as a guard)
+            err(f"{job.out}: cannot be scored: {exc}; the runs are kept")
+            return EXIT_CONFIG
         if not result["complete"]:  # why runs are missing; a directory whose runs are all there is complete
             budget = job.budget is not None and job.budget.reached  # (a lower --max-cost on a finished bench)
             result["stopped"] = stopped or ("budget" if budget else "errors")

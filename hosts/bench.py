@@ -162,9 +162,42 @@ def build(suite: Suite, tier: str, spec: ModelSpec) -> list[Experiment]:
                                          f"{suite.path} [games {g.id}] for {spec.source}"))
         except ConfigError as exc:
             errors.append(str(exc))
+            continue
+        errors += [f"{suite.path} [games {g.id}]: {p}" for p in score_rule_problems(g, exps[-1])]
     if errors:
         raise ConfigError("\n".join(errors))
     return exps
+
+
+def score_rule_problems(g: GameEntry, exp: Experiment) -> list[str]:
+    """Whether the game's score rule can score this game, checked on one draw of its setup before anything is
+    played: a ``best`` naming no parameter of the run, or a rule the game has nothing for, scored every run
+    None or stopped the scoring with an error after the whole suite was played (and paid for)."""
+    lineup, x = exp.tables()[0]
+    info = x.game.info
+    if g.score == "game":
+        return [] if info.score else [f"score = \"game\": {g.game} computes no 0-100 score of its own (a rule of "
+                                      "benchsuite.py that reads payoffs or actions instead)"]
+    try:
+        setup = x.game.setup(x.params, len(lineup.seats), np.random.default_rng(0))  # any draw names the same keys
+        ne = x.game.equilibrium(setup)
+    except Exception as exc:  # noqa: BLE001 - a draw the game refuses is reported, not raised
+        return [f"its setup cannot be drawn to check the score rule ({exc})"]
+    if g.score == "equilibrium_action":
+        if info.scale_key is None or ne is None:
+            return [f"score = \"equilibrium_action\": {g.game} declares no "
+                    + ("scale for its actions" if info.scale_key is None else "equilibrium")]
+        return []
+    if g.best is None:
+        return []
+    known = {k for k, v in setup.to_dict().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if ne is not None:
+        known.add("ne_payoff")
+    missing = sorted(g.best.names - known)
+    if missing:
+        return [f"best = {g.best.text!r}: no {missing[0]!r} in the run's parameters (numbers: "
+                f"{', '.join(sorted(known)) or 'none'})"]
+    return []
 
 
 def settings(suite: Suite, tier: str, spec: ModelSpec, exps: list[Experiment]) -> dict[str, Any]:

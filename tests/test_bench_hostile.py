@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_bench import bench_args, prices_file, scripted_reply, small_suite
+from test_bench import SMALL, bench_args, prices_file, scripted_reply, small_suite
 
 from econarena.cli import main
 from econarena.hosts import bench as H
@@ -169,3 +169,53 @@ def test_every_interval_holds_its_point_estimate(tmp_path: Path) -> None:
     assert o["score"] == pytest.approx(0.275) and o["low"] <= o["score"] <= o["high"]
     for s in [*out["subscores"].values(), *({"low": g.low, "score": g.score, "high": g.high} for g in games)]:
         assert s["low"] <= s["score"] <= s["high"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (("params = { rounds = 2 }", "params = 5"), "games[0].params: expected a table, got 5"),
+    (("params = { rounds = 2 }", "params = { rounds = 2 }\ntier_params = { quick = 3 }"),
+     "games[0].tier_params.quick: expected a table, got 3"),
+    (('family = "gamabench"', 'family = ["gamabench"]'), "games[0].family: ['gamabench'] is not in [families]"),
+    (('opponent = { agent = "rational" }', "opponent = 5"), "games[2].opponent: expected a table, got 5"),
+])
+def test_a_suite_of_the_wrong_types_is_an_error_not_a_traceback(tmp_path: Path, change: tuple[str, str],
+                                                                 message: str, capsys) -> None:
+    """Before: a number or a list where a table belongs stopped load_suite with a TypeError."""
+    path = small_suite(tmp_path, SMALL.replace(*change, 1))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_score_rule_the_game_cannot_feed_is_refused_before_playing(tmp_path: Path, capsys) -> None:
+    """best naming no parameter of the run: `validate` said ok, the bench played every game, then ended in a
+    traceback (BenchError) while scoring. Now both refuse it at once, naming the game and the numbers known."""
+    path = small_suite(tmp_path, SMALL.replace('best = "total"', 'best = "pie"'))
+    assert main(["validate", str(path)]) == 2
+    assert "[games ultimatum]: best = 'pie': no 'pie' in the run's parameters (numbers: total, turns)" in \
+        capsys.readouterr().err
+    out = tmp_path / "o"
+    assert main(["bench", "random", "--suite", str(path), "--out", str(out), "--quiet"]) == 2
+    assert not out.exists()
+    from dataclasses import replace
+
+    from econarena.benchsuite import load_suite
+
+    suite = load_suite(small_suite(tmp_path))
+    beauty = next(g for g in suite.games if g.id == "beauty")
+    exp = H.build(suite, "quick", H.model_specs("random")[0])[1]
+    assert H.score_rule_problems(beauty, exp) == []
+    assert "computes no 0-100 score" in H.score_rule_problems(replace(beauty, score="game"), exp)[0]
+
+
+def test_a_pinned_model_opponent_without_its_key_stops_before_playing(tmp_path: Path, capsys,
+                                                                      monkeypatch) -> None:
+    """Only the first game was checked for keys: a later game's LLM opponent without its key played the suite
+    and ended in 'API errors' after the retries."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env with a key
+    path = small_suite(tmp_path, SMALL.replace('opponent = { agent = "rational" }',
+                                               'opponent = { agent = "openai", model = "gpt-4o" }'))
+    assert main(["bench", "random", "--suite", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "players[1] (opponent (openai/gpt-4o)): agent 'openai' needs an API key" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
