@@ -82,7 +82,9 @@ def cache_key(*, provider: str, model: str | None, base_url: str | Sequence[str]
         "settings": dict(settings),
         "sample": sample,
     }, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    # surrogatepass: a conversation may hold a model's earlier reply with a lone surrogate (kept verbatim as
+    # its rule break); any other text encodes as before, so no existing key changes
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ResponseCache:
@@ -136,6 +138,10 @@ class ResponseCache:
                 self._db.execute(
                     "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (key, text, model, tokens_in, tokens_out, latency_s, time.time()))
+            except UnicodeEncodeError:
+                # a reply (or model name) with a lone surrogate is no UTF-8 text: not cached, asked again next
+                # time. Raised out of here it failed the call as an API error, so the run never finished.
+                return
             except sqlite3.Error as exc:
                 self._disable(exc)
 

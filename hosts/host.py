@@ -25,6 +25,7 @@ from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, setting
 from ..agents.registry import create_agent
 from ..games.base import ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
+from ..games.text import storable, text_problem
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
@@ -527,7 +528,7 @@ class Host:
                 if notify is not None and not reply.error and not judgement.valid:
                     notify(f"Your reply could not be used: {judgement.detail}. It is recorded as a rule break.")
                 break
-            messages = (*messages, Message("assistant", reply.text),
+            messages = (*messages, Message("assistant", storable(reply.text)),
                         Message("user", self.template.reask(judgement.detail or "", state, seat, e.prompt)))
         talk.answered(seat, messages, reply.text, logged_upto)
         return reply, judgement, first_ok
@@ -570,6 +571,10 @@ class Host:
 
     def _judge(self, state: Any, seat: int, reply: str | dict[str, Any]) -> Judgement:
         """The judgement of a raw reply, or of a baseline's action object (see ``_decide_direct``)."""
+        if isinstance(reply, str) and (problem := text_problem(reply)) is not None:
+            # the one text rule (games/text.py): a lone surrogate passed the games' JSON parsing, then failed
+            # every later request of the run (the SDKs refuse to send it) as an API error, so the run never ended
+            return Judgement(None, "parse_error", f"the reply {problem}")
         try:
             if isinstance(reply, dict):
                 return self.game.judge_action(state, seat, reply)

@@ -219,3 +219,29 @@ def test_a_pinned_model_opponent_without_its_key_stops_before_playing(tmp_path: 
     assert main(["bench", "random", "--suite", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
     assert "players[1] (opponent (openai/gpt-4o)): agent 'openai' needs an API key" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_reply_with_a_lone_surrogate_is_a_rule_break_and_the_run_ends(server: Any, tmp_path: Path) -> None:
+    """The loopback server answers text holding a lone surrogate (valid JSON on the wire). Before: the response
+    cache failed to hash or store it, and the next request of the run (the reply is in the conversation)
+    failed in the SDK, both as API errors: the runs never finished, whatever the reruns. Now the reply is a
+    rule break (the one text rule), the conversation carries its visible escape, and the bench completes."""
+    server.reset()
+    server.reply = lambda protocol, body: '{"chosen_number": 30, "answer": 20, "x": "\ud800"}'
+    out = tmp_path / "o"
+    assert main(bench_args(server, small_suite(tmp_path), out, "--no-baselines")) == 0
+    result = json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert result["complete"] and all(g["rule_break_pct"] == 100.0 for g in result["games"])
+    second_round = [s for s in server.seen if "\\ud800" in json.dumps(s.body)]
+    assert second_round and all("\\\\ud800" in json.dumps(s.body) for s in second_round)  # sent as its escape
+    decisions = (out / "fake" / "guess" / "decisions.jsonl").read_text(encoding="utf-8")
+    assert "lone surrogate U+D800" in decisions
+
+
+def test_the_cache_skips_a_reply_that_is_not_text(tmp_path: Path) -> None:
+    from econarena.agents.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", text="bad \ud800", model="m", tokens_in=1, tokens_out=1, latency_s=0.1)
+    cache.put("k2", text="fine", model="m", tokens_in=1, tokens_out=1, latency_s=0.1)
+    assert cache.get("k") is None and cache.get("k2")["text"] == "fine"  # skipped, and still enabled
