@@ -7,7 +7,9 @@ of ours. It checks the file's shape and the score rules; whether a game, a param
 checked where the experiments are built (hosts/bench.py), by the same code that checks any experiment file.
 
 A score rule is one of:
-- ``game``: the run's own 0-100 ``score`` (games that declare one: GAMA-Bench's reference formulas);
+- ``game``: the run's own 0-100 ``score`` (games that declare one: GAMA-Bench's reference formulas), clipped
+  to 0-100 (a reference formula can leave it: Guess 2/3 with a lower bound above 0); a run the game cannot
+  score because no reply followed the rules scores 0;
 - ``equilibrium_action``: 100 x max(0, 1 - |a - a*| / s), a the model's action, a* its equilibrium action
   under the same draws (the run's ``ne_actions``), s the game's declared scale (``GameInfo.scale_key``);
 - ``payoff_share``: 100 x min(1, max(0, u / best)), u the model's payoff, ``best`` an expression over the

@@ -67,7 +67,12 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
     """One player-run's 0-100 score by the game's rule (``benchsuite.py``); None when the rule cannot score
     it (a copies run without a score; nothing to gain: best <= 0; no scale)."""
     if g.score == "game":
-        return _num(rec.get("score"))
+        v = _num(rec.get("score"))
+        if v is None:  # no reply of the run followed the rules, so the game has nothing to score: 0, as any rule
+            # break (unscored, such a run left the family and the overall without a score: never ranked)
+            labels = rec.get("labels") or []
+            return 0.0 if any(_broke(rec, s) for s in range(len(labels))) else None
+        return min(100.0, max(0.0, v))  # a reference formula outside its range (Guess 2/3 with min > 0: 200)
     if _broke(rec, seat):
         return 0.0
     params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
@@ -423,7 +428,8 @@ def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
                      _f(r["overall"]), _interval(r["low"], r["high"]), *(_f(r["subscores"].get(f)) for f in families),
                      "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
                      "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}",
-                     "complete" if r["complete"] else "incomplete, not ranked"])
+                     ("complete" if r["overall"] is not None else "complete, no overall score: not ranked")
+                     if r["complete"] else "incomplete, not ranked"])
     return head, body
 
 

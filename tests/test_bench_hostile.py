@@ -245,3 +245,24 @@ def test_the_cache_skips_a_reply_that_is_not_text(tmp_path: Path) -> None:
     cache.put("k", text="bad \ud800", model="m", tokens_in=1, tokens_out=1, latency_s=0.1)
     cache.put("k2", text="fine", model="m", tokens_in=1, tokens_out=1, latency_s=0.1)
     assert cache.get("k") is None and cache.get("k2")["text"] == "fine"  # skipped, and still enabled
+
+
+def test_a_run_without_one_valid_reply_scores_0_under_the_game_rule(server: Any, tmp_path: Path) -> None:
+    """Every reply cut short (no JSON) in every seat: Guess 2/3 has no number to score. Before:
+    the run was unscored, so GAMA-Bench and the overall had no score: a complete bench that could never be
+    ranked (a model that never follows the rules escaped the leaderboard). Now such a run scores 0."""
+    from econarena.analysis import benchmark as B
+    from econarena.benchsuite import load_suite
+
+    server.reset()
+    server.reply = lambda protocol, body: '{"chosen_num'
+    out = tmp_path / "o"
+    assert main(bench_args(server, small_suite(tmp_path), out, "--no-baselines")) == 0
+    result = json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert [g["score"] for g in result["games"]] == [0.0, 0.0, 0.0]
+    assert result["complete"] and result["overall"]["score"] == 0.0
+    guess = next(g for g in load_suite(small_suite(tmp_path)).games if g.id == "guess")
+    rec = {"labels": ["m", "m"], "first_valid": [True, True], "score": 200.0}
+    assert B.run_score(guess, rec, 0) == 100.0  # clipped to the scale
+    assert B.run_score(guess, {**rec, "score": None}, 0) is None  # no rule broken: nothing to score
+    assert B.run_score(guess, {**rec, "score": None, "first_valid": [False, True]}, 0) == 0.0
