@@ -12,6 +12,7 @@ where it stopped; a directory that holds another suite, tier or model settings i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -77,6 +78,7 @@ class _Job:
         self.spec, self.exps, self.out, self.kind, self.settings = spec, exps, out, kind, settings
         self.budget: Any = None
         self.started = time.time()
+        self.busy = False  # a baseline another process is playing now: not scored by this invocation
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -269,7 +271,15 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
         err(f"interrupted{by}; finished runs are kept: run the same bench command again to continue")
         return EXIT_INTERRUPTED
-    for (_exp, d, _, _), r in zip(todo, results):
+    for (_exp, d, _, job), r in zip(todo, results):
+        if isinstance(r, RunDirectoryBusy) and job.kind == "baseline":
+            # another bench into this --out plays the same baseline right now: the model's result does not
+            # wait for it (it ended in exit 2 without bench.json, its games played); its row comes from there
+            if not job.busy:
+                print(f"bench: {job.out} is being played by another process right now: its row is left to it "
+                      "(or to the next bench into this --out)", file=sys.stderr)
+            job.busy = True
+            continue
         if isinstance(r, (AgentError, RunDirectoryBusy)):
             err(str(r))
             return EXIT_CONFIG
@@ -295,6 +305,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         format_rows,
         leaderboard,
         leaderboard_cells,
+        read_bench,
         scorecard_html,
         write_bench,
     )
@@ -303,6 +314,10 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
     results: dict[int, dict[str, Any]] = {}
     worst = EXIT_OK
     for job in jobs:
+        if job.busy:  # its player writes its bench.json; an earlier one is shown meanwhile
+            with contextlib.suppress(BenchError):
+                results[id(job)] = read_bench(job.out / "bench.json")
+            continue
         wall = _log_invocation(job, stopped)
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
@@ -321,7 +336,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         results[id(job)] = result
         if not result["complete"] and job.kind == "model":
             worst = EXIT_INCOMPLETE
-    baselines = [results[id(j)] for j in jobs if j.kind == "baseline"]
+    baselines = [results[id(j)] for j in jobs if j.kind == "baseline" and id(j) in results]
     for job in jobs:
         if job.kind != "model":
             continue
@@ -329,7 +344,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         write_atomic(job.out / "scorecard.html", scorecard_html(suite, result, baselines))
         if not quiet:
             _print_result(result, job.out)
-    models = [(j.out / "bench.json", results[id(j)]) for j in jobs]
+    models = [(j.out / "bench.json", results[id(j)]) for j in jobs if id(j) in results]
     if not quiet and len(models) > 1:
         head, body = leaderboard_cells(leaderboard(models))
         print()

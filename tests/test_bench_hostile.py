@@ -266,3 +266,28 @@ def test_a_run_without_one_valid_reply_scores_0_under_the_game_rule(server: Any,
     assert B.run_score(guess, rec, 0) == 100.0  # clipped to the scale
     assert B.run_score(guess, {**rec, "score": None}, 0) is None  # no rule broken: nothing to score
     assert B.run_score(guess, {**rec, "score": None, "first_valid": [False, True]}, 0) == 0.0
+
+
+def test_a_baseline_busy_in_another_bench_does_not_cost_the_model_its_result(server: Any, tmp_path: Path,
+                                                                             capsys) -> None:
+    """Two benches into one --out at once both play the baselines: the one that finds a baseline's game locked
+    ended in exit 2 without bench.json or scorecard, its own games played. Now it scores its model, leaves
+    that baseline's row to the other process and says so; the next bench into the --out adds the row."""
+    from econarena.rundir import RunDirectory
+
+    server.reset()
+    server.reply = scripted_reply
+    out, suite = tmp_path / "o", small_suite(tmp_path)
+    busy = RunDirectory(out / "_baselines" / "quick" / "random" / "guess")
+    busy.path.mkdir(parents=True)
+    busy.lock()  # held as another process playing it holds it
+    try:
+        assert main(bench_args(server, suite, out)) == 0
+    finally:
+        busy.unlock()
+    assert "_baselines/quick/random is being played by another process" in capsys.readouterr().err
+    assert json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))["complete"]
+    page = (out / "fake" / "scorecard.html").read_text(encoding="utf-8")
+    assert "rational (baseline)" in page and "random (baseline)" not in page
+    assert main(bench_args(server, suite, out)) == 0
+    assert "random (baseline)" in (out / "fake" / "scorecard.html").read_text(encoding="utf-8")
