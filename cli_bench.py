@@ -94,6 +94,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         err(str(exc))
         return EXIT_CONFIG
+    if args.label is not None and not args.label.strip():  # it fell back to the default label, in silence
+        err(f"--label {args.label!r}: expected a name for the model's row")
+        return EXIT_CONFIG
     if args.label is not None and len(args.models) > 1:
         err("--label names one model; give one MODEL with it")
         return EXIT_CONFIG
@@ -215,19 +218,21 @@ def _claim(job: _Job, suite: Any) -> str | None:
             what = (f"{key}: {before.get(key)!r} != {job.settings.get(key)!r}" if key is not None else
                     first_difference(before.get("experiments"), job.settings["experiments"], "experiments"))
             return (f"{d} holds another bench ({what}); use another --out, or delete {d} to start over")
-    else:  # a new directory, or the games' run directories merged from shards (checked one by one below)
+    else:  # a new directory, the games' run directories merged from shards, or a bench whose settings file was
+        # deleted as the message above advises (its games are checked one by one below)
         games = {e.name for e in job.exps}
-        if any(p.name != ".lock" and not (p.is_dir() and p.name in games) for p in d.iterdir()):
+        ours = {".lock", SUITE_COPY, LOG, "bench.json", "scorecard.html"}
+        if any(p.name not in ours and not (p.is_dir() and p.name in games) for p in d.iterdir()):
             return f"{d} is not empty and holds no bench ({SETTINGS} missing): use another --out"
     from .rundir import write_atomic
 
-    write_atomic(held, json.dumps(job.settings, indent=2, ensure_ascii=False) + "\n")
-    write_atomic(d / SUITE_COPY, suite.text)
-    for exp in job.exps:
+    for exp in job.exps:  # before the settings are written: a refused directory keeps the bench it holds
         run_dir = d / exp.name
         if (run_dir / "config.toml").exists() and not same_experiment(run_dir, exp):
             return (f"{run_dir} holds a different experiment ({config_difference(run_dir, exp)}); delete it or use "
                     "another --out")
+    write_atomic(held, json.dumps(job.settings, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(d / SUITE_COPY, suite.text)
     return None
 
 
@@ -491,15 +496,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     head, body = leaderboard_cells(rows)
     show(head, body, format_rows(head, body), left=2, title=title)
     written = []
-    try:
-        for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
-                           (args.html, leaderboard_html(rows, title))):
-            if path:
-                write_atomic(Path(path), text)
-                written.append(path)
-    except OSError as exc:
-        err(f"cannot write {exc.filename}: {exc.strerror or exc}")
-        return EXIT_CONFIG
+    for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
+                       (args.html, leaderboard_html(rows, title))):
+        if not path:
+            continue
+        try:
+            write_atomic(Path(path), text)
+        except OSError as exc:  # named as given (exc.filename is the .tmp written first)
+            err(f"cannot write {path}: {exc.strerror or exc}")
+            return EXIT_CONFIG
+        written.append(path)
     if written:
         print(f"written: {', '.join(written)}")
     return EXIT_OK

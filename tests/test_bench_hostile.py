@@ -291,3 +291,36 @@ def test_a_baseline_busy_in_another_bench_does_not_cost_the_model_its_result(ser
     assert "rational (baseline)" in page and "random (baseline)" not in page
     assert main(bench_args(server, suite, out)) == 0
     assert "random (baseline)" in (out / "fake" / "scorecard.html").read_text(encoding="utf-8")
+
+
+def test_the_advice_for_an_unreadable_settings_file_leads_somewhere(tmp_path: Path, capsys) -> None:
+    """bench-settings.json truncated: the message says to delete it; deleting it was then refused as 'not
+    empty and holds no bench', so only deleting the whole directory (paid runs included) went on. Now the
+    bench's own files are allowed beside the games (each checked against its config). A refused directory
+    keeps its settings (they were overwritten before the games were checked)."""
+    suite = str(small_suite(tmp_path))
+    args = ["bench", "random", "--suite", suite, "--out", str(tmp_path / "o"), "--quiet", "--no-baselines"]
+    assert main(args) == 0
+    held = tmp_path / "o" / "random" / "bench-settings.json"
+    held.write_text(held.read_text(encoding="utf-8")[:100], encoding="utf-8")
+    assert main(args) == 2
+    assert "unreadable" in capsys.readouterr().err
+    held.unlink()
+    assert main(args) == 0 and held.is_file()
+    other = ["bench", "random", "--suite", suite, "--out", str(tmp_path / "x"), "--quiet", "--no-baselines"]
+    assert main([*other, "--label", "other"]) == 0
+    held.unlink()
+    (tmp_path / "o" / "random" / "guess").rename(tmp_path / "keep")
+    (tmp_path / "x" / "other" / "guess").rename(tmp_path / "o" / "random" / "guess")  # another model's game
+    assert main(args) == 2
+    assert "holds a different experiment (players[0].label: 'other' != 'random')" in capsys.readouterr().err
+    assert not held.exists()  # a refused invocation writes no settings
+    assert main([*args[:2], "--label", "", *args[2:]]) == 2
+    assert "--label '': expected a name" in capsys.readouterr().err
+
+
+def test_a_leaderboard_file_that_cannot_be_written_is_named_as_given(tmp_path: Path, capsys) -> None:
+    path = _rational_result(tmp_path)
+    assert main(["leaderboard", str(path), "--csv", str(tmp_path / "nowhere" / "b.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {tmp_path / 'nowhere' / 'b.csv'}: No such file" in err and ".tmp" not in err
