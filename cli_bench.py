@@ -109,8 +109,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     slugs = [s.slug.casefold() for s in specs]
     if len(set(slugs)) < len(slugs) or any(s.startswith(BASELINES_DIR) for s in slugs):
-        err("two models share a label (or one starts with '_baselines'): give each its own (--label, or label in "
-            "its TOML table)")
+        clash = [s.label for s in specs if slugs.count(s.slug.casefold()) > 1]
+        err(f"two models share a label or its directory ({', '.join(map(repr, clash))}; or one starts with "
+            "'_baselines'): give each its own (--label, or label in its TOML table)")
         return EXIT_CONFIG
     prices = load_price_arg(args.prices)
     if prices is None:

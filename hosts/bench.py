@@ -73,6 +73,15 @@ def _default_label(entry: dict[str, Any]) -> str:
     return f"{agent}/{model}" if model else str(agent)
 
 
+def _file_label(table: dict[str, Any], where: str) -> str | None:
+    """A TOML table's label, if it has one: a non-empty string (a number stopped the bench with a TypeError,
+    an empty one fell back to the default label in silence)."""
+    x = table.get("label")
+    if x is not None and not (isinstance(x, str) and x.strip()):
+        raise ConfigError(f"{where}: label: expected a non-empty string, got {x!r}")
+    return x
+
+
 def shown_model(text: str) -> str:
     """MODEL as typed, with every URL in it masked (``public_url``: a password or a key in a query string
     never reaches bench.json, a message or the terminal)."""
@@ -86,14 +95,14 @@ def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
         data = read_toml(path)
         if isinstance(data.get("agent"), str):  # one player table
             entry = {k: v for k, v in data.items() if k not in ("label", "count")}
-            return [ModelSpec(label or data.get("label") or _default_label(entry), entry, text)]
+            return [ModelSpec(label or _file_label(data, text) or _default_label(entry), entry, text)]
         if is_alias_file(data):
             if label is not None and len(data) > 1:
                 raise ConfigError(f"{text}: --label names one model, but the file has {len(data)} aliases")
             out = []
             for alias in data:
                 entry = follow_alias(data, alias, text)
-                given = entry.get("label")
+                given = _file_label(entry, f"{text} [{alias}]")
                 out.append(ModelSpec(label or given or alias, {k: v for k, v in entry.items()
                                                               if k not in ("label", "count")}, f"{text} [{alias}]"))
             return out

@@ -324,3 +324,18 @@ def test_a_leaderboard_file_that_cannot_be_written_is_named_as_given(tmp_path: P
     assert main(["leaderboard", str(path), "--csv", str(tmp_path / "nowhere" / "b.csv")]) == 2
     err = capsys.readouterr().err
     assert f"cannot write {tmp_path / 'nowhere' / 'b.csv'}: No such file" in err and ".tmp" not in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ('agent = "random"\nlabel = 5\n', "m.toml: label: expected a non-empty string, got 5"),
+    ('agent = "random"\nlabel = ""\n', "m.toml: label: expected a non-empty string, got ''"),
+    ('["a"]\nagent = "random"\nlabel = ["x"]\n', "m.toml [a]: label: expected a non-empty string, got ['x']"),
+    ('["a/b"]\nagent = "random"\n["a_b"]\nagent = "random"\n', "share a label or its directory ('a/b', 'a_b'"),
+])
+def test_labels_in_a_players_file_are_checked(tmp_path: Path, capsys, text: str, message: str) -> None:
+    """A number or a list as a label stopped the bench with a TypeError; an empty one fell back to the
+    default label in silence; two labels of one directory were refused without saying which."""
+    (tmp_path / "m.toml").write_text(text, encoding="utf-8")
+    assert main(["bench", str(tmp_path / "m.toml"), "--suite", str(small_suite(tmp_path)), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
