@@ -192,11 +192,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if status != EXIT_OK:
         return status
     if shard:
+        unfinished = [f"{job.spec.label} {e.name}" for job in jobs for e in job.exps
+                      if _manifest_status(job.out / e.name) != "complete"]
+        if unfinished:  # API errors or the budget: exit 0 here let a scheduler start the merge (afterok)
+            err(f"shard {shard[0]}/{shard[1]} incomplete ({', '.join(unfinished[:5])}"
+                f"{' ...' if len(unfinished) > 5 else ''}): run the same command again to finish it before the merge")
+            return EXIT_INCOMPLETE
         print(f"shard {shard[0]}/{shard[1]} played; merge each game's shards with `econarena merge "
               f"{out}/<model>-shard-*/<game> --out {out}/<model>/<game>`, then run the bench command again "
               "without --shard to score it")
         return EXIT_OK
     return _finish(jobs, suite, args, prices)
+
+
+def _manifest_status(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _claim(job: _Job, suite: Any) -> str | None:

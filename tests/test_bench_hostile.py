@@ -339,3 +339,22 @@ def test_labels_in_a_players_file_are_checked(tmp_path: Path, capsys, text: str,
     assert main(["bench", str(tmp_path / "m.toml"), "--suite", str(small_suite(tmp_path)), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_shard_stopped_on_api_errors_is_not_played(server: Any, tmp_path: Path, capsys) -> None:
+    """`bench --shard K/N` whose runs stopped on API errors said 'shard K/N played; merge ...' with exit 0, so a
+    Slurm merge job queued with afterok started on it (and was refused). Now exit 3; the rerun finishes it."""
+    from fakeservers import status
+
+    server.reset()
+    server.reply = scripted_reply
+    server.script(*(status(400) for _ in range(2)))
+    model = tmp_path / "model.toml"
+    model.write_text(f'agent = "openai"\nmodel = "fake-model"\nbase_url = "{server.url}/v1"\nlabel = "fake"\n'
+                     'max_retries = 0\n', encoding="utf-8")
+    args = ["bench", str(model), "--suite", str(small_suite(tmp_path)), "--out", str(tmp_path / "o"), "--quiet",
+            "--shard", "1/2", "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 3
+    assert "shard 1/2 incomplete (fake " in capsys.readouterr().err
+    assert main(args) == 0
+    assert "shard 1/2 played" in capsys.readouterr().out
