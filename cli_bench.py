@@ -393,9 +393,16 @@ def _log_invocation(job: _Job, stopped: str | None) -> float:
     line = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(job.started)), "ended": now_iso(),
             "wall_s": round(now - job.started, 3), "stopped": stopped,
             "spent_usd": job.budget.spent if job.budget is not None else None}
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
-    return math.fsum(float(r.get("wall_s") or 0) for r in iter_jsonl(path))
+    with path.open("a+b") as f:
+        f.seek(0, 2)
+        torn = f.tell() > 0 and (f.seek(-1, 2), f.read(1))[1] != b"\n"  # a line cut by a kill: end it first
+        f.write((("\n" if torn else "") + json.dumps(line) + "\n").encode("utf-8"))
+
+    def wall(r: Any) -> float:  # a hand-edited line counts nothing (it stopped the bench with a traceback)
+        x = r.get("wall_s") if isinstance(r, dict) else None
+        return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < math.inf else 0.0
+
+    return math.fsum(wall(r) for r in iter_jsonl(path))
 
 
 def _print_result(result: dict[str, Any], out: Path) -> None:

@@ -358,3 +358,20 @@ def test_a_shard_stopped_on_api_errors_is_not_played(server: Any, tmp_path: Path
     assert "shard 1/2 incomplete (fake " in capsys.readouterr().err
     assert main(args) == 0
     assert "shard 1/2 played" in capsys.readouterr().out
+
+
+def test_a_torn_or_edited_invocation_log_does_not_stop_the_bench(tmp_path: Path) -> None:
+    """bench-log.jsonl with a line cut by a kill: the next line was glued onto it (and lost); a hand-edited
+    line (a list, a string wall_s) stopped the bench with a traceback. Now each counts what it can."""
+    args = ["bench", "random", "--suite", str(small_suite(tmp_path)), "--out", str(tmp_path / "o"), "--quiet",
+            "--no-baselines"]
+    assert main(args) == 0
+    log = tmp_path / "o" / "random" / "bench-log.jsonl"
+    with log.open("a", encoding="utf-8") as f:
+        f.write('[1, 2]\n{"wall_s": "abc"}\n{"wall_s": NaN}\n{"wall_s": 1.5, "sto')
+    assert main(args) == 0
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[-2] == '{"wall_s": 1.5, "sto' and json.loads(lines[-1])["wall_s"] >= 0
+    walls = [json.loads(x)["wall_s"] for x in (lines[0], lines[-1])]
+    result = json.loads((tmp_path / "o" / "random" / "bench.json").read_text(encoding="utf-8"))
+    assert result["wall_s"] == pytest.approx(sum(walls), abs=2e-3)
