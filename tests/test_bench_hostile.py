@@ -375,3 +375,19 @@ def test_a_torn_or_edited_invocation_log_does_not_stop_the_bench(tmp_path: Path)
     walls = [json.loads(x)["wall_s"] for x in (lines[0], lines[-1])]
     result = json.loads((tmp_path / "o" / "random" / "bench.json").read_text(encoding="utf-8"))
     assert result["wall_s"] == pytest.approx(sum(walls), abs=2e-3)
+
+
+def test_two_processes_writing_one_file_never_collide(tmp_path: Path) -> None:
+    """Two benches into one --out write the baselines' files at once. With one shared <name>.tmp, 5% of the
+    writes of two processes failed (FileNotFoundError: the other had renamed the .tmp) and a reader could
+    see the other's half-written file renamed into place."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "bench.json"
+    code = ("import sys; from pathlib import Path; from econarena.rundir import write_atomic\n"
+            "for i in range(400): write_atomic(Path(sys.argv[1]), sys.argv[2] * 5000)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(target), c]) for c in "ab"]
+    assert [p.wait(60) for p in procs] == [0, 0]
+    assert target.read_text(encoding="utf-8") in ("a" * 5000, "b" * 5000)
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]
