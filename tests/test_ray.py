@@ -525,6 +525,8 @@ def test_ray_env_and_stall_options_are_checked(tmp_path: Path, arena: Any, capsy
                         (["--ray", "127.0.0.1:1", "--ray-env", "EA_UNSET_VARIABLE_X"],
                          "--ray-env EA_UNSET_VARIABLE_X: not set in this environment"),
                         # a token with a name's letters (hf_..., ghp_...) was echoed by the 'not set' message
+                        (["--ray", "127.0.0.1:1", "--ray-env", "CUDA_VISIBLE_DEVICES"],
+                         "CUDA_VISIBLE_DEVICES: Ray sets it for each worker and replica"),
                         (["--ray", "127.0.0.1:1", "--ray-env", "HOME", "--ray-env", TOKEN_AS_NAME],
                          "--ray-env #2 (a name of 37 characters, not shown: it looks like a key"),
                         (["--ray", "127.0.0.1:1", "--ray-stall-timeout", "0"], "expected a number of seconds > 0"),
