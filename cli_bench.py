@@ -79,6 +79,7 @@ class _Job:
         self.budget: Any = None
         self.started = time.time()
         self.busy = False  # a baseline another process is playing now: not scored by this invocation
+        self.engine_stopped = False  # the engine (Ray) left sessions unplayed: a lost node, the stall bound
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -290,7 +291,7 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
         err(f"interrupted{by}; finished runs are kept: run the same bench command again to continue")
         return EXIT_INTERRUPTED
-    for (_exp, d, _, job), r in zip(todo, results):
+    for (exp, d, _, job), r in zip(todo, results):
         if isinstance(r, RunDirectoryBusy) and job.kind == "baseline":
             # another bench into this --out plays the same baseline right now: the model's result does not
             # wait for it (it ended in exit 2 without bench.json, its games played); its row comes from there
@@ -311,6 +312,9 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
             return EXIT_INTERRUPTED
         if isinstance(r, BaseException):
             raise r
+        for why in r.stopped:  # a lost Ray node, not an API (it was reported as 'stopped on API errors')
+            err(f"{job.spec.label}, {exp.name}: {why}")
+            job.engine_stopped = True
         write_summary(d)
     return EXIT_OK
 
@@ -350,7 +354,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
             return EXIT_CONFIG
         if not result["complete"]:  # why runs are missing; a directory whose runs are all there is complete
             budget = job.budget is not None and job.budget.reached  # (a lower --max-cost on a finished bench)
-            result["stopped"] = stopped or ("budget" if budget else "errors")
+            result["stopped"] = stopped or ("budget" if budget else "engine" if job.engine_stopped else "errors")
         write_bench(job.out, result)
         results[id(job)] = result
         if not result["complete"] and job.kind == "model":
@@ -369,7 +373,8 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         print()
         print(format_rows(head, body))
     if worst == EXIT_INCOMPLETE and not quiet:
-        why = {"budget": "the --max-cost budget was reached", "errors": "some runs stopped on API errors"}
+        why = {"budget": "the --max-cost budget was reached", "errors": "some runs stopped on API errors",
+               "engine": "the Ray cluster could not play every session (said above)"}
         for job in jobs:
             r = results[id(job)]
             if job.kind == "model" and not r["complete"]:

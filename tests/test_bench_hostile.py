@@ -391,3 +391,33 @@ def test_two_processes_writing_one_file_never_collide(tmp_path: Path) -> None:
     assert [p.wait(60) for p in procs] == [0, 0]
     assert target.read_text(encoding="utf-8") in ("a" * 5000, "b" * 5000)
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]
+
+
+class _NodeLost:
+    """An engine that plays nothing and says why, as the Ray engine does when no node is left to play on."""
+
+    WHY = "Ray node 5bd6 (host, 10.0.0.7:36795) was lost, and no node left could run the session workers for 60 s"
+
+    def play(self, host: Any, work: Any, resume: Any) -> Any:
+        async def nothing() -> None:
+            host.stopped.append(self.WHY)
+        return nothing()
+
+    def close(self) -> None:
+        pass
+
+
+def test_sessions_an_engine_left_unplayed_are_not_called_api_errors(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A bench on Ray whose node was lost said 'incomplete (some runs stopped on API errors)' (issue 27 fixed
+    the message for run and suite, not for bench): now the engine's reason is said, and bench.json says
+    "stopped": "engine"."""
+    import econarena.cli_bench as cb
+
+    monkeypatch.setattr(cb, "ray_engine", lambda args: _NodeLost())
+    assert main(["bench", "random", "--suite", str(small_suite(tmp_path)), "--out", str(tmp_path / "o"),
+                 "--quiet", "--no-baselines", "--label", "m"]) == 3
+    err = capsys.readouterr().err
+    assert f"m, guess: {_NodeLost.WHY}" in err and "API errors" not in err
+    assert "the Ray cluster could not play every session" in err
+    result = json.loads((tmp_path / "o" / "m" / "bench.json").read_text(encoding="utf-8"))
+    assert not result["complete"] and result["stopped"] == "engine"
