@@ -421,3 +421,13 @@ def test_sessions_an_engine_left_unplayed_are_not_called_api_errors(tmp_path: Pa
     assert "the Ray cluster could not play every session" in err
     result = json.loads((tmp_path / "o" / "m" / "bench.json").read_text(encoding="utf-8"))
     assert not result["complete"] and result["stopped"] == "engine"
+
+
+def test_a_price_beyond_any_price_is_refused(tmp_path: Path, capsys) -> None:
+    """input_per_mtok = 1e308 passed the check (finite), the cost overflowed to inf, bench.json held
+    "cost_usd": Infinity (not JSON for most readers) and the leaderboard refused the bench's own file."""
+    prices = tmp_path / "p.toml"
+    prices.write_text('["fake-model"]\ninput_per_mtok = 1e308\noutput_per_mtok = 1\n', encoding="utf-8")
+    assert main(["bench", "random", "--suite", str(small_suite(tmp_path)), "--prices", str(prices),
+                 "--dry-run"]) == 2
+    assert "input_per_mtok: 1e+308 USD per million tokens is beyond any price" in capsys.readouterr().err
