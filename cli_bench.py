@@ -463,7 +463,8 @@ def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argpars
 
 def validate_suite(path: str) -> tuple[str | None, str]:
     """``econarena validate`` of a bench suite file: its format, and every game built for every tier with a
-    baseline in the model's seat (the experiments' own checks). (problem or None, the ok line)."""
+    baseline and with an LLM in the model's seat (the experiments' own checks; the LLM also gets the suite's
+    [llm] and each game's protocol, which a baseline never reads). (problem or None, the ok line)."""
     from .benchsuite import TIERS, SuiteError, load_suite
     from .hosts.bench import build, model_specs
     from .hosts.config import ConfigError
@@ -471,7 +472,8 @@ def validate_suite(path: str) -> tuple[str | None, str]:
     try:
         suite = load_suite(path)
         for tier in TIERS:
-            build(suite, tier, model_specs("random")[0])
+            for model in ("random", "openai:any-model"):  # no key or server needed to build
+                build(suite, tier, model_specs(model)[0])
     except (SuiteError, ConfigError) as exc:
         return str(exc), ""
     return None, (f"{path}: ok (bench suite {suite.version}: {len(suite.games)} games in {len(suite.families)} "

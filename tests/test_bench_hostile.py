@@ -431,3 +431,13 @@ def test_a_price_beyond_any_price_is_refused(tmp_path: Path, capsys) -> None:
     assert main(["bench", "random", "--suite", str(small_suite(tmp_path)), "--prices", str(prices),
                  "--dry-run"]) == 2
     assert "input_per_mtok: 1e+308 USD per million tokens is beyond any price" in capsys.readouterr().err
+
+
+def test_validate_checks_what_only_an_llm_reads(tmp_path: Path, capsys) -> None:
+    """The suite's [llm] and a game's protocol apply only to an LLM in the model's seat; validate built the
+    games with a baseline there, so max_tokens = "x" or temperature = nan said ok, and every LLM bench failed."""
+    for change, said in ((("max_tokens = 64", 'max_tokens = "x"'), "max_tokens': Input should be a valid integer"),
+                         (("protocol = { temperature = 1.0 }", "protocol = { temperature = nan }"),
+                          "temperature': Input should be a finite number")):
+        assert main(["validate", str(small_suite(tmp_path, SMALL.replace(*change)))]) == 2
+        assert said in capsys.readouterr().err
