@@ -7,7 +7,9 @@ of ours. It checks the file's shape and the score rules; whether a game, a param
 checked where the experiments are built (hosts/bench.py), by the same code that checks any experiment file.
 
 A score rule is one of:
-- ``game``: the run's own 0-100 ``score`` (games that declare one: GAMA-Bench's reference formulas);
+- ``game``: the run's own 0-100 ``score`` (games that declare one: GAMA-Bench's reference formulas), clipped
+  to 0-100 (a reference formula can leave it: Guess 2/3 with a lower bound above 0); a run the game cannot
+  score because no reply followed the rules scores 0;
 - ``equilibrium_action``: 100 x max(0, 1 - |a - a*| / s), a the model's action, a* its equilibrium action
   under the same draws (the run's ``ne_actions``), s the game's declared scale (``GameInfo.scale_key``);
 - ``payoff_share``: 100 x min(1, max(0, u / best)), u the model's payoff, ``best`` an expression over the
@@ -176,6 +178,14 @@ def _check_keys(where: str, table: Any, allowed: set[str], required: set[str] = 
     return table
 
 
+def _any_table(where: str, x: Any) -> dict[str, Any]:
+    """A table whose keys are checked elsewhere (a game's parameters, LLM settings); a number or a list where
+    it belongs stopped ``load_suite`` with a TypeError."""
+    if not isinstance(x, dict):
+        raise SuiteError(f"{where}: expected a table, got {x!r}")
+    return x
+
+
 def _text(where: str, x: Any) -> str:
     if not isinstance(x, str) or not x.strip():
         raise SuiteError(f"{where}: expected non-empty text, got {x!r}")
@@ -226,10 +236,9 @@ def parse_suite(data: dict[str, Any], path: Path, text: str = "") -> Suite:
     tier_text = {t: _text(f"{w}: tiers.{t}.description",
                           _check_keys(f"{w}: [tiers.{t}]", tiers[t], {"description"}, {"description"})["description"])
                  for t in TIERS}
-    llm = data.get("llm", {})
-    _check_keys(f"{w}: [llm]", llm, set(llm))  # a table; its keys are the player's LLM keys (checked by hosts)
+    llm = _any_table(f"{w}: [llm]", data.get("llm", {}))  # its keys are the player's LLM keys (checked by hosts)
     families: dict[str, Family] = {}
-    for name, f in _check_keys(f"{w}: [families]", data["families"], set(data["families"])).items():
+    for name, f in _any_table(f"{w}: [families]", data["families"]).items():
         where = f"{w}: families.{name}"
         f = _check_keys(where, f, {"title", "weight", "subscore", "why", "published", "published_tiers"},
                         {"title", "weight", "subscore", "why"})
@@ -271,7 +280,7 @@ def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     gid = _text(f"{where}.id", g["id"])
     if not _ID.fullmatch(gid):
         raise SuiteError(f"{where}.id: {gid!r}: letters, digits, '.', '_' or '-' (it names a run directory)")
-    if g["family"] not in families:
+    if not isinstance(g["family"], str) or g["family"] not in families:
         raise SuiteError(f"{where}.family: {g['family']!r} is not in [families] ({', '.join(families)})")
     table = g["table"]
     if table not in TABLES:
@@ -282,14 +291,15 @@ def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     if table == "versus":
         if seats != 2:
             raise SuiteError(f"{where}.seats: a 'versus' table has two seats (the model and the opponent)")
-        opponent = _check_keys(f"{where}.opponent", opponent, set(opponent or {}), {"agent"})
+        opponent = _check_keys(f"{where}.opponent", _any_table(f"{where}.opponent", opponent), set(opponent),
+                               {"agent"})
     elif opponent is not None:
         raise SuiteError(f"{where}.opponent: only a 'versus' table has a fixed opponent")
     for key in ("protocol", "params"):
-        _check_keys(f"{where}.{key}", g.get(key, {}), set(g.get(key, {}) or {}))
+        _any_table(f"{where}.{key}", g.get(key, {}))
     tier_params = _check_keys(f"{where}.tier_params", g.get("tier_params", {}), set(TIERS))
     for t, over in tier_params.items():
-        _check_keys(f"{where}.tier_params.{t}", over, set(over or {}))
+        _any_table(f"{where}.tier_params.{t}", over)
     sessions = _check_keys(f"{where}.sessions", g["sessions"], set(TIERS), set(TIERS))
     sessions = {t: _int(f"{where}.sessions.{t}", sessions[t], 1, MAX_SESSIONS) for t in TIERS}
     rule = g["score"]

@@ -12,6 +12,7 @@ where it stopped; a directory that holds another suite, tier or model settings i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -77,6 +78,8 @@ class _Job:
         self.spec, self.exps, self.out, self.kind, self.settings = spec, exps, out, kind, settings
         self.budget: Any = None
         self.started = time.time()
+        self.busy = False  # a baseline another process is playing now: not scored by this invocation
+        self.engine_stopped = False  # the engine (Ray) left sessions unplayed: a lost node, the stall bound
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -92,6 +95,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         err(str(exc))
         return EXIT_CONFIG
+    if args.label is not None and not args.label.strip():  # it fell back to the default label, in silence
+        err(f"--label {args.label!r}: expected a name for the model's row")
+        return EXIT_CONFIG
     if args.label is not None and len(args.models) > 1:
         err("--label names one model; give one MODEL with it")
         return EXIT_CONFIG
@@ -104,8 +110,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     slugs = [s.slug.casefold() for s in specs]
     if len(set(slugs)) < len(slugs) or any(s.startswith(BASELINES_DIR) for s in slugs):
-        err("two models share a label (or one starts with '_baselines'): give each its own (--label, or label in "
-            "its TOML table)")
+        clash = [s.label for s in specs if slugs.count(s.slug.casefold()) > 1]
+        err(f"two models share a label or its directory ({', '.join(map(repr, clash))}; or one starts with "
+            "'_baselines'): give each its own (--label, or label in its TOML table)")
         return EXIT_CONFIG
     prices = load_price_arg(args.prices)
     if prices is None:
@@ -135,7 +142,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if args.dry_run:
         return _dry_run(suite, specs, prices, args, exps_of)
-    problems = [f"{spec.source}: {p}" for spec in specs for p in preflight_experiment(exps_of(spec, args.tier)[0])]
+    # every game's: a suite's fixed opponent may be a pinned model with a key of its own
+    problems = [f"{spec.source}: {p}" for spec in specs for e in exps_of(spec, args.tier)
+                for p in preflight_experiment(e)]
     if problems:
         for p in dict.fromkeys(problems):
             err(p)
@@ -184,11 +193,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if status != EXIT_OK:
         return status
     if shard:
+        unfinished = [f"{job.spec.label} {e.name}" for job in jobs for e in job.exps
+                      if _manifest_status(job.out / e.name) != "complete"]
+        if unfinished:  # API errors or the budget: exit 0 here let a scheduler start the merge (afterok)
+            err(f"shard {shard[0]}/{shard[1]} incomplete ({', '.join(unfinished[:5])}"
+                f"{' ...' if len(unfinished) > 5 else ''}): run the same command again to finish it before the merge")
+            return EXIT_INCOMPLETE
         print(f"shard {shard[0]}/{shard[1]} played; merge each game's shards with `econarena merge "
               f"{out}/<model>-shard-*/<game> --out {out}/<model>/<game>`, then run the bench command again "
               "without --shard to score it")
         return EXIT_OK
     return _finish(jobs, suite, args, prices)
+
+
+def _manifest_status(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _claim(job: _Job, suite: Any) -> str | None:
@@ -211,19 +233,21 @@ def _claim(job: _Job, suite: Any) -> str | None:
             what = (f"{key}: {before.get(key)!r} != {job.settings.get(key)!r}" if key is not None else
                     first_difference(before.get("experiments"), job.settings["experiments"], "experiments"))
             return (f"{d} holds another bench ({what}); use another --out, or delete {d} to start over")
-    else:  # a new directory, or the games' run directories merged from shards (checked one by one below)
+    else:  # a new directory, the games' run directories merged from shards, or a bench whose settings file was
+        # deleted as the message above advises (its games are checked one by one below)
         games = {e.name for e in job.exps}
-        if any(p.name != ".lock" and not (p.is_dir() and p.name in games) for p in d.iterdir()):
+        ours = {".lock", SUITE_COPY, LOG, "bench.json", "scorecard.html"}
+        if any(p.name not in ours and not (p.is_dir() and p.name in games) for p in d.iterdir()):
             return f"{d} is not empty and holds no bench ({SETTINGS} missing): use another --out"
     from .rundir import write_atomic
 
-    write_atomic(held, json.dumps(job.settings, indent=2, ensure_ascii=False) + "\n")
-    write_atomic(d / SUITE_COPY, suite.text)
-    for exp in job.exps:
+    for exp in job.exps:  # before the settings are written: a refused directory keeps the bench it holds
         run_dir = d / exp.name
         if (run_dir / "config.toml").exists() and not same_experiment(run_dir, exp):
             return (f"{run_dir} holds a different experiment ({config_difference(run_dir, exp)}); delete it or use "
                     "another --out")
+    write_atomic(held, json.dumps(job.settings, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(d / SUITE_COPY, suite.text)
     return None
 
 
@@ -267,7 +291,15 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
         by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
         err(f"interrupted{by}; finished runs are kept: run the same bench command again to continue")
         return EXIT_INTERRUPTED
-    for (_exp, d, _, _), r in zip(todo, results):
+    for (exp, d, _, job), r in zip(todo, results):
+        if isinstance(r, RunDirectoryBusy) and job.kind == "baseline":
+            # another bench into this --out plays the same baseline right now: the model's result does not
+            # wait for it (it ended in exit 2 without bench.json, its games played); its row comes from there
+            if not job.busy:
+                print(f"bench: {job.out} is being played by another process right now: its row is left to it "
+                      "(or to the next bench into this --out)", file=sys.stderr)
+            job.busy = True
+            continue
         if isinstance(r, (AgentError, RunDirectoryBusy)):
             err(str(r))
             return EXIT_CONFIG
@@ -280,6 +312,9 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
             return EXIT_INTERRUPTED
         if isinstance(r, BaseException):
             raise r
+        for why in r.stopped:  # a lost Ray node, not an API (it was reported as 'stopped on API errors')
+            err(f"{job.spec.label}, {exp.name}: {why}")
+            job.engine_stopped = True
         write_summary(d)
     return EXIT_OK
 
@@ -288,10 +323,12 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
             stopped: str | None = None, quiet: bool = False) -> int:
     """Score every job: bench.json and the scorecard; print the answer; the exit code."""
     from .analysis.benchmark import (
+        BenchError,
         bench_result,
         format_rows,
         leaderboard,
         leaderboard_cells,
+        read_bench,
         scorecard_html,
         write_bench,
     )
@@ -300,24 +337,29 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
     results: dict[int, dict[str, Any]] = {}
     worst = EXIT_OK
     for job in jobs:
+        if job.busy:  # its player writes its bench.json; an earlier one is shown meanwhile
+            with contextlib.suppress(BenchError):
+                results[id(job)] = read_bench(job.out / "bench.json")
+            continue
         wall = _log_invocation(job, stopped)
-        reason = stopped
-        if reason is None and job.budget is not None and job.budget.reached:
-            reason = "budget"
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
                  "settings": _public(job.spec.entry)}
-        result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
-                              settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
-                              spent_usd=job.budget.spent if job.budget is not None else None,
-                              stopped=reason if reason else None)
-        if reason is None and not result["complete"]:
-            result["stopped"] = "errors"
+        try:
+            result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
+                                  settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
+                                  spent_usd=job.budget.spent if job.budget is not None else None)
+        except BenchError as exc:  # a score rule the runs cannot feed (checked before playing; kept as a guard)
+            err(f"{job.out}: cannot be scored: {exc}; the runs are kept")
+            return EXIT_CONFIG
+        if not result["complete"]:  # why runs are missing; a directory whose runs are all there is complete
+            budget = job.budget is not None and job.budget.reached  # (a lower --max-cost on a finished bench)
+            result["stopped"] = stopped or ("budget" if budget else "engine" if job.engine_stopped else "errors")
         write_bench(job.out, result)
         results[id(job)] = result
         if not result["complete"] and job.kind == "model":
             worst = EXIT_INCOMPLETE
-    baselines = [results[id(j)] for j in jobs if j.kind == "baseline"]
+    baselines = [results[id(j)] for j in jobs if j.kind == "baseline" and id(j) in results]
     for job in jobs:
         if job.kind != "model":
             continue
@@ -325,13 +367,14 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         write_atomic(job.out / "scorecard.html", scorecard_html(suite, result, baselines))
         if not quiet:
             _print_result(result, job.out)
-    models = [(j.out / "bench.json", results[id(j)]) for j in jobs]
+    models = [(j.out / "bench.json", results[id(j)]) for j in jobs if id(j) in results]
     if not quiet and len(models) > 1:
         head, body = leaderboard_cells(leaderboard(models))
         print()
         print(format_rows(head, body))
     if worst == EXIT_INCOMPLETE and not quiet:
-        why = {"budget": "the --max-cost budget was reached", "errors": "some runs stopped on API errors"}
+        why = {"budget": "the --max-cost budget was reached", "errors": "some runs stopped on API errors",
+               "engine": "the Ray cluster could not play every session (said above)"}
         for job in jobs:
             r = results[id(job)]
             if job.kind == "model" and not r["complete"]:
@@ -355,9 +398,16 @@ def _log_invocation(job: _Job, stopped: str | None) -> float:
     line = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(job.started)), "ended": now_iso(),
             "wall_s": round(now - job.started, 3), "stopped": stopped,
             "spent_usd": job.budget.spent if job.budget is not None else None}
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
-    return math.fsum(float(r.get("wall_s") or 0) for r in iter_jsonl(path))
+    with path.open("a+b") as f:
+        f.seek(0, 2)
+        torn = f.tell() > 0 and (f.seek(-1, 2), f.read(1))[1] != b"\n"  # a line cut by a kill: end it first
+        f.write((("\n" if torn else "") + json.dumps(line) + "\n").encode("utf-8"))
+
+    def wall(r: Any) -> float:  # a hand-edited line counts nothing (it stopped the bench with a traceback)
+        x = r.get("wall_s") if isinstance(r, dict) else None
+        return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < math.inf else 0.0
+
+    return math.fsum(wall(r) for r in iter_jsonl(path))
 
 
 def _print_result(result: dict[str, Any], out: Path) -> None:
@@ -413,7 +463,8 @@ def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argpars
 
 def validate_suite(path: str) -> tuple[str | None, str]:
     """``econarena validate`` of a bench suite file: its format, and every game built for every tier with a
-    baseline in the model's seat (the experiments' own checks). (problem or None, the ok line)."""
+    baseline and with an LLM in the model's seat (the experiments' own checks; the LLM also gets the suite's
+    [llm] and each game's protocol, which a baseline never reads). (problem or None, the ok line)."""
     from .benchsuite import TIERS, SuiteError, load_suite
     from .hosts.bench import build, model_specs
     from .hosts.config import ConfigError
@@ -421,7 +472,8 @@ def validate_suite(path: str) -> tuple[str | None, str]:
     try:
         suite = load_suite(path)
         for tier in TIERS:
-            build(suite, tier, model_specs("random")[0])
+            for model in ("random", "openai:any-model"):  # no key or server needed to build
+                build(suite, tier, model_specs(model)[0])
     except (SuiteError, ConfigError) as exc:
         return str(exc), ""
     return None, (f"{path}: ok (bench suite {suite.version}: {len(suite.games)} games in {len(suite.families)} "
@@ -441,6 +493,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         leaderboard_csv,
         leaderboard_html,
         leaderboard_json,
+        one_row_per_model,
         read_bench,
     )
     from .rundir import write_atomic
@@ -461,21 +514,26 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if (problem := comparable_problem(results)) is not None:
         err(problem)
         return EXIT_CONFIG
+    results, problem = one_row_per_model(results)
+    if problem is not None:
+        err(problem)
+        return EXIT_CONFIG
     rows = leaderboard(results)
     first = results[0][1]
     title = f"{first['suite'].get('title', first['suite'].get('version'))}, tier {first['tier']}"
     head, body = leaderboard_cells(rows)
     show(head, body, format_rows(head, body), left=2, title=title)
     written = []
-    try:
-        for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
-                           (args.html, leaderboard_html(rows, title))):
-            if path:
-                write_atomic(Path(path), text)
-                written.append(path)
-    except OSError as exc:
-        err(f"cannot write {exc.filename}: {exc.strerror or exc}")
-        return EXIT_CONFIG
+    for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
+                       (args.html, leaderboard_html(rows, title))):
+        if not path:
+            continue
+        try:
+            write_atomic(Path(path), text)
+        except OSError as exc:  # named as given (exc.filename is the .tmp written first)
+            err(f"cannot write {path}: {exc.strerror or exc}")
+            return EXIT_CONFIG
+        written.append(path)
     if written:
         print(f"written: {', '.join(written)}")
     return EXIT_OK

@@ -327,6 +327,11 @@ def _env_name(value: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):  # never echoed: it may be a key given by mistake
         raise argparse.ArgumentTypeError("expected the NAME of an environment variable (letters, digits, _; "
                                          "e.g. --ray-env HF_TOKEN), not a value: the value is read from here")
+    if re.fullmatch(r"[A-Z0-9_]*_VISIBLE_(DEVICES|CORES|CHIPS)", value):
+        # a worker and a model replica apply what is forwarded over their own: the driver's GPU list would
+        # replace the one Ray gives each replica (every replica on the driver's GPUs, or on none of its node)
+        raise argparse.ArgumentTypeError(f"{value}: Ray sets it for each worker and replica (the accelerators it "
+                                         "placed them on); it cannot be forwarded")
     return value
 
 

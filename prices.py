@@ -22,6 +22,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 Prices = dict[str, tuple[float, float]]
+MAX_PER_MTOK = 1e9  # a thousand dollars a token: any cost stays a finite number
 
 
 def load_prices(path: str | Path | None) -> Prices:
@@ -42,6 +43,9 @@ def load_prices(path: str | Path | None) -> Prices:
             x = v.get(key, 0.0)
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
                 raise ValueError(f"[{name}] {key}: expected a number >= 0 (got {x!r})")
+            if x > MAX_PER_MTOK:  # 1e308 passed, and a cost of inf went into bench.json as Infinity
+                raise ValueError(f"[{name}] {key}: {x!r} USD per million tokens is beyond any price (at most "
+                                 f"{MAX_PER_MTOK:g})")
             prices.append(float(x))
         out[name] = (prices[0], prices[1])
     return out

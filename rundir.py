@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -54,9 +55,12 @@ def now_iso() -> str:
 
 
 def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write through ``<name>.tmp`` and a rename: a reader sees the old file or the new, never half of one.
-    The .tmp is removed when the write fails (text that is not UTF-8, a full disk), never left behind."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write through ``<name>.<pid>-<thread>.tmp`` and a rename: a reader sees the old file or the new, never
+    half of one. The .tmp is removed when the write fails (text that is not UTF-8, a full disk), never left
+    behind. The pid keeps two processes writing one file apart (two benches into one --out both write the
+    baselines' files): with one shared .tmp name, one renamed the other's half-written file into place and
+    the other failed."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_native_id()}.tmp")
     try:
         if isinstance(text, bytes):
             tmp.write_bytes(text)

@@ -82,7 +82,9 @@ def cache_key(*, provider: str, model: str | None, base_url: str | Sequence[str]
         "settings": dict(settings),
         "sample": sample,
     }, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    # surrogatepass: a conversation may hold a model's earlier reply with a lone surrogate (kept verbatim as
+    # its rule break); any other text encodes as before, so no existing key changes
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ResponseCache:
@@ -148,7 +150,12 @@ class ResponseCache:
                     self._db.execute(insert, row)
                 except UnicodeEncodeError:  # a reply holding a lone surrogate is no UTF-8 text: kept as its
                     raw = text.encode("utf-8", "surrogatepass")  # bytes, so a resume reads back the same reply
-                    self._db.execute(insert, (key, raw, *row[2:]))
+                    try:
+                        self._db.execute(insert, (key, raw, *row[2:]))
+                    except UnicodeEncodeError:
+                        # the model name is no text either: not cached, asked again next time (raised out of
+                        # here it failed the call as an API error, so the run never finished)
+                        return
             except sqlite3.Error as exc:
                 self._disable(exc)
 

@@ -15,9 +15,7 @@ core install.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import math
 import time
@@ -29,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..benchsuite import GameEntry, Suite
+from ..benchsuite import TIERS, GameEntry, Suite
+from ..csvcells import csv_text
 from ..games import GAMES
 from ..prices import cost_usd, price_of
 from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
@@ -68,7 +67,12 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
     """One player-run's 0-100 score by the game's rule (``benchsuite.py``); None when the rule cannot score
     it (a copies run without a score; nothing to gain: best <= 0; no scale)."""
     if g.score == "game":
-        return _num(rec.get("score"))
+        v = _num(rec.get("score"))
+        if v is None:  # no reply of the run followed the rules, so the game has nothing to score: 0, as any rule
+            # break (unscored, such a run left the family and the overall without a score: never ranked)
+            labels = rec.get("labels") or []
+            return 0.0 if any(_broke(rec, s) for s in range(len(labels))) else None
+        return min(100.0, max(0.0, v))  # a reference formula outside its range (Guess 2/3 with min > 0: 200)
     if _broke(rec, seat):
         return 0.0
     params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
@@ -161,9 +165,12 @@ def score_game(g: GameEntry, run_dir: Path, label: str, planned: int) -> GameSco
 
 # -------------------------------------------------------------------------------------- the whole bench
 
-def _percentiles(x: np.ndarray, level: float) -> tuple[float, float]:
+def _percentiles(x: np.ndarray, level: float, point: float) -> tuple[float, float]:
+    """The percentile interval of the replicates, widened to hold ``point``: the point is summed with
+    math.fsum and the replicates by numpy, so a constant score's interval could miss it by a rounding step
+    (an overall 74.58333333333333 in [74.58333333333334, 74.58333333333334]: 2% of random small benches)."""
     lo, hi = np.percentile(x, [50 * (1 - level), 50 * (1 + level)])
-    return float(lo), float(hi)
+    return min(float(lo), point), max(float(hi), point)
 
 
 def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
@@ -180,7 +187,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
             continue
         idx = rng.integers(0, len(x), size=(suite.boot, len(x)))
         reps[gs.id] = x[idx].mean(axis=1)
-        gs.low, gs.high = _percentiles(reps[gs.id], suite.level)
+        gs.low, gs.high = _percentiles(reps[gs.id], suite.level, gs.score)
     subscores: dict[str, Any] = {}
     fam_reps: dict[str, np.ndarray] = {}
     for name, fam in suite.families.items():
@@ -193,7 +200,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
             entry["score"] = math.fsum(gs.score for gs in scored) / len(scored)  # type: ignore[misc]
             fam_reps[name] = np.mean([reps[gs.id] for gs in scored], axis=0)
             if any(gs.sessions >= 2 for gs in scored):
-                entry["low"], entry["high"] = _percentiles(fam_reps[name], suite.level)
+                entry["low"], entry["high"] = _percentiles(fam_reps[name], suite.level, entry["score"])
         subscores[name] = entry
     weighted = {n: f.weight for n, f in suite.families.items() if f.weight > 0}
     overall: dict[str, Any] = {"score": None, "low": None, "high": None, "level": suite.level}
@@ -202,7 +209,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
         overall["score"] = math.fsum(subscores[n]["score"] * w for n, w in weighted.items()) / total
         if any(gs.sessions >= 2 for gs in games if gs.score is not None):
             rep = sum(fam_reps[n] * w for n, w in weighted.items()) / total
-            overall["low"], overall["high"] = _percentiles(rep, suite.level)
+            overall["low"], overall["high"] = _percentiles(rep, suite.level, overall["score"])
     return {"subscores": subscores, "overall": overall}
 
 
@@ -279,7 +286,44 @@ def read_bench(path: Path) -> dict[str, Any]:
     for key in ("suite", "tier", "model", "overall", "subscores", "games", "complete"):
         if key not in data:
             raise BenchError(f"{path}: bench result without '{key}'")
+    if (problem := _shape_problem(data)) is not None:
+        raise BenchError(f"{path}: not a bench result as econarena writes it: {problem} (edited by hand? run the "
+                         "bench command again to write it anew)")
     return data
+
+
+def _shape_problem(data: Mapping[str, Any]) -> str | None:
+    """What the leaderboard reads, checked: a hand-edited file with a NaN, a score of 1e300 or "complete":
+    "false" was ranked (or stopped the command with a traceback); None when every value has its type."""
+    def score(where: str, x: Any) -> str | None:
+        if x is None or (_num(x) is not None and 0.0 <= x <= 100.0):
+            return None
+        return f"{where}: {x!r} is not a score from 0 to 100 (or null)"
+
+    def amount(where: str, x: Any) -> str | None:
+        return None if x is None or (_num(x) is not None and x >= 0) else f"{where}: {x!r} is not a number >= 0"
+
+    suite, model, overall, subs = data["suite"], data["model"], data["overall"], data["subscores"]
+    checks: list[str | None] = [
+        None if isinstance(suite, dict) and isinstance(suite.get("version"), str) and isinstance(
+            suite.get("sha256", ""), str) else "suite: expected {\"version\": \"...\", \"sha256\": \"...\"}",
+        None if data["tier"] in TIERS else f"tier: {data['tier']!r} is not one of {', '.join(TIERS)}",
+        None if isinstance(model, dict) and isinstance(model.get("label"), str) and model["label"].strip()
+        else "model: expected {\"label\": \"...\"}",
+        None if isinstance(data["complete"], bool) else f"complete: {data['complete']!r} is not true or false",
+        None if isinstance(data["games"], list) else "games: expected a list",
+    ]
+    if not isinstance(overall, dict):
+        checks.append("overall: expected {\"score\": ..., \"low\": ..., \"high\": ...}")
+    else:
+        checks += [score(f"overall.{k}", overall.get(k)) for k in ("score", "low", "high")]
+    if not isinstance(subs, dict) or not all(isinstance(v, dict) for v in subs.values()):
+        checks.append("subscores: expected {family: {\"score\": ...}}")
+    else:
+        checks += [score(f"subscores.{k}.score", v.get("score")) for k, v in subs.items()]
+    checks += [amount(k, data.get(k)) for k in ("cost_usd", "score_per_usd", "calls", "tokens_in", "tokens_out",
+                                                "wall_s")]
+    return next((c for c in checks if c is not None), None)
 
 
 # ----------------------------------------------------------------------------------------- leaderboard
@@ -316,6 +360,28 @@ def comparable_problem(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> str
         lines.append(f"suite {version} (file {sha[:12]}), tier {tier}: {shown}")
     return ("results of different suite versions, suite files or tiers are not ranked together:\n  "
             + "\n  ".join(lines) + "\nname the directories of one suite and tier (or pass --tier)")
+
+
+def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
+                      ) -> tuple[list[tuple[Path, Mapping[str, Any]]], str | None]:
+    """(the results with one row per model label, why not or None). Copies of one result (the same settings
+    digest and scores: a directory copied, the baselines of two --out folders) count once; two different
+    results under one label are refused, naming the files (they were ranked as two rows of one model)."""
+    groups: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
+    for path, r in results:
+        groups.setdefault(str(r["model"]["label"]).strip().casefold(), []).append((path, r))
+
+    def fingerprint(r: Mapping[str, Any]) -> Any:
+        return (r.get("settings_digest"), r["complete"], r["overall"].get("score"),
+                sorted((k, v.get("score")) for k, v in r["subscores"].items()))
+
+    clashes = [g for g in groups.values() if len({json.dumps(fingerprint(r)) for _, r in g}) > 1]
+    if clashes:
+        lines = [f"{g[0][1]['model']['label']!r}: " + ", ".join(str(p) for p, _ in g) for g in clashes]
+        return [], ("one model label, several different results (a leaderboard has one row per model):\n  "
+                    + "\n  ".join(lines) + "\nname the directories of one result per model")
+    firsts = {id(g[0][1]) for g in groups.values()}
+    return [(p, r) for p, r in results if id(r) in firsts], None
 
 
 def leaderboard(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -362,7 +428,8 @@ def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
                      _f(r["overall"]), _interval(r["low"], r["high"]), *(_f(r["subscores"].get(f)) for f in families),
                      "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
                      "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}",
-                     "complete" if r["complete"] else "incomplete, not ranked"])
+                     ("complete" if r["overall"] is not None else "complete, no overall score: not ranked")
+                     if r["complete"] else "incomplete, not ranked"])
     return head, body
 
 
@@ -375,20 +442,13 @@ def format_rows(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])
 
 
-def csv_text(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Every CSV the bench writes goes through here (one place to neutralise formula cells)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    for r in rows:
-        w.writerow(["" if x is None else x for x in r])
-    return buf.getvalue()
-
-
 def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The leaderboard as CSV, through the project's one CSV writer (a label such as ``=HYPERLINK(...)`` is
+    written as text, never as a formula)."""
     families = list(dict.fromkeys(k for r in rows for k in r["subscores"]))
     return csv_text([*LEADERBOARD_COLUMNS, *families],
-                    [[r.get(c) for c in LEADERBOARD_COLUMNS] + [r["subscores"].get(f) for f in families] for r in rows])
+                    [["" if x is None else x for x in [*(r.get(c) for c in LEADERBOARD_COLUMNS),
+                                                       *(r["subscores"].get(f) for f in families)]] for r in rows])
 
 
 def leaderboard_json(rows: Sequence[Mapping[str, Any]]) -> str:

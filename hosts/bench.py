@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..agents.calls import public_url
 from ..agents.llm import PROVIDERS, close_all
 from ..benchsuite import GameEntry, Suite, digest
 from ..prices import cost_usd, price_of
@@ -72,6 +73,21 @@ def _default_label(entry: dict[str, Any]) -> str:
     return f"{agent}/{model}" if model else str(agent)
 
 
+def _file_label(table: dict[str, Any], where: str) -> str | None:
+    """A TOML table's label, if it has one: a non-empty string (a number stopped the bench with a TypeError,
+    an empty one fell back to the default label in silence)."""
+    x = table.get("label")
+    if x is not None and not (isinstance(x, str) and x.strip()):
+        raise ConfigError(f"{where}: label: expected a non-empty string, got {x!r}")
+    return x
+
+
+def shown_model(text: str) -> str:
+    """MODEL as typed, with every URL in it masked (``public_url``: a password or a key in a query string
+    never reaches bench.json, a message or the terminal)."""
+    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S*", lambda m: public_url(m.group()), text)
+
+
 def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
     """What MODEL on the command line names; ConfigError with the expected forms otherwise."""
     path = Path(text)
@@ -79,34 +95,37 @@ def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
         data = read_toml(path)
         if isinstance(data.get("agent"), str):  # one player table
             entry = {k: v for k, v in data.items() if k not in ("label", "count")}
-            return [ModelSpec(label or data.get("label") or _default_label(entry), entry, text)]
+            return [ModelSpec(label or _file_label(data, text) or _default_label(entry), entry, text)]
         if is_alias_file(data):
             if label is not None and len(data) > 1:
                 raise ConfigError(f"{text}: --label names one model, but the file has {len(data)} aliases")
             out = []
             for alias in data:
                 entry = follow_alias(data, alias, text)
-                given = entry.get("label")
+                given = _file_label(entry, f"{text} [{alias}]")
                 out.append(ModelSpec(label or given or alias, {k: v for k, v in entry.items()
                                                               if k not in ("label", "count")}, f"{text} [{alias}]"))
             return out
         raise ConfigError(f"{text}: expected one player table (agent = \"openai\", model = \"...\", ...) or a "
                           "models file of aliases ([\"name\"] tables)")
+    shown = shown_model(text)
     if text.startswith(("http://", "https://")):
-        raise ConfigError(f"{text}: name the model the server serves: MODEL@URL (e.g. llama-3.1-8b@{text})")
+        raise ConfigError(f"{shown}: name the model the server serves: MODEL@URL (e.g. llama-3.1-8b@{shown})")
     m = re.fullmatch(r"(?:(openai):)?([^@\s]+)@(https?://\S+)", text)
     if m:
         entry = {"agent": "openai", "model": m.group(2), "base_url": m.group(3)}
-        return [ModelSpec(label or f"openai/{m.group(2)}", entry, text)]
-    agent, _, model = text.partition(":")
+        return [ModelSpec(label or f"openai/{m.group(2)}", entry, shown)]
+    agent, colon, model = text.partition(":")
     if agent in PROVIDERS:
+        if PROVIDERS[agent].needs_model and not model:  # else the dry run planned a model that cannot run
+            raise ConfigError(f"{shown!r}: agent '{agent}' needs a model: {agent}:MODEL (e.g. openai:gpt-4o-mini)")
         entry = {"agent": agent, **({"model": model} if model else SHORTHAND.get(agent, {}))}
-        return [ModelSpec(label or _default_label(entry), entry, text)]
-    if agent in PLAYABLE_BASELINES and not model:
-        return [ModelSpec(label or agent, {"agent": agent}, text)]
+        return [ModelSpec(label or _default_label(entry), entry, shown)]
+    if agent in PLAYABLE_BASELINES and not colon:
+        return [ModelSpec(label or agent, {"agent": agent}, shown)]
     known = ", ".join(sorted(PROVIDERS))
     others = sorted(b for b in BASELINES if b not in PLAYABLE_BASELINES)
-    raise ConfigError(f"{text!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "
+    raise ConfigError(f"{shown!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "
                       f"MODEL@URL (an OpenAI-compatible server), {' or '.join(PLAYABLE_BASELINES)}, or a TOML file "
                       f"with a player table ({', '.join(others)} cannot play every game)")
 
@@ -152,9 +171,42 @@ def build(suite: Suite, tier: str, spec: ModelSpec) -> list[Experiment]:
                                          f"{suite.path} [games {g.id}] for {spec.source}"))
         except ConfigError as exc:
             errors.append(str(exc))
+            continue
+        errors += [f"{suite.path} [games {g.id}]: {p}" for p in score_rule_problems(g, exps[-1])]
     if errors:
         raise ConfigError("\n".join(errors))
     return exps
+
+
+def score_rule_problems(g: GameEntry, exp: Experiment) -> list[str]:
+    """Whether the game's score rule can score this game, checked on one draw of its setup before anything is
+    played: a ``best`` naming no parameter of the run, or a rule the game has nothing for, scored every run
+    None or stopped the scoring with an error after the whole suite was played (and paid for)."""
+    lineup, x = exp.tables()[0]
+    info = x.game.info
+    if g.score == "game":
+        return [] if info.score else [f"score = \"game\": {g.game} computes no 0-100 score of its own (a rule of "
+                                      "benchsuite.py that reads payoffs or actions instead)"]
+    try:
+        setup = x.game.setup(x.params, len(lineup.seats), np.random.default_rng(0))  # any draw names the same keys
+        ne = x.game.equilibrium(setup)
+    except Exception as exc:  # noqa: BLE001 - a draw the game refuses is reported, not raised
+        return [f"its setup cannot be drawn to check the score rule ({exc})"]
+    if g.score == "equilibrium_action":
+        if info.scale_key is None or ne is None:
+            return [f"score = \"equilibrium_action\": {g.game} declares no "
+                    + ("scale for its actions" if info.scale_key is None else "equilibrium")]
+        return []
+    if g.best is None:
+        return []
+    known = {k for k, v in setup.to_dict().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if ne is not None:
+        known.add("ne_payoff")
+    missing = sorted(g.best.names - known)
+    if missing:
+        return [f"best = {g.best.text!r}: no {missing[0]!r} in the run's parameters (numbers: "
+                f"{', '.join(sorted(known)) or 'none'})"]
+    return []
 
 
 def settings(suite: Suite, tier: str, spec: ModelSpec, exps: list[Experiment]) -> dict[str, Any]:

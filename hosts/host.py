@@ -542,7 +542,7 @@ class Host:
                 if notify is not None and not reply.error and not judgement.valid:
                     notify(f"Your reply could not be used: {judgement.detail}. It is recorded as a rule break.")
                 break
-            messages = (*messages, Message("assistant", reply.text),
+            messages = (*messages, Message("assistant", storable(reply.text)),
                         Message("user", self.template.reask(judgement.detail or "", state, seat, e.prompt)))
         talk.answered(seat, messages, reply.text, logged_upto)
         return reply, judgement, first_ok

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..agents.base import Message
 from ..games.base import Outcome, Setup
+from ..games.text import storable
 from .experiment import Lineup
 
 
@@ -129,5 +130,5 @@ class Conversations:
     def answered(self, seat: int, messages: tuple[Message, ...], reply: str, logged_upto: int) -> None:
         """Keep the conversation; ``logged_upto`` counts the messages already in decision records."""
         if self.enabled:
-            self.history[seat] = (*messages, Message("assistant", reply))
+            self.history[seat] = (*messages, Message("assistant", storable(reply)))  # sendable again
             self._logged[seat] = logged_upto

@@ -46,6 +46,7 @@ import contextlib
 import copy
 import itertools
 import os
+import re
 import signal
 import socket
 import sys
@@ -376,6 +377,13 @@ class SessionWorker:
         await close_all()
 
 
+def plain_env_name(name: str) -> bool:
+    """Whether ``name`` reads as a variable's name (HF_TOKEN, http_proxy), so that a message may show it. A
+    token has the letters of a name too (hf_..., ghp_...: mixed case and long random parts), and a token
+    typed where a NAME belongs was echoed by the 'not set' message."""
+    return bool(re.fullmatch(r"[A-Z0-9_]+|[a-z0-9_]+", name)) and all(len(p) <= 16 for p in name.split("_"))
+
+
 def node_name(node_id: str, info: dict[str, Any] | None = None) -> str:
     """A node as messages name it: Ray's node id (what `ray list nodes` and Ray's logs show) and its
     address (the host name too where it differs)."""
@@ -612,9 +620,12 @@ class RayEngine:
     def connect(self) -> None:
         """Join the cluster (or start the local instance) before any run directory is touched; a cluster
         that cannot be reached is a :class:`RayUnavailable` naming the address, not a minutes-long hang."""
-        missing = [name for name in self.env_names if name not in os.environ]
+        missing = [(i, name) for i, name in enumerate(self.env_names) if name not in os.environ]
         if missing:
-            raise RayUnavailable(f"--ray-env {missing[0]}: not set in this environment (the driver's); set it "
+            i, name = missing[0]
+            shown = name if plain_env_name(name) else (
+                f"#{i + 1} (a name of {len(name)} characters, not shown: it looks like a key given for its name)")
+            raise RayUnavailable(f"--ray-env {shown}: not set in this environment (the driver's); set it "
                                  "here, or leave --ray-env out for a variable each node sets itself")
         if ray.is_initialized():
             return

@@ -510,6 +510,9 @@ def test_ray_auto_joins_only_a_cluster_it_is_told_about(ray_cluster: Any, tmp_pa
     assert not (tmp_path / "o" / "manifest.json").exists()
 
 
+TOKEN_AS_NAME = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"[:34]
+
+
 def test_ray_env_and_stall_options_are_checked(tmp_path: Path, arena: Any, capsys: Any) -> None:
     """A value given where a name belongs is refused without being echoed (it may be a key); a name not set
     here is refused before Ray is joined; the options without --ray are refused like the other Ray options."""
@@ -521,6 +524,11 @@ def test_ray_env_and_stall_options_are_checked(tmp_path: Path, arena: Any, capsy
                          "expected the NAME of an environment variable"),
                         (["--ray", "127.0.0.1:1", "--ray-env", "EA_UNSET_VARIABLE_X"],
                          "--ray-env EA_UNSET_VARIABLE_X: not set in this environment"),
+                        # a token with a name's letters (hf_..., ghp_...) was echoed by the 'not set' message
+                        (["--ray", "127.0.0.1:1", "--ray-env", "CUDA_VISIBLE_DEVICES"],
+                         "CUDA_VISIBLE_DEVICES: Ray sets it for each worker and replica"),
+                        (["--ray", "127.0.0.1:1", "--ray-env", "HOME", "--ray-env", TOKEN_AS_NAME],
+                         "--ray-env #2 (a name of 37 characters, not shown: it looks like a key"),
                         (["--ray", "127.0.0.1:1", "--ray-stall-timeout", "0"], "expected a number of seconds > 0"),
                         (["--ray-stall-timeout", "5", "--ray-env", "HOME"],
                          "--ray-stall-timeout, --ray-env: only with --ray")):
@@ -529,5 +537,6 @@ def test_ray_env_and_stall_options_are_checked(tmp_path: Path, arena: Any, capsy
         except SystemExit as exc:  # argparse's own refusal
             code = exc.code
         err = capsys.readouterr().err
-        assert code == 2 and said in err and "sk-secret-value-123" not in err, (flags, err)
+        assert code == 2 and said in err and "sk-secret-value-123" not in err and TOKEN_AS_NAME not in err, (
+            flags, err)
         assert not (tmp_path / "o" / "manifest.json").exists()
