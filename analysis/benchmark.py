@@ -15,9 +15,7 @@ core install.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import math
 import time
@@ -30,6 +28,7 @@ import numpy as np
 
 from .. import __version__
 from ..benchsuite import GameEntry, Suite
+from ..csvcells import csv_text as cells_csv
 from ..games import GAMES
 from ..prices import cost_usd, price_of
 from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
@@ -376,13 +375,9 @@ def format_rows(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 
 def csv_text(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Every CSV the bench writes goes through here (one place to neutralise formula cells)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    for r in rows:
-        w.writerow(["" if x is None else x for x in r])
-    return buf.getvalue()
+    """Every CSV the bench writes: the project's one CSV writer (csvcells.py: a label such as
+    ``=HYPERLINK(...)`` is written as text, never as a formula), an empty cell for None."""
+    return cells_csv(header, (["" if x is None else x for x in r] for r in rows))
 
 
 def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
