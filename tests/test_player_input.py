@@ -137,6 +137,22 @@ def test_human_input_that_is_not_text_is_a_rule_break(arena: SimpleNamespace, tm
     assert _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))[0] == 0
 
 
+def test_a_file_saved_with_a_byte_order_mark_plays_its_first_reply_first(arena: SimpleNamespace, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """An editor's UTF-8 file begins with a BOM (U+FEFF): the first line was then no JSON line, so it was read
+    with the next one as one reply and judged as the second: round 1 played 6 instead of 5, round 2 nothing.
+    CRLF line ends and a last reply without its line end read as typed too."""
+    cfg = _guessing_human(arena, tmp_path)
+    script = tmp_path / "replies.txt"
+    script.write_bytes(b'\xef\xbb\xbf{"chosen_number": 5}\r\n{"chosen_number": 6}')
+    out = tmp_path / "o"
+    code, _, err = _cli(capsys, "run", str(cfg), "--out", str(out), "--human-input", str(script), "--quiet")
+    assert code == 0, err
+    mine = [d for d in _lines(out / "decisions.jsonl") if d["label"] == "me"]
+    assert [(d["round"], d["action"], d["response"]) for d in mine] == [
+        (0, 5, '{"chosen_number": 5}'), (1, 6, '{"chosen_number": 6}')]
+
+
 # ---- 2. keys the reader cannot tell apart ----
 
 @pytest.mark.parametrize("reply", [
