@@ -324,3 +324,24 @@ def test_a_file_that_cannot_be_read_as_one_is_refused_not_skipped(tmp_path: Path
         reasons = sorted(r for _, r in refused(tmp_path / out).values())
         assert reasons[0].startswith(f"a link to {tmp_path / 'unmounted'}") and "which does not exist" in reasons[0]
         assert reasons[1] == "not a regular file (a pipe, a socket or a device)"
+
+
+def test_a_glee_money_of_zero_is_a_bad_parameter(tmp_path: Path) -> None:
+    """A bargaining money or a negotiation price of 0 (or -0.0) was refused as 'unreadable' with a
+    ZeroDivisionError for its reason: the game's own bounds are now checked before any arithmetic."""
+    root = tmp_path / "Data"
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0GOOD0000000001",
+               config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9)), glee_csv(h, rows))
+    for i, money in enumerate((0, -0.0)):
+        write_game(root, "llm_vs_llm", "bargaining", f"G0ZERO{i}000000000",
+                   config("bargaining", {**barg_args(100, 12, delta_1=0.9, delta_2=0.9), "money_to_divide": money}),
+                   glee_csv(h, rows))
+    neg = glee_csv(["product_price", "player", "round", "decision"],
+                   [["8000.0", "Alice", 1, ""], ["", "Bob", 1, "AcceptOffer"]])
+    write_game(root, "llm_vs_llm", "negotiation", "G0ZEROPRICE00002", config("negotiation", neg_args(1.0, 1.0, 0, 30)),
+               neg)
+    assert main(["import", "glee", str(root), "--out", str(tmp_path / "out")]) == 0
+    why = refused(tmp_path / "out")
+    assert len(why) == 3 and all(cat == "bad_parameter" and "parameter money: Input should be greater than 0" in r
+                                 for cat, r in why.values()), why
