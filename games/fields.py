@@ -12,6 +12,7 @@ import bisect
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -225,8 +226,9 @@ def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dic
     seen: dict[str, str] = {}
     for nk, k, _ in keyed:
         if nk in names and nk in seen:
-            out.setdefault(nk, f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_' "
-                               "and '-' do not count), so the reply is ambiguous; write each key once")
+            out.setdefault(nk, f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_', "
+                               "'-' and Unicode's look-alike forms do not count), so the reply is ambiguous; write "
+                               "each key once")
         seen.setdefault(nk, k)
     return out
 
@@ -352,11 +354,17 @@ _NORMAL: dict[str, str] = {}  # key -> normal form, for the few distinct short k
 
 
 def _norm_key(key: str) -> str:
-    """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``); the
-    few distinct keys repeat across decisions, so the normal forms of short ones are kept (at most 4096)."""
+    """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``), and as
+    Unicode reads them: compatibility forms folded (the ligature in ``ﬁeld``, fullwidth ``ｄｅｃｉｓｉｏｎ``),
+    full case folding, invisible format characters (a zero-width space, a soft hyphen, a direction mark)
+    dropped; distinct letters stay distinct (the dotless ``ı``). A key a reader takes for ``decision`` is
+    that key, so beside it the reply is ambiguous. The few distinct keys repeat across decisions, so the
+    normal forms of short ones are kept (at most 4096)."""
     normal = _NORMAL.get(key)
     if normal is None:
-        normal = _KEY_SEPARATORS.sub(" ", key.strip().lower())
+        text = key if key.isascii() else "".join(
+            c for c in unicodedata.normalize("NFKC", key) if unicodedata.category(c) != "Cf")
+        normal = _KEY_SEPARATORS.sub(" ", text.strip().casefold())
         if len(key) <= 64 and len(_NORMAL) < 4096:
             _NORMAL[key] = normal
     return normal

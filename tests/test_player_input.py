@@ -161,11 +161,27 @@ def test_a_file_saved_with_a_byte_order_mark_plays_its_first_reply_first(arena: 
     '{"decision": "propose", "decision": "reject", "message": ""}',  # the same key twice: JSON keeps the last
     '{"decision": "reject", "message": "a", "MESSAGE": "b"}',
     '```json\n{"decision": "propose", "message": "", "decision": "propose"}\n```',  # even when both agree
+    # keys a reader takes for "decision": fullwidth letters, a zero-width space, a soft hyphen, a ligature
+    '{"decision": "propose", "\uff44\uff45\uff43\uff49\uff53\uff49\uff4f\uff4e": "reject", "message": ""}',
+    '{"decision": "propose", "deci\u200bsion": "reject", "message": ""}',
+    '{"decision": "propose", "deci\u00adsion": "reject", "message": ""}',
+    '{"decision": "propose", "message": "", "\ufb01eld": 1, "mess\u200dage": "x"}',
 ])
 def test_two_keys_for_one_field_are_ambiguous(reply: str) -> None:
     j = judge_reply(DECISION, reply)
     assert j.violation == "parse_error" and "ambiguous" in (j.detail or ""), j
     assert j.action is None
+
+
+def test_a_key_is_read_as_unicode_reads_it() -> None:
+    """A zero-width space or fullwidth letters in a key made it another key, left alone beside the real one
+    (the reply read as "propose" whatever the look-alike said); alone, such a key is the field. A distinct
+    letter (Turkish dotless i) stays another key."""
+    for key in ("deci\u200bsion", "\uff24\uff25\uff23\uff29\uff33\uff29\uff2f\uff2e", "de\u00adcision"):
+        j = judge_reply(DECISION, json.dumps({key: "reject", "message": ""}))
+        assert j.valid and j.action == {"decision": "reject", "message": ""}, (key, j)
+    j = judge_reply(DECISION, '{"dec\u0131sion": "reject", "decision": "propose", "message": ""}')
+    assert j.valid and j.action["decision"] == "propose" and j.extras == {"dec\u0131sion": "reject"}
 
 
 def test_inside_an_allocation_too_and_unread_keys_are_left_alone() -> None:
