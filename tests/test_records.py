@@ -272,3 +272,27 @@ def test_the_reply_scanner_finds_what_a_character_by_character_scan_finds() -> N
     for _ in range(20000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
         assert repr(extract_json(text)) == repr(_extract_by_characters(text)), text
+
+
+def test_a_payoff_or_metric_that_is_not_finite_is_named_not_dropped(tmp_path: Path, arena: Any, capsys: Any) -> None:
+    """A hand-edited runs.jsonl with a payoff of NaN (or a metric of Infinity) was read as a missing number:
+    the label's mean payoff was taken over the other runs without a word. Summary and report stop with exit 2
+    naming the file, the line and the value; resume moves the line aside like any unreadable one."""
+    from econarena.cli import main
+
+    out = tmp_path / "o"
+    arena.run_experiment(arena.experiment_dict("guessing_game", [{"agent": "random"}, {"agent": "rational"}],
+                                               sessions=2, seed=1), out)
+    lines = (out / RUNS).read_text(encoding="utf-8").splitlines()
+    for edit, shown in (("payoffs", "'payoffs' holds nan"), ("metrics", "metric 'x' is inf")):
+        first = json.loads(lines[0])
+        if edit == "payoffs":
+            first["payoffs"][0] = float("nan")
+        else:
+            first["metrics"] = {**(first.get("metrics") or {}), "x": float("inf")}
+        (out / RUNS).write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+        for argv in (["summary", str(out)], ["report", str(out), "--out", str(tmp_path / "rep"), "--boot", "20"]):
+            capsys.readouterr()
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert f"{out / RUNS}: line 1: not a runs record: {shown}" in err and "Traceback" not in err, err
