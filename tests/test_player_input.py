@@ -153,6 +153,19 @@ def test_a_file_saved_with_a_byte_order_mark_plays_its_first_reply_first(arena: 
         (0, 5, '{"chosen_number": 5}'), (1, 6, '{"chosen_number": 6}')]
 
 
+def test_a_line_that_begins_with_a_json_object_is_one_reply() -> None:
+    """``{"chosen_number": 5}  # first`` (or the object with a stray NUL after it) was no JSON line, so the next
+    reply's line joined it and the pair was judged as the second's number, a round early."""
+    from econarena.agents.human import read_reply
+
+    for tail in ("  # first", "\x00", " // my guess", ", I think"):
+        stream = io.StringIO(f'{{"chosen_number": 5}}{tail}\n{{"chosen_number": 6}}\n')
+        assert read_reply(stream) == f'{{"chosen_number": 5}}{tail}' and read_reply(stream) == '{"chosen_number": 6}'
+    stream = io.StringIO('I pick\n{"chosen_number": 5}\n\n{\n "chosen_number": 6\n}\n\n')  # replies over lines
+    assert read_reply(stream) == 'I pick\n{"chosen_number": 5}'
+    assert read_reply(stream) == '{\n "chosen_number": 6\n}'
+
+
 # ---- 2. keys the reader cannot tell apart ----
 
 @pytest.mark.parametrize("reply", [
