@@ -345,3 +345,22 @@ def test_a_glee_money_of_zero_is_a_bad_parameter(tmp_path: Path) -> None:
     why = refused(tmp_path / "out")
     assert len(why) == 3 and all(cat == "bad_parameter" and "parameter money: Input should be greater than 0" in r
                                  for cat, r in why.values()), why
+
+
+def test_a_glee_offer_that_is_not_finite_is_a_bad_number(tmp_path: Path) -> None:
+    """An accepted offer of 1e400 (or inf) in game.csv was read as no number: GLEE's reading became a game
+    without a deal, imported with payoffs 0 and 0 (a 'source inconsistency'), where importing.md refuses a
+    number that is not finite as bad_number."""
+    root = tmp_path / "Data"
+    cfg = config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9))
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0GOOD0000000001", cfg, glee_csv(h, rows))
+    for i, x in enumerate(("1e400", "-inf")):
+        write_game(root, "llm_vs_llm", "bargaining", f"G0INF{i}0000000002", cfg,
+                   glee_csv(h, [[x, *rows[0][1:]], *rows[1:]]))
+    assert main(["import", "glee", str(root), "--out", str(tmp_path / "out")]) == 0
+    why = {k.rsplit("/", 1)[-1]: v for k, v in refused(tmp_path / "out").items()}
+    assert why == {"G0INF00000000002": ("bad_number", "not a readable bargaining game (game.csv column alice_gain: "
+                                                      "'1e400' is not a finite number)"),
+                   "G0INF10000000002": ("bad_number", "not a readable bargaining game (game.csv column alice_gain: "
+                                                      "'-inf' is not a finite number)")}
