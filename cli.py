@@ -220,8 +220,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.human_input:
             try:
                 # bytes that are not UTF-8 are kept as lone surrogates: the reply holding them is judged not text
-                # (games/text.py), recorded with visible escapes and re-asked like any unusable reply
-                script = open(args.human_input, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+                # (games/text.py), recorded with visible escapes and re-asked like any unusable reply. A byte order
+                # mark (an editor's UTF-8 file) is no part of the first reply: kept, it made that line no JSON, so
+                # the first two replies were read as one and judged as the second
+                script = open(args.human_input, encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
             except OSError as exc:
                 err(f"--human-input {args.human_input}: {exc.strerror or exc}")
                 return EXIT_CONFIG

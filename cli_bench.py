@@ -385,8 +385,10 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:
     from .agents.calls import public_urls
+    from .agents.keys import key_value
 
-    return {k: public_urls(v) if k == "base_url" else v for k, v in entry.items()}
+    keys = [key_value(str(entry.get("agent")), entry.get("api_key_env"))]
+    return {k: public_urls(v, keys) if k == "base_url" else v for k, v in entry.items()}
 
 
 def _log_invocation(job: _Job, stopped: str | None) -> float:

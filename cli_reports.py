@@ -57,7 +57,7 @@ def _run_dirs(paths: list[str]) -> list[Path] | None:
     found, ok = [], True
     for arg in paths:
         p = Path(arg)
-        dirs = expand_run_dirs([p])
+        dirs = expand_run_dirs([p], once=False)  # each argument on its own; the readers count each run once
         if dirs:
             found += dirs
             continue

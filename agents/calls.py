@@ -177,19 +177,21 @@ def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
             dict(parse_qsl(parts.query, keep_blank_values=True)))
 
 
-def public_urls(url: Any) -> Any:
+def public_urls(url: Any, keys: Sequence[str | None] = ()) -> Any:
     """:func:`public_url` of a base_url, or of each of a list of them (several endpoints)."""
     if isinstance(url, str):
-        return public_url(url)
+        return public_url(url, keys)
     if isinstance(url, (list, tuple)):
-        return [public_url(u) if isinstance(u, str) else u for u in url]
+        return [public_url(u, keys) if isinstance(u, str) else u for u in url]
     return url
 
 
-def public_url(url: str) -> str:
+def public_url(url: str, keys: Sequence[str | None] = ()) -> str:
     """The base_url with any credentials masked, for files and logs: scheme, host, port and path stay;
-    userinfo, every query value and the fragment become ``***``, however they were encoded."""
-    from urllib.parse import urlsplit, urlunsplit
+    userinfo, every query value and the fragment become ``***``, however they were encoded; so does each of
+    ``keys`` (the API keys the player sends) wherever the path holds it, as typed or percent-encoded (a proxy
+    that takes the key in its path: ``https://proxy/KEY/v1``)."""
+    from urllib.parse import quote, urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)
@@ -200,7 +202,12 @@ def public_url(url: str) -> str:
     netloc = ("***@" if "@" in parts.netloc else "") + host
     query = "&".join(f"{item.partition('=')[0]}=***" if "=" in item else "***"
                      for item in re.split(r"[&;]", parts.query) if item)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
+    path = parts.path
+    for key in keys:
+        if key and len(key) >= 4:
+            for form in dict.fromkeys((key, quote(key, safe=""), quote(key))):
+                path = path.replace(form, "***")
+    return urlunsplit((parts.scheme, netloc, path, query, "***" if parts.fragment else ""))
 
 
 async def _within(coro: Awaitable[T], seconds: float) -> T:
@@ -275,7 +282,7 @@ class RemoteProvider(Provider):
         self._states: dict[int, _LoopState] = {}
         self.endpoints: EndpointPool | None = None
         if isinstance(settings.base_url, list):  # several servers: sessions spread, refusals set aside
-            self.endpoints = EndpointPool(settings.base_url, [public_url(u) for u in settings.base_url])
+            self.endpoints = EndpointPool(settings.base_url, [public_url(u, [self._key]) for u in settings.base_url])
         # a Ray worker sets this so the limits hold for the whole cluster (agents/cluster.py)
         self.gate_factory: Any = None
 
@@ -330,11 +337,11 @@ class RemoteProvider(Provider):
             return Failure(False, f"malformed response: {exc}")
         url = url if url is not None else self.settings.base_url if isinstance(self.settings.base_url, str) else None
         if _refused(exc):  # before the SDK's own reading: some transports call a refusal a timeout
-            where = public_url(url) if url else "the server"
+            where = public_url(url, [self._key]) if url else "the server"
             return Failure(True, f"connection refused by {where} (nothing is listening there; is the server "
                                  "running?)", down=True)
         if _dropped(exc):  # the same: the openai SDK's transport calls a server gone mid-request a timeout
-            where = public_url(url) if url else "the server"
+            where = public_url(url, [self._key]) if url else "the server"
             return Failure(True, f"connection lost: {where} closed it before answering (the server stopped or "
                                  "was killed?)", down=True)
         if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError from 3.11

@@ -62,14 +62,26 @@ class _Screen:
 SCREEN = _Screen()
 
 
+_OBJECT = json.JSONDecoder()
+
+
 def _is_complete(lines: list[str]) -> bool:
-    """A single line that is JSON on its own ends the reply without the empty line."""
+    """A single line that is JSON on its own, or that begins with a whole JSON object, ends the reply without
+    the empty line. Why the second: a line such as ``{"bid": 5}  # first`` (or with a stray NUL after it) was
+    no JSON line, so the next reply's line joined it and the pair was judged as the second's number."""
     if len(lines) != 1:
         return False
     try:
         json.loads(lines[0])
     except ValueError:
-        return False
+        text = lines[0].lstrip()
+        if not text.startswith("{"):
+            return False
+        try:
+            obj, _ = _OBJECT.raw_decode(text)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(obj, dict)
     return True
 
 

@@ -36,3 +36,14 @@ def api_key_source(provider: str, settings: LLMSettings) -> tuple[str, str] | No
 def api_key(provider: str, settings: LLMSettings) -> str | None:
     found = api_key_source(provider, settings)
     return found[1] if found else None
+
+
+def key_value(provider: str, api_key_env: str | None = None) -> str | None:
+    """The key a player of ``provider`` (with its ``api_key_env``, if any) would send, or None: masked in its
+    ``base_url`` wherever that is written (a proxy's URL may carry the key in its path)."""
+    for env in (api_key_env,) if api_key_env else KEY_ENVS.get(provider, ()):
+        value = os.environ.get(env, "").strip()
+        if value:
+            return value
+    return None
+

@@ -62,6 +62,9 @@ STYLE = {
     "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
     "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True, "axes.spines.top": False,
     "axes.spines.right": False, "svg.fonttype": "none", "figure.dpi": DPI,
+    # labels are model names from configs and other people's files: "$\\frac{" is a name, not TeX to
+    # typeset (matplotlib's mathtext raised on it and the whole report stopped with a traceback)
+    "text.parse_math": False,
 }
 
 

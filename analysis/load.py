@@ -28,11 +28,12 @@ leave opponents out: they play the equilibrium by construction.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ import pandas as pd
 from ..games import GAMES
 from ..games.base import GameInfo
 from ..games.text import storable
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, json_text, read_jsonl, run_key
+from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_jsonl, json_text, read_jsonl, run_key
 from .metrics import broke
 
 if sys.version_info >= (3, 11):
@@ -85,8 +86,11 @@ def is_run_dir(path: Path) -> bool:
     return (path / RUNS).is_file() and (path / CONFIG).is_file()
 
 
-def expand_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """Run directories named directly, or found one level below a folder of them (``runs/paper``)."""
+def expand_run_dirs(paths: Iterable[str | Path], *, once: bool = True) -> list[Path]:
+    """Run directories named directly, or found one level below a folder of them (``runs/paper``), each
+    counted once: a directory whose runs were all met in another (a shard beside its merge) is left out with
+    a warning (:func:`once_each`). Every reader of several directories starts here; ``once=False`` only
+    finds them (the CLI checking each argument on its own)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if is_run_dir(p):
@@ -94,7 +98,84 @@ def expand_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_dir():
             out += sorted(c for c in p.iterdir() if c.is_dir() and is_run_dir(c))
     seen: set[Path] = set()
-    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+    out = [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+    return once_each(out) if once else out
+
+
+# a report reads the same directories in several sections: each warning once per set of directories read
+_WARNED: set[tuple[frozenset[Path], str]] = set()
+
+
+def _warn(dirs: Sequence[Path], text: str) -> None:
+    key = (frozenset(dirs), text)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        print(f"econarena: warning: {storable(text)}", file=sys.stderr)
+
+
+def once_each(dirs: Sequence[Path]) -> list[Path]:
+    """``dirs`` without those whose every complete run is a run of another directory of them.
+
+    A run is identified by its experiment (the bytes of config.toml: name, seed, settings), its lineup,
+    session and run, and its record. The README's layout keeps shards beside their merge (``runs/x-1``,
+    ``runs/x-2``, ``runs/x``): a report over the folder counted every game twice (n = 24 for 12 games).
+    Directories are taken largest first, so a merge is kept and its shards are left out, in any order given. A directory
+    that shares some runs with another and holds others too cannot be counted right either way: a
+    LogError names both. A shard read without the others of its experiment is named too (its numbers are
+    part of that experiment's)."""
+    ident: dict[Path, str] = {}
+    keys: dict[Path, set[tuple[str, tuple[str, int, int, str]]]] = {}
+    for d in dirs:
+        try:
+            ident[d] = hashlib.sha256((d / CONFIG).read_bytes()).hexdigest()
+            keys[d] = {(ident[d], k) for k in _complete_keys(d)}
+        except (OSError, ValueError, KeyError, TypeError):
+            keys[d] = set()  # unreadable here: the reader that reads it says why
+    seen: dict[tuple[str, tuple[str, int, int, str]], Path] = {}
+    left: set[Path] = set()
+    for d in sorted(dirs, key=lambda x: -len(keys[x])):  # stable: the given order among equals
+        met = {seen[k] for k in keys[d] if k in seen}
+        if keys[d] and met and keys[d].issubset(seen):
+            _warn(dirs, f"{d}: every run in it is also in {', '.join(map(str, sorted(met)))} (the same experiment, "
+                  "lineup, session and run: a shard beside its merge?); counted once, from there")
+            left.add(d)
+            continue
+        if met:
+            shared = sum(1 for k in keys[d] if k in seen)
+            raise LogError(f"{d} holds {shared} of the runs of {', '.join(map(str, sorted(met)))} (the same "
+                           f"experiment, lineup, session and run) and {len(keys[d]) - shared} others: they would "
+                           "be counted twice; read them apart, or merge the shards once (econarena merge)")
+        seen.update(dict.fromkeys(keys[d], d))
+    kept = [d for d in dirs if d not in left]
+    shards: dict[tuple[str, int], set[int]] = {}
+    for d in kept:
+        if (shard := _shard_of(d)) is not None and d in ident:
+            shards.setdefault((ident[d], shard[1]), set()).add(shard[0])
+    for d in kept:
+        if (shard := _shard_of(d)) is not None and d in ident and len(have := shards[(ident[d], shard[1])]) < shard[1]:
+            _warn(kept, f"{d} is shard {shard[0]}/{shard[1]} of its experiment, and only shard(s) "
+                  f"{', '.join(map(str, sorted(have)))} of {shard[1]} are read: its numbers are part of that "
+                  "experiment's (econarena merge joins the shards)")
+    return kept
+
+
+def _complete_keys(d: Path) -> Iterator[tuple[str, int, int, str]]:
+    """Each complete run's lineup, session and run, with a digest of its whole record: a merge copies its
+    shards' records as they are, while two experiments whose config.toml happen to match (hand-written,
+    say) never play byte-identical games."""
+    for r in iter_jsonl(d / RUNS, kind="runs"):
+        if r.get("complete", True):
+            record = json.dumps(r, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+            yield (*run_key(r), hashlib.blake2b(record, digest_size=12).hexdigest())
+
+
+def _shard_of(d: Path) -> tuple[int, int] | None:
+    """(index, count) of a shard's run directory, from its manifest; None for any other."""
+    try:
+        shard = json.loads((d / MANIFEST).read_text(encoding="utf-8")).get("shard")
+        return (int(shard["index"]), int(shard["count"])) if isinstance(shard, dict) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _info(game: str) -> GameInfo | None:

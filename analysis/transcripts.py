@@ -44,7 +44,7 @@ CSS = """
 .games .pick label{min-width:0;max-width:100%} .games .pick select{max-width:24rem}
 .games details.game>summary{font-weight:400} .games .count{color:#555}
 .transcript .rnd{color:#777;font-size:.8rem;margin-right:.4rem} .transcript .seat{color:#777;font-size:.8rem}
-.transcript .msg{white-space:pre-wrap}
+.transcript .msg{white-space:pre-wrap} .transcript .msg,.transcript .who,.transcript .act{unicode-bidi:isolate}
 .transcript .act{display:inline-block;background:#eef4fb;border-radius:3px;padding:0 .35rem;margin-left:.3rem}
 .transcript .secret{background:#fbeff2;border-left:3px solid #b0306a;padding:.15rem .5rem;margin:.2rem 0 .2rem 1.2rem;
 white-space:pre-wrap} .transcript .secret b{color:#8a1f50}

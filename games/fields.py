@@ -8,9 +8,11 @@ the reply's length and bounds what a reply can make us store.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -224,8 +226,9 @@ def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dic
     seen: dict[str, str] = {}
     for nk, k, _ in keyed:
         if nk in names and nk in seen:
-            out.setdefault(nk, f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_' "
-                               "and '-' do not count), so the reply is ambiguous; write each key once")
+            out.setdefault(nk, f"the keys {_short(seen[nk])} and {_short(k)} read as the same key (case, spaces, '_', "
+                               "'-' and Unicode's look-alike forms do not count), so the reply is ambiguous; write "
+                               "each key once")
         seen.setdefault(nk, k)
     return out
 
@@ -351,11 +354,17 @@ _NORMAL: dict[str, str] = {}  # key -> normal form, for the few distinct short k
 
 
 def _norm_key(key: str) -> str:
-    """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``); the
-    few distinct keys repeat across decisions, so the normal forms of short ones are kept (at most 4096)."""
+    """Keys compare without case, spaces, '_' or '-' (``Popular-Answer`` is ``popular answer``), and as
+    Unicode reads them: compatibility forms folded (the ligature in ``ﬁeld``, fullwidth ``ｄｅｃｉｓｉｏｎ``),
+    full case folding, invisible format characters (a zero-width space, a soft hyphen, a direction mark)
+    dropped; distinct letters stay distinct (the dotless ``ı``). A key a reader takes for ``decision`` is
+    that key, so beside it the reply is ambiguous. The few distinct keys repeat across decisions, so the
+    normal forms of short ones are kept (at most 4096)."""
     normal = _NORMAL.get(key)
     if normal is None:
-        normal = _KEY_SEPARATORS.sub(" ", key.strip().lower())
+        text = key if key.isascii() else "".join(
+            c for c in unicodedata.normalize("NFKC", key) if unicodedata.category(c) != "Cf")
+        normal = _KEY_SEPARATORS.sub(" ", text.strip().casefold())
         if len(key) <= 64 and len(_NORMAL) < 4096:
             _NORMAL[key] = normal
     return normal
@@ -426,7 +435,9 @@ _SPECIAL = re.compile(r'[{}"\\]')
 
 
 def extract_json(text: str) -> dict[str, Any] | None:
-    """The reply's JSON object: a fenced block if any, else the LAST balanced ``{...}`` that parses.
+    """The reply's JSON object: a fenced block if any (the last that parses), else the LAST balanced ``{...}``
+    that parses, else (braces in the prose that never close) the object that ends last outside any
+    balanced ``{...}`` that does not parse.
 
     The last one wins because chain-of-thought replies reason first and answer at the end.
     """
@@ -437,8 +448,8 @@ def extract_json(text: str) -> dict[str, Any] | None:
         if obj is not None:
             return obj
     candidates = []
-    depth = 0
-    start = -1
+    opened: list[int] = []  # positions of the "{" not yet closed
+    spans: list[tuple[int, int]] = []  # every balanced {...}, at any depth: (start, end)
     in_str = False
     escaped = -1  # the position right after a backslash inside a string: that character is not special
     for m in _SPECIAL.finditer(text):  # only braces, quotes and backslashes: prose is skipped in C
@@ -451,32 +462,52 @@ def extract_json(text: str) -> dict[str, Any] | None:
             elif ch == '"':
                 in_str = False
             continue
-        if ch == '"' and depth > 0:
+        if ch == '"' and opened:
             in_str = True
         elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
+            opened.append(i)
+        elif ch == "}" and opened:
+            start = opened.pop()
+            spans.append((start, i))
+            if not opened:
                 candidates.append(text[start:i + 1])
     for cand in reversed(candidates):
         obj = _loads(cand)
         if obj is not None:
             return obj
     # An unbalanced brace in the prose ("I pick { hmm ...") hides the answer from the scan above:
-    # decode from every "{" instead and keep the object that ends last (the outermost one on nesting).
+    # decode from every "{" instead and keep the object that ends last (the outermost one on nesting). An
+    # object inside a balanced {...} that is no JSON is not the answer: it is part of one written wrong
+    # (``{"bid": 90, "alt": {"bid": 3},}`` with its trailing comma is no reply of 3).
     best: tuple[int, dict[str, Any]] | None = None
     starts = [m.start() for m in re.finditer(r"\{", text)][-FALLBACK_ATTEMPTS:]
+    inside = _Enclosing(spans)
     for start in starts:
         try:
             obj, end = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             continue
-        if isinstance(obj, dict) and (best is None or end > best[0]):
+        if isinstance(obj, dict) and (best is None or end > best[0]) and not inside(start, end - 1):
             best = (end, obj)
     return best[1] if best else None
+
+
+class _Enclosing:
+    """Whether a span ``[a, b]`` lies strictly inside one of the balanced ``{...}`` spans of a reply (they
+    nest, never cross): a binary search over their starts with the furthest end before each."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        spans.sort()
+        self.starts = [s for s, _ in spans]
+        self.reach: list[int] = []
+        far = -1
+        for _, e in spans:
+            far = max(far, e)
+            self.reach.append(far)
+
+    def __call__(self, a: int, b: int) -> bool:
+        k = bisect.bisect_left(self.starts, a)  # the spans that start before a
+        return k > 0 and self.reach[k - 1] > b
 
 
 def _finite_or_text(text: str) -> float | str:

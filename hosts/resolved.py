@@ -11,9 +11,13 @@ def resolved_data(exp: Experiment) -> dict[str, Any]:
     """The experiment with every default filled in, as TOML data. Never a key: only variable names, and
     a base_url with its credentials masked."""
     from ..agents.calls import public_urls
+    from ..agents.keys import key_value
+
+    # the keys the experiment's players send: a base_url may hold one in its path (a proxy's URL)
+    keys = [key_value(p.agent, p.llm.api_key_env) for p in [*exp.players, exp.judge] if p is not None and p.llm]
 
     def masked(llm: dict[str, Any]) -> dict[str, Any]:
-        return {k: public_urls(v) if k == "base_url" else v for k, v in llm.items()}
+        return {k: public_urls(v, keys) if k == "base_url" else v for k, v in llm.items()}
 
     doc: dict[str, Any] = {"experiment": exp.experiment.model_dump(exclude_none=True),
                            "game": exp.params.model_dump()}
@@ -25,7 +29,7 @@ def resolved_data(exp: Experiment) -> dict[str, Any]:
     if exp.axes:
         grid: dict[str, dict[str, Any]] = {}
         for a in exp.axes:
-            values = [public_urls(v) if a.key == "base_url" else v for v in a.values]
+            values = [public_urls(v, keys) if a.key == "base_url" else v for v in a.values]
             grid.setdefault(a.section, {})[a.key] = values
         doc["grid"] = grid
     if exp.steer is not None:

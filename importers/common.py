@@ -159,6 +159,27 @@ def write_import_report(result: ImportResult, out: Path) -> list[Path]:
     return [report, dis, ref]
 
 
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"the key {storable(twice)[:60]!r} is written twice in one object: no JSON writer does "
+                         "that, and which value was meant is unknown")
+    return obj
+
+
+_RELEASED = json.JSONDecoder(object_pairs_hook=_one_value_per_key)
+
+
+def released_json(text: str) -> Any:
+    """A released JSON file's data. Another tool's files were written by a JSON writer, which never writes a key
+    twice; a file that does was edited, and Python's reader would keep the last value in silence (a second
+    ``records`` list scored instead of the first, a second ``class`` read the game as another scenario): a
+    ValueError naming the key, so the item is refused as unreadable."""
+    return _RELEASED.decode(text)
+
+
 def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
     """``os.walk`` of ``src`` that follows links to folders (data assembled with ``ln -s`` is read, not
     silently skipped), each real folder once, never a link to a folder above (a loop, or the whole disk
@@ -172,6 +193,21 @@ def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if not _above(os.path.realpath(os.path.join(root, d)), real))
         yield Path(root), dirs, sorted(files)
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why a name a folder lists cannot be read as a file (a link to nothing, a pipe, a socket, a device), or
+    None for a regular file. Such an item is refused with this reason, never skipped: a log behind a link to a
+    disk that is not mounted is an item of the source all the same (and a pipe would block the import)."""
+    if path.is_file():
+        return None
+    if path.is_symlink() and not path.exists():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return storable(f"a link to {target}, which does not exist")
+    return "not a regular file (a pipe, a socket or a device)"
 
 
 def _above(target: str, here: str) -> bool:

@@ -26,7 +26,6 @@ as for runs of K rounds played here.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import re
@@ -46,7 +45,9 @@ from .common import (
     check_out,
     decisions_of,
     imported_config,
+    not_a_file,
     plan_dirs,
+    released_json,
     remove_stale,
     vetted,
     walk,
@@ -173,13 +174,15 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
     groups: dict[tuple[str, str], list[_Run]] = {}
     meta: dict[tuple[str, str], tuple[Folder, str]] = {}
     unreadable: dict[str, Folder] = {}
-    for path in sorted(p for root, _dirs, files in walk(raw) for name in files
-                       if (p := root / name).is_file() and not name.startswith(".")):
+    for path in sorted(root / name for root, _dirs, files in walk(raw) for name in files if not name.startswith(".")):
         rel = path.relative_to(raw).as_posix()
         folder = _folder_of(path, folders)
         if folder is None:
             if path.suffix == ".json":  # READMEs beside the results are not items; a JSON file might be one
                 result.refuse(rel, "unknown_folder", f"no registered game reads the folder {path.parent.name!r}")
+            continue
+        if (problem := not_a_file(path)) is not None:
+            result.refuse(rel, "unreadable", problem)
             continue
         if path.suffix != ".json":
             result.refuse(rel, "unreadable", "not a .json result file")
@@ -195,7 +198,7 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
                                                   f"{folder.game.name} yet")
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = released_json(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue

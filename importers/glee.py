@@ -29,7 +29,6 @@ infinite level; the raw value is kept in the record).
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from .common import (
     check_out,
     imported_config,
     plan_dirs,
+    released_json,
     remove_stale,
     run_record,
     walk,
@@ -90,12 +90,27 @@ def label_of(config: Mapping[str, Any], seat: int) -> tuple[str, str]:
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
-    """Rows as {column: text}; quoted newlines kept; cells beyond the header are dropped."""
+    """Rows as {column: text}; quoted newlines kept; empty cells beyond the header are dropped.
+
+    A column named twice, or a row with text beyond the header's columns, is a ValueError naming the file:
+    GLEE's reader (pandas) reads the first of two ``decision`` columns where a dict keeps the last, and
+    refuses a row longer than its header, so either file would be read as another game than GLEE read."""
     with path.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames:
             return []
-        return [{k: ("" if v is None else v) for k, v in row.items() if k is not None} for row in reader]
+        names = list(reader.fieldnames)
+        if len(set(names)) < len(names):
+            twice = next(n for i, n in enumerate(names) if n in names[:i])
+            raise ValueError(f"{path.name}: the column {storable(twice)[:40]!r} is named twice in the header")
+        rows = []
+        for row in reader:
+            beyond = row.pop(None, None)  # type: ignore[call-overload]
+            if beyond and any(str(x).strip() for x in beyond):
+                raise ValueError(f"{path.name} line {reader.line_num}: {len(beyond)} cell(s) beyond the header's "
+                                 f"{len(names)} columns (an unquoted comma?)")
+            rows.append({k: ("" if v is None else v) for k, v in row.items()})
+        return rows
 
 
 def _chat(path: Path) -> list[dict[str, str]] | None:
@@ -138,7 +153,7 @@ def glee_record(game: Game, imp: ImportedRun, labels: list[str], models: list[st
 
 
 def _config(folder: Path) -> dict[str, Any]:
-    config = json.loads((folder / CONFIG).read_text(encoding="utf-8-sig"))
+    config = released_json((folder / CONFIG).read_text(encoding="utf-8-sig"))
     if not isinstance(config, dict):
         raise ValueError("config.json: expected a JSON object")
     return config

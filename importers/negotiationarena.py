@@ -24,7 +24,6 @@ scores the ultimatum's payoffs as the authors' notebook does (RED's payoff 0 whe
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,9 @@ from .common import (
     category_of,
     check_out,
     imported_config,
+    not_a_file,
     plan_dirs,
+    released_json,
     remove_stale,
     run_record,
     walk,
@@ -104,15 +105,16 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
     readers: dict[tuple[str, str, str], Game] = {}
     seen: dict[str, str] = {}  # the file's digest -> where it was found first: a copy is not a second game
     for path in sorted(root / LOG_NAME for root, _dirs, files in walk(raw) if LOG_NAME in files):
-        if not path.is_file():
-            continue
         rel = path.relative_to(raw).as_posix()
+        if (problem := not_a_file(path)) is not None:
+            result.refuse(rel, "unreadable", problem)
+            continue
         try:
             text = path.read_text(encoding="utf-8")
             if (first := seen.setdefault(hashlib.sha256(text.encode()).hexdigest(), rel)) != rel:
                 result.refuse(rel, "duplicate", f"the same log as {first}: one game, imported once")
                 continue
-            data = json.loads(text)
+            data = released_json(text)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue

@@ -128,3 +128,19 @@ def test_every_csv_of_the_gamabench_and_glee_imports_and_analyze_is_safe(tmp_pat
     assert {"glee_games.csv", "glee_summary.csv", "glee_effects.csv", "glee_pairs.csv",
             "glee_human_vs_model.csv", "gamabench_scores.csv"} <= {p.name for p in written}
     assert {p.name: unsafe_cells(p) for p in written} == {p.name: [] for p in written}
+
+
+def test_the_leaderboard_csv_is_safe(tmp_path: Path) -> None:
+    """A bench label is whatever --label says (``=HYPERLINK(...)``): the leaderboard's CSV wrote it as a
+    formula, through a CSV writer of the bench's own (found by test_every_csv_goes_through_the_one_writer)."""
+    from econarena.analysis.benchmark import LEADERBOARD_COLUMNS, leaderboard_csv
+
+    rows = [{**dict.fromkeys(LEADERBOARD_COLUMNS), "rank": i + 1, "label": label, "overall": -3.5 if i else 70.0,
+             "subscores": {"gamabench": 70.0, "=fam": None}} for i, label in enumerate(HOSTILE)]
+    path = tmp_path / "lb.csv"
+    path.write_text(leaderboard_csv(rows), encoding="utf-8")
+    assert unsafe_cells(path) == []
+    with path.open(encoding="utf-8", newline="") as fh:
+        read = list(csv.DictReader(fh))
+    assert [r["label"] for r in read] == ["'" + x for x in HOSTILE] and read[1]["overall"] == "-3.5"
+    assert read[0]["gamabench"] == "70.0" and read[0]["'=fam"] == ""

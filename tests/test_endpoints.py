@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import to_toml
 from fakeservers import FakeLLMServer
 
 from econarena.agents.endpoints import EndpointPool
@@ -167,6 +168,33 @@ def test_a_list_of_urls_is_masked_in_every_file_and_error(tmp_path: Path, arena:
     assert "http://127.0.0.1:9/v1?token=***" in config and "key=***" in config
     errors = [json.loads(x)["error"] for x in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
     assert any(e and "connection refused by http://127.0.0.1:9/v1?key=***" in e for e in errors), errors
+
+
+def test_a_key_in_the_path_of_a_url_is_masked_everywhere(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    """A proxy that takes the key in its path (``http://proxy/KEY/v1``): config.toml kept the URL's path as
+    typed, so the key reached the run directory (errors and warnings were masked, the file was not). The
+    key's value is masked in a base_url's path as typed and percent-encoded, in a list, a [judge] and a grid."""
+    from econarena.agents.calls import public_url
+    from econarena.cli import main
+
+    key = "sk-path/key+123456"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("ECONARENA_CACHE_DIR", str(tmp_path / "cache"))
+    assert public_url(f"http://h/{key}/v1", [key]) == "http://h/***/v1"
+    assert public_url("http://h/sk-path%2Fkey%2B123456/v1?k=1", [key]) == "http://h/***/v1?k=***"
+    urls = [f"http://127.0.0.1:9/{key}/v1", "http://127.0.0.1:9/sk-path%2Fkey%2B123456/v1"]
+    toml = tmp_path / "e.toml"
+    data = doc(urls, max_retries=0, timeout_s=2.0)
+    data["experiment"].update(sessions=1, runs=1)
+    toml.write_text(to_toml(data))
+    capsys.readouterr()
+    assert main(["run", str(toml), "--out", str(tmp_path / "out"), "--quiet", "--no-cache"]) == 3
+    printed = capsys.readouterr()
+    assert "connection refused" in printed.err and "/***/v1" in printed.err
+    files = {f.name: f.read_text(encoding="utf-8") for f in (tmp_path / "out").iterdir()}
+    assert [name for name, text in files.items() if key in text or "sk-path%2Fkey" in text] == []
+    assert key not in printed.out + printed.err and "sk-path%2Fkey" not in printed.out + printed.err
+    assert "http://127.0.0.1:9/***/v1" in files["config.toml"]
 
 
 def test_openai_base_url_with_credentials_is_refused_before_the_run(tmp_path: Path, arena: Any) -> None:

@@ -520,6 +520,21 @@ def test_garbage_never_crashes(bc_state, text: str) -> None:
     json.dumps(j.extras)  # whatever was kept can be logged
 
 
+@pytest.mark.parametrize("text", [
+    '{"answer": 9, "alt": {"answer": 3}, }',  # a trailing comma: the reply of 9 is no JSON, the 3 inside it is
+    '{"plan": {"answer": 3}, "answer": 9 // my final answer\n}',  # a comment
+    "{'answer': 9, 'alt': {\"answer\": 3}}",  # single quotes outside
+    'I pick { hmm {"answer": 9, "alt": {"answer": 3},}',  # the same after a stray brace
+    '```json\n{"answer": 9, "alt": {"answer": 3},}\n```',
+])
+def test_an_object_inside_a_reply_written_wrong_is_not_the_answer(bc_state, text: str) -> None:
+    """The fallback for braces that never close decoded from every "{" and kept an object nested inside the
+    real answer when that answer was no JSON: a silent reply of 3 where the model answered 9."""
+    j = BC.judge(bc_state, 0, text)
+    assert j.violation == PARSE_ERROR and j.action is None, j
+    assert BC.judge(bc_state, 0, 'I pick { hmm {"answer": 9, "alt": {"answer": 3}}').action == {"answer": 9.0}
+
+
 def test_extract_json_prefers_last_object() -> None:
     assert extract_json('{"a": 1} then {"a": 2}') == {"a": 2}
     assert extract_json('```json\n{"a": 1}\n``` and later ```json\n{"a": 2}\n```') == {"a": 2}

@@ -257,3 +257,110 @@ def test_a_failed_atomic_write_leaves_no_tmp(tmp_path: Path) -> None:
     with pytest.raises(UnicodeEncodeError):
         write_atomic(target, "name = 'A\ud800'")
     assert target.read_text(encoding="utf-8") == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
+
+
+# ----------------------------------------------------------------------- files no writer of the source makes
+
+def test_a_key_or_column_written_twice_is_refused_not_read_as_its_last(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON keeps the last of two equal keys and a csv.DictReader the last of two equal columns, in silence: a
+    GAMA-Bench file with a second ``records`` list was scored from it (the model's score 60 -> 68.75), a
+    NegotiationArena log with a second ``class`` was read as another scenario, a GLEE game.csv with two
+    ``decision`` columns (reject, then accept) imported a deal that GLEE's own reader (pandas: the first
+    column) reads as none. No writer of those tools writes a key or a column twice: such a file is refused,
+    naming the key; so is a game.csv row with text beyond its header (an unquoted comma shifts its cells)."""
+    good = guess_file([[50, 20], [50, 40]])
+    write_gama(tmp_path / "raw" / "guessing_game" / "m_guessing_game_v1_1.json", good)
+    write_gama(tmp_path / "raw" / "guessing_game" / "m_guessing_game_v1_2.json",
+               json.dumps(good).replace('"records": [50, 20]', '"records": [50, 20], "records": [0, 0]'))
+    assert main(["import", "gamabench", str(tmp_path / "raw"), "--out", str(tmp_path / "gama")]) == 0
+    why = refused(tmp_path / "gama")
+    assert "the key 'records' is written twice" in why["guessing_game/m_guessing_game_v1_2.json"][1]
+    assert ",60.0," in (tmp_path / "gama" / "gamabench_scores.csv").read_text(encoding="utf-8")
+    pair = ("A", "B")
+    text = json.dumps(ult(pair, ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok")))
+    write_logs(tmp_path / "logs", {"u/1": text, "u/2": text.replace('"class": "MultiTurnUltimatumGame"',
+                                                                    '"class": "MultiTurnUltimatumGame", "class": '
+                                                                    '"TradingGame"')})
+    assert main(["import", "negotiationarena", str(tmp_path / "logs"), "--out", str(tmp_path / "na")]) == 0
+    assert refused(tmp_path / "na")["u/2/game_state.json"][0] == "unreadable"
+    root = tmp_path / "Data"
+    cfg = config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9))
+    h, rows = bargaining_rows([(60, 40)], ["reject"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0GOOD0000000001", cfg, glee_csv(h, rows))
+    write_game(root, "llm_vs_llm", "bargaining", "G0TWICE000000002", cfg,
+               glee_csv([*h, "decision"], [[*r, "accept" if r[-1] == "reject" else ""] for r in rows]))
+    write_game(root, "llm_vs_llm", "bargaining", "G0SHIFT000000003", cfg,
+               glee_csv(h, [*rows[:-1], [*rows[-1], "later", "cells"]]))
+    write_game(root, "llm_vs_llm", "bargaining", "G0KEY00000000004",
+               json.dumps(cfg).replace('"max_rounds": 12', '"max_rounds": 12, "max_rounds": 2'), glee_csv(h, rows))
+    assert main(["import", "glee", str(root), "--out", str(tmp_path / "glee")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    why = {k.rsplit("/", 1)[-1]: v for k, v in refused(tmp_path / "glee").items()}
+    assert {k: v[0] for k, v in why.items()} == dict.fromkeys(
+        ["G0TWICE000000002", "G0SHIFT000000003", "G0KEY00000000004"], "unreadable")
+    assert "the column 'decision' is named twice" in why["G0TWICE000000002"][1]
+    assert "2 cell(s) beyond the header's 5 columns" in why["G0SHIFT000000003"][1]
+    assert "the key 'max_rounds' is written twice" in why["G0KEY00000000004"][1]
+
+
+def test_a_file_that_cannot_be_read_as_one_is_refused_not_skipped(tmp_path: Path) -> None:
+    """A log behind a link to a disk that is not mounted, or a named pipe, was skipped without a word (found
+    counted only the readable files): each is an item of the source, refused with its reason."""
+    pair = ("A", "B")
+    write_logs(tmp_path / "logs", {"u/1": ult(pair, ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok"))})
+    (tmp_path / "logs" / "gone").mkdir()
+    (tmp_path / "logs" / "gone" / "game_state.json").symlink_to(tmp_path / "unmounted" / "game_state.json")
+    (tmp_path / "logs" / "pipe").mkdir()
+    os.mkfifo(tmp_path / "logs" / "pipe" / "game_state.json")
+    g = tmp_path / "raw" / "guessing_game"
+    write_gama(g / "m_guessing_game_v1_1.json", guess_file([[50, 20], [50, 40]]))
+    (g / "m_guessing_game_v1_2.json").symlink_to(tmp_path / "unmounted" / "x.json")
+    os.mkfifo(g / "m_guessing_game_v1_3.json")
+    for source, raw, out in (("negotiationarena", "logs", "na"), ("gamabench", "raw", "gama")):
+        assert main(["import", source, str(tmp_path / raw), "--out", str(tmp_path / out)]) == 0
+        report = json.loads((tmp_path / out / "import_report.json").read_text(encoding="utf-8"))
+        assert (report["found"], report["imported"], report["refused_by_category"]) == (3, 1, {"unreadable": 2})
+        reasons = sorted(r for _, r in refused(tmp_path / out).values())
+        assert reasons[0].startswith(f"a link to {tmp_path / 'unmounted'}") and "which does not exist" in reasons[0]
+        assert reasons[1] == "not a regular file (a pipe, a socket or a device)"
+
+
+def test_a_glee_money_of_zero_is_a_bad_parameter(tmp_path: Path) -> None:
+    """A bargaining money or a negotiation price of 0 (or -0.0) was refused as 'unreadable' with a
+    ZeroDivisionError for its reason: the game's own bounds are now checked before any arithmetic."""
+    root = tmp_path / "Data"
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0GOOD0000000001",
+               config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9)), glee_csv(h, rows))
+    for i, money in enumerate((0, -0.0)):
+        write_game(root, "llm_vs_llm", "bargaining", f"G0ZERO{i}000000000",
+                   config("bargaining", {**barg_args(100, 12, delta_1=0.9, delta_2=0.9), "money_to_divide": money}),
+                   glee_csv(h, rows))
+    neg = glee_csv(["product_price", "player", "round", "decision"],
+                   [["8000.0", "Alice", 1, ""], ["", "Bob", 1, "AcceptOffer"]])
+    write_game(root, "llm_vs_llm", "negotiation", "G0ZEROPRICE00002", config("negotiation", neg_args(1.0, 1.0, 0, 30)),
+               neg)
+    assert main(["import", "glee", str(root), "--out", str(tmp_path / "out")]) == 0
+    why = refused(tmp_path / "out")
+    assert len(why) == 3 and all(cat == "bad_parameter" and "parameter money: Input should be greater than 0" in r
+                                 for cat, r in why.values()), why
+
+
+def test_a_glee_offer_that_is_not_finite_is_a_bad_number(tmp_path: Path) -> None:
+    """An accepted offer of 1e400 (or inf) in game.csv was read as no number: GLEE's reading became a game
+    without a deal, imported with payoffs 0 and 0 (a 'source inconsistency'), where importing.md refuses a
+    number that is not finite as bad_number."""
+    root = tmp_path / "Data"
+    cfg = config("bargaining", barg_args(100, 12, delta_1=0.9, delta_2=0.9))
+    h, rows = bargaining_rows([(60, 40)], ["accept"])
+    write_game(root, "llm_vs_llm", "bargaining", "G0GOOD0000000001", cfg, glee_csv(h, rows))
+    for i, x in enumerate(("1e400", "-inf")):
+        write_game(root, "llm_vs_llm", "bargaining", f"G0INF{i}0000000002", cfg,
+                   glee_csv(h, [[x, *rows[0][1:]], *rows[1:]]))
+    assert main(["import", "glee", str(root), "--out", str(tmp_path / "out")]) == 0
+    why = {k.rsplit("/", 1)[-1]: v for k, v in refused(tmp_path / "out").items()}
+    assert why == {"G0INF00000000002": ("bad_number", "not a readable bargaining game (game.csv column alice_gain: "
+                                                      "'1e400' is not a finite number)"),
+                   "G0INF10000000002": ("bad_number", "not a readable bargaining game (game.csv column alice_gain: "
+                                                      "'-inf' is not a finite number)")}

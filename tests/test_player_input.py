@@ -137,6 +137,35 @@ def test_human_input_that_is_not_text_is_a_rule_break(arena: SimpleNamespace, tm
     assert _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))[0] == 0
 
 
+def test_a_file_saved_with_a_byte_order_mark_plays_its_first_reply_first(arena: SimpleNamespace, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """An editor's UTF-8 file begins with a BOM (U+FEFF): the first line was then no JSON line, so it was read
+    with the next one as one reply and judged as the second: round 1 played 6 instead of 5, round 2 nothing.
+    CRLF line ends and a last reply without its line end read as typed too."""
+    cfg = _guessing_human(arena, tmp_path)
+    script = tmp_path / "replies.txt"
+    script.write_bytes(b'\xef\xbb\xbf{"chosen_number": 5}\r\n{"chosen_number": 6}')
+    out = tmp_path / "o"
+    code, _, err = _cli(capsys, "run", str(cfg), "--out", str(out), "--human-input", str(script), "--quiet")
+    assert code == 0, err
+    mine = [d for d in _lines(out / "decisions.jsonl") if d["label"] == "me"]
+    assert [(d["round"], d["action"], d["response"]) for d in mine] == [
+        (0, 5, '{"chosen_number": 5}'), (1, 6, '{"chosen_number": 6}')]
+
+
+def test_a_line_that_begins_with_a_json_object_is_one_reply() -> None:
+    """``{"chosen_number": 5}  # first`` (or the object with a stray NUL after it) was no JSON line, so the next
+    reply's line joined it and the pair was judged as the second's number, a round early."""
+    from econarena.agents.human import read_reply
+
+    for tail in ("  # first", "\x00", " // my guess", ", I think"):
+        stream = io.StringIO(f'{{"chosen_number": 5}}{tail}\n{{"chosen_number": 6}}\n')
+        assert read_reply(stream) == f'{{"chosen_number": 5}}{tail}' and read_reply(stream) == '{"chosen_number": 6}'
+    stream = io.StringIO('I pick\n{"chosen_number": 5}\n\n{\n "chosen_number": 6\n}\n\n')  # replies over lines
+    assert read_reply(stream) == 'I pick\n{"chosen_number": 5}'
+    assert read_reply(stream) == '{\n "chosen_number": 6\n}'
+
+
 # ---- 2. keys the reader cannot tell apart ----
 
 @pytest.mark.parametrize("reply", [
@@ -145,11 +174,27 @@ def test_human_input_that_is_not_text_is_a_rule_break(arena: SimpleNamespace, tm
     '{"decision": "propose", "decision": "reject", "message": ""}',  # the same key twice: JSON keeps the last
     '{"decision": "reject", "message": "a", "MESSAGE": "b"}',
     '```json\n{"decision": "propose", "message": "", "decision": "propose"}\n```',  # even when both agree
+    # keys a reader takes for "decision": fullwidth letters, a zero-width space, a soft hyphen, a ligature
+    '{"decision": "propose", "\uff44\uff45\uff43\uff49\uff53\uff49\uff4f\uff4e": "reject", "message": ""}',
+    '{"decision": "propose", "deci\u200bsion": "reject", "message": ""}',
+    '{"decision": "propose", "deci\u00adsion": "reject", "message": ""}',
+    '{"decision": "propose", "message": "", "\ufb01eld": 1, "mess\u200dage": "x"}',
 ])
 def test_two_keys_for_one_field_are_ambiguous(reply: str) -> None:
     j = judge_reply(DECISION, reply)
     assert j.violation == "parse_error" and "ambiguous" in (j.detail or ""), j
     assert j.action is None
+
+
+def test_a_key_is_read_as_unicode_reads_it() -> None:
+    """A zero-width space or fullwidth letters in a key made it another key, left alone beside the real one
+    (the reply read as "propose" whatever the look-alike said); alone, such a key is the field. A distinct
+    letter (Turkish dotless i) stays another key."""
+    for key in ("deci\u200bsion", "\uff24\uff25\uff23\uff29\uff33\uff29\uff2f\uff2e", "de\u00adcision"):
+        j = judge_reply(DECISION, json.dumps({key: "reject", "message": ""}))
+        assert j.valid and j.action == {"decision": "reject", "message": ""}, (key, j)
+    j = judge_reply(DECISION, '{"dec\u0131sion": "reject", "decision": "propose", "message": ""}')
+    assert j.valid and j.action["decision"] == "propose" and j.extras == {"dec\u0131sion": "reject"}
 
 
 def test_inside_an_allocation_too_and_unread_keys_are_left_alone() -> None:

@@ -215,7 +215,8 @@ def test_a_run_log_is_parsed_once_while_it_is_unchanged(tmp_path: Path, arena, m
 # ---- finding the JSON in a reply --------------------------------------------------------------------
 
 def _extract_by_characters(text: str) -> Any:
-    """The reply scanner as it was, one character at a time: the reference the faster one must equal."""
+    """The reply scanner one character at a time, every balanced span compared with every object the
+    fallback decodes: the reference the faster one must equal."""
     from econarena.games.fields import _DECODER, FALLBACK_ATTEMPTS, _fenced_blocks, _loads
 
     if not text:
@@ -224,7 +225,7 @@ def _extract_by_characters(text: str) -> Any:
         obj = _loads(block)
         if obj is not None:
             return obj
-    candidates, depth, start, in_str, escape = [], 0, -1, False, False
+    candidates, opened, spans, in_str, escape = [], [], [], False, False
     for i, ch in enumerate(text):
         if in_str:
             if escape:
@@ -234,15 +235,14 @@ def _extract_by_characters(text: str) -> Any:
             elif ch == '"':
                 in_str = False
             continue
-        if ch == '"' and depth > 0:
+        if ch == '"' and opened:
             in_str = True
         elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
+            opened.append(i)
+        elif ch == "}" and opened:
+            start = opened.pop()
+            spans.append((start, i))
+            if not opened:
                 candidates.append(text[start:i + 1])
     for cand in reversed(candidates):
         obj = _loads(cand)
@@ -256,7 +256,8 @@ def _extract_by_characters(text: str) -> Any:
             obj, end = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             continue
-        if isinstance(obj, dict) and (best is None or end > best[0]):
+        inside = any(a < start and b > end - 1 for a, b in spans)  # part of a balanced {...} that is no JSON
+        if isinstance(obj, dict) and (best is None or end > best[0]) and not inside:
             best = (end, obj)
     return best[1] if best else None
 
@@ -267,7 +268,31 @@ def test_the_reply_scanner_finds_what_a_character_by_character_scan_finds() -> N
     rng = random.Random(11)
     pieces = ['{"answer": 7}', '{"a": "x\\\\"}', '"', "\\", "\\\\", '\\"', "{", "}", "{}", "```", "```json\n",
               '{"bid": 3, "why": "{not} \\"me\\""}', "I think", " ", "\n", "é", '{"k": [1, {"n": null}]}', ":",
-              ",", "'", "NaN", '{"x": 1e999}', "reason: {", "}}", "{{"]
+              ",", "'", "NaN", '{"x": 1e999}', "reason: {", "}}", "{{", ",}", '{"n": {"answer": 2},}']
     for _ in range(20000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
         assert repr(extract_json(text)) == repr(_extract_by_characters(text)), text
+
+
+def test_a_payoff_or_metric_that_is_not_finite_is_named_not_dropped(tmp_path: Path, arena: Any, capsys: Any) -> None:
+    """A hand-edited runs.jsonl with a payoff of NaN (or a metric of Infinity) was read as a missing number:
+    the label's mean payoff was taken over the other runs without a word. Summary and report stop with exit 2
+    naming the file, the line and the value; resume moves the line aside like any unreadable one."""
+    from econarena.cli import main
+
+    out = tmp_path / "o"
+    arena.run_experiment(arena.experiment_dict("guessing_game", [{"agent": "random"}, {"agent": "rational"}],
+                                               sessions=2, seed=1), out)
+    lines = (out / RUNS).read_text(encoding="utf-8").splitlines()
+    for edit, shown in (("payoffs", "'payoffs' holds nan"), ("metrics", "metric 'x' is inf")):
+        first = json.loads(lines[0])
+        if edit == "payoffs":
+            first["payoffs"][0] = float("nan")
+        else:
+            first["metrics"] = {**(first.get("metrics") or {}), "x": float("inf")}
+        (out / RUNS).write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+        for argv in (["summary", str(out)], ["report", str(out), "--out", str(tmp_path / "rep"), "--boot", "20"]):
+            capsys.readouterr()
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert f"{out / RUNS}: line 1: not a runs record: {shown}" in err and "Traceback" not in err, err

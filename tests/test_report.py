@@ -271,3 +271,20 @@ def test_bad_prices_file_is_a_clear_error(corpus: list[Path], tmp_path: Path, ca
         assert main(["report", str(corpus[0]), "--out", str(tmp_path / "rep"), "--prices", prices]) == 2
         assert "--prices" in capsys.readouterr().err
     assert main(["suite", str(tmp_path), "--prices", str(bad)]) == 2
+
+
+def test_a_label_that_reads_as_tex_is_drawn_as_text(tmp_path: Path, capsys) -> None:
+    """Model names from other people's files (here NegotiationArena logs) go into every figure: "$\\frac{"
+    made matplotlib's mathtext raise, and the whole report stopped with a traceback (exit 1)."""
+    from test_na_import import gift, ult, write_logs
+
+    names = ("$\\frac{1}{$ x", "a$b$_^{c")
+    write_logs(tmp_path / "logs", {f"u/{i}": ult(names, ("NONE", gift(30 + i), "x"), ("ACCEPT", "NONE", "ok"))
+                                   for i in range(2)})
+    assert main(["import", "negotiationarena", str(tmp_path / "logs"), "--out", str(tmp_path / "na")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "na"), "--out", str(tmp_path / "rep"), "--boot", "20",
+                 "--transcripts", "0"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    svgs = [p.read_text(encoding="utf-8") for p in (tmp_path / "rep" / "figures").glob("*.svg")]
+    assert svgs and any("frac{1}{$ x" in s for s in svgs)  # the name as typed (svg.fonttype none keeps text)

@@ -216,3 +216,41 @@ def test_merge_says_a_killed_shard_stopped_and_a_live_one_still_runs(tmp_path: P
     err = capsys.readouterr().err
     assert f"shard 2/2 ({killed}) is still running (PID {os.getpid()} on " in err, err
     assert "sbatch --dependency=afterok:JOBID" in err and not (tmp_path / "m" / "manifest.json").exists()
+
+
+def test_a_report_over_shards_and_their_merge_counts_each_game_once(tmp_path: Path, arena: Any, capsys: Any) -> None:
+    """The layout the docs show keeps shards beside their merge (runs/s1, runs/s2, runs/m): a report over the
+    folder counted every game twice (8 runs for 4 games). Each run is counted once, whatever the order of
+    the directories, with a warning; a lone shard is named as part of an experiment; a directory sharing
+    some runs with another and holding others too stops the report (exit 2), naming both."""
+    pd = pytest.importorskip("pandas")
+    from econarena.cli import main
+
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(arena.experiment_dict("guessing_game", [{"agent": "random"}, {"agent": "rational"}],
+                                                        sessions=4, seed=2)))
+    runs = tmp_path / "runs"
+    for k in (1, 2):
+        assert main(["run", str(toml), "--out", str(runs / f"s{k}"), "--quiet", "--shard", f"{k}/2"]) == 0
+    assert main(["merge", str(runs / "s1"), str(runs / "s2"), "--out", str(runs / "m"), "--quiet"]) == 0
+
+    def report(*dirs: Path) -> tuple[int, str]:
+        capsys.readouterr()
+        rep = tmp_path / "rep"
+        code = main(["report", *map(str, dirs), "--out", str(rep), "--boot", "20", "--transcripts", "0"])
+        err = capsys.readouterr().err
+        return (len(pd.read_parquet(rep / "runs.parquet")) if code == 0 else -1), err
+
+    n, err = report(runs)
+    assert n == 4 and err.count("counted once") == 2 and f"{runs / 's1'}: every run in it is also in" in err
+    n, err = report(runs / "s2", runs / "m")  # the shard first: the merge is kept all the same
+    assert n == 4 and f"{runs / 's2'}: every run in it is also in {runs / 'm'}" in err
+    n, err = report(runs / "s1", runs / "s2")
+    assert n == 4 and "warning" not in err
+    n, err = report(runs / "s1")
+    assert n == 2 and "is shard 1/2 of its experiment, and only shard(s) 1 of 2 are read" in err
+    extra = json.loads((runs / "s1" / "runs.jsonl").read_text().splitlines()[0])
+    with (runs / "s1" / "runs.jsonl").open("a") as fh:  # a run the merge does not hold
+        fh.write(json.dumps({**extra, "session": 9}) + "\n")
+    n, err = report(runs / "m", runs / "s1")
+    assert n == -1 and f"{runs / 's1'} holds 2 of the runs of {runs / 'm'}" in err and "Traceback" not in err

@@ -147,3 +147,19 @@ def test_report_renders_transcripts(talk_dir: Path, tmp_path: Path, monkeypatch:
     pink = (abs(rgb[..., 0] - 0xfb / 255) < 0.02) & (abs(rgb[..., 1] - 0xef / 255) < 0.02) & \
         (abs(rgb[..., 2] - 0xf2 / 255) < 0.02)
     assert pink.sum() > 500
+
+
+def test_a_message_cannot_reorder_the_turn_around_it() -> None:
+    """A message ending in a right-to-left override (U+202E) reordered what followed it in the turn: in
+    Chromium the closing quote moved past the harness's offer, which then read as part of the player's
+    words. Each player text (message, name) and each structured part is its own bidi island."""
+    from econarena.analysis.transcripts import CSS
+
+    log = [{"round": 0, "actions": [None, None],
+            "events": {"say": {"player": 0, "message": "deal\u202e", "offer": 6000}}}]
+    page = transcript_html(log, ["Ali\u202ece", "Bob"], ())
+    assert "<span class='msg'>&ldquo;deal\u202e&rdquo;</span><span class='act'>offer: 6000</span>" in page
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", CSS))
+    isolated = {sel.strip() for sels, body in rules.items() if "unicode-bidi:isolate" in body
+                for sel in sels.split(",")}
+    assert {".transcript .msg", ".transcript .who", ".transcript .act"} <= isolated

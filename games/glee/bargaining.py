@@ -417,6 +417,8 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
     da, db = R.delta(config, 0), R.delta(config, 1)
     params = {"money": money, "delta_alice": da, "delta_bob": db, "max_rounds": R.horizon(raw_max, INFINITE),
               "complete_information": ci, "messages_allowed": ma}
+    # our bounds before any arithmetic: a money or price of 0 is a bad parameter, not a division by zero
+    checked = BargainingParams(**{**params, "max_rounds": min(raw_max, 200)})
     names = R.public_names(config)
     keys = (f"{names[0].lower()}_gain", f"{names[1].lower()}_gain")
     if not rows:
@@ -443,7 +445,7 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
     recorded["payoff"] = list(pay)
     recorded["winners"] = [i for i in (0, 1) if pay[i] == max(pay)] if deal and max(pay) > 0 else []
     # our replay of the same rows
-    setup = game.setup(BargainingParams(**{**params, "max_rounds": min(raw_max, 200)}), 2, np.random.default_rng(0))
+    setup = game.setup(checked, 2, np.random.default_rng(0))
     state = game.initial_state(setup)
     log: list[dict[str, Any]] = []
     causes: set[str] = set()

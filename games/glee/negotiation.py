@@ -351,6 +351,8 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
     ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
     params = {"money": money, "seller_value": fa, "buyer_value": fb, "max_rounds": R.horizon(raw_max, INFINITE),
               "complete_information": ci, "messages_allowed": ma}
+    # our bounds before any arithmetic: a money or price of 0 is a bad parameter, not a division by zero
+    checked = NegotiationParams(**{**params, "max_rounds": min(raw_max, 200)})
     names = R.public_names(config)
     if not rows:
         raise ValueError("game.csv has no rows")
@@ -380,8 +382,7 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
     if (messages > decisions and messages > 1) or (not human and decisions > played):
         causes.add("glee_cleaning_drop")
     # our replay of the same rows
-    setup = game.setup(NegotiationParams(**{**params, "max_rounds": min(raw_max, 200)}), 2,
-                       np.random.default_rng(0))
+    setup = game.setup(checked, 2, np.random.default_rng(0))
     state = game.initial_state(setup)
     log: list[dict[str, Any]] = []
     error = None

@@ -77,7 +77,9 @@ def message(row: Mapping[str, Any], human: bool) -> str | None:
 
 
 def number(row: Mapping[str, Any], key: str) -> float | None:
-    """A money cell: ``60.0``, ``60``, ``$1,000``; None when empty or not a finite number."""
+    """A money cell: ``60.0``, ``60``, ``$1,000``; None when empty or not a number. A number that is not
+    finite (``inf``, ``1e400``) is :class:`ForeignValue` ``bad_number``: read as no number, an accepted offer
+    of ``1e400`` made GLEE's reading a game without a deal (payoffs 0 and 0)."""
     text = cell(row, key)
     if text is None:
         return None
@@ -85,7 +87,9 @@ def number(row: Mapping[str, Any], key: str) -> float | None:
         x = float(text.replace("$", "").replace(",", "").strip())
     except ValueError:
         return None
-    return x if math.isfinite(x) else None
+    if not math.isfinite(x):
+        raise ForeignValue("bad_number", f"game.csv column {key}: {text[:40]!r} is not a finite number")
+    return x
 
 
 def as_bool(v: Any, key: str) -> bool:
