@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import socket
 import sys
@@ -125,12 +126,18 @@ _LONG_NUMBER = b"0" * 19
 def loads_line(line: bytes) -> Any:
     """One JSON line as the standard library reads it (orjson where that gives the same value); raises
     ValueError (or RecursionError) when the line is not JSON."""
+    return _loads(line)[0]
+
+
+def _loads(line: bytes) -> tuple[Any, bool]:
+    """:func:`loads_line`, and whether the standard library read it (only such a line can hold NaN or an
+    infinite number: orjson refuses those tokens and overflowing numbers)."""
     if _LONG_NUMBER not in line.translate(_DIGITS):
         try:
-            return orjson.loads(line)
+            return orjson.loads(line), False
         except orjson.JSONDecodeError:
             pass  # NaN/Infinity tokens, 1e999, lone surrogates, deep nesting, bad UTF-8: the stdlib decides
-    return json.loads(line.decode("utf-8", "surrogateescape"))
+    return json.loads(line.decode("utf-8", "surrogateescape")), True
 
 
 class LogError(ValueError):
@@ -197,22 +204,30 @@ def _text(line: bytes) -> str:
 def _parse(path: Path, data: bytes | None = None) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine]]:
     """Each line of a log (of ``data`` when given, the file's bytes): (line number, the line, its record or
     a BadLine for a line that is not JSON or torn by a kill)."""
+    for number, line, rec, _ in _parse_flagged(path, data):
+        yield number, line, rec
+
+
+def _parse_flagged(path: Path, data: bytes | None = None
+                   ) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine, bool]]:
+    """:func:`_parse`, each line with whether the standard library had to read it."""
     if data is None and not path.exists():
         return
     with (path.open("rb") if data is None else io.BytesIO(data)) as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 if line.strip():
-                    yield number, line, BadLine(number, _text(line), "torn last line (the process died mid-write)")
+                    torn = BadLine(number, _text(line), "torn last line (the process died mid-write)")
+                    yield number, line, torn, False
                 return
             if line.isspace():
                 continue
             try:
-                rec = loads_line(line)
+                rec, slow = _loads(line)
             except (ValueError, RecursionError):
-                yield number, line, BadLine(number, _text(line.rstrip(b"\r\n")), "not JSON")
+                yield number, line, BadLine(number, _text(line.rstrip(b"\r\n")), "not JSON"), False
                 continue
-            yield number, line, rec
+            yield number, line, rec, slow
 
 
 def _scan(path: Path, kind: str | None) -> Iterator[dict[str, Any] | BadLine]:
@@ -285,6 +300,47 @@ def iter_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
                            "(run --resume moves such lines to a .discarded.jsonl file)")
         skipped.append(x.number)
     if skipped and warn:
+        shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
+        print(f"econarena: warning: {path}: skipped {len(skipped)} unreadable line(s): {shown}", file=sys.stderr)
+
+
+def _nonfinite(x: Any, where: str = "") -> str | None:
+    """The path of the first NaN or infinite number in ``x`` (``payoffs[1]``, ``metrics.efficiency``)."""
+    if isinstance(x, float):
+        return None if math.isfinite(x) else where or "(the record)"
+    if isinstance(x, dict):
+        for k, v in x.items():
+            found = _nonfinite(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            found = _nonfinite(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def iter_records(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each usable line, one line in memory at a time (never cached: a reader
+    that streams a study must not hold its log), as the analysis reads: a torn last line is skipped, a
+    line that is not JSON is skipped and reported on stderr with its number, and a record of the wrong
+    shape, or holding NaN or Infinity (which econarena never writes: a non-finite number is written as
+    null), raises :class:`LogError` naming the file, the line and the key, never averaged in silence."""
+    skipped: list[int] = []
+    for number, _line, x, slow in _parse_flagged(path):
+        if isinstance(x, BadLine):
+            if not x.why.startswith("torn"):
+                skipped.append(number)
+            continue
+        problem = record_problem(x, kind)
+        if problem is None and slow and (where := _nonfinite(x)):
+            problem = f"'{where}' is not a finite number (NaN or Infinity)"
+        if problem is not None:
+            raise LogError(f"{path}: line {number}: not a {kind} record: {problem}; fix or delete the line "
+                           "(run --resume moves such lines to a .discarded.jsonl file)")
+        yield number, x
+    if skipped:
         shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
         print(f"econarena: warning: {path}: skipped {len(skipped)} unreadable line(s): {shown}", file=sys.stderr)
 

@@ -28,7 +28,6 @@ leave opponents out: they play the equilibrium by construction.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -37,18 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..games import GAMES
 from ..games.base import GameInfo
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_jsonl, json_text, read_jsonl, run_key
-from .metrics import broke
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from ..rundir import CONFIG, RUNS
 
 SETTING_COLUMNS = ["run_dir", "experiment", "game", "environment", "history", "prompt", "group"]
 GROUPS = ("L", "M", "H")
@@ -111,60 +103,16 @@ def _scale_group(game: str, scale: float | None) -> str | None:
     return "L" if scale < 100 else "M" if scale < 1000 else "H"
 
 
-def _mean(x: Any) -> float:
-    if isinstance(x, (list, tuple)):
-        vals = [float(v) for v in x if v is not None]
-        return float(np.mean(vals)) if vals else math.nan
-    return float(x) if x is not None else math.nan
-
-
-def _scale(game: str, params: dict[str, Any]) -> float:
-    """The size of the game's numbers: the setup key the game declares as its stakes."""
-    info = _info(game)
-    key = info.stakes_key if info is not None else None
-    return _mean(params.get(key)) if key else math.nan
-
-
-def _action_scale(game: str, run: dict[str, Any], params: dict[str, Any], seat: int) -> float:
-    """What normalises a seat's action in figures: the game's ``scale_key`` (a number or per seat)."""
-    info = _info(game)
-    key = info.scale_key if info is not None else None
-    if key is None:
-        return math.nan
-    value = params.get(key)
-    if isinstance(value, list):
-        return _f(_at(value, seat))
-    return _f(value)
-
-
-def _f(x: Any) -> float:
-    try:
-        return float(x) if x is not None else math.nan
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _at(seq: Any, i: int) -> Any:
-    return seq[i] if isinstance(seq, (list, tuple)) and i < len(seq) else seq
-
-
-def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], list[dict], list[dict]]:
-    cfg = tomllib.loads((path / CONFIG).read_text(encoding="utf-8"))
-    exp = cfg.get("experiment", {})
-    try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        manifest = {}
-    runs = read_jsonl(path / RUNS, kind="runs", strict=True)
+def experiment_row(d: Any, scale: float, complete: int, incomplete: int) -> dict[str, Any]:
+    """The ``experiments`` row of a scanned directory (``analysis/scan.py``'s ``Dir``): its settings, its
+    configuration group, its run counts, and ``part`` ("shard K of N" when read without its siblings)."""
+    exp, path = d.exp, d.path
     game = exp.get("game", "")
-    complete = [r for r in runs if r.get("complete", True)]
-    scales = [_scale(game, r.get("params") or {}) for r in complete]
-    scale = float(np.nanmedian(scales)) if scales and not all(math.isnan(s) for s in scales) else math.nan
     group, source = exp.get("group"), "config"
     if group not in GROUPS:
         m = _GROUP_IN_NAME.search(exp.get("name", path.name))
         group, source = (m.group(1), "name") if m else (_scale_group(game, scale), "scale")
-    info = {
+    return {
         "run_dir": str(path),
         "experiment": exp.get("name", path.name),
         "game": game,
@@ -179,23 +127,36 @@ def _read_dir(path: Path, messages: bool) -> tuple[dict[str, Any], list[dict], l
         "max_history": int(exp.get("max_history", 0)),
         "players_per_game": int(exp.get("players_per_game", 0)),
         "seed": exp.get("seed"),
-        "status": manifest.get("status", "unknown"),
-        "runs_complete": len(complete),
-        "runs_incomplete": len(runs) - len(complete),
+        "status": d.manifest.get("status", "unknown"),
+        "runs_complete": complete,
+        "runs_incomplete": incomplete,
         "description": exp.get("description", ""),
+        "part": d.part,
+        "duplicates": d.duplicates,
     }
-    keys = {run_key(r) for r in complete}
-    decisions = []
-    for d in iter_jsonl(path / DECISIONS, kind="decisions", strict=True):  # a line at a time: the prompts
-        if run_key(d) in keys:  # are most of the log and are dropped as they come
-            if not messages:
-                d.pop("messages", None)
-            decisions.append(d)
-    return info, runs, complete, decisions
 
 
-def _cluster(run_dir: str, lineup: str, session: int) -> str:
-    return f"{run_dir}|{lineup}|{session}"
+def study(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False,
+          consumers: Sequence[Any] = ()) -> tuple[Any, Any]:
+    """Scan the run directories once into the columnar store (``analysis/store.py``), feeding ``consumers``
+    on the way: (store, scan). The caller closes the store."""
+    from .scan import scan
+    from .store import Store
+
+    if isinstance(run_dirs, (str, Path)):
+        run_dirs = [run_dirs]
+    dirs = expand_run_dirs(run_dirs)
+    if not dirs:
+        raise FileNotFoundError(f"no run directories (with runs.jsonl and config.toml) in: "
+                                f"{', '.join(map(str, run_dirs))}")
+    store = Store(messages)
+    try:
+        found = scan(dirs, [store, *consumers])
+        store.finish()
+    except BaseException:
+        store.close()
+        raise
+    return store, found
 
 
 def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False) -> Frames:
@@ -203,111 +164,17 @@ def load(run_dirs: str | Path | Sequence[str | Path], *, messages: bool = False)
 
     ``messages=True`` keeps the prompt messages in ``decisions`` (as JSON text); they are large, so off by
     default. Only complete runs enter ``players`` and ``decisions``; ``runs`` keeps every run with its
-    ``complete`` flag.
+    ``complete`` flag. A run met twice (a shard beside its merge) counts once, with a warning on stderr.
+    The frames hold the whole study in memory: the report does not use them for the families' data
+    (``analysis/store.py`` answers by aggregate).
     """
-    if isinstance(run_dirs, (str, Path)):
-        run_dirs = [run_dirs]
-    dirs = expand_run_dirs(run_dirs)
-    if not dirs:
-        raise FileNotFoundError(f"no run directories (with runs.jsonl and config.toml) in: "
-                                f"{', '.join(map(str, run_dirs))}")
-    exp_rows, run_rows, player_rows, dec_rows = [], [], [], []
-    for path in dirs:
-        info, runs, complete, decisions = _read_dir(path, messages)
-        exp_rows.append(info)
-        setting = {k: info[k] for k in SETTING_COLUMNS}
-        tokens: dict[tuple[str, int, int, int], list[float]] = {}
-        structured: dict[tuple[str, int, int, int], str] = {}  # a player-run's mode, if constrained
-        for d in decisions:
-            k = (*run_key(d), int(d["player"]))
-            if d.get("structured") not in (None, "off"):
-                structured[k] = d["structured"]
-            acc = tokens.setdefault(k, [0, 0, 0, 0, 0.0])
-            acc[0] += 1
-            acc[1] += d.get("violation") is not None
-            acc[2] += d.get("tokens_in") or 0
-            acc[3] += d.get("tokens_out") or 0
-            acc[4] += d.get("latency_s") or 0.0
-        for r in runs:
-            lineup, session, run = run_key(r)
-            params = r.get("params") or {}
-            run_rows.append({
-                **setting, "lineup": lineup, "session": session, "run": run,
-                "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
-                "complete": bool(r.get("complete", True)), "void": bool(r.get("void", False)),
-                "rounds": r.get("rounds"), "n_players": len(r.get("labels", [])),
-                "scale": _scale(info["game"], params), "params": json.dumps(params, sort_keys=True),
-            })
-        for r in complete:
-            lineup, session, run = run_key(r)
-            params = r.get("params") or {}
-            winners = set(r.get("winners") or [])
-            n = len(r["labels"])
-            for i, label in enumerate(r["labels"]):
-                agent = _at(r.get("agents"), i)
-                role = "opponent" if info["environment"] == "rational" and label != lineup else "player"
-                scale = _action_scale(info["game"], r, params, i)
-                valid = bool(r["valid"][i])
-                # a rule break: no action to plot (an English-auction breaker's exit price is not a choice),
-                # no deviation, and a scored payoff of 0 (see analysis/metrics.py)
-                action = _f(_at(r.get("actions"), i)) if valid else math.nan
-                ne_action = _f(_at(r.get("ne_actions"), i))
-                dec = tokens.get((lineup, session, run, i), [0, 0, 0, 0, 0.0])
-                player_rows.append({
-                    **setting, "lineup": lineup, "session": session, "run": run,
-                    "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
-                    "seat": i, "label": label, "agent": agent, "model": _at(r.get("models"), i),
-                    "role": role, "n_players": n,
-                    "action": action, "ne_action": ne_action,
-                    "scale": scale,
-                    "action_norm": action / scale if scale else math.nan,
-                    "ne_action_norm": ne_action / scale if scale else math.nan,
-                    "valid": valid, "broke": broke(r, i),
-                    "payoff": _f(r["payoffs"][i]) if valid else 0.0, "game_payoff": _f(r["payoffs"][i]),
-                    "ne_payoff": _f(_at(r.get("ne_payoffs"), i)),
-                    "deviation": _f(r["deviation"][i]) if valid else math.nan, "win": i in winners,
-                    "void": bool(r.get("void")),
-                    "private_value": _f(_at(r.get("private_values"), i)),
-                    "assets": _f(_at(params.get("assets"), i)),
-                    "decisions": dec[0], "violations": dec[1], "tokens_in": dec[2], "tokens_out": dec[3],
-                    "latency_s": dec[4], "structured": structured.get((lineup, session, run, i)),
-                })
-        for d in decisions:
-            lineup, session, run = run_key(d)
-            label = d.get("label")
-            dec_rows.append({
-                **setting, "lineup": lineup, "session": session, "run": run, "round": d.get("round"),
-                "cluster": _cluster(info["run_dir"], lineup, session), "stratum": f"{info['run_dir']}|{lineup}",
-                "player": d.get("player"), "label": label, "agent": d.get("agent"), "model": d.get("model"),
-                "role": "opponent" if info["environment"] == "rational" and label != lineup else "player",
-                "template": d.get("template"), "response": d.get("response"),
-                "action": json_text(d.get("action")), "valid": bool(d.get("valid")),
-                "violation": d.get("violation"), "detail": d.get("detail"),
-                "latency_s": _f(d.get("latency_s")), "tokens_in": _f(d.get("tokens_in")),
-                "tokens_out": _f(d.get("tokens_out")), "cached": bool(d.get("cached")), "error": d.get("error"),
-                "structured": d.get("structured"),
-                **({"messages": json.dumps(d.get("messages"))} if messages else {}),
-            })
-    players = pd.DataFrame(player_rows, columns=_PLAYER_COLUMNS)
-    runs_df = pd.DataFrame(run_rows, columns=_RUN_COLUMNS)
-    dec_cols = _DECISION_COLUMNS + (["messages"] if messages else [])
-    decisions_df = pd.DataFrame(dec_rows, columns=dec_cols)
-    for df in (players, runs_df, decisions_df):
-        for col in ("session", "run"):
-            df[col] = df[col].astype("int64")
-    return Frames(players, runs_df, decisions_df, pd.DataFrame(exp_rows), [str(d) for d in dirs])
-
-
-_PLAYER_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "seat", "label", "agent",
-                   "model", "role", "n_players", "action", "ne_action", "scale", "action_norm", "ne_action_norm",
-                   "valid",
-                   "broke", "payoff", "game_payoff", "ne_payoff", "deviation", "win", "void", "private_value", "assets",
-                   "decisions", "violations", "tokens_in", "tokens_out", "latency_s", "structured"]
-_RUN_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "cluster", "stratum", "complete", "void", "rounds",
-                "n_players", "scale", "params"]
-_DECISION_COLUMNS = [*SETTING_COLUMNS, "lineup", "session", "run", "round", "cluster", "stratum", "player", "label",
-                     "agent", "model", "role", "template", "response", "action", "valid", "violation", "detail",
-                     "latency_s", "tokens_in", "tokens_out", "cached", "error", "structured"]
+    store, found = study(run_dirs, messages=messages)
+    try:
+        for w in found.warnings:
+            print(f"econarena: warning: {w}", file=sys.stderr)
+        return store.frames()
+    finally:
+        store.close()
 
 
 def export(frames: Frames, out: str | Path) -> list[Path]:

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .load import SETTING_COLUMNS, Frames
-from .stats import N_BOOT, Estimate, Sums, bootstrap_ratio, cluster_sums
+from .stats import N_BOOT, Estimate, Sums, bootstrap_many, bootstrap_ratio, cluster_sums
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,21 @@ def estimate(df: pd.DataFrame, metric: str, *, n_boot: int = N_BOOT, seed: int =
     return bootstrap_ratio(sums_of(df, metric), n_boot=n_boot, seed=seed, scale=METRICS[metric].scale)
 
 
-def metric_table(frames: Frames, metrics: Sequence[str] = MAIN_METRICS, by: Sequence[str] = (*SETTING_COLUMNS,
+def metric_table(frames: Any, metrics: Sequence[str] = MAIN_METRICS, by: Sequence[str] = (*SETTING_COLUMNS,
                  "label"), *, opponents: bool = False, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
-    """Long table: one row per group of ``by`` and metric, with value, CI, rows and sessions."""
+    """Long table: one row per group of ``by`` and metric, with value, CI, rows and sessions.
+
+    ``frames``: the loaded :class:`Frames`, or the columnar store (``analysis/store.py``), which is read one
+    directory at a time when ``by`` holds ``run_dir`` and ``label`` (the report's table): equal numbers,
+    memory of one directory's rows instead of the study's."""
+    from .store import Store
+
+    if isinstance(frames, Store):
+        if "run_dir" in by and "label" in by and set(by) <= {*SETTING_COLUMNS, "label"}:
+            return _metric_table_store(frames, metrics, by, opponents, n_boot, seed)
+        frames = frames.frames()
     out = []
+    requests: list[tuple[Sums, float]] = []
     for metric in metrics:
         m = METRICS[metric]
         df = rows_for(frames, metric, opponents)
@@ -124,12 +136,105 @@ def metric_table(frames: Frames, metrics: Sequence[str] = MAIN_METRICS, by: Sequ
         for key in sorted(groups, key=lambda k: tuple(map(str, k if isinstance(k, tuple) else (k,)))):
             idx = groups[key]
             key = key if isinstance(key, tuple) else (key,)
-            sums = cluster_sums(num[idx], den[idx], cluster[idx], stratum[idx])
-            e = bootstrap_ratio(sums, n_boot=n_boot, seed=seed, scale=m.scale)
-            out.append({**dict(zip(by, key)), "metric": metric, "value": e.value, "ci_low": e.low,
-                        "ci_high": e.high, "n": e.n, "sessions": e.sessions, "unit": m.unit})
+            requests.append((cluster_sums(num[idx], den[idx], cluster[idx], stratum[idx]), m.scale))
+            out.append({**dict(zip(by, key)), "metric": metric})
+    return _table(out, requests, by, n_boot, seed)
+
+
+def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Sequence[str], n_boot: int,
+           seed: int) -> pd.DataFrame:
+    for row, e in zip(out, bootstrap_many(requests, n_boot=n_boot, seed=seed)):
+        row.update({"value": e.value, "ci_low": e.low, "ci_high": e.high, "n": e.n, "sessions": e.sessions,
+                    "unit": METRICS[row["metric"]].unit})
     cols = [*by, "metric", "value", "ci_low", "ci_high", "n", "sessions", "unit"]
     return pd.DataFrame(out, columns=cols)
+
+
+# The metrics' rows as the engine returns them: the same numerators and denominators as the pandas
+# lambdas above, computed by numpy on a directory's rows in log order.
+_PLAYER_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code, label,
+    dense_rank() OVER (ORDER BY lineup || '|' || CAST(session AS VARCHAR)) AS cluster,
+    dense_rank() OVER (ORDER BY lineup) AS stratum,
+    coalesce(payoff, 'NaN'::DOUBLE) AS payoff, coalesce(ne_payoff, 'NaN'::DOUBLE) AS ne_payoff,
+    coalesce(deviation, 'NaN'::DOUBLE) AS deviation, win::DOUBLE AS win, broke::DOUBLE AS broke
+    FROM players WHERE dir = ? {role} ORDER BY row"""
+_DECISION_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code, label,
+    dense_rank() OVER (ORDER BY lineup || '|' || CAST(session AS VARCHAR)) AS cluster,
+    dense_rank() OVER (ORDER BY lineup) AS stratum,
+    (violation IS NOT NULL)::DOUBLE AS violation,
+    coalesce(violation = 'parse_error', false)::DOUBLE AS parse_error,
+    coalesce(violation = 'schema_error', false)::DOUBLE AS schema_error,
+    coalesce(violation = 'rule_violation', false)::DOUBLE AS rule_violation,
+    coalesce(tokens_in, 'NaN'::DOUBLE) AS tokens_in, coalesce(tokens_out, 'NaN'::DOUBLE) AS tokens_out,
+    coalesce(latency_s, 'NaN'::DOUBLE) AS latency_s
+    FROM decisions WHERE dir = ? {role} ORDER BY row"""
+
+
+def _known(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(x), np.nan, 1.0)
+
+
+def _num_den(metric: str, r: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    one = np.ones(len(r["cluster"]))
+    return {
+        "mean_payoff": lambda: (r["payoff"], one), "mean_ne_payoff": lambda: (r["ne_payoff"], one),
+        "payoff_ratio": lambda: (r["payoff"], r["ne_payoff"]),
+        "mean_deviation": lambda: (r["deviation"], _known(r["deviation"])),
+        "win_rate": lambda: (r["win"], one), "rule_break_rate_pct": lambda: (r["broke"], one),
+        "violations_per_decision_pct": lambda: (r["violation"], one),
+        "parse_error_pct": lambda: (r["parse_error"], one), "schema_error_pct": lambda: (r["schema_error"], one),
+        "rule_violation_pct": lambda: (r["rule_violation"], one),
+        "tokens_in_per_decision": lambda: (r["tokens_in"], _known(r["tokens_in"])),
+        "tokens_out_per_decision": lambda: (r["tokens_out"], _known(r["tokens_out"])),
+        "latency_s_per_decision": lambda: (r["latency_s"], one),
+    }[metric]()
+
+
+def code_sums(num: np.ndarray, den: np.ndarray, cluster: np.ndarray, stratum: np.ndarray) -> Sums:
+    """:func:`cluster_sums` of rows whose sessions and strata come as ranks of their keys (the engine's
+    ``dense_rank`` over the key text): the same sums in the same order, without a key string per row."""
+    keep = ~(np.isnan(num) | np.isnan(den))
+    num, den, cluster, stratum = num[keep], den[keep], cluster[keep], stratum[keep]
+    if len(num) == 0:
+        e = np.zeros(0)
+        return Sums(e, e, e, e.astype(int), e.astype(object))
+    keys, codes = np.unique(cluster, return_inverse=True)
+    k = len(keys)
+    first = np.zeros(k, dtype=int)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]
+    _, scodes = np.unique(stratum[first], return_inverse=True)
+    return Sums(np.bincount(codes, weights=num, minlength=k), np.bincount(codes, weights=den, minlength=k),
+                np.bincount(codes, minlength=k).astype(float), scodes.astype(int), keys)
+
+
+def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], opponents: bool, n_boot: int,
+                        seed: int) -> pd.DataFrame:
+    role = "" if opponents else "AND role <> 'opponent'"
+    entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
+    for i, exp in enumerate(store.experiments):
+        setting = {c: exp[c] for c in SETTING_COLUMNS}
+        for kind, sql in (("players", _PLAYER_SQL), ("decisions", _DECISION_SQL)):
+            r = store.query(sql.format(role=role), [store.dirs[i].index])
+            if not len(r["cluster"]):
+                continue
+            labels = np.asarray(r["label"], dtype=object)
+            codes = np.asarray(r["label_code"])
+            names = {int(c): labels[np.argmax(codes == c)] for c in np.unique(codes)}
+            for metric in metrics:
+                if METRICS[metric].frame != kind:
+                    continue
+                num, den = _num_den(metric, r)
+                for c, label in names.items():
+                    idx = np.flatnonzero(codes == c)
+                    key = {**setting, "label": label}
+                    entries.append((tuple(str(key[b]) for b in by), list(METRICS).index(metric),
+                                    {**{b: key[b] for b in by}, "metric": metric},
+                                    code_sums(num[idx], den[idx], np.asarray(r["cluster"])[idx],
+                                              np.asarray(r["stratum"])[idx])))
+    order = [metric for metric in metrics]
+    entries.sort(key=lambda e: (order.index(e[2]["metric"]), e[0]))
+    return _table([e[2] for e in entries], [(e[3], METRICS[e[2]["metric"]].scale) for e in entries], by, n_boot,
+                  seed)
 
 
 def wide(table: pd.DataFrame, index: Sequence[str], digits: int = 3, ci: bool = True) -> pd.DataFrame:

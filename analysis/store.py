@@ -1,0 +1,335 @@
+"""The study as columnar tables in an embedded engine (DuckDB): what ``load`` held as pandas frames, written
+as the logs are read and queried by aggregate, so a report's memory does not grow with its games.
+
+Why DuckDB (measured on the 57,600-game GLEE bargaining grid and ten copies of its players table, 2 shared
+cores; README, Performance): reading the JSON lines stays with orjson (``rundir.iter_records``: 1.4 s for
+the 99 MB ``runs.jsonl`` at 13 MB, against DuckDB's ``read_json`` 1.8 s at 276 MB, Polars' ``scan_ndjson``
+3.3 s at 198 MB, and pyarrow's reader, which refuses a column that holds a number in one game and text in
+another); the rows go in as Arrow batches, and DuckDB holds them on disk in a temporary database with a
+memory limit, joins the decisions' counts to the player-runs, orders and groups out of core and writes the
+parquet exports with ``COPY`` (never a whole table in Python). Polars' streaming engine and pyarrow's
+datasets answered the same queries in similar time, but neither spills a join or a sort to disk under a
+limit as DuckDB does, and the queries read as the definitions (``analysis/tables.py``).
+
+Exact results stay exact: sums whose order changes the last bit (a session's sums, a mean latency) are
+never left to the engine; it returns a group's rows in log order and numpy adds them as the pandas code
+did (``tests/test_analysis_golden.py`` pins every number).
+
+Tables (internal; the exports add the setting columns and the sessions' keys):
+- ``dirs``: one row per run directory (``dir`` index and the setting columns);
+- ``players``: one row per player and complete run (see ``analysis/load.py`` for the columns);
+- ``runs``: one row per run record kept (complete or not);
+- ``decisions``: one row per decision of a complete run (the prompts' messages left out).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..games import GAMES
+from ..rundir import json_text
+from .metrics import broke
+from .scan import Base, Dir
+
+BATCH = 20_000  # rows per Arrow batch handed to the engine
+MEMORY_LIMIT = "256MB"
+
+_PLAYER_TYPES = {
+    "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "seat": "int64",
+    "label": "string", "agent": "string", "model": "string", "role": "string", "n_players": "int64",
+    "action": "float64", "ne_action": "float64", "scale": "float64", "action_norm": "float64",
+    "ne_action_norm": "float64", "valid": "bool", "broke": "bool", "payoff": "float64", "game_payoff": "float64",
+    "ne_payoff": "float64", "deviation": "float64", "win": "bool", "void": "bool", "private_value": "float64",
+    "assets": "float64",
+}
+_RUN_TYPES = {
+    "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "complete": "bool",
+    "void": "bool", "rounds": "int64", "n_players": "int64", "scale": "float64", "params": "string",
+}
+_DECISION_TYPES = {
+    "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "round": "int64",
+    "player": "int64", "label": "string", "agent": "string", "model": "string", "role": "string",
+    "template": "string", "response": "string", "action": "string", "valid": "bool", "violation": "string",
+    "detail": "string", "latency_s": "float64", "tokens_in": "float64", "tokens_out": "float64", "cached": "bool",
+    "error": "string", "structured": "string",
+}
+_SQL = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR", "float64": "DOUBLE", "bool": "BOOLEAN"}
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x) if x is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _at(seq: Any, i: int) -> Any:
+    return seq[i] if isinstance(seq, (list, tuple)) and i < len(seq) else seq
+
+
+def _text(x: Any) -> str | None:
+    return x if x is None or isinstance(x, str) else json_text(x)
+
+
+def _int(x: Any) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def stakes(game: str, params: dict[str, Any]) -> float:
+    """The size of the game's numbers: the mean of the setup key the game declares as its stakes."""
+    found = GAMES.get(game)
+    key = found.info.stakes_key if found is not None else None
+    if not key:
+        return math.nan
+    x = params.get(key)
+    if isinstance(x, (list, tuple)):
+        vals = [float(v) for v in x if v is not None]
+        return float(np.mean(vals)) if vals else math.nan
+    return float(x) if x is not None else math.nan
+
+
+def _action_scale(game: str, params: dict[str, Any], seat: int) -> float:
+    found = GAMES.get(game)
+    key = found.info.scale_key if found is not None else None
+    if key is None:
+        return math.nan
+    value = params.get(key)
+    return _f(_at(value, seat)) if isinstance(value, list) else _f(value)
+
+
+class _Buffer:
+    """Rows of one table, column by column, handed to the engine as an Arrow batch every :data:`BATCH`."""
+
+    def __init__(self, store: Store, table: str, types: dict[str, str]) -> None:
+        self.store, self.table, self.types = store, table, types
+        self.cols: dict[str, list[Any]] = {c: [] for c in types}
+        self.rows = 0
+
+    def add(self, values: Sequence[Any]) -> None:
+        for col, v in zip(self.cols.values(), values):
+            col.append(v)
+        self.rows += 1
+        if len(self.cols["row"]) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        if not self.cols["row"]:
+            return
+        kinds = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "float64": pa.float64(),
+                 "bool": pa.bool_()}
+        arrays = {c: pa.array(v, type=kinds[t], from_pandas=True) for (c, v), t in
+                  zip(self.cols.items(), self.types.values())}
+        batch = pa.table(arrays)
+        self.store.con.register("_batch", batch)
+        self.store.con.execute(f"INSERT INTO {self.table} SELECT * FROM _batch")
+        self.store.con.unregister("_batch")
+        for v in self.cols.values():
+            v.clear()
+
+
+class Store(Base):
+    """The columnar tables of the scanned directories (a scan consumer), and the queries on them."""
+
+    wants_decisions = True
+
+    def __init__(self, messages: bool = False) -> None:
+        import duckdb
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="econarena-analysis-"))
+        threads = max(1, min(4, os.cpu_count() or 1))
+        self.con = duckdb.connect(str(self.tmp / "study.duckdb"), config={
+            "threads": threads, "memory_limit": MEMORY_LIMIT, "temp_directory": str(self.tmp / "spill"),
+            "preserve_insertion_order": True})
+        self.messages = messages
+        dec_types = {**_DECISION_TYPES, **({"messages": "string"} if messages else {})}
+        for name, types in (("players", _PLAYER_TYPES), ("runs", _RUN_TYPES), ("decisions", dec_types)):
+            cols = ", ".join(f'"{c}" {_SQL[t]}' for c, t in types.items())
+            self.con.execute(f"CREATE TABLE {name} ({cols})")
+        self.players = _Buffer(self, "players", _PLAYER_TYPES)
+        self.runs = _Buffer(self, "runs", _RUN_TYPES)
+        self.decisions = _Buffer(self, "decisions", dec_types)
+        self.experiments: list[dict[str, Any]] = []
+        self.dirs: list[Dir] = []
+        self._scales: list[float] = []
+        self._complete = self._incomplete = 0
+        self.closed = False
+
+    # ---------------------------------------------------------------------------------- the scan
+
+    def begin(self, d: Dir) -> bool:
+        self._scales, self._complete, self._incomplete = [], 0, 0
+        exp = d.exp
+        self._game = d.game_name
+        self._rational = exp.get("environment", "melee") == "rational"
+        return True
+
+    def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
+        game = self._game
+        lineup, session, run = rec.get("lineup", "melee"), rec["session"], rec["run"]
+        params = rec.get("params") or {}
+        scale = stakes(game, params)
+        complete = bool(rec.get("complete", True))
+        self.runs.add((self.runs.rows, d.index, lineup, session, run, complete, bool(rec.get("void", False)),
+                       _int(rec.get("rounds")), len(rec.get("labels", [])), scale,
+                       json.dumps(params, sort_keys=True)))
+        if not complete:
+            self._incomplete += 1
+            return
+        self._complete += 1
+        self._scales.append(scale)
+        winners = set(rec.get("winners") or [])
+        labels = rec["labels"]
+        n = len(labels)
+        for i, label in enumerate(labels):
+            role = "opponent" if self._rational and label != lineup else "player"
+            a_scale = _action_scale(game, params, i)
+            valid = bool(rec["valid"][i])
+            action = _f(_at(rec.get("actions"), i)) if valid else math.nan
+            ne_action = _f(_at(rec.get("ne_actions"), i))
+            self.players.add((
+                self.players.rows, d.index, lineup, session, run, i, label, _at(rec.get("agents"), i),
+                _text(_at(rec.get("models"), i)), role, n, action, ne_action, a_scale,
+                action / a_scale if a_scale else math.nan, ne_action / a_scale if a_scale else math.nan,
+                valid, broke(rec, i), _f(rec["payoffs"][i]) if valid else 0.0, _f(rec["payoffs"][i]),
+                _f(_at(rec.get("ne_payoffs"), i)), _f(rec["deviation"][i]) if valid else math.nan, i in winners,
+                bool(rec.get("void")), _f(_at(rec.get("private_values"), i)), _f(_at(params.get("assets"), i))))
+
+    def decision(self, d: Dir, rec: dict[str, Any]) -> None:
+        label = rec.get("label")
+        row = (self.decisions.rows, d.index, rec.get("lineup", "melee"), rec["session"], rec["run"],
+               _int(rec.get("round")), rec.get("player"), label, _text(rec.get("agent")), _text(rec.get("model")),
+               "opponent" if self._rational and label != rec.get("lineup", "melee") else "player",
+               _text(rec.get("template")), _text(rec.get("response")), json_text(rec.get("action")),
+               bool(rec.get("valid")), _text(rec.get("violation")), _text(rec.get("detail")),
+               _f(rec.get("latency_s")), _f(rec.get("tokens_in")), _f(rec.get("tokens_out")),
+               bool(rec.get("cached")), _text(rec.get("error")), _text(rec.get("structured")))
+        if self.messages:
+            row = (*row, json.dumps(rec.get("messages")))
+        self.decisions.add(row)
+
+    def end(self, d: Dir) -> None:
+        from .load import experiment_row
+
+        scales = np.asarray(self._scales, dtype=float)
+        scale = float(np.nanmedian(scales)) if len(scales) and not np.isnan(scales).all() else math.nan
+        self.experiments.append(experiment_row(d, scale, self._complete, self._incomplete))
+        self.dirs.append(d)
+
+    def finish(self) -> Store:
+        """After the scan: the last batches in, the directories' table and the player-runs' decision counts."""
+        import pandas as pd
+
+        for b in (self.players, self.runs, self.decisions):
+            b.flush()
+        from .load import SETTING_COLUMNS
+
+        exps = pd.DataFrame(self.experiments)
+        dims = exps[SETTING_COLUMNS].assign(dir=[d.index for d in self.dirs])
+        self.con.register("_dims", dims)
+        self.con.execute("CREATE TABLE dirs AS SELECT * FROM _dims")
+        self.con.unregister("_dims")
+        # per player-run: decisions, rule breaks, tokens and latency in log order (the loop of load() added
+        # latencies one by one: the engine adds them in that order too), the last constrained mode
+        self.con.execute("""
+            CREATE TABLE usage AS SELECT dir, lineup, session, run, player AS seat, count(*) AS decisions,
+                count(violation) AS violations, sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
+                sum(coalesce(tokens_out, 0))::BIGINT AS tokens_out,
+                sum(coalesce(latency_s, 0.0) ORDER BY row) AS latency_s,
+                arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off') AS structured
+            FROM decisions GROUP BY ALL""")
+        return self
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.con.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------------------------ exports, frames
+
+    def _players_sql(self, where: str = "") -> str:
+        return f"""SELECT e.run_dir, e.experiment, e.game, e.environment, e.history, e.prompt, e."group",
+            p.lineup, p.session, p.run, e.run_dir || '|' || p.lineup || '|' || p.session AS cluster,
+            e.run_dir || '|' || p.lineup AS stratum, p.seat, p.label, p.agent, p.model, p.role, p.n_players,
+            p.action, p.ne_action, p.scale, p.action_norm, p.ne_action_norm, p.valid, p.broke, p.payoff,
+            p.game_payoff, p.ne_payoff, p.deviation, p.win, p.void, p.private_value, p.assets,
+            coalesce(u.decisions, 0) AS decisions, coalesce(u.violations, 0) AS violations,
+            coalesce(u.tokens_in, 0) AS tokens_in, coalesce(u.tokens_out, 0) AS tokens_out,
+            coalesce(u.latency_s, 0.0) AS latency_s, u.structured
+            FROM players p JOIN dirs e USING (dir)
+            LEFT JOIN usage u ON u.dir = p.dir AND u.lineup = p.lineup AND u.session = p.session
+                AND u.run = p.run AND u.seat = p.seat
+            {where} ORDER BY p.row"""
+
+    def _runs_sql(self, where: str = "") -> str:
+        return f"""SELECT e.run_dir, e.experiment, e.game, e.environment, e.history, e.prompt, e."group",
+            r.lineup, r.session, r.run, e.run_dir || '|' || r.lineup || '|' || r.session AS cluster,
+            e.run_dir || '|' || r.lineup AS stratum, r.complete, r.void, r.rounds, r.n_players, r.scale, r.params
+            FROM runs r JOIN dirs e USING (dir) {where} ORDER BY r.row"""
+
+    def _decisions_sql(self, where: str = "") -> str:
+        extra = ", d.messages" if self.messages else ""
+        return f"""SELECT e.run_dir, e.experiment, e.game, e.environment, e.history, e.prompt, e."group",
+            d.lineup, d.session, d.run, d.round, e.run_dir || '|' || d.lineup || '|' || d.session AS cluster,
+            e.run_dir || '|' || d.lineup AS stratum, d.player, d.label, d.agent, d.model, d.role, d.template,
+            d.response, d.action, d.valid, d.violation, d.detail, d.latency_s, d.tokens_in, d.tokens_out,
+            d.cached, d.error, d.structured{extra}
+            FROM decisions d JOIN dirs e USING (dir) {where} ORDER BY d.row"""
+
+    def export(self, out: Path) -> list[Path]:
+        """``decisions.parquet``, ``runs.parquet`` and ``players.parquet``, written by the engine from its
+        tables in row groups (never a whole table in memory)."""
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, sql in (("decisions.parquet", self._decisions_sql()), ("runs.parquet", self._runs_sql()),
+                          ("players.parquet", self._players_sql())):
+            path = out / name
+            self.con.execute(f"COPY ({sql}) TO '{_quote(path)}' (FORMAT parquet, ROW_GROUP_SIZE 100000)")
+            written.append(path)
+        return written
+
+    def frames(self, dirs: Sequence[int] | None = None) -> Any:
+        """The pandas frames of ``load`` for these directories (all by default): for the figures and the
+        comparisons of the experiments no family analyses, and for callers of ``load``."""
+        import pandas as pd
+
+        from .load import Frames
+
+        where = "" if dirs is None else f"WHERE dir IN ({', '.join(str(int(i)) for i in dirs) or '-1'})"
+        keep = set(range(len(self.dirs))) if dirs is None else set(dirs)
+
+        def frame(sql: str) -> pd.DataFrame:
+            df = self.con.sql(sql).to_arrow_table().to_pandas()
+            for col in ("session", "run"):
+                df[col] = df[col].astype("int64")
+            for col in df.columns:  # a text column with no value at all: None, as pandas made it from rows
+                if df[col].dtype == "str" and df[col].isna().all():
+                    df[col] = pd.Series([None] * len(df), index=df.index, dtype=object)
+            return df
+
+        exps = pd.DataFrame([e for i, e in enumerate(self.experiments) if i in keep])
+        return Frames(frame(self._players_sql(where.replace("dir", "p.dir"))),
+                      frame(self._runs_sql(where.replace("dir", "r.dir"))),
+                      frame(self._decisions_sql(where.replace("dir", "d.dir"))), exps,
+                      [d.name for d in self.dirs if d.index in keep])
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
+        return self.con.execute(sql, list(params)).fetchnumpy()
+
+    def count(self, table: str) -> int:
+        return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")
