@@ -474,7 +474,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if bad:
         err(f"--metrics {', '.join(bad)}: not a metric of these runs; known: {', '.join(sorted(known))}")
         return EXIT_CONFIG
-    seen_players = {row[f"p{i + 1}_model"] for d in datas.values() for row in d.rows for i in range(d.seats)}
+    seen_players = {p for d in datas.values() for p in d.player_names()}
     if args.baseline_model is not None and args.baseline_model not in seen_players:
         err(f"--baseline-model {args.baseline_model!r}: no seat was played by it; players: "
              f"{', '.join(sorted(seen_players))}")

@@ -294,15 +294,16 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                  transcripts: int = 50) -> Report:
     """Read the run directories (once) and write the report, figures and exports into ``out``; up to
     ``transcripts`` games per directory of a game that talks can be read as conversations (0: none)."""
-    store, found = study(run_dirs)
+    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
+    store, found = study(run_dirs, consumers=list(collectors.values()))
     try:
-        return _build(store, found, Path(out), n_boot, seed, prices, title, transcripts)
+        return _build(store, found, Path(out), n_boot, seed, prices, title, transcripts, collectors)
     finally:
         store.close()
 
 
 def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None, title: str,
-           transcripts: int) -> Report:
+           transcripts: int, collectors: dict[str, Any]) -> Report:
     figdir = out / "figures"
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.html")
@@ -311,6 +312,8 @@ def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: st
     dirs = [d.name for d in store.dirs]
     core = _core(store)
     ctx = Context([Path(d) for d in dirs], figdir, out, n_boot, seed, store, core)
+    for family, c in collectors.items():
+        ctx.provide(family, c)
     numbers: dict[str, int] = {}
     with F.style(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")  # reported once, as a note

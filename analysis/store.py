@@ -318,7 +318,8 @@ class Store(Base):
                     df[col] = pd.Series([None] * len(df), index=df.index, dtype=object)
             return df
 
-        exps = pd.DataFrame([e for i, e in enumerate(self.experiments) if i in keep])
+        exps = pd.DataFrame([e for i, e in enumerate(self.experiments) if i in keep],
+                            columns=list(self.experiments[0]) if self.experiments else None)
         return Frames(frame(self._players_sql(where.replace("dir", "p.dir"))),
                       frame(self._runs_sql(where.replace("dir", "r.dir"))),
                       frame(self._decisions_sql(where.replace("dir", "d.dir"))), exps,

@@ -27,7 +27,9 @@ import csv
 import io
 import json
 import math
+import struct
 import sys
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +42,7 @@ from ...games import GAMES
 from ...games.base import Setup
 from ...rundir import RUNS, complete_runs, game_name, read_jsonl
 from ..load import expand_run_dirs
+from ..scan import Base, Dir, key_of
 from .metagame import pure_equilibria
 
 if sys.version_info >= (3, 11):
@@ -113,19 +116,89 @@ def factors_of(declared: Sequence[tuple[str, Any]]) -> list[Factor]:
     return out
 
 
+class Codes:
+    """Text values as small integers: ``names[codes[i]]`` is row i's value (a study's players or a factor's
+    levels are a handful of names repeated over its games)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.codes = array("i")
+
+    def code(self, name: str) -> int:
+        c = self.index.get(name)
+        if c is None:
+            c = self.index[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+    def append(self, name: str) -> None:
+        self.codes.append(self.code(name))
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(self.codes, dtype=np.int32) if len(self.codes) else np.zeros(0, dtype=np.int32)
+
+    def value(self, i: int) -> str:
+        return self.names[self.codes[i]]
+
+
 @dataclass
 class GameData:
-    """The modelled runs of one game: one row per run with its levels, seat players and outcomes."""
+    """The modelled runs of one game, as columns (one entry per run, directories in the order given and
+    each directory's runs by (lineup, session, run)): the factor levels, each seat's player and the
+    outcomes. ``rows`` gives them as one dict per run for code that wants rows; the models read columns,
+    so a game of 200,000 runs is a few megabytes."""
 
     game: str
     family: str
     title: str
     factors: list[Factor]
-    rows: list[dict[str, Any]] = field(default_factory=list)
     seats: int = 0
     metrics: list[str] = field(default_factory=list)  # outcome columns, in first-seen order
     dirs: list[str] = field(default_factory=list)
     dropped_invalid: int = 0
+    levels: dict[str, Codes] = field(default_factory=dict)  # factor name -> its level per run
+    players: list[Codes] = field(default_factory=list)  # per seat: the player per run
+    values: dict[str, array] = field(default_factory=dict)  # outcome column -> value per run (NaN: none)
+    origin: array = field(default_factory=lambda: array("i"))  # index into ``dirs`` per run
+    where: list[tuple[str, int, int]] = field(default_factory=list)  # (lineup, session, run) per run
+
+    def __len__(self) -> int:
+        return len(self.origin)
+
+    def column(self, name: str) -> np.ndarray:
+        """An outcome column as floats (NaN where a run has none)."""
+        v = self.values.get(name)
+        return np.frombuffer(v, dtype=float) if v is not None and len(v) else np.full(len(self), math.nan)
+
+    def player_names(self) -> set[str]:
+        return {name for seat in self.players for name in seat.names}
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per run (``run_dir, lineup, session, run``, each factor, ``p1_model``..., outcomes)."""
+        out = []
+        for i in range(len(self)):
+            lineup, session, run = self.where[i]
+            row: dict[str, Any] = {"run_dir": self.dirs[self.origin[i]], "lineup": lineup, "session": session,
+                                   "run": run}
+            row.update({f.name: self.levels[f.name].value(i) for f in self.factors})
+            row.update({f"p{k + 1}_model": seat.value(i) for k, seat in enumerate(self.players)})
+            for m in self.metrics:
+                x = self.values[m][i]
+                if not (math.isnan(x) and _absent(x)):
+                    row[m] = x
+            out.append(row)
+        return out
+
+
+# An outcome a run does not have is a NaN with its own payload, apart from the NaN of a value it recorded
+# as None (both are left out of every model; ``rows`` shows only the second, as the run recorded it).
+_ABSENT = struct.unpack("<d", struct.pack("<Q", 0x7FF8DEADBEEF0001))[0]
+
+
+def _absent(x: float) -> bool:
+    return struct.pack("<d", x) == struct.pack("<d", _ABSENT)
 
 
 def _number(x: Any) -> float | None:
@@ -176,51 +249,108 @@ def players_of(run: Mapping[str, Any], by: str) -> list[str]:
     return [str(models[i]) if i < len(models) and models[i] else lab for i, lab in enumerate(labels)]
 
 
-def collect(run_dirs: Iterable[str | Path], family: str | None = None, *, by: str = "label",
-            games: Mapping[str, Any] | None = None) -> dict[str, GameData]:
-    """The runs of every game with declared factors (of ``family``, if given), by game name."""
-    games = GAMES if games is None else games
-    out: dict[str, GameData] = {}
-    for d in expand_run_dirs(run_dirs):
-        name = _game_name(d)
-        game = games.get(name) if name else None
+class Collector(Base):
+    """The scan's consumer for :func:`collect`: each directory's complete runs of a game with declared
+    factors, kept as compact columns while the log streams, put in (lineup, session, run) order when the
+    directory ends (the order the models have always read them in)."""
+
+    def __init__(self, family: str | None = None, by: str = "label",
+                 games: Mapping[str, Any] | None = None) -> None:
+        self.family, self.by = family, by
+        self.games = GAMES if games is None else games
+        self.out: dict[str, GameData] = {}
+        self.people = False  # a seat played by a person (GLEE's human games) somewhere
+        self.error: AnalysisError | None = None  # the first directory that cannot be modelled, raised by result()
+
+    def begin(self, d: Dir) -> bool:
+        name = d.game_name
+        game = self.games.get(name) if name else None
         info = getattr(game, "info", None)
-        if info is None or not info.factors or (family is not None and info.family != family):
-            continue
-        data = out.get(name)  # type: ignore[arg-type]
-        if data is None:
-            data = out[name] = GameData(name, info.family, info.title, factors_of(info.factors))  # type: ignore[index]
+        if info is None or not info.factors or (self.family is not None and info.family != self.family):
+            return False
+        self.data = self.out.get(name)
+        if self.data is None:
+            self.data = self.out[name] = GameData(name, info.family, info.title, factors_of(info.factors))
+        self.name = name
+        self.buffer: list[tuple[tuple[str, int, int], tuple[str, ...], bool, Any, dict[str, float]]] = []
+        return True
+
+    def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
+        if not r.get("complete", True):
+            return
+        players = tuple(players_of(r, self.by))
+        params = r.get("params") if isinstance(r.get("params"), dict) else {}
+        levels = tuple(f.level_of(params) for f in self.data.factors)
+        missing = next(([k for k in f.keys if k not in params] for f, lev in zip(self.data.factors, levels)
+                        if lev is None), None)
+        valid = all(bool(v) for v in r.get("valid") or [])
+        outcomes = _outcomes(r.get("metrics"), len(players)) if valid else {}
+        self.buffer.append((key_of(r), players, valid, missing if missing is not None else levels, outcomes))
+        if HUMAN in players:
+            self.people = True
+
+    def end(self, d: Dir) -> None:
+        try:
+            self._end(d)
+        except AnalysisError as exc:
+            self.error = self.error or exc
+        self.buffer = []
+
+    def _end(self, d: Dir) -> None:
+        if self.error is not None:
+            return
+        data, name = self.data, self.name
+        self.buffer.sort(key=lambda b: b[0])
         used = False
-        for (lineup, session, run), r in sorted(complete_runs(read_jsonl(d / RUNS, kind="runs", strict=True)).items()):
-            players = players_of(r, by)
+        k = len(data.dirs)
+        for (lineup, session, run), players, valid, levels, outcomes in self.buffer:
             if data.seats and len(players) != data.seats:
-                raise AnalysisError(f"{d / RUNS}: run ({lineup}, {session}, {run}) has {len(players)} seats, "
+                raise AnalysisError(f"{d.path / RUNS}: run ({lineup}, {session}, {run}) has {len(players)} seats, "
                                     f"other runs of {name} have {data.seats}")
             data.seats = len(players)
-            if not all(bool(v) for v in r.get("valid") or []):
+            if not valid:
                 data.dropped_invalid += 1
                 continue
-            params = r.get("params") if isinstance(r.get("params"), dict) else {}
-            row: dict[str, Any] = {"run_dir": str(d), "lineup": lineup, "session": session, "run": run}
-            for f in data.factors:
-                lev = f.level_of(params)
-                if lev is None:
-                    missing = [k for k in f.keys if k not in params]
-                    raise AnalysisError(f"{d / RUNS}: run ({lineup}, {session}, {run}): 'params' has no "
-                                        f"{', '.join(repr(k) for k in missing)} (a declared factor of {name})")
-                row[f.name] = lev
-            for i, p in enumerate(players):
-                row[f"p{i + 1}_model"] = p
-            outcomes = _outcomes(r.get("metrics"), len(players))
-            for m in outcomes:
-                if m not in data.metrics:
+            if levels and isinstance(levels, list):
+                raise AnalysisError(f"{d.path / RUNS}: run ({lineup}, {session}, {run}): 'params' has no "
+                                    f"{', '.join(repr(x) for x in levels)} (a declared factor of {name})")
+            n = len(data)
+            for f, lev in zip(data.factors, levels):
+                data.levels.setdefault(f.name, Codes()).append(lev)
+            while len(data.players) < len(players):
+                data.players.append(Codes())
+            for seat, p in zip(data.players, players):
+                seat.append(p)
+            for m, x in outcomes.items():
+                col = data.values.get(m)
+                if col is None:
                     data.metrics.append(m)
-            row.update(outcomes)
-            data.rows.append(row)
+                    col = data.values[m] = array("d", [_ABSENT]) * n
+                col.append(x)
+            for col in data.values.values():
+                if len(col) == n:
+                    col.append(_ABSENT)
+            data.origin.append(k)
+            data.where.append((lineup, session, run))
             used = True
         if used:
-            data.dirs.append(str(d))
-    return {k: v for k, v in out.items() if v.rows}
+            data.dirs.append(str(d.path))
+
+    def result(self) -> dict[str, GameData]:
+        if self.error is not None:
+            raise self.error
+        return {k: v for k, v in self.out.items() if len(v)}
+
+
+def collect(run_dirs: Iterable[str | Path], family: str | None = None, *, by: str = "label",
+            games: Mapping[str, Any] | None = None) -> dict[str, GameData]:
+    """The runs of every game with declared factors (of ``family``, if given), by game name: one read of
+    each directory's ``runs.jsonl``, nothing else."""
+    from ..scan import scan
+
+    c = Collector(family, by, games)
+    scan(expand_run_dirs(run_dirs), [c])
+    return c.result()
 
 
 # ---------------------------------------------------------------------------------------------- fitting
@@ -239,9 +369,13 @@ class Fit:
 
 def model_reference(data: GameData, wanted: str | None = None) -> str:
     """The reference player: ``wanted`` if given, else the most frequent over all seats (ties by name)."""
-    counts = Counter(row[f"p{i + 1}_model"] for row in data.rows for i in range(data.seats))
     if wanted is not None:
         return wanted
+    counts: Counter[str] = Counter()
+    for seat in data.players:
+        for code, n in enumerate(np.bincount(seat.array(), minlength=len(seat.names))):
+            if n:
+                counts[seat.names[code]] += int(n)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
@@ -249,22 +383,45 @@ PAIR = "pair"
 PAIR_SEP = " | "
 
 
-def _terms(data: GameData, rows: list[dict[str, Any]], model_ref: str, pairs: bool
+def _columns(data: GameData, keep: np.ndarray, pairs: bool) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Each term's (names, code per kept run): the factors, then the seats' players or their ordered pair."""
+    cols = {f.name: (data.levels[f.name].names, data.levels[f.name].array()[keep]) for f in data.factors}
+    seats = [(p.names, p.array()[keep]) for p in data.players]
+    if pairs:
+        names: list[str] = []
+        index: dict[str, int] = {}
+        combos = np.stack([c for _, c in seats], axis=1)
+        uniq, inverse = np.unique(combos, axis=0, return_inverse=True)
+        remap = np.zeros(len(uniq), dtype=np.int64)
+        for u, combo in enumerate(uniq):
+            name = PAIR_SEP.join(seats[i][0][c] for i, c in enumerate(combo))
+            if name not in index:
+                index[name] = len(names)
+                names.append(name)
+            remap[u] = index[name]
+        cols[PAIR] = (names, remap[np.asarray(inverse).reshape(-1)])
+    else:
+        cols.update({f"p{i + 1}_model": seat for i, seat in enumerate(seats)})
+    return cols
+
+
+def _terms(data: GameData, cols: Mapping[str, tuple[list[str], np.ndarray]], model_ref: str, pairs: bool
            ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """(term, level, reference) of each dummy column, in order, and notes on replaced references."""
-    cols, notes = [], []
+    out, notes = [], []
     specs = [(f.name, f.reference, f.sort_key) for f in data.factors]
     if pairs:
         specs.append((PAIR, PAIR_SEP.join([model_ref] * data.seats), lambda s: (s,)))
     else:
         specs += [(f"p{i + 1}_model", model_ref, lambda s: (s,)) for i in range(data.seats)]
     for term, ref, key in specs:
-        levels = sorted({row[term] for row in rows}, key=key)
+        names, codes = cols[term]
+        levels = sorted({names[c] for c in np.unique(codes)}, key=key)
         if ref not in levels:
             notes.append(f"{term}: reference level {ref!r} is absent from the data; {levels[0]!r} is used")
             ref = levels[0]
-        cols += [(term, lev, ref) for lev in levels if lev != ref]
-    return cols, notes
+        out += [(term, lev, ref) for lev in levels if lev != ref]
+    return out, notes
 
 
 def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False) -> Fit:
@@ -275,28 +432,30 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
     """
     import statsmodels.api as sm
 
-    rows = [r for r in data.rows if metric in r and not math.isnan(r[metric])]
-    if not rows:
+    values = data.column(metric)
+    keep = ~np.isnan(values)
+    if not keep.any():
         return Fit(data.game, metric, 0, math.nan, [], [f"{metric}: no run has a value"])
-    if pairs:
-        rows = [{**r, PAIR: PAIR_SEP.join(r[f"p{i + 1}_model"] for i in range(data.seats))} for r in rows]
     ref = model_reference(data, model_ref)
-    cols, notes = _terms(data, rows, ref, pairs)
-    y = np.array([r[metric] for r in rows], dtype=float)
-    X = np.ones((len(rows), 1 + len(cols)))
-    for j, (term, lev, _ref) in enumerate(cols, 1):
-        X[:, j] = [r[term] == lev for r in rows]
-    keep = [0]
+    cols = _columns(data, keep, pairs)
+    terms, notes = _terms(data, cols, ref, pairs)
+    y = values[keep]
+    n = len(y)
+    X = np.ones((n, 1 + len(terms)))
+    for j, (term, lev, _ref) in enumerate(terms, 1):
+        names, codes = cols[term]
+        X[:, j] = codes == names.index(lev)
+    keep_cols = [0]
     for j in range(1, X.shape[1]):  # drop columns the others already explain (not identifiable)
-        if np.linalg.matrix_rank(X[:, keep + [j]]) > len(keep):
-            keep.append(j)
+        if np.linalg.matrix_rank(X[:, keep_cols + [j]]) > len(keep_cols):
+            keep_cols.append(j)
         else:
-            term, lev, _ = cols[j - 1]
+            term, lev, _ = terms[j - 1]
             notes.append(f"{term}={lev}: not identifiable from these runs (collinear with other terms); left out")
-    X = X[:, keep]
-    kept = [(CONST, "", "")] + [cols[j - 1] for j in keep[1:]]
+    X = X[:, keep_cols]
+    kept = [(CONST, "", "")] + [terms[j - 1] for j in keep_cols[1:]]
     res = sm.OLS(y, X).fit()
-    dof = len(rows) - X.shape[1]
+    dof = n - X.shape[1]
     r2 = float(res.rsquared) if dof >= 0 and np.ptp(y) > 0 else math.nan
     effects = []
     for j, (term, lev, reference) in enumerate(kept):
@@ -306,11 +465,11 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
         effects.append({
             "game": data.game, "metric": metric, "term": term, "level": lev, "reference": reference,
             "effect_x100": 100 * coef, "low_x100": 100 * (coef - Z95 * se), "high_x100": 100 * (coef + Z95 * se),
-            "se_x100": 100 * se, "p_value": p, "n": len(rows), "r2": r2,
+            "se_x100": 100 * se, "p_value": p, "n": n, "r2": r2,
         })
     if dof <= 0:
-        notes.append(f"{metric}: {len(rows)} run(s) for {X.shape[1]} coefficients: no standard errors")
-    return Fit(data.game, metric, len(rows), r2, effects, notes)
+        notes.append(f"{metric}: {n} run(s) for {X.shape[1]} coefficients: no standard errors")
+    return Fit(data.game, metric, n, r2, effects, notes)
 
 
 def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None, *,
@@ -378,17 +537,19 @@ def pair_table(data: GameData, metric: str = PAYOFF_METRIC) -> PairTable | None:
     a, b = f"{metric}_p1", f"{metric}_p2"
     if data.seats != 2 or a not in data.metrics or b not in data.metrics:
         return None
-    rows_ = sorted({r["p1_model"] for r in data.rows})
-    cols_ = sorted({r["p2_model"] for r in data.rows})
+    p1, p2 = data.players[0], data.players[1]
+    c1, c2 = p1.array(), p2.array()
+    rows_ = sorted({p1.names[c] for c in np.unique(c1)})
+    cols_ = sorted({p2.names[c] for c in np.unique(c2)})
+    va, vb = data.column(a), data.column(b)
+    ok = ~(np.isnan(va) | np.isnan(vb))
+    i = np.array([rows_.index(x) for x in p1.names], dtype=int)[c1[ok]]
+    j = np.array([cols_.index(x) for x in p2.names], dtype=int)[c2[ok]]
     sums = np.zeros((2, len(rows_), len(cols_)))
     n = np.zeros((len(rows_), len(cols_)), dtype=int)
-    for r in data.rows:
-        if math.isnan(r.get(a, math.nan)) or math.isnan(r.get(b, math.nan)):
-            continue
-        i, j = rows_.index(r["p1_model"]), cols_.index(r["p2_model"])
-        sums[0, i, j] += r[a]
-        sums[1, i, j] += r[b]
-        n[i, j] += 1
+    np.add.at(sums[0], (i, j), va[ok])  # run by run, in order: the sums the loop over rows made
+    np.add.at(sums[1], (i, j), vb[ok])
+    np.add.at(n, (i, j), 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(n > 0, sums / np.maximum(n, 1), np.nan)
     return PairTable(data.game, metric, rows_, cols_, means[0], means[1], n, pure_equilibria(means[0], means[1]))
@@ -465,9 +626,11 @@ def pairs_frame(t: PairTable) -> Any:
     return pd.DataFrame(rows, index=pd.Index(t.rows, name="p1 \\ p2"), columns=t.cols)
 
 
-def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> list[Section]:
-    """One section per family with declared factors among ``run_dirs``; [] when there is none."""
-    datas = collect(run_dirs)
+def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path,
+                    datas: Mapping[str, GameData] | None = None) -> list[Section]:
+    """One section per family with declared factors among ``run_dirs`` (``datas``: what :func:`collect`
+    gave for them, if already read); [] when there is none."""
+    datas = collect(run_dirs) if datas is None else datas
     if not datas:
         return []
     from .. import figures as F
@@ -609,22 +772,46 @@ def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
 CARD_METRICS = ("efficiency", "fairness", "self_gain")
 
 
-def _datas(ctx: Any) -> dict[str, GameData]:
-    def make() -> dict[str, GameData]:
-        try:
-            return collect(ctx.run_dirs)
-        except AnalysisError:
-            return {}  # the section says why (report_sections raises it with the file and run)
+def collector() -> Collector:
+    """What the report's scan feeds for this family (``ctx.memo(FAMILY)`` holds it afterwards)."""
+    return Collector()
+
+
+def _collector(ctx: Any) -> Collector:
+    def make() -> Collector:
+        from ..scan import scan
+
+        c = Collector()
+        scan([Path(d) for d in ctx.run_dirs], [c])
+        return c
     return ctx.memo(FAMILY, make)
 
 
-def _mean_ci(xs: Sequence[float], n_boot: int, seed: int) -> Any:
-    import numpy as np
+def _datas(ctx: Any) -> dict[str, GameData]:
+    try:
+        return _collector(ctx).result()
+    except AnalysisError:
+        return {}  # the section says why (report_sections raises it with the file and run)
 
-    from ..stats import bootstrap_mean
 
-    vals = np.asarray([x for x in xs if not math.isnan(x)], dtype=float)
-    return bootstrap_mean(vals, np.arange(len(vals)), n_boot=n_boot, seed=seed)
+def _sums(xs: np.ndarray) -> Any:
+    """Each game its own resampling unit (the card's intervals are over games)."""
+    from ..stats import cluster_sums
+
+    vals = xs[~np.isnan(xs)]
+    return cluster_sums(vals, np.ones_like(vals), np.arange(len(vals)))
+
+
+def _seat_values(data: GameData, player: str, metric: str) -> np.ndarray:
+    """The metric of every seat ``player`` took, run by run and seat by seat (a self-play run twice); a
+    value recorded as None is there (as NaN), a metric the run does not have is not."""
+    masks, cols = [], []
+    for i, seat in enumerate(data.players):
+        col = data.column(f"self_gain_p{i + 1}" if metric == "self_gain" else metric)
+        present = col.view(np.uint64) != np.float64(_ABSENT).view(np.uint64)
+        masks.append((seat.array() == seat.index.get(player, -1)) & present)
+        cols.append(col)
+    return np.stack(cols, axis=1)[np.stack(masks, axis=1)]
 
 
 def scorecard(ctx: Any) -> Any:
@@ -632,6 +819,7 @@ def scorecard(ctx: Any) -> Any:
     it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
     first."""
     from .. import page
+    from ..stats import bootstrap_many
 
     datas = _datas(ctx)
     if not datas:
@@ -640,17 +828,11 @@ def scorecard(ctx: Any) -> Any:
     for name in sorted(datas):
         data = datas[name]
         dirs.update(data.dirs)
-        per: dict[str, dict[str, list[float]]] = {}
-        for row in data.rows:
-            for i in range(data.seats):
-                player = row[f"p{i + 1}_model"]
-                mine = per.setdefault(player, {m: [] for m in CARD_METRICS})
-                for m in ("efficiency", "fairness"):
-                    if m in row:
-                        mine[m].append(row[m])
-                if f"self_gain_p{i + 1}" in row:
-                    mine["self_gain"].append(row[f"self_gain_p{i + 1}"])
-        est = {p: {m: _mean_ci(v[m], ctx.n_boot, ctx.seed) for m in CARD_METRICS} for p, v in per.items()}
+        players = sorted(data.player_names())
+        per = {p: {m: _seat_values(data, p, m) for m in CARD_METRICS} for p in players}
+        requests = [(_sums(per[p][m]), 1.0) for p in players for m in CARD_METRICS]
+        found = iter(bootstrap_many(requests, n_boot=ctx.n_boot, seed=ctx.seed))
+        est = {p: {m: next(found) for m in CARD_METRICS} for p in players}
         order = sorted(est, key=lambda p: (-(est[p]["self_gain"].value if est[p]["self_gain"].n else -1e300), p))
         body = [[page.esc(p), *(page.estimate_cell(est[p][m]) for m in CARD_METRICS),
                  str(max(len(per[p][m]) for m in CARD_METRICS))] for p in order]
@@ -666,8 +848,10 @@ def section(ctx: Any) -> Any:
     """The linear models' effect plots and pair heatmaps; their tables, notes and CSV files as detail."""
     from .. import page
 
-    secs = report_sections(ctx.run_dirs, ctx.figdir, ctx.out) if _datas(ctx) else []
-    people = human_section(ctx.run_dirs, ctx.out)
+    c = _collector(ctx)
+    secs = report_sections(ctx.run_dirs, ctx.figdir, ctx.out, c.result()) if _datas(ctx) else []
+    # people's games (GLEE's release): the only table that reads the logs again, and only when one is there
+    people = human_section(ctx.run_dirs, ctx.out) if c.people else None
     if not secs and people is None:
         return None
     out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))
