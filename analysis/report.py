@@ -41,6 +41,7 @@ from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide
+from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
@@ -295,6 +296,8 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     """Read the run directories (once) and write the report, figures and exports into ``out``; up to
     ``transcripts`` games per directory of a game that talks can be read as conversations (0: none)."""
     collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
+    collectors["distributions"] = distributions.Collector()
+    collectors["transcripts"] = TalkCollector(transcripts)
     store, found = study(run_dirs, consumers=list(collectors.values()))
     try:
         return _build(store, found, Path(out), n_boot, seed, prices, title, transcripts, collectors)
@@ -328,7 +331,7 @@ def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: st
                     numbers[fig.key] = figure_number(fig)
         cards = [(i, c) for i, m in enumerate(FAMILY_MODULES) if (c := m.scorecard(ctx)) is not None]
         sections = [s for m in FAMILY_MODULES if m is not econarena and (s := m.section(ctx)) is not None]
-        spread = distributions.report_sections(dirs, figdir)
+        spread = distributions.report_sections(dirs, figdir, collectors["distributions"])
     for family, fig, why in spread:
         if fig is not None:
             sections.append(Section(family, f"Metrics by player ({family})", [fig]))
@@ -346,7 +349,7 @@ def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: st
     table.to_csv(out / "metrics.csv", index=False)
     report.files += [out / "metrics.csv", *store.export(out)]
     usage = usage_table(store, load_prices(prices))
-    talk = conversations_section(dirs, transcripts) if transcripts > 0 else None
+    talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
     cards.sort(key=lambda ic: (-ic[1].weight, ic[0]))
 
     body = [f"<h1>{_esc(title)}</h1>",

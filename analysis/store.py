@@ -107,35 +107,33 @@ def _action_scale(game: str, params: dict[str, Any], seat: int) -> float:
 
 
 class _Buffer:
-    """Rows of one table, column by column, handed to the engine as an Arrow batch every :data:`BATCH`."""
+    """Rows of one table, handed to the engine as an Arrow batch every :data:`BATCH` rows."""
 
     def __init__(self, store: Store, table: str, types: dict[str, str]) -> None:
         self.store, self.table, self.types = store, table, types
-        self.cols: dict[str, list[Any]] = {c: [] for c in types}
+        self.pending: list[tuple[Any, ...]] = []
         self.rows = 0
 
-    def add(self, values: Sequence[Any]) -> None:
-        for col, v in zip(self.cols.values(), values):
-            col.append(v)
+    def add(self, values: tuple[Any, ...]) -> None:
+        self.pending.append(values)
         self.rows += 1
-        if len(self.cols["row"]) >= BATCH:
+        if len(self.pending) >= BATCH:
             self.flush()
 
     def flush(self) -> None:
         import pyarrow as pa
 
-        if not self.cols["row"]:
+        if not self.pending:
             return
         kinds = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "float64": pa.float64(),
                  "bool": pa.bool_()}
-        arrays = {c: pa.array(v, type=kinds[t], from_pandas=True) for (c, v), t in
-                  zip(self.cols.items(), self.types.values())}
-        batch = pa.table(arrays)
+        columns = zip(*self.pending)  # column by column, in C
+        batch = pa.table({c: pa.array(v, type=kinds[t], from_pandas=True)
+                          for (c, t), v in zip(self.types.items(), columns)})
         self.store.con.register("_batch", batch)
         self.store.con.execute(f"INSERT INTO {self.table} SELECT * FROM _batch")
         self.store.con.unregister("_batch")
-        for v in self.cols.values():
-            v.clear()
+        self.pending = []
 
 
 class Store(Base):
