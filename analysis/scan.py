@@ -106,7 +106,8 @@ class Base:
 
 
 def key_of(rec: dict[str, Any]) -> tuple[str, int, int]:
-    return (rec.get("lineup", "melee"), rec["session"], rec["run"])
+    # one string object per lineup, however many runs a directory's key set holds
+    return (sys.intern(rec.get("lineup", "melee")), rec["session"], rec["run"])
 
 
 def read_dirs(paths: Sequence[Path]) -> list[Dir]:

@@ -40,8 +40,8 @@ from ..rundir import json_text
 from .metrics import broke
 from .scan import Base, Dir
 
-BATCH = 20_000  # rows per Arrow batch handed to the engine
-MEMORY_LIMIT = "256MB"
+BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
+MEMORY_LIMIT = "128MB"
 
 _PLAYER_TYPES = {
     "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "seat": "int64",

@@ -42,7 +42,7 @@ from ...games import GAMES
 from ...games.base import Setup
 from ...rundir import RUNS, complete_runs, game_name, read_jsonl
 from ..load import expand_run_dirs
-from ..scan import Base, Dir, key_of
+from ..scan import Base, Dir
 from .metagame import pure_equilibria
 
 if sys.version_info >= (3, 11):
@@ -161,7 +161,10 @@ class GameData:
     players: list[Codes] = field(default_factory=list)  # per seat: the player per run
     values: dict[str, array] = field(default_factory=dict)  # outcome column -> value per run (NaN: none)
     origin: array = field(default_factory=lambda: array("i"))  # index into ``dirs`` per run
-    where: list[tuple[str, int, int]] = field(default_factory=list)  # (lineup, session, run) per run
+    lineups: Codes = field(default_factory=Codes)  # the lineup (table) of each run: ``lineup`` codes
+    lineup: array = field(default_factory=lambda: array("i"))
+    session: array = field(default_factory=lambda: array("q"))
+    run: array = field(default_factory=lambda: array("q"))
 
     def __len__(self) -> int:
         return len(self.origin)
@@ -172,16 +175,15 @@ class GameData:
         return np.frombuffer(v, dtype=float) if v is not None and len(v) else np.full(len(self), math.nan)
 
     def player_names(self) -> set[str]:
-        return {name for seat in self.players for name in seat.names}
+        return {seat.names[c] for seat in self.players for c in np.unique(seat.array())}
 
     @property
     def rows(self) -> list[dict[str, Any]]:
         """One dict per run (``run_dir, lineup, session, run``, each factor, ``p1_model``..., outcomes)."""
         out = []
         for i in range(len(self)):
-            lineup, session, run = self.where[i]
-            row: dict[str, Any] = {"run_dir": self.dirs[self.origin[i]], "lineup": lineup, "session": session,
-                                   "run": run}
+            row: dict[str, Any] = {"run_dir": self.dirs[self.origin[i]], "lineup": self.lineups.names[self.lineup[i]],
+                                   "session": self.session[i], "run": self.run[i]}
             row.update({f.name: self.levels[f.name].value(i) for f in self.factors})
             row.update({f"p{k + 1}_model": seat.value(i) for k, seat in enumerate(self.players)})
             for m in self.metrics:
@@ -249,9 +251,28 @@ def players_of(run: Mapping[str, Any], by: str) -> list[str]:
     return [str(models[i]) if i < len(models) and models[i] else lab for i, lab in enumerate(labels)]
 
 
+def _ints(x: array | np.ndarray) -> np.ndarray:
+    return np.frombuffer(x, dtype=np.int64 if x.typecode == "q" else np.int32) if isinstance(x, array) else x
+
+
+class _DirRuns:
+    """One directory's complete runs of a game while its log streams: numbers in arrays, text as codes."""
+
+    def __init__(self, factors: int) -> None:
+        self.lineup, self.session, self.run = array("i"), array("q"), array("q")
+        self.seats, self.players, self.offset = array("i"), array("i"), array("q")
+        self.valid = bytearray()
+        self.levels = [array("i") for _ in range(factors)]
+        self.missing: dict[int, list[str]] = {}
+        self.values: dict[str, tuple[array, array]] = {}  # metric -> (values, place in the run's metrics)
+
+    def __len__(self) -> int:
+        return len(self.session)
+
+
 class Collector(Base):
     """The scan's consumer for :func:`collect`: each directory's complete runs of a game with declared
-    factors, kept as compact columns while the log streams, put in (lineup, session, run) order when the
+    factors, kept as compact columns while the log streams and put in (lineup, session, run) order when the
     directory ends (the order the models have always read them in)."""
 
     def __init__(self, family: str | None = None, by: str = "label",
@@ -271,70 +292,111 @@ class Collector(Base):
         self.data = self.out.get(name)
         if self.data is None:
             self.data = self.out[name] = GameData(name, info.family, info.title, factors_of(info.factors))
+            for f in self.data.factors:
+                self.data.levels[f.name] = Codes()
         self.name = name
-        self.buffer: list[tuple[tuple[str, int, int], tuple[str, ...], bool, Any, dict[str, float]]] = []
+        self.buf = _DirRuns(len(self.data.factors))
         return True
 
     def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
         if not r.get("complete", True):
             return
-        players = tuple(players_of(r, self.by))
-        params = r.get("params") if isinstance(r.get("params"), dict) else {}
-        levels = tuple(f.level_of(params) for f in self.data.factors)
-        missing = next(([k for k in f.keys if k not in params] for f, lev in zip(self.data.factors, levels)
-                        if lev is None), None)
-        valid = all(bool(v) for v in r.get("valid") or [])
-        outcomes = _outcomes(r.get("metrics"), len(players)) if valid else {}
-        self.buffer.append((key_of(r), players, valid, missing if missing is not None else levels, outcomes))
+        data, buf = self.data, self.buf
+        i = len(buf)
+        players = players_of(r, self.by)
+        buf.lineup.append(data.lineups.code(r.get("lineup", "melee")))
+        buf.session.append(r["session"])
+        buf.run.append(r["run"])
+        buf.seats.append(len(players))
+        buf.offset.append(len(buf.players))
+        while len(data.players) < len(players):
+            data.players.append(Codes())
+        for seat, p in zip(data.players, players):
+            buf.players.append(seat.code(p))
         if HUMAN in players:
             self.people = True
+        params = r.get("params") if isinstance(r.get("params"), dict) else {}
+        for f, col in zip(data.factors, buf.levels):
+            lev = f.level_of(params)
+            if lev is None:
+                buf.missing.setdefault(i, [k for k in f.keys if k not in params])
+                col.append(-1)
+            else:
+                col.append(data.levels[f.name].code(lev))
+        valid = all(bool(v) for v in r.get("valid") or [])
+        buf.valid.append(valid)
+        if valid:
+            for place, (m, x) in enumerate(_outcomes(r.get("metrics"), len(players)).items()):
+                col = buf.values.get(m)
+                if col is None:
+                    col = buf.values[m] = (array("d", [_ABSENT]) * i, array("h", [0]) * i)
+                col[0].append(x)
+                col[1].append(place)
+        for vals, places in buf.values.values():
+            if len(vals) == i:
+                vals.append(_ABSENT)
+                places.append(0)
 
     def end(self, d: Dir) -> None:
         try:
-            self._end(d)
+            if self.error is None:
+                self._end(d)
         except AnalysisError as exc:
-            self.error = self.error or exc
-        self.buffer = []
+            self.error = exc
+        self.buf = _DirRuns(0)
 
     def _end(self, d: Dir) -> None:
-        if self.error is not None:
+        data, name, buf = self.data, self.name, self.buf
+        if not len(buf):
             return
-        data, name = self.data, self.name
-        self.buffer.sort(key=lambda b: b[0])
-        used = False
-        k = len(data.dirs)
-        for (lineup, session, run), players, valid, levels, outcomes in self.buffer:
-            if data.seats and len(players) != data.seats:
-                raise AnalysisError(f"{d.path / RUNS}: run ({lineup}, {session}, {run}) has {len(players)} seats, "
-                                    f"other runs of {name} have {data.seats}")
-            data.seats = len(players)
-            if not valid:
-                data.dropped_invalid += 1
-                continue
-            if levels and isinstance(levels, list):
-                raise AnalysisError(f"{d.path / RUNS}: run ({lineup}, {session}, {run}): 'params' has no "
-                                    f"{', '.join(repr(x) for x in levels)} (a declared factor of {name})")
-            n = len(data)
-            for f, lev in zip(data.factors, levels):
-                data.levels.setdefault(f.name, Codes()).append(lev)
-            while len(data.players) < len(players):
-                data.players.append(Codes())
-            for seat, p in zip(data.players, players):
-                seat.append(p)
-            for m, x in outcomes.items():
-                col = data.values.get(m)
-                if col is None:
-                    data.metrics.append(m)
-                    col = data.values[m] = array("d", [_ABSENT]) * n
-                col.append(x)
-            for col in data.values.values():
-                if len(col) == n:
-                    col.append(_ABSENT)
-            data.origin.append(k)
-            data.where.append((lineup, session, run))
-            used = True
-        if used:
-            data.dirs.append(str(d.path))
+        names = data.lineups.names
+        lineup, session, run = _ints(buf.lineup), _ints(buf.session), _ints(buf.run)
+        perm = np.array(sorted(range(len(buf)), key=lambda i: (names[lineup[i]], session[i], run[i])), dtype=np.int64)
+
+        def where(i: int) -> str:
+            return f"{d.path / RUNS}: run ({names[lineup[i]]}, {session[i]}, {run[i]})"
+
+        seats = _ints(buf.seats)[perm]
+        expected = data.seats or int(seats[0])
+        bad = np.flatnonzero(seats != expected)
+        if len(bad):
+            i = int(perm[bad[0]])
+            raise AnalysisError(f"{where(i)} has {seats[bad[0]]} seats, other runs of {name} have {expected}")
+        data.seats = expected
+        valid = np.frombuffer(bytes(buf.valid), dtype=np.uint8)[perm].astype(bool)
+        data.dropped_invalid += int((~valid).sum())
+        keep = perm[valid]
+        for i in keep:
+            if int(i) in buf.missing:
+                raise AnalysisError(f"{where(int(i))}: 'params' has no "
+                                    f"{', '.join(repr(x) for x in buf.missing[int(i)])} (a declared factor of {name})")
+        if not len(keep):
+            return
+        n = len(data)
+        for f, col in zip(data.factors, buf.levels):
+            data.levels[f.name].codes.frombytes(_ints(col)[keep].astype(np.int32).tobytes())
+        offsets = _ints(buf.offset)[keep]
+        flat = _ints(buf.players)
+        for s, seat in enumerate(data.players[:expected]):
+            seat.codes.frombytes(flat[offsets + s].astype(np.int32).tobytes())
+        first = {}
+        for m, (vals, places) in buf.values.items():
+            v = np.frombuffer(vals, dtype=float)[keep]
+            present = np.flatnonzero(v.view(np.uint64) != np.float64(_ABSENT).view(np.uint64))
+            if m not in data.values and len(present):
+                first[m] = (int(present[0]), int(np.frombuffer(places, dtype=np.int16)[keep][present[0]]))
+            if m in data.values or len(present):
+                col = data.values.setdefault(m, array("d", [_ABSENT]) * n)
+                col.frombytes(v.tobytes())
+        data.metrics += sorted(first, key=lambda m: first[m])
+        for col in data.values.values():
+            if len(col) == n:
+                col.frombytes(np.full(len(keep), _ABSENT).tobytes())
+        data.origin.frombytes(np.full(len(keep), len(data.dirs), dtype=np.int32).tobytes())
+        data.lineup.frombytes(lineup[keep].astype(np.int32).tobytes())
+        data.session.frombytes(session[keep].tobytes())
+        data.run.frombytes(run[keep].tobytes())
+        data.dirs.append(str(d.path))
 
     def result(self) -> dict[str, GameData]:
         if self.error is not None:
@@ -430,7 +492,7 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
     ``pairs``: one categorical ``pair`` (``p1 | p2``, the ordered pair of players) instead of one per seat,
     relative to the reference player's self-play (the paper's ``--models_interaction``).
     """
-    import statsmodels.api as sm
+    from statsmodels.regression.linear_model import OLS  # statsmodels.api imports a further 30 MB of modules
 
     values = data.column(metric)
     keep = ~np.isnan(values)
@@ -454,7 +516,7 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
             notes.append(f"{term}={lev}: not identifiable from these runs (collinear with other terms); left out")
     X = X[:, keep_cols]
     kept = [(CONST, "", "")] + [terms[j - 1] for j in keep_cols[1:]]
-    res = sm.OLS(y, X).fit()
+    res = OLS(y, X).fit()
     dof = n - X.shape[1]
     r2 = float(res.rsquared) if dof >= 0 and np.ptp(y) > 0 else math.nan
     effects = []
@@ -543,8 +605,8 @@ def pair_table(data: GameData, metric: str = PAYOFF_METRIC) -> PairTable | None:
     cols_ = sorted({p2.names[c] for c in np.unique(c2)})
     va, vb = data.column(a), data.column(b)
     ok = ~(np.isnan(va) | np.isnan(vb))
-    i = np.array([rows_.index(x) for x in p1.names], dtype=int)[c1[ok]]
-    j = np.array([cols_.index(x) for x in p2.names], dtype=int)[c2[ok]]
+    i = np.array([rows_.index(x) if x in rows_ else -1 for x in p1.names], dtype=int)[c1[ok]]
+    j = np.array([cols_.index(x) if x in cols_ else -1 for x in p2.names], dtype=int)[c2[ok]]
     sums = np.zeros((2, len(rows_), len(cols_)))
     n = np.zeros((len(rows_), len(cols_)), dtype=int)
     np.add.at(sums[0], (i, j), va[ok])  # run by run, in order: the sums the loop over rows made
