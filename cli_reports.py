@@ -36,6 +36,7 @@ _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE
 
 def _need_report_extra() -> bool:
     try:
+        import duckdb  # noqa: F401
         import matplotlib  # noqa: F401
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401

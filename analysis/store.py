@@ -37,7 +37,6 @@ import numpy as np
 
 from ..games import GAMES
 from ..rundir import json_text
-from .metrics import broke
 from .scan import Base, Dir
 
 BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
@@ -167,41 +166,77 @@ class Store(Base):
 
     def begin(self, d: Dir) -> bool:
         self._scales, self._complete, self._incomplete = [], 0, 0
-        exp = d.exp
         self._game = d.game_name
-        self._rational = exp.get("environment", "melee") == "rational"
+        self._rational = d.exp.get("environment", "melee") == "rational"
+        found = GAMES.get(self._game)
+        self._stakes = found.info.stakes_key if found is not None else None
+        self._scale_key = found.info.scale_key if found is not None else None
+        self._params: dict[Any, tuple[float, str]] = {}  # a cell's parameters, met again in each of its runs
         return True
 
+    def _setup(self, params: dict[str, Any]) -> tuple[float, str]:
+        """(stakes, params as JSON text) of a run's parameters, once per distinct parameters."""
+        try:
+            key: Any = tuple((k, type(v), v) for k, v in params.items())
+            return self._params[key]
+        except TypeError:  # a list among them: computed each time
+            key = None
+        except KeyError:
+            pass
+        x = params.get(self._stakes) if self._stakes else None
+        if not self._stakes:
+            scale = math.nan
+        elif isinstance(x, (list, tuple)):
+            vals = [float(v) for v in x if v is not None]
+            scale = float(np.mean(vals)) if vals else math.nan
+        else:
+            scale = float(x) if x is not None else math.nan
+        found = (scale, json.dumps(params, sort_keys=True))
+        if key is not None and len(self._params) < 10_000:
+            self._params[key] = found
+        return found
+
     def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
-        game = self._game
         lineup, session, run = rec.get("lineup", "melee"), rec["session"], rec["run"]
         params = rec.get("params") or {}
-        scale = stakes(game, params)
+        scale, text = self._setup(params)
         complete = bool(rec.get("complete", True))
+        labels = rec.get("labels", [])
         self.runs.add((self.runs.rows, d.index, lineup, session, run, complete, bool(rec.get("void", False)),
-                       _int(rec.get("rounds")), len(rec.get("labels", [])), scale,
-                       json.dumps(params, sort_keys=True)))
+                       _int(rec.get("rounds")), len(labels), scale, text))
         if not complete:
             self._incomplete += 1
             return
         self._complete += 1
         self._scales.append(scale)
-        winners = set(rec.get("winners") or [])
-        labels = rec["labels"]
+        winners = rec.get("winners") or ()
         n = len(labels)
+        valid_, payoffs, deviation = rec["valid"], rec["payoffs"], rec["deviation"]
+        first = rec.get("first_valid")
+        first = first if isinstance(first, list) else None
+        actions, ne_actions, ne_payoffs = rec.get("actions"), rec.get("ne_actions"), rec.get("ne_payoffs")
+        agents, models, private = rec.get("agents"), rec.get("models"), rec.get("private_values")
+        assets = params.get("assets")
+        a_value = params.get(self._scale_key) if self._scale_key is not None else None
+        void = bool(rec.get("void"))
+        rational = self._rational
+        add, rows = self.players.add, self.players.rows
         for i, label in enumerate(labels):
-            role = "opponent" if self._rational and label != lineup else "player"
-            a_scale = _action_scale(game, params, i)
-            valid = bool(rec["valid"][i])
-            action = _f(_at(rec.get("actions"), i)) if valid else math.nan
-            ne_action = _f(_at(rec.get("ne_actions"), i))
-            self.players.add((
-                self.players.rows, d.index, lineup, session, run, i, label, _at(rec.get("agents"), i),
-                _text(_at(rec.get("models"), i)), role, n, action, ne_action, a_scale,
-                action / a_scale if a_scale else math.nan, ne_action / a_scale if a_scale else math.nan,
-                valid, broke(rec, i), _f(rec["payoffs"][i]) if valid else 0.0, _f(rec["payoffs"][i]),
-                _f(_at(rec.get("ne_payoffs"), i)), _f(rec["deviation"][i]) if valid else math.nan, i in winners,
-                bool(rec.get("void")), _f(_at(rec.get("private_values"), i)), _f(_at(params.get("assets"), i))))
+            if self._scale_key is None:
+                a_scale = math.nan
+            else:
+                a_scale = _f(_at(a_value, i)) if isinstance(a_value, list) else _f(a_value)
+            valid = bool(valid_[i])
+            action = _f(_at(actions, i)) if valid else math.nan
+            ne_action = _f(_at(ne_actions, i))
+            first_ok = bool(first[i]) if first is not None and i < len(first) else True
+            payoff = _f(payoffs[i])
+            add((rows + i, d.index, lineup, session, run, i, label, _at(agents, i), _text(_at(models, i)),
+                 "opponent" if rational and label != lineup else "player", n, action, ne_action, a_scale,
+                 action / a_scale if a_scale else math.nan, ne_action / a_scale if a_scale else math.nan,
+                 valid, not valid_[i] or not first_ok, payoff if valid else 0.0, payoff,
+                 _f(_at(ne_payoffs, i)), _f(deviation[i]) if valid else math.nan, i in winners, void,
+                 _f(_at(private, i)), _f(_at(assets, i))))
 
     def decision(self, d: Dir, rec: dict[str, Any]) -> None:
         label = rec.get("label")

@@ -296,7 +296,29 @@ class Collector(Base):
                 self.data.levels[f.name] = Codes()
         self.name = name
         self.buf = _DirRuns(len(self.data.factors))
+        self._keys = sorted({k for f in self.data.factors for k in f.keys})
+        self._cells: dict[Any, tuple[int, ...]] = {}  # a cell's factor levels, met again in each of its runs
         return True
+
+    def _levels(self, params: Mapping[str, Any], i: int) -> tuple[int, ...]:
+        """Each factor's level code for these parameters (-1: a key is missing, noted for run ``i``)."""
+        try:
+            key: Any = tuple((type(params[k]), params[k]) if k in params else None for k in self._keys)
+            return self._cells[key]
+        except TypeError:
+            key = None
+        except KeyError:
+            pass
+        codes = []
+        for f in self.data.factors:
+            lev = f.level_of(params)
+            if lev is None:
+                self.buf.missing.setdefault(i, [k for k in f.keys if k not in params])
+                key = None  # noted per run, never cached
+            codes.append(-1 if lev is None else self.data.levels[f.name].code(lev))
+        if key is not None and len(self._cells) < 100_000:
+            self._cells[key] = tuple(codes)
+        return tuple(codes)
 
     def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
         if not r.get("complete", True):
@@ -316,13 +338,8 @@ class Collector(Base):
         if HUMAN in players:
             self.people = True
         params = r.get("params") if isinstance(r.get("params"), dict) else {}
-        for f, col in zip(data.factors, buf.levels):
-            lev = f.level_of(params)
-            if lev is None:
-                buf.missing.setdefault(i, [k for k in f.keys if k not in params])
-                col.append(-1)
-            else:
-                col.append(data.levels[f.name].code(lev))
+        for col, code in zip(buf.levels, self._levels(params, i)):
+            col.append(code)
         valid = all(bool(v) for v in r.get("valid") or [])
         buf.valid.append(valid)
         if valid:
@@ -411,7 +428,8 @@ def collect(run_dirs: Iterable[str | Path], family: str | None = None, *, by: st
     from ..scan import scan
 
     c = Collector(family, by, games)
-    scan(expand_run_dirs(run_dirs), [c])
+    for w in scan(expand_run_dirs(run_dirs), [c]).warnings:  # a run met twice, a lone shard
+        print(f"econarena: warning: {w}", file=sys.stderr)
     return c.result()
 
 
@@ -486,6 +504,18 @@ def _terms(data: GameData, cols: Mapping[str, tuple[list[str], np.ndarray]], mod
     return out, notes
 
 
+def _rank(X: np.ndarray, R: np.ndarray, cols: list[int]) -> int:
+    """``np.linalg.matrix_rank(X[:, cols])`` from X's small triangular factor (X = QR: X's columns and R's
+    have the same singular values), in microseconds instead of an SVD of every run; where a singular value
+    lies within a factor 100 of the threshold (the two computations differ by rounding, some 1e-15), the
+    matrix itself decides, so the answer is always the one matrix_rank gives."""
+    s = np.linalg.svd(R[:, cols], compute_uv=False)
+    tol = s.max() * max(X.shape[0], len(cols)) * np.finfo(s.dtype).eps
+    if np.any((s > tol / 100) & (s < tol * 100)):
+        return int(np.linalg.matrix_rank(X[:, cols]))
+    return int((s > tol).sum())
+
+
 def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False) -> Fit:
     """OLS of ``metric`` on the one-hot factors and seat players (see the module doc).
 
@@ -508,8 +538,9 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
         names, codes = cols[term]
         X[:, j] = codes == names.index(lev)
     keep_cols = [0]
+    R = np.linalg.qr(X, mode="r")
     for j in range(1, X.shape[1]):  # drop columns the others already explain (not identifiable)
-        if np.linalg.matrix_rank(X[:, keep_cols + [j]]) > len(keep_cols):
+        if _rank(X, R, keep_cols + [j]) > len(keep_cols):
             keep_cols.append(j)
         else:
             term, lev, _ = terms[j - 1]
