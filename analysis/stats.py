@@ -113,17 +113,38 @@ def _blocks(n_boot: int, k: int) -> list[tuple[int, int]]:
     return [(start, min(rows, n_boot - start)) for start in range(0, n_boot, rows)]
 
 
+def _exact_constant(v: np.ndarray, k: int) -> float | None:
+    """The vector's one value when it is the same whole number everywhere and k of them sum exactly: then
+    every replicate's sum of k draws is that value times k, whatever was drawn and in whatever order."""
+    if not len(v) or v.min() != v.max():
+        return None
+    c = float(v[0])
+    return c if c.is_integer() and abs(c) * k < 2**53 else None
+
+
 def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.random.Generator,
                     n_boot: int) -> list[np.ndarray]:
     """Each replicate's total of each per-session vector (all of one session layout), sessions resampled
-    within strata; every vector sees the same draws, added in the order one vector alone would get them."""
+    within strata; every vector sees the same draws, added in the order one vector alone would get them.
+    A vector that is one whole number in a stratum (a count of one row per session, a rule-break share of
+    0) needs no gathering there: its sum is exact."""
     out = [np.zeros(n_boot) for _ in vectors]
-    for s in np.unique(stratum):
-        part = np.flatnonzero(stratum == s)
+    strata = np.unique(stratum)
+    parts = [np.flatnonzero(stratum == s) for s in strata]
+    const = [[_exact_constant(v[part], len(part)) for v in vectors] for part in parts]
+    last = max((i for i, c in enumerate(const) if any(x is None for x in c)), default=-1)
+    for i, part in enumerate(parts[:last + 1]):  # strata after the last one that needs draws draw nothing
+        gather = [j for j, c in enumerate(const[i]) if c is None]
+        for j, c in enumerate(const[i]):
+            if c is not None:
+                out[j] += c * len(part)
         for start, rows in _blocks(n_boot, len(part)):
             idx = part[rng.integers(0, len(part), size=(rows, len(part)))]
-            for v, acc in zip(vectors, out):
-                acc[start:start + rows] += v[idx].sum(axis=1)
+            for j in gather:
+                out[j][start:start + rows] += vectors[j][idx].sum(axis=1)
+    for i in range(last + 1, len(parts)):
+        for j, c in enumerate(const[i]):
+            out[j] += c * len(parts[i])  # type: ignore[operator]
     return out
 
 
