@@ -257,21 +257,21 @@ class _RunLogCache:
         self.budget = budget
         self.entries: dict[str, tuple[int, bytes, list[tuple[int, Any]]]] = {}  # insertion order = LRU
 
-    def lines(self, path: Path) -> Iterator[tuple[int, Any]] | list[tuple[int, Any]]:
+    def lines(self, path: Path) -> Iterator[tuple[int, Any, bool]] | list[tuple[int, Any, bool]]:
         try:
             size = path.stat().st_size if path.name == RUNS else -1
         except OSError:
             size = -1
         if not 0 <= size <= self.budget:
-            return ((n, x) for n, _, x in _parse(path))
+            return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         try:
             data = path.read_bytes()
         except OSError:
-            return ((n, x) for n, _, x in _parse(path))
+            return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         key, digest = str(path.resolve()), hashlib.blake2b(data, digest_size=16).digest()
         hit = self.entries.pop(key, None)
         if hit is None or hit[1] != digest:
-            hit = (len(data), digest, [(n, x) for n, _, x in _parse(path, data)])
+            hit = (len(data), digest, [(n, x, slow) for n, _, x, slow in _parse_flagged(path, data)])
             while self.entries and sum(e[0] for e in self.entries.values()) + len(data) > self.budget:
                 del self.entries[next(iter(self.entries))]
         self.entries[key] = hit
@@ -286,9 +286,11 @@ def iter_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
     """The records of :func:`read_jsonl` one at a time, so a reader that folds them (the summary) holds one
     line in memory, not the whole log. ``runs.jsonl`` is parsed once per process while it is unchanged."""
     skipped: list[int] = []
-    for number, x in _RUN_LOGS.lines(path):
+    for number, x, slow in _RUN_LOGS.lines(path):
         if not isinstance(x, BadLine):
             problem = record_problem(x, kind) if kind else None
+            if problem is None and strict and slow and (where := _nonfinite(x)):
+                problem = f"'{where}' is not a finite number (NaN or Infinity)"
             if problem is None:
                 yield x
                 continue
