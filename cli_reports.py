@@ -396,14 +396,17 @@ def _after_gamabench(result: Any, out: Path, args: argparse.Namespace) -> list[P
 def _after_negotiationarena(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     """The pair table (win rates by --metrics), then the published Figure 3 beside the recorded outcomes."""
     from .analysis.families import negotiationarena as na
+    from .analysis.scan import scan
     from .rundir import write_atomic
 
-    table = na.pair_table(na.collect(result.dirs), args.metrics)
+    own, paper, correct = na.Collector(), na.Collector(reading="paper"), na.Collector(reading="correct")
+    scan(result.dirs, [own, paper, correct])  # the imported directories read once for the three readings
+    table = na.pair_table(own.rows, args.metrics)
     csv_path = out / "negotiationarena_pairs.csv"
     write_atomic(csv_path, na.pairs_csv(table))
     show(*na.pairs_cells(table), na.format_pairs(table, args.metrics), left=3,
          title=f"NegotiationArena: win rates ({args.metrics} formula) and mean payoffs by ordered pair")
-    check = na.published_check(na.collect(result.dirs, reading="paper"), na.collect(result.dirs, reading="correct"))
+    check = na.published_check(paper.rows, correct.rows)
     check_path = out / "negotiationarena_published_check.csv"
     write_atomic(check_path, na.check_csv(check))
     print()
