@@ -37,6 +37,7 @@ import numpy as np
 
 from ..games import GAMES
 from ..rundir import json_text
+from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
 
 BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
@@ -252,8 +253,6 @@ class Store(Base):
         self.decisions.add(row)
 
     def end(self, d: Dir) -> None:
-        from .load import experiment_row
-
         scales = np.asarray(self._scales, dtype=float)
         scale = float(np.nanmedian(scales)) if len(scales) and not np.isnan(scales).all() else math.nan
         self.experiments.append(experiment_row(d, scale, self._complete, self._incomplete))
@@ -265,8 +264,6 @@ class Store(Base):
 
         for b in (self.players, self.runs, self.decisions):
             b.flush()
-        from .load import SETTING_COLUMNS
-
         exps = pd.DataFrame(self.experiments)
         dims = exps[SETTING_COLUMNS].assign(dir=[d.index for d in self.dirs])
         self.con.register("_dims", dims)
@@ -336,8 +333,6 @@ class Store(Base):
         """The pandas frames of ``load`` for these directories (all by default): for the figures and the
         comparisons of the experiments no family analyses, and for callers of ``load``."""
         import pandas as pd
-
-        from .load import Frames
 
         where = "" if dirs is None else f"WHERE dir IN ({', '.join(str(int(i)) for i in dirs) or '-1'})"
         keep = set(range(len(self.dirs))) if dirs is None else set(dirs)
