@@ -152,13 +152,13 @@ def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Se
 
 # The metrics' rows as the engine returns them: the same numerators and denominators as the pandas
 # lambdas above, computed by numpy on a directory's rows in log order.
-_PLAYER_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code, label,
+_PLAYER_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code,
     dense_rank() OVER (ORDER BY lineup || '|' || CAST(session AS VARCHAR)) AS cluster,
     dense_rank() OVER (ORDER BY lineup) AS stratum,
     coalesce(payoff, 'NaN'::DOUBLE) AS payoff, coalesce(ne_payoff, 'NaN'::DOUBLE) AS ne_payoff,
     coalesce(deviation, 'NaN'::DOUBLE) AS deviation, win::DOUBLE AS win, broke::DOUBLE AS broke
     FROM players WHERE dir = ? {role} ORDER BY row"""
-_DECISION_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code, label,
+_DECISION_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code,
     dense_rank() OVER (ORDER BY lineup || '|' || CAST(session AS VARCHAR)) AS cluster,
     dense_rank() OVER (ORDER BY lineup) AS stratum,
     (violation IS NOT NULL)::DOUBLE AS violation,
@@ -217,9 +217,11 @@ def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], o
             r = store.query(sql.format(role=role), [store.dirs[i].index])
             if not len(r["cluster"]):
                 continue
-            labels = np.asarray(r["label"], dtype=object)
             codes = np.asarray(r["label_code"])
-            names = {int(c): labels[np.argmax(codes == c)] for c in np.unique(codes)}
+            table = "players" if kind == "players" else "decisions"
+            found = store.con.execute(f"SELECT DISTINCT label FROM {table} WHERE dir = ? {role} ORDER BY label",
+                                      [store.dirs[i].index]).fetchall()
+            names = {k: row[0] for k, row in enumerate(found, 1)}  # dense_rank counts from 1 in label order
             for metric in metrics:
                 if METRICS[metric].frame != kind:
                     continue
