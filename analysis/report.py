@@ -22,6 +22,7 @@ import math
 import platform
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -307,13 +308,39 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
 
 def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None, title: str,
            transcripts: int, collectors: dict[str, Any]) -> Report:
-    figdir = out / "figures"
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.html")
     report.notes += found.warnings
     exps = pd.DataFrame(store.experiments)
     dirs = [d.name for d in store.dirs]
     core = _core(store)
+    # the metric table, the exports and the usage table need only the engine and numpy, which let go of the
+    # interpreter while they work: they run beside the figures (matplotlib holds it), on a second core
+    pool = ThreadPoolExecutor(1)
+    tables = pool.submit(_tables, store.fork(), out, n_boot, seed, prices)
+    try:
+        return _page(store, found, out, n_boot, seed, title, transcripts, collectors, report, exps, dirs, core,
+                     tables)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None
+            ) -> tuple[pd.DataFrame, list[Path], pd.DataFrame]:
+    """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage."""
+    try:
+        table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
+        table.to_csv(out / "metrics.csv", index=False)
+        files = [out / "metrics.csv", *store.export(out)]
+        return table, files, usage_table(store, load_prices(prices))
+    finally:
+        store.con.close()
+
+
+def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str, transcripts: int,
+          collectors: dict[str, Any], report: Report, exps: pd.DataFrame, dirs: list[str], core: Frames,
+          tables: Any) -> Report:
+    figdir = out / "figures"
     ctx = Context([Path(d) for d in dirs], figdir, out, n_boot, seed, store, core)
     for family, c in collectors.items():
         ctx.provide(family, c)
@@ -345,10 +372,8 @@ def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: st
         report.figures += sec.figures
         report.skipped += sec.skipped
         report.files += sec.files
-    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
-    table.to_csv(out / "metrics.csv", index=False)
-    report.files += [out / "metrics.csv", *store.export(out)]
-    usage = usage_table(store, load_prices(prices))
+    table, files, usage = tables.result()
+    report.files += files
     talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
     cards.sort(key=lambda ic: (-ic[1].weight, ic[0]))
 

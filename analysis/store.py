@@ -24,6 +24,7 @@ Tables (internal; the exports add the setting columns and the sessions' keys):
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -281,6 +282,13 @@ class Store(Base):
                 arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off') AS structured
             FROM decisions GROUP BY ALL""")
         return self
+
+    def fork(self) -> Store:
+        """The same store through a connection of its own, for a second thread (a connection serves one
+        thread at a time); close its ``con`` when done, the store's files stay."""
+        other = copy.copy(self)
+        other.con = self.con.cursor()
+        return other
 
     def close(self) -> None:
         if not self.closed:
