@@ -5,6 +5,7 @@ tables, run directories found in folders, and an experiment's row (settings, con
 
 from __future__ import annotations
 
+import glob
 import math
 import re
 from collections.abc import Iterable
@@ -53,9 +54,18 @@ def is_run_dir(path: Path) -> bool:
 
 
 def expand_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """Run directories named directly, or found one level below a folder of them (``runs/paper``)."""
+    """Run directories named directly, or found one level below a folder of them (``runs/paper``), or
+    matched by a glob the shell did not expand (``'runs/exp/shard-*'`` quoted, as a cluster's job script
+    may pass the shards where they lie)."""
     out: list[Path] = []
-    for p in map(Path, paths):
+    named: list[Path] = []
+    for arg in paths:
+        p = Path(arg)
+        if not p.exists() and any(ch in str(arg) for ch in "*?["):
+            named += sorted(Path(m) for m in glob.glob(str(arg)))
+        else:
+            named.append(p)
+    for p in named:
         if is_run_dir(p):
             out.append(p)
         elif p.is_dir():

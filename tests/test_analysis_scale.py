@@ -90,6 +90,16 @@ def test_the_shards_alone_make_the_whole_and_a_lone_shard_says_it_is_a_part(shar
     assert "shard 2 of 2" in page and "<th>part</th>" in page  # in the experiments table and a note
 
 
+def test_shards_read_where_they_lie_through_a_glob_the_shell_left(sharded: Path, tmp_path: Path) -> None:
+    pattern = str(sharded / "shard-*")  # quoted in a job script: no shell expanded it
+    r = cli("analyze", "glee", pattern, "--out", str(tmp_path))
+    assert r.returncode == 2 and "no complete runs of a 'glee' game" in r.stderr  # found the directories
+    r = cli("report", pattern, "--out", str(tmp_path / "g"), "--boot", "20", "--transcripts", "0")
+    assert r.returncode == 0, r.stderr
+    exps = (tmp_path / "g" / "report.html").read_text(encoding="utf-8")
+    assert "shard-1" in exps and "shard-2" in exps and "shard 1 of 2" not in exps
+
+
 def test_a_run_recorded_twice_in_one_directory_counts_once(tmp_path: Path) -> None:
     from econarena.analysis.load import load
 
