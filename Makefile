@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint install clean browser
+.PHONY: demo test bench lint install clean browser docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ browser:
 test: $(STAMP) browser
 	$(PY) -m pytest
 
+# The documentation site, strict: a broken link, a missing page or an undocumented TOML key fails the build
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -n -q -b html docs site
+	@echo "Site: site/index.html"
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -49,4 +54,4 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info site

@@ -59,6 +59,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors += problems
             if not problems:
                 alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
+        elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (suites/*.toml)
+            from .cli_bench import validate_suite
+
+            problem, line = validate_suite(f)
+            if problem:
+                errors.append(problem)
+            else:
+                alias_ok.append(line)
         else:
             files.append(f)
     exps, more = _load_all(files)
@@ -363,9 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
 
-    from . import cli_reports  # report, compare, suite
+    from . import cli_bench, cli_reports  # report, compare, suite; bench, leaderboard
 
     cli_reports.register(sub)
+    cli_bench.register(sub)
     return p
 
 

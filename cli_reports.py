@@ -126,6 +126,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
     from .analysis.load import load
     from .analysis.tables import METRICS
+    from .csvcells import frame_csv
 
     for m in args.metrics or ():
         if m not in METRICS:
@@ -160,7 +161,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.csv:
         flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
                                for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
-        flat.drop(columns=["a", "b", "diff"]).to_csv(args.csv, index=False)
+        frame_csv(flat.drop(columns=["a", "b", "diff"]), args.csv)
         print(f"\nwritten: {args.csv}")
     return EXIT_OK
 
@@ -334,6 +335,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Another tool's released results -> run directories (importers/), the accounting of every item, the
     source's own tables (analysis/families/)."""
     from .analysis.metrics import write_summary
+    from .games.text import storable
     from .importers.common import ImportFailed, write_import_report
     from .importers.registry import IMPORTERS
 
@@ -343,6 +345,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     module = IMPORTERS[args.source]
     given = {"unnamed": args.unnamed_model, "metrics": args.metrics}
     out = Path(args.out)
+    shown = storable(str(out))  # a path of undecodable bytes is printed as its escapes, never a traceback
     try:
         result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
     except ImportFailed as exc:
@@ -353,7 +356,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     for r in result.refused[:_SHOWN]:
         print(f"econarena: refused: {r.item}: {r.reason}", file=sys.stderr)
     if len(result.refused) > _SHOWN:
-        print(f"econarena: ... and {len(result.refused) - _SHOWN} more refused (all in {out}/import_refused.csv)",
+        print(f"econarena: ... and {len(result.refused) - _SHOWN} more refused (all in {shown}/import_refused.csv)",
               file=sys.stderr)
     try:
         files = write_import_report(result, out)
@@ -362,7 +365,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if not result.dirs:
         print("\n".join(result.lines()))
-        err(f"no {module.ITEMS} could be imported from {args.raw_dir}")
+        err(f"no {module.ITEMS} could be imported from {storable(args.raw_dir)}")
         return EXIT_CONFIG
     for d in result.dirs:
         write_summary(d)
@@ -372,9 +375,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     for d in result.disagreements[:_SHOWN]:
         print(f"  disagrees: {d.item}: {d.kind}: {d.detail}")
     if len(result.disagreements) > _SHOWN:
-        print(f"  ... and {len(result.disagreements) - _SHOWN} more (all in {out}/import_disagreements.csv)")
+        print(f"  ... and {len(result.disagreements) - _SHOWN} more (all in {shown}/import_disagreements.csv)")
     print(f"\nimported {result.runs} run(s) into {len(result.dirs)} run director"
-          f"{'y' if len(result.dirs) == 1 else 'ies'} under {out}; written: {', '.join(p.name for p in files)}")
+          f"{'y' if len(result.dirs) == 1 else 'ies'} under {shown}; written: {', '.join(p.name for p in files)}")
     return EXIT_OK
 
 
@@ -421,6 +424,7 @@ def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     """glee_games.csv (one row per game: ids, players, rounds, deal, the paper's and the code's metrics) and
     glee_summary.csv (per family, kind, seat and player), printed in short."""
     from .analysis.families import glee
+    from .games.text import storable
     from .rundir import write_atomic
 
     rows = glee.games_table(result.dirs)
@@ -432,7 +436,7 @@ def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     print("GLEE games imported: " + "; ".join(
         f"{f} ({k}): {sum(1 for r in rows if (r['family'], r['kind']) == (f, k))}" for f, k in kinds))
     if any(r["kind"] == glee.HUMAN for r in rows):
-        print(f"people beside models: econarena analyze glee {out} --human-vs-model")
+        print(f"people beside models: econarena analyze glee {storable(str(out))} --human-vs-model")
     return [games_path, summary_path]
 
 

@@ -55,3 +55,37 @@ def price_of(prices: Mapping[str, tuple[float, float]], label: str, models: Sequ
 
 def cost_usd(price: tuple[float, float], tokens_in: float, tokens_out: float) -> float:
     return (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+
+
+class Budget:
+    """A spending limit in USD over the calls of a whole command (``econarena bench --max-cost``).
+
+    ``spent`` starts at what earlier invocations paid (read from their logs) and grows with every reply that
+    was not answered from the response cache; ``allows()`` is asked before each call, so no call starts once
+    the limit is reached (calls already in flight finish and are counted). A call whose label and model
+    have no price costs 0 here: a budget needs a price (the CLI refuses --max-cost without one).
+    """
+
+    def __init__(self, limit: float, prices: Mapping[str, tuple[float, float]], spent: float = 0.0) -> None:
+        self.limit = float(limit)
+        self.prices = dict(prices)
+        self.spent = float(spent)
+        self.refused = 0  # calls not started because the limit was reached
+
+    def allows(self) -> bool:
+        if self.spent < self.limit:
+            return True
+        self.refused += 1
+        return False
+
+    def charge(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
+               cached: bool = False) -> None:
+        if cached:
+            return
+        price = price_of(self.prices, label, [model] if model else [])
+        if price is not None:
+            self.spent += cost_usd(price, tokens_in or 0, tokens_out or 0)
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.limit

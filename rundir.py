@@ -55,12 +55,18 @@ def now_iso() -> str:
 
 
 def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write through ``<name>.tmp`` and a rename: a reader sees the old file or the new, never half of one.
+    The .tmp is removed when the write fails (text that is not UTF-8, a full disk), never left behind."""
     tmp = path.with_name(path.name + ".tmp")
-    if isinstance(text, bytes):
-        tmp.write_bytes(text)
-    else:
-        tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 _JSON_DEFAULT = json.JSONEncoder().default  # raises json.dumps's own TypeError for what it cannot write

@@ -108,11 +108,17 @@ def backoff_delay(retry: int) -> float:
     return d / 2 + random.uniform(0, d / 2)
 
 
+def mask_secrets(text: str, *secrets: str | None) -> str:
+    """``text`` with every occurrence of each secret (4 characters or more) replaced by ``***``."""
+    for s in secrets:
+        if s and len(s) >= 4 and s in text:
+            text = text.replace(s, "***")
+    return text
+
+
 def redact(text: str, *secrets: str | None) -> str:
     """Remove secrets (and their common renderings) from text that may end up in a log."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
+    text = mask_secrets(text, *secrets)
     # a bearer token or api-key header echoed by a proxy, whatever the key was
     return re.sub(r"(?i)(bearer\s+|api[-_]?key[\"'=:\s]+)[A-Za-z0-9._\-]{12,}", r"\1***", text)
 
@@ -153,6 +159,22 @@ def url_secrets(url: str | Sequence[str] | None) -> list[str]:
             if form and form not in found:
                 found.append(form)
     return found
+
+
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """A base_url without its query string, and the query's parameters, in the order typed.
+
+    Why: the SDKs append the endpoint's path to base_url as a string, so ``http://host/v1?api-version=1``
+    became ``/v1/?api-version=1/chat/completions`` (404 on an Azure-style server, which needs the query on
+    every request). The providers give the SDK the bare URL and the parameters as the default query of each
+    request, so what the user typed reaches the server. A fragment is never sent, so it is dropped."""
+    if not url or "?" not in url:
+        return url, {}
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return (urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")),
+            dict(parse_qsl(parts.query, keep_blank_values=True)))
 
 
 def public_urls(url: Any) -> Any:

@@ -61,6 +61,18 @@ class LLMAgent:
         self.settings = settings
         self.model = settings.model or provider.default_model
         self.cache = cache
+        self._secrets: tuple[str | None, ...] | None = None  # masked in every stored reply (see _masked)
+
+    def _masked(self, text: str | None) -> str | None:
+        """``text`` with the key's value and a base_url's credentials replaced by ``***`` (exact matches only:
+        a reply is the model's words, so no pattern guesses at other tokens)."""
+        if not text:
+            return text
+        from .calls import mask_secrets, url_secrets
+
+        if self._secrets is None:
+            self._secrets = (api_key(self.kind, self.settings), *url_secrets(self.settings.base_url))
+        return mask_secrets(text, *self._secrets)
 
     def _messages(self, request: DecisionRequest) -> list[Message]:
         messages = list(request.messages)
@@ -93,7 +105,7 @@ class LLMAgent:
             if inspect.isawaitable(hit):  # the cluster's cache answers from another process (agents/cluster.py)
                 hit = await hit
             if hit is not None:
-                return Reply(text=hit["text"], model=hit["model"] or self.model,
+                return Reply(text=self._masked(hit["text"]), model=self._masked(hit["model"]) or self.model,
                              latency_s=time.perf_counter() - start, tokens_in=hit["tokens_in"],
                              tokens_out=hit["tokens_out"], cached=True)
         settings = self.settings
@@ -113,10 +125,13 @@ class LLMAgent:
         finally:
             AFFINITY.reset(token)
         latency = gen.latency_s or (time.perf_counter() - start)
+        # a server (a proxy, a debugging endpoint) may echo the key in a 200 reply: the reply is stored in
+        # decisions.jsonl and the cache, so the key's value is masked as in an error's text
+        text, model = self._masked(gen.text), self._masked(gen.model)
         if key is not None and self.cache is not None and not gen.cached:
-            self.cache.put(key, text=gen.text, model=gen.model, tokens_in=gen.tokens_in,
+            self.cache.put(key, text=text, model=model, tokens_in=gen.tokens_in,
                            tokens_out=gen.tokens_out, latency_s=latency)
-        return Reply(text=gen.text, model=gen.model or self.model, latency_s=latency,
+        return Reply(text=text, model=model or self.model, latency_s=latency,
                      tokens_in=gen.tokens_in, tokens_out=gen.tokens_out, cached=gen.cached)
 
 

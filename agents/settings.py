@@ -22,33 +22,52 @@ if TYPE_CHECKING:
 class LLMSettings(BaseModel):
     """Generation and connection settings, merged: defaults < provider < TOML ``[llm]`` < player."""
 
-    # strict: TOML is typed, so max_tokens = true or timeout_s = "60" is a mistake, not a 1 or a 60
+    # strict: TOML is typed, so max_tokens = true or timeout_s = "60" is a mistake, not a 1 or a 60;
+    # a string under a field is its entry in the generated TOML reference (docs/), read at build time
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: str | None = None
-    # one server, or several serving the same model (replicas): sessions are spread over them
+    """The model's name as the provider or server knows it; `hf`: a hub id, a local folder or a `.gguf`
+    file (default: the bundled SmolLM2-135M-Instruct)."""
     base_url: str | list[str] | None = None
+    """Another server for the provider (a gateway, vLLM, SGLang, Ollama...), or a list of servers of the same
+    model: sessions are spread over them and each stays on one (its prefix cache)."""
     api_key_env: str | None = None
+    """The environment variable that holds the key, if not the provider's usual one."""
     temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature; unset: the provider's default (`hf`: greedy)."""
     top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling's probability mass."""
     max_tokens: int = Field(default=512, gt=0)
+    """The most tokens a reply may have; a reply cut at this limit is recorded as truncated."""
     seed: int | None = None
+    """Turned into one reproducible seed per decision (hashed with the decision's coordinates)."""
     timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds one request may take before it is retried."""
     max_connections: int = Field(default=16, gt=0)
+    """Requests in flight to this provider at once (for the whole cluster on Ray)."""
     requests_per_minute: float | None = Field(default=None, gt=0)
+    """A rate limit for this provider's requests."""
     system: str | None = None
+    """Replaces the template's system prompt for this player."""
     max_retries: int = Field(default=5, ge=0)
+    """Retries of a failed request (429, 5xx, timeouts, dropped connections), with backoff and `Retry-After`."""
     retry_max_wait_s: float = Field(default=120.0, gt=0)
-    # structured output: "format" constrains keys, types and number lengths; "strict" also the rule bounds
+    """The longest wait between two retries."""
     structured: Literal["off", "format", "strict"] = "off"
-    # how the openai provider asks for it: OpenAI's json_schema, or {"type": "json_object", "schema": ...}
-    # (llama.cpp's server, which answers json_schema with HTTP 500)
+    """Structured output: `format` constrains the reply's keys, types and number lengths to the game's JSON
+    Schema; `strict` also its rule bounds; `off` judges the reply as it comes."""
     response_format: Literal["json_schema", "json_object"] = "json_schema"
-    # local (hf) models only
+    """`openai` only: how structured output is asked for: OpenAI's `json_schema`, or
+    `{"type": "json_object", "schema": ...}` (llama.cpp's server)."""
     device: str | None = None
+    """`hf` only: the torch device (`cpu`, `cuda`, `cuda:1`, `mps`). Default: `cpu`."""
     dtype: str | None = None
+    """`hf` only: the torch dtype of the weights (`float32`, `bfloat16`, `float16`, `auto`). Default: `float32`."""
     max_batch_size: int = Field(default=16, gt=0)
+    """`hf` only: the most decisions batched into one `generate()` call."""
     threads: int | None = Field(default=None, gt=0)
+    """`hf` only: torch's CPU threads. Default: half the cores, at least 1, at most 4."""
 
     def merged(self, *layers: dict[str, Any]) -> LLMSettings:
         data = self.model_dump(exclude_unset=True)

@@ -22,13 +22,12 @@ Per label (a label may hold several seats), over COMPLETE runs only:
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..csvcells import csv_text
 from ..rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
 from ..tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
@@ -79,13 +78,9 @@ SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_
 
 def summary_csv(summary: dict[str, Any]) -> str:
     runs = sorted({k for v in summary["labels"].values() for k in v["deviation_by_run"]}, key=int)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["label", *SCALARS, *VIOLATIONS, *(f"deviation_run_{k}" for k in runs)])
-    for label, v in summary["labels"].items():
-        w.writerow([label, *(v[k] for k in SCALARS), *(v["violations"][k] for k in VIOLATIONS),
-                    *(v["deviation_by_run"].get(k) for k in runs)])
-    return buf.getvalue()
+    return csv_text(["label", *SCALARS, *VIOLATIONS, *(f"deviation_run_{k}" for k in runs)],
+                    ([label, *(v[k] for k in SCALARS), *(v["violations"][k] for k in VIOLATIONS),
+                      *(v["deviation_by_run"].get(k) for k in runs)] for label, v in summary["labels"].items()))
 
 
 def write_summary(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:

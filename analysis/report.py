@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from ..csvcells import frame_csv
 from ..games import GAMES
 from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
 from ..rundir import BASELINE_AGENTS
@@ -330,7 +331,7 @@ def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | 
     """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage."""
     try:
         table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
-        table.to_csv(out / "metrics.csv", index=False)
+        frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
         files = [out / "metrics.csv", *store.export(out)]
         return table, files, usage_table(store, load_prices(prices))
     finally:

@@ -10,6 +10,7 @@ fixed across its runs; each run starts from ``initial_state(setup)``. Reply fiel
 from __future__ import annotations
 
 import abc
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,9 +44,10 @@ from .params import (
 
 __all__ = [
     "DRAW_DECIMALS", "MAX_GAME_NUMBER", "PARSE_ERROR", "RULE_VIOLATION", "SCHEMA_ERROR", "ActionField",
-    "ActionSpec", "FieldKind", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement", "Outcome",
-    "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json", "fmt_num",
-    "is_plain_json", "judge_object", "judge_reply", "validate_param",
+    "ActionSpec", "FieldKind", "ForeignValue", "Game", "GameInfo", "GameParams", "ImportedRun", "Judgement",
+    "Outcome", "ReplayCheck", "Setup", "Skip", "Violation", "bounded_extras", "draw_param", "extract_json",
+    "fmt_num", "foreign_move_problem", "game_number", "is_plain_json", "judge_object", "judge_reply",
+    "validate_param", "whole_number",
 ]
 
 
@@ -121,6 +123,70 @@ class ImportedRun:
     messages: list[list[dict[str, Any]]] | None = None  # per seat, the stored chat, when present
     recorded: dict[str, Any] | None = None
     check: ReplayCheck | None = None
+
+
+class ForeignValue(ValueError):
+    """A value in another tool's released file that this game's own rules refuse: ``from_reference`` raises
+    it and the importer refuses the item under ``category`` (never imports it as an agreeing result).
+
+    ``bad_parameter``: the game's Params model refuses it, or a parameter the outcome depends on is
+    missing; ``bad_move``: the game's judge refuses a move the outcome rests on; ``bad_number``: not a
+    finite number within ``MAX_GAME_NUMBER`` (sums and means of such numbers overflowed or lost precision).
+    """
+
+    def __init__(self, category: str, message: str) -> None:
+        super().__init__(message)
+        self.category = category
+
+
+def foreign_move_problem(game: Game, state: Any, seat: int, action: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(violation, detail) when the game's own judge refuses a move read from another tool's file, None when
+    it accepts it: the same types, bounds and rules as a reply played here. The violation tells a value of
+    the wrong type (``schema_error``, ``parse_error``: not what the source's own parser could have written)
+    from one our rules forbid (``rule_violation``: the source's rules may have allowed it). Free-text fields
+    are judged empty: their length bounds what we send a model, not what a move is."""
+    spec = game.action_spec(state, seat)
+    judged = {**action, **{f.name: "" for f in spec.fields if f.kind == "text"}}
+    j = game.judge_action(state, seat, judged)
+    return None if j.action is not None else (j.violation or SCHEMA_ERROR, j.detail or "refused")
+
+
+def whole_number(value: Any, where: str, category: str = "bad_parameter") -> int:
+    """A whole number as another tool stored it (``12``, ``12.0``, ``"12"``); :class:`ForeignValue`
+    (``category``; ``bad_number`` beyond MAX_GAME_NUMBER) for anything else, so that ``2.5`` is never read
+    as 2 nor ``true`` as 1."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+        raise ForeignValue(category, f"{where}: expected a whole number, got {_shown(value)}")
+    if abs(value) > MAX_GAME_NUMBER:
+        raise ForeignValue("bad_number", f"{where}: {_shown(value)} is beyond {MAX_GAME_NUMBER:.0e}")
+    return int(value)
+
+
+def game_number(value: Any, where: str, category: str = "bad_number") -> float:
+    """A number another tool stored (``12.5``, ``"12.5"``), checked as a game's numbers are: finite and within
+    MAX_GAME_NUMBER (:class:`ForeignValue` ``category`` otherwise; a bool is not a number)."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ForeignValue(category, f"{where}: expected a number, got {_shown(value)}")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or abs(x) > MAX_GAME_NUMBER:
+        raise ForeignValue(category, f"{where}: {_shown(value)} is not a finite number within {MAX_GAME_NUMBER:.0e}")
+    return x
+
+
+def _shown(value: Any) -> str:
+    """A value for a one-line message: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 class GameParams(BaseModel):
     """Base for every game's parameter model: unknown keys are errors, and "0.5" is not a number."""
 
+    # a string under a field (an attribute docstring) is its entry in the generated TOML reference (docs/)
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 

@@ -18,12 +18,14 @@ from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..games import GAMES
 from .experiment import (
+    AGENT_KEYS,
     BASELINES,
     MAX_INT,
     MAX_LLM_CALLS,
     MAX_PERSONA,
     MAX_SEATS,
     PERSONAS,
+    PLAYER_KEYS,
     Experiment,
     ExperimentSection,
     Lineup,
@@ -465,10 +467,9 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if agent not in BASELINES and agent not in PROVIDERS:
         errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}")
         return None
-    common = {"agent", "label", "count", "persona"}
-    allowed = common | ({"responses"} if agent == "scripted" else {"k"} if agent == "level_k"
-                        else {"policy"} if agent == "policy"
-                        else set(LLM_SETTING_KEYS) if agent in PROVIDERS else set())
+    # alias was replaced by its table before (resolve_aliases)
+    allowed = {k for k in PLAYER_KEYS if k != "alias"} | set(
+        LLM_SETTING_KEYS if agent in PROVIDERS else AGENT_KEYS.get(agent, ()))
     bad = [k for k in raw if k not in allowed]
     for k in bad:
         errors.append(f"{where}: unknown key '{key}.{k}' for agent '{agent}'"

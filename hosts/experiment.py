@@ -30,6 +30,10 @@ BASELINES = {
     "human": "a person at the terminal: reads the prompt a model reads, types the reply (--human-input FILE "
              "scripts it)",
 }
+# The [[players]] keys every entry may have, and those only some agents take (an LLM provider takes the
+# LLM keys, LLMSettings); config.py refuses any other key, and the docs' TOML reference lists these.
+PLAYER_KEYS = ("agent", "label", "count", "persona", "alias")
+AGENT_KEYS = {"scripted": ("responses",), "level_k": ("k",), "policy": ("policy",)}
 PERSONAS = ("cunning", "desperate")  # built-in persona texts (hosts/templates/common.toml); others verbatim
 MAX_PERSONA = 4000
 
@@ -47,27 +51,53 @@ MAX_LLM_CALLS = 1_000_000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)  # TOML is typed: "5" or true is not a count
+    # strict: TOML is typed, so "5" or true is not a count. A string under a field is its entry in the
+    # generated TOML reference (docs/), read from the source at build time, never at run time
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ExperimentSection(_Strict):
+    """``[experiment]``: what is played, how often, and what the players are told."""
+
     name: str = Field(min_length=1)
+    """The run directory's name (`runs/<name>/`): letters, digits, `.`, `_`, `-`, not starting with `.` or `-`.
+    Default: the file's name."""
     game: str
+    """The game to play (see the games reference; `econarena list` prints them)."""
     environment: Literal["melee", "rational", "self"] = "melee"
+    """`melee`: every entry (with its `count`) at one table. `rational`: for each non-rational entry, a table
+    of it and `players_per_game - 1` rational agents, and its prompt says so. `self`: for each entry, a
+    table of `players_per_game` copies of it."""
     players_per_game: int = Field(default=5, ge=2, le=1000)
+    """Table size in the `rational` and `self` environments."""
     sessions: int = Field(default=1, ge=1, le=MAX_INT)
+    """Independent sessions; each draws its own configuration (expanded lazily: memory does not grow)."""
     runs: int = Field(default=1, ge=1, le=MAX_INT)
+    """Runs per session; they share the session's drawn configuration and its history."""
     seed: int = Field(default=0, ge=0, le=MAX_INT)  # numpy seeds are >= 0; TOML integers are 64-bit
+    """Everything random derives from it and the decision's coordinates (`--seed` overrides it)."""
     history: Literal["none", "actions", "full"] = "none"
+    """From the second run on, show the last `max_history` runs: `actions` (everyone's choices) or `full`
+    (also private values, payoffs and winners)."""
     max_history: int = Field(default=3, ge=1)
+    """How many earlier runs the history shows."""
     prompt: Literal["default", "cot"] = "default"
+    """`cot` asks the player to think step by step before the JSON answer."""
     reask: int = Field(default=0, ge=0, le=20)  # ask again after an unusable reply, at most this often
+    """After an unusable reply (parse, schema or rule failure), ask again up to this many times with a
+    reminder. Every attempt is logged; rule-breaking metrics count first attempts only."""
     shuffle_seats: bool = False
+    """Permute the seats per session (seeded); ties go to the lowest seat otherwise."""
     description: str = ""
+    """Free text, kept in the run directory's `config.toml`."""
     models: str | None = None  # alias file for [[players]] alias = "..."; default: models.toml beside the file
+    """The alias file for `[[players]] alias = "..."`, relative to this file. Default: `models.toml` beside it."""
     group: Literal["L", "M", "H"] | None = None  # configuration group (low/medium/high stakes), for reports
+    """EconArena's configuration group (low, medium, high stakes): reports compare groups."""
     # the most LLM calls the experiment may make (an upper bound, re-asks included); unset: MAX_LLM_CALLS
     max_llm_calls: int | None = Field(default=None, ge=1, le=MAX_INT)
+    """The budget of paid calls: an experiment whose LLM players could make more (every decision at the
+    round limit, every re-ask, the judge's calls) is refused before it runs. Default: 1,000,000."""
 
 
 class SteerSection(_Strict):
@@ -76,26 +106,44 @@ class SteerSection(_Strict):
     Each session is one game: played once up to the steered decision, then once per action and sample.
     """
 
-    seat: int = Field(default=1, ge=0, le=MAX_SEATS)  # the steered seat (fruit trade: 1, the reply)
-    turn: int = Field(default=0, ge=0, le=1000)  # which of its decisions is steered (0: its first)
-    actions: str | list[str | dict[str, str]] = "tones"  # "tones", a space the game declares, or a list
-    samples: int = Field(default=2, ge=1, le=64)  # LLM samples per action: the chance node
+    seat: int = Field(default=1, ge=0, le=MAX_SEATS)
+    """The steered seat (fruit trade: 1, the one who replies to the offer)."""
+    turn: int = Field(default=0, ge=0, le=1000)
+    """Which of the seat's decisions is steered (0: its first)."""
+    actions: str | list[str | dict[str, str]] = "tones"
+    """The prompt actions: `"tones"`, an action space the game declares (`"offers"`), or a list of
+    instructions (strings, or tables with `name` and `instruction`)."""
+    samples: int = Field(default=2, ge=1, le=64)
+    """LLM samples per action: the chance node of the steering subgame."""
     iterations: int = Field(default=100, ge=1, le=1_000_000)
-    every: int = Field(default=5, ge=1, le=1_000_000)  # log the metrics every this many iterations
-    report_at: int = Field(default=20, ge=1, le=1_000_000)  # the iteration the tables report
+    """CFR iterations."""
+    every: int = Field(default=5, ge=1, le=1_000_000)
+    """Log NashConv, the CFR gain and the strategy every this many iterations."""
+    report_at: int = Field(default=20, ge=1, le=1_000_000)
+    """The iteration whose figures the tables report."""
 
 
 class PlayerEntry(_Strict):
     """One ``[[players]]`` entry after validation; ``settings`` holds LLM settings or baseline options."""
 
     agent: str
+    """Who decides: a baseline (`rational`, `random`, `scripted`, `level_k`, `policy`), `human`, or a
+    provider (`openai`, `anthropic`, `google`, `zhipuai`, `hf`) that takes the LLM keys."""
     label: str
+    """How results name the player; unique per file ignoring case and surrounding spaces. Default: the
+    agent's name (`agent/model` for an LLM)."""
     count: int = 1
+    """Seats for this entry in a melee (at most 1000 at a table)."""
     responses: list[str] = Field(default_factory=list)
+    """`scripted` only: raw replies; the k-th decision of a session gets `responses[k mod len]`."""
     k: int = 1
+    """`level_k` only: the reasoning depth (0 to 1000) where the game has a level-k rule."""
     policy: str | None = None  # agent = "policy": the game-declared strategy this seat plays
+    """`policy` only: a strategy the game declares (e.g. `tit_for_tat`; `econarena list` shows each game's)."""
     llm: LLMSettings | None = None
     persona: str | None = None  # appended to this player's system prompt (NegotiationArena's personas)
+    """Appended to this player's system prompt: `"cunning"`, `"desperate"` (NegotiationArena's built-in
+    texts) or any text, used verbatim."""
 
     @property
     def is_llm(self) -> bool:

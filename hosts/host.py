@@ -21,7 +21,7 @@ import numpy as np
 
 from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
 from ..agents.baselines import StrategyAgent
-from ..agents.llm import RuntimeOptions, close_all, preflight, settings_problems
+from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
@@ -46,6 +46,13 @@ class HostOptions:
     shard: tuple[int, int] | None = None  # (K, N): only the sessions of shard K of N (hosts/shards.py)
     # USD per million tokens by label or model (--prices): the progress bar's cost so far
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # a spending limit shared by every experiment of a command (prices.Budget, ``bench --max-cost``): once
+    # reached, no further call starts; the runs that wanted one end incomplete (their error says why) and
+    # --resume plays them again
+    budget: Any = None
+    # several Hosts side by side in one process (``bench``) share their providers (one local model, one
+    # connection pool): the caller closes them once all are done, not each Host when it ends
+    keep_providers: bool = False
 
 
 @dataclass
@@ -151,7 +158,8 @@ class Host:
                     self.judge = create_agent(j.agent, j.label, responses=j.responses, llm=j.llm,
                                               options=self.options.runtime)
             except BaseException:
-                await close_all()
+                if not self.options.keep_providers:
+                    await close_all()
                 raise
             return await self._run_locked(total)
         finally:
@@ -178,7 +186,8 @@ class Host:
         try:
             resume = self.dir.start(resolved_toml(self.exp), e.seed, e.name, self.options.resume)
         except BaseException:
-            await close_all()
+            if not self.options.keep_providers:
+                await close_all()
             raise
         if self.options.shard is not None:
             k, n = self.options.shard
@@ -215,7 +224,8 @@ class Host:
                 self.dir.close()
             finally:
                 try:  # a second stop signal may cancel the closing of clients: the manifest is written anyway
-                    await close_all()
+                    if not self.options.keep_providers:
+                        await close_all()
                 finally:
                     self.dir.write_manifest(status=status, ended_at=now_iso(), runs_total=total,
                                             runs_complete=self.done, runs_incomplete=self.incomplete,
@@ -432,6 +442,12 @@ class Host:
                 # decisions per seat in this run: resume derives the next decision indices from these
                 "decisions": decisions}
 
+    def charge(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
+               cached: bool = False) -> None:
+        """Count a reply's cost against the budget (``HostOptions.budget``), if there is one."""
+        if self.options.budget is not None:
+            self.options.budget.charge(label, model, tokens_in, tokens_out, cached)
+
     def _direct(self, ctx: RunContext, seat: int) -> bool:
         """Whether the seat's player is a strategy baseline, asked for its action without a prompt."""
         return self._direct_entries[ctx.table][ctx.seats[seat]]
@@ -540,6 +556,10 @@ class Host:
     async def _ask(self, agent: Agent, request: DecisionRequest) -> Reply:
         assert self._sem is not None
         async with self._sem:
+            budget = self.options.budget
+            if budget is not None and isinstance(agent, LLMAgent) and not budget.allows():
+                return Reply(text="", model=agent.model, error=f"budget reached: ${budget.spent:.4f} spent of the "
+                             f"${budget.limit:g} allowed (--max-cost); resume with a higher limit to go on")
             try:
                 return await agent.decide(request)
             except Exception as exc:  # an agent bug must not take the whole experiment down
@@ -566,7 +586,9 @@ class Host:
         self.decisions += 1
         self._progress.step(decisions=1)
         if reply.tokens_in or reply.tokens_out:
-            self._progress.usage(agent.label, reply.model or agent.model, reply.tokens_in, reply.tokens_out)
+            self._progress.usage(agent.label, reply.model or agent.model, reply.tokens_in, reply.tokens_out,
+                                 reply.cached)
+            self.charge(agent.label, reply.model or agent.model, reply.tokens_in, reply.tokens_out, reply.cached)
         self.sink.decision({
             "lineup": d.ctx.lineup.name, "session": d.ctx.session, "run": d.ctx.run, "round": d.rnd,
             "player": d.seat, "label": agent.label, "agent": agent.kind, "model": reply.model or agent.model,

@@ -105,8 +105,10 @@ class Progress:
             parts.append(left)
         return " · ".join(parts)
 
-    def usage(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None) -> None:
-        """Count one reply's tokens (and its cost, when a price names the label or the model)."""
+    def usage(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
+              cached: bool = False) -> None:
+        """Count one reply's tokens (and its cost, when a price names the label or the model); a reply from
+        the response cache counts too: the bar shows what the run's calls are worth."""
         tin, tout = tokens_in or 0, tokens_out or 0
         if not (tin or tout):
             return

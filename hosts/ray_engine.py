@@ -204,15 +204,16 @@ class _Usage:
     """A worker view's progress: draws nothing, keeps each reply's tokens for the driver's bar (its cost)."""
 
     def __init__(self) -> None:
-        self.replies: list[tuple[str, str | None, int | None, int | None]] = []
+        self.replies: list[tuple[str, str | None, int | None, int | None, bool]] = []
 
-    def usage(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None) -> None:
-        self.replies.append((label, model, tokens_in, tokens_out))
+    def usage(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
+              cached: bool = False) -> None:
+        self.replies.append((label, model, tokens_in, tokens_out, cached))
 
     def step(self, runs: int = 0, decisions: int = 0) -> None:
         pass
 
-    def drain(self) -> list[tuple[str, str | None, int | None, int | None]]:
+    def drain(self) -> list[tuple[str, str | None, int | None, int | None, bool]]:
         out, self.replies = self.replies, []
         return out
 
@@ -501,6 +502,10 @@ class RayEngine:
             for li, s in work:  # one shared generator: each session goes to exactly one call
                 if host.session_finished(li, s, resume):
                     continue
+                budget = host.options.budget
+                if budget is not None and not budget.allows():  # spent: the session is left for --resume
+                    host.incomplete += 1
+                    continue
                 lineup = host.lineups[li]
                 i = min(range(len(self.workers)), key=lambda j: (self._in_flight[j], j))
                 self._in_flight[i] += 1
@@ -560,4 +565,5 @@ def _write(host: Any, b: dict[str, Any]) -> None:
     host.decisions += b["decisions_made"]
     for reply in b["usage"]:
         host._progress.usage(*reply)
+        host.charge(*reply)  # the budget (bench --max-cost) lives here, on the driver
     host._progress.step(runs=b["done"], decisions=b["decisions_made"])

@@ -12,9 +12,9 @@ through our rules is a separate check (``ReplayCheck``), counted and listed here
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -26,8 +26,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..games.base import Game, ImportedRun, ReplayCheck, Setup
-from ..rundir import DECISIONS, MANIFEST, RUNS, RunDirectory, now_iso
+from ..csvcells import csv_text
+from ..games.base import MAX_GAME_NUMBER, ForeignValue, Game, ImportedRun, ReplayCheck, Setup
+from ..games.text import storable, text_problem
+from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
 
@@ -82,8 +84,8 @@ class ImportResult:
     check_note: str = ""  # what the replay check compares, for this source
 
     def refuse(self, item: str, category: str, reason: str) -> None:
-        self.found += 1
-        self.refused.append(Refusal(item, category, reason))
+        self.found += 1  # a path or a reason may hold what is not text (a file name's undecodable bytes)
+        self.refused.append(Refusal(storable(item), category, storable(reason)))
 
     def count_check(self, item: str, game: str, check: ReplayCheck | None) -> None:
         """Count one imported run's replay check (None: nothing in the source to compare with)."""
@@ -95,8 +97,8 @@ class ImportResult:
         if check.agree:
             self.agreed[game] += 1
         else:
-            self.disagreements.append(Disagreement(item, game, check.kind, tuple(check.causes), check.recorded,
-                                                   check.replayed, check.detail))
+            self.disagreements.append(Disagreement(storable(item), game, check.kind, tuple(check.causes),
+                                                   check.recorded, check.replayed, storable(check.detail)))
 
     def lines(self) -> list[str]:
         """The accounting as printable lines: every item found is imported or refused, with the replay check."""
@@ -126,7 +128,8 @@ class ImportResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "found": self.found, "imported": self.runs,
+        """The accounting as JSON-ready data; a path that is not text (undecodable bytes) as its escape."""
+        return _storable({"source": self.source, "found": self.found, "imported": self.runs,
                 "imported_by_game": dict(sorted(self.imported.items())), "refused": len(self.refused),
                 "refused_by_category": dict(sorted(Counter(r.category for r in self.refused).items())),
                 "replay_check": {"note": self.check_note, "checked": sum(self.checked.values()),
@@ -137,7 +140,7 @@ class ImportResult:
                                             for (g, c), n in sorted(self.causes.items())]},
                 "disagreements": [asdict(d) for d in self.disagreements],
                 "refusals": [asdict(r) for r in self.refused], "warnings": list(self.warnings),
-                "run_dirs": [str(d) for d in self.dirs]}
+                "run_dirs": [str(d) for d in self.dirs]})
 
 
 def write_import_report(result: ImportResult, out: Path) -> list[Path]:
@@ -147,18 +150,12 @@ def write_import_report(result: ImportResult, out: Path) -> list[Path]:
     report = out / REPORT_JSON
     report.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     dis = out / DISAGREEMENTS_CSV
-    with dis.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["item", "game", "kind", "causes", "recorded", "replayed", "detail"])
-        for d in result.disagreements:
-            w.writerow([d.item, d.game, d.kind, " ".join(d.causes), json.dumps(d.recorded, ensure_ascii=False),
-                        json.dumps(d.replayed, ensure_ascii=False), d.detail])
+    write_atomic(dis, csv_text(["item", "game", "kind", "causes", "recorded", "replayed", "detail"], (
+        [d.item, d.game, d.kind, " ".join(d.causes), json.dumps(d.recorded, ensure_ascii=False),
+         json.dumps(d.replayed, ensure_ascii=False), d.detail] for d in result.disagreements)))
     ref = out / REFUSED_CSV
-    with ref.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["item", "category", "reason"])
-        for r in result.refused:
-            w.writerow([r.item, r.category, r.reason])
+    write_atomic(ref, csv_text(["item", "category", "reason"],
+                               ([r.item, r.category, r.reason] for r in result.refused)))
     return [report, dis, ref]
 
 
@@ -212,7 +209,78 @@ def write_imported(d: Path, config_text: str, runs: Sequence[tuple[list[dict[str
     finally:
         rundir.close()
     rundir.write_manifest(status="complete", ended_at=now_iso(), runs_total=len(runs), runs_complete=len(runs),
-                          runs_incomplete=0, elapsed_s=0.0, imported_from=str(raw), source=source)
+                          runs_incomplete=0, elapsed_s=0.0, imported_from=storable(os.path.abspath(raw)), source=source)
+
+
+def check_out(raw: Path, out: Path, source: str) -> None:
+    """Refuse an ``--out`` that would lose or mix results, before anything is read or written: one inside the
+    source (the next import would read its own output), a run directory, or a folder that holds another
+    import's results (another source, or the same kind from another folder): importing there replaced
+    that import's run directories without a word (NegotiationArena: 2 runs became 1).
+
+    Importing the same folder again into the same ``--out`` is allowed and replaces that earlier import as
+    a whole (what a researcher expects after a new version of the importer: the result equals a fresh
+    import; see :func:`remove_stale`)."""
+    here, there = _where(raw), _where(out)  # a link to the source is the source
+    if _above(here, there):
+        raise ImportFailed(f"--out {out} lies inside RAW_DIR {raw}: the next import would read its own output; "
+                           "choose a directory outside it")
+    if (out / MANIFEST).exists():  # --out a run directory itself: the imports would nest inside its runs
+        raise ImportFailed(f"--out {out} is a run directory; import into a directory of its own (its run "
+                           "directories are made inside it)")
+    for d in sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
+        old = _manifest(d)
+        if old is None or "imported_from" not in old:
+            continue
+        same = old.get("source") == source and _where(old["imported_from"]) == here
+        if not same:
+            raise ImportFailed(
+                f"--out {out} holds the import of {old.get('imported_from')} ({old.get('source')}), e.g. {d.name}; "
+                f"importing {raw} there would replace or mix its run directories. Import into another --out "
+                "(report and analyze take several directories), or remove that import first")
+
+
+def _where(path: Any) -> str:
+    """A folder as the manifests record it: the real path, undecodable bytes as their escapes."""
+    return storable(os.path.realpath(str(path)))
+
+
+def _manifest(d: Path) -> dict[str, Any] | None:
+    """A directory's manifest.json as a dict; None when it has none; {} when it cannot be read."""
+    manifest = d / MANIFEST
+    if not manifest.exists():
+        return None
+    try:
+        old = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return old if isinstance(old, dict) else {}
+
+
+def remove_stale(out: Path, written: Sequence[Path], raw: Path, source: str) -> list[str]:
+    """Remove the run directories an earlier import of the same folder made and this one did not write (a
+    log that is gone, a group now refused): a re-import equals a fresh one, and nothing stale is counted.
+    Only the files an import writes are removed (never through a link): anything else a user put there is
+    kept, in a folder that is no run directory any more. Returns one warning line per directory."""
+    keep = {_where(d) for d in written}
+    here = _where(raw)
+    gone = []
+    for d in sorted(p for p in out.iterdir() if p.is_dir() and not p.is_symlink()) if out.is_dir() else []:
+        old = _manifest(d)
+        if not (old and old.get("source") == source and "imported_from" in old
+                and _where(old["imported_from"]) == here and _where(d) not in keep):
+            continue
+        for name in (MANIFEST, *_REMOVE_ON_REIMPORT, CONFIG, LOCK):  # the manifest first: no longer a run dir
+            (d / name).unlink(missing_ok=True)
+        if (d / "report").is_dir() and not (d / "report").is_symlink():
+            shutil.rmtree(d / "report")
+        left = sorted(p.name for p in d.iterdir())
+        if not left:
+            d.rmdir()
+        gone.append(storable(f"{d.name}: removed, a run directory of the earlier import of {raw} that this import "
+                             "no longer makes" + (f" (kept what an import does not write: {', '.join(left[:5])})"
+                                                  if left else "")))
+    return gone
 
 
 def plan_dirs(groups: Mapping[Any, Any], out: Path, name_of: Any) -> dict[Any, Path]:
@@ -227,18 +295,10 @@ def plan_dirs(groups: Mapping[Any, Any], out: Path, name_of: Any) -> dict[Any, P
             name, i = f"{base}-{i}", i + 1
         used.add(name)
         names[key] = out / name
-    if (out / MANIFEST).exists():  # --out a run directory itself: the imports would nest inside its runs
-        raise ImportFailed(f"--out {out} is a run directory; import into a directory of its own (its run "
-                           "directories are made inside it)")
     for d in names.values():
-        manifest = d / MANIFEST
-        if manifest.exists():
-            try:
-                old = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                old = {}
-            if not isinstance(old, dict) or "imported_from" not in old:
-                raise ImportFailed(f"{d} holds runs that were not imported; choose another --out")
+        old = _manifest(d)
+        if old is not None and "imported_from" not in old:
+            raise ImportFailed(f"{d} holds runs that were not imported; choose another --out")
     return names
 
 
@@ -314,11 +374,59 @@ def run_record(game: Game, setup: Setup, imp: ImportedRun, labels: Sequence[str]
               "extra": {}, "round_log": imp.round_log, "score": None, "metrics": dict(metrics),
               "imported": {"source": source, "file": file, "recorded": imp.recorded, "check": check,
                            **(imported or {})}}
-    json.dumps(record, allow_nan=False)
     decisions = decisions_of(game, imp, base, labels[0], models[0], source)
     for d in decisions:
         d["label"], d["model"] = labels[d["player"]], models[d["player"]]
-    return record, decisions
+    return vetted(record, decisions, [*labels, *models])
+
+
+def vetted(record: dict[str, Any], decisions: list[dict[str, Any]], names: Sequence[str]
+           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The last gate of an imported run before it is written, for every importer: the names (labels,
+    models) are text, since they go into config.toml, directory names and CSVs (:class:`ForeignValue`
+    ``bad_text`` otherwise); every number of the record is finite and within MAX_GAME_NUMBER, as the game's
+    own parameters and payoffs are (``bad_number``, naming where: 1e308 overflowed the summary's sums and a
+    report's correlations); any other string that is not text (a lone surrogate in a stored chat) is kept
+    with its escape (games/text.py ``storable``), as a raw reply is."""
+    for name in names:
+        if (problem := text_problem(name)) is not None:
+            raise ForeignValue("bad_text", f"the player name {storable(name)[:60]!r} {problem}")
+    if (where := _oversized(record, "")) is not None:
+        raise ForeignValue("bad_number", f"{where[0].lstrip('.')}: {where[1]!r} is not a finite number within "
+                                         f"{MAX_GAME_NUMBER:.0e}"[:240])
+    json.dumps(record, allow_nan=False)
+    return _storable(record), _storable(decisions)
+
+
+def _oversized(value: Any, path: str) -> tuple[str, Any] | None:
+    """(where, value) of the first number that is not finite or is beyond MAX_GAME_NUMBER; None if none."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) and abs(value) <= MAX_GAME_NUMBER else (path, value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if abs(value) <= MAX_GAME_NUMBER else (path, value)
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for where, v in items:
+        if (hit := _oversized(v, where)) is not None:
+            return hit
+    return None
+
+
+def _storable(value: Any) -> Any:
+    """``value`` with every string (and key) made storable (games/text.py); numbers and the rest as they are."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, Mapping):
+        return {storable(k) if isinstance(k, str) else k: _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_storable(v) for v in value)
+    return value
 
 
 def why(exc: BaseException) -> str:
@@ -326,9 +434,21 @@ def why(exc: BaseException) -> str:
     if isinstance(exc, ValidationError) and exc.errors():
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ())) or "value"
-        return f"parameter {where}: {first.get('msg')}"
-    text = " ".join(str(exc).split())
+        return storable(f"parameter {where}: {first.get('msg')}")
+    text = storable(" ".join(str(exc).split()))
+    if isinstance(exc, ForeignValue):
+        return text[:240]
     return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
+
+
+def category_of(exc: BaseException, default: str = "unreadable") -> str:
+    """The refusal category of an item whose reading raised ``exc``: a value the game's own rules refuse
+    (:class:`ForeignValue`, the Params model's ValidationError) has its own; anything else is ``default``."""
+    if isinstance(exc, ForeignValue):
+        return exc.category
+    if isinstance(exc, ValidationError):
+        return "bad_parameter"
+    return default
 
 
 def _plain(v: Any) -> Any:
@@ -350,7 +470,7 @@ def imported_config(tool: str, name: str, game: Game, players: list[dict[str, An
     doc = {"experiment": {"name": name, "game": game.name, "environment": "melee", "players_per_game": n,
                           "sessions": sessions, "runs": 1, "seed": 0, "description": description},
            "game": _plain(params), "players": players}
-    return (f"# Imported by `econarena import {tool}`: a record of where these runs came from, not an "
-            "experiment to run.\n" + tomli_w.dumps(doc))
+    return storable(f"# Imported by `econarena import {tool}`: a record of where these runs came from, not an "
+                    "experiment to run.\n" + tomli_w.dumps(doc))  # a path may hold undecodable bytes
 
 

@@ -42,9 +42,13 @@ from ..games.base import Game, ImportedRun, Outcome
 from .common import (
     ImportFailed,
     ImportResult,
+    category_of,
+    check_out,
     decisions_of,
     imported_config,
     plan_dirs,
+    remove_stale,
+    vetted,
     walk,
     why,
     write_imported,
@@ -146,8 +150,7 @@ def _run_record(game: Game, folder: Folder, imp: ImportedRun, label: str, model:
               "score": game.score(setup, imp.round_log), "metrics": game.metrics(setup, imp.round_log),
               "imported": {"source": SOURCE, "file": source, "folder": folder.path,
                            "check": dataclasses.asdict(imp.check) if imp.check is not None else None}}
-    json.dumps(record, allow_nan=False)  # a value the JSONL could not hold is this file's problem, not a crash
-    return record, decisions_of(game, imp, base, label, model, SOURCE)
+    return vetted(record, decisions_of(game, imp, base, label, model, SOURCE), [label, model])
 
 
 def _config_text(name: str, folder: Folder, label: str, n: int, sessions: int, params: Mapping[str, Any],
@@ -165,6 +168,7 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
     folders = declared_folders(games)
     if not unnamed.strip():
         raise ImportFailed("--unnamed-model must not be empty")
+    check_out(raw, out, SOURCE)
     result = ImportResult(NAME, check_note=CHECK_NOTE)
     groups: dict[tuple[str, str], list[_Run]] = {}
     meta: dict[tuple[str, str], tuple[Folder, str]] = {}
@@ -206,12 +210,12 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
                                                   f"{folder.game.name} yet")
             continue
         except Exception as exc:  # hostile or truncated files: one line, never a traceback
-            result.refuse(rel, "unreadable", f"not a readable {folder.game.name} result ({why(exc)})")
+            result.refuse(rel, category_of(exc), f"not a readable {folder.game.name} result ({why(exc)})")
             continue
         try:
             record, decisions = _run_record(folder.game, folder, imp, label, model, session, rel)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError) as exc:
-            result.refuse(rel, "unreadable", f"cannot score this {folder.game.name} result ({why(exc)})")
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError) as exc:
+            result.refuse(rel, category_of(exc), f"cannot score this {folder.game.name} result ({why(exc)})")
             continue
         key = (folder.path, label)
         runs = groups.setdefault(key, [])
@@ -241,6 +245,8 @@ def _write(groups: dict[tuple[str, str], list[_Run]], meta: dict[tuple[str, str]
                        [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
+    if result.dirs:  # an import that wrote nothing failed: it removes nothing either
+        result.warnings += remove_stale(out, result.dirs, raw, SOURCE)
 
 
 import_reference = import_dir  # the name earlier versions exported

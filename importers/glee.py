@@ -40,11 +40,15 @@ import numpy as np
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Setup
 from ..games.glee.common import reader_for
+from ..games.text import storable
 from .common import (
     ImportFailed,
     ImportResult,
+    category_of,
+    check_out,
     imported_config,
     plan_dirs,
+    remove_stale,
     run_record,
     walk,
     why,
@@ -149,6 +153,7 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
     if not raw.is_dir():
         raise ImportFailed(f"{raw}: not a directory (expected GLEE's Data/ folder or part of it)")
     games = games or GAMES
+    check_out(raw, out, SOURCE)
     result = ImportResult(NAME, check_note=CHECK_NOTE)
     plan: dict[tuple[str, str, str], list[tuple[Path, str]]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
@@ -174,8 +179,8 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
                                                  f"{str(config.get('game_type'))[:40]!r}")
             continue
         if (families - {config.get("game_type")}) & set(folder.relative_to(raw).parts if folder != raw else ()):
-            result.warnings.append(f"{rel}: the folder says another family than config.json's game_type "
-                                   f"{config.get('game_type')!r}; read as the config says")
+            result.warnings.append(storable(f"{rel}: the folder says another family than config.json's game_type "
+                                            f"{config.get('game_type')!r}; read as the config says"))
         try:
             labels = [label_of(config, i)[0] for i in (0, 1)]
         except ValueError as exc:
@@ -201,6 +206,8 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
         write_imported(d, config_text, [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
+    if result.dirs:  # an import that wrote nothing failed: it removes nothing either
+        result.warnings += remove_stale(out, result.dirs, raw, SOURCE)
     result.refused.sort(key=lambda r: r.item)
     result.disagreements.sort(key=lambda d: d.item)
     return result
@@ -218,7 +225,7 @@ def _one(game: Game, folder: Path, rel: str, result: ImportResult) -> _Run | Non
         imp = game.from_reference({"config": config, "rows": rows, "human": human,
                                    "messages": chats if any(c is not None for c in chats) else None})
     except Exception as exc:  # hostile or truncated files: one line, never a traceback
-        result.refuse(rel, "unreadable", f"not a readable {game.name} game ({why(exc)})")
+        result.refuse(rel, category_of(exc), f"not a readable {game.name} game ({why(exc)})")
         return None
     if not (imp.recorded or {}).get("finished"):
         result.refuse(rel, "incomplete", "the last row of game.csv is a move nobody answered: the game did not "
@@ -232,7 +239,7 @@ def _one(game: Game, folder: Path, rel: str, result: ImportResult) -> _Run | Non
     try:
         record, decisions = glee_record(game, imp, labels, models, 0, rel, extra)
     except Exception as exc:
-        result.refuse(rel, "unreadable", f"cannot record this {game.name} game ({why(exc)})")
+        result.refuse(rel, category_of(exc), f"cannot record this {game.name} game ({why(exc)})")
         return None
     result.found += 1
     result.imported[game.name] += 1

@@ -38,8 +38,11 @@ from ..games.negotiationarena.common import log_models, reader_for
 from .common import (
     ImportFailed,
     ImportResult,
+    category_of,
+    check_out,
     imported_config,
     plan_dirs,
+    remove_stale,
     run_record,
     walk,
     why,
@@ -95,6 +98,7 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
     if metrics not in ("correct", "paper"):
         raise ImportFailed(f"metrics: expected correct or paper, got {metrics!r}")
     games = games or GAMES
+    check_out(raw, out, SOURCE)
     result = ImportResult(NAME, check_note=CHECK_NOTE)
     groups: dict[tuple[str, str, str], list[_Run]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
@@ -126,7 +130,7 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
             if len(models) != 2:
                 raise ValueError("expected two players")
         except Exception as exc:  # hostile or truncated logs: one line, never a traceback
-            result.refuse(rel, "unreadable", f"not a readable {game.name} log ({why(exc)})")
+            result.refuse(rel, category_of(exc), f"not a readable {game.name} log ({why(exc)})")
             continue
         if imp.recorded is None:
             result.refuse(rel, "unended", "no END entry with a summary: the game did not finish, so the log records "
@@ -136,7 +140,7 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
         try:
             record, decisions = na_record(game, imp, models, len(groups.get(key, [])), rel, metrics)
         except Exception as exc:
-            result.refuse(rel, "unreadable", f"cannot record this {game.name} log ({why(exc)})")
+            result.refuse(rel, category_of(exc), f"cannot record this {game.name} log ({why(exc)})")
             continue
         result.found += 1
         result.imported[game.name] += 1
@@ -159,3 +163,5 @@ def _write(groups: dict[tuple[str, str, str], list[_Run]], readers: dict[tuple[s
         write_imported(d, config, [(r.decisions, r.record) for r in runs], raw, SOURCE)
         result.dirs.append(d)
         result.runs += len(runs)
+    if result.dirs:  # an import that wrote nothing failed: it removes nothing either
+        result.warnings += remove_stale(out, result.dirs, raw, SOURCE)

@@ -8,7 +8,7 @@ One aiohttp app answers:
 
 Tests queue *actions* (an error status, a malformed body, a delay, a dropped connection) that the next
 requests consume in order; with the queue empty every request gets a normal reply after ``latency``
-seconds. Every request is recorded with its arrival time, path, headers and JSON body, and the server
+seconds. Every request is recorded with its arrival time, path, query string, headers and JSON body, and the server
 tracks the most requests it ever had in flight, so tests can check limits from the server's side.
 
 ``python tests/fakeservers.py --latency 0.1`` runs it standalone (prints ``PORT <n>``) for the benchmark.
@@ -68,6 +68,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    query: str = ""  # the query string exactly as sent (``api-version=2024-06-01``)
 
 
 def _words(s: str) -> int:
@@ -180,7 +181,8 @@ class FakeLLMServer:
             body = None
         with self._lock:
             if self.record:
-                self.seen.append(Seen(t, protocol, request.path, dict(request.headers), body))
+                self.seen.append(Seen(t, protocol, request.path, dict(request.headers), body,
+                                      request.query_string))
             action = self.actions.popleft() if self.actions else Action()
             epoch = self._epoch
             self.in_flight += 1

@@ -18,6 +18,7 @@ import pytest
 
 from econarena.cli import main
 from econarena.games import get_game
+from econarena.games.base import ForeignValue
 from econarena.importers.glee import import_dir, label_of
 
 BARG, NEG, PERS = get_game("bargaining"), get_game("negotiation"), get_game("persuasion")
@@ -89,9 +90,12 @@ def bargaining_rows(offers: list[tuple[float, float]], decisions: list[str], *, 
     return header, rows
 
 
-def barg_args(money: float, max_rounds: int, ci: bool = True, ma: bool = False, **deltas: float) -> dict[str, Any]:
+def barg_args(money: float, max_rounds: int, ci: bool = True, ma: bool = False, in_args: bool = True,
+              **deltas: float) -> dict[str, Any]:
+    """game_args of a bargaining config; the deltas in game_args (1 unless given) unless ``in_args`` is False
+    (the oldest version keeps them in the player arguments)."""
     return {"money_to_divide": money, "max_rounds": max_rounds, "complete_information": ci, "messages_allowed": ma,
-            **deltas}
+            **({"delta_1": 1.0, "delta_2": 1.0, **deltas} if in_args else deltas)}
 
 
 def neg_args(fa: float, fb: float, m: float, max_rounds: int, ma: bool = False, ci: bool = True) -> dict[str, Any]:
@@ -134,7 +138,8 @@ def write_data(root: Path) -> dict[str, Path]:
     #    100, dA = 0.9, dB = 0.8 -> efficiency 0.6 * 0.81 + 0.4 * 0.64 = 0.742, fairness 0.96, gains 0.486, 0.256
     h, rows = bargaining_rows([(70, 30), (40, 60), (60, 40)], ["reject", "reject", "accept"])
     games["b_deal"] = write_game(root, "llm_vs_llm", "bargaining", "B0DEAL0000000001", config(
-        "bargaining", barg_args(100, 25), p1_extra={"delta": 0.9}, p2_extra={"delta": 0.8, "player_id": 3}),
+        "bargaining", barg_args(100, 25, in_args=False), p1_extra={"delta": 0.9},
+        p2_extra={"delta": 0.8, "player_id": 3}),
         csv_text(h, rows), [[("Round 1\nSend your offer to divide $100.", '{"alice_gain": 70, "bob_gain": 30}'),
                              ("Bob's offer ...", '{"decision": "reject"}'),
                              ("Round 3", '```json\n{"alice_gain": 60}```')],
@@ -228,15 +233,18 @@ def test_labels_people_and_provider_prefixes() -> None:
 def test_bargaining_reads_either_delta_location_and_keeps_the_raw_horizon() -> None:
     h, rows = bargaining_rows([(60, 40)], ["accept"])
     raw_rows = [dict(zip(h, map(str, r))) for r in rows]
-    v1 = config("bargaining", barg_args(100, 25), p1_extra={"delta": 0.9}, p2_extra={"delta": 0.8})
+    v1 = config("bargaining", barg_args(100, 25, in_args=False), p1_extra={"delta": 0.9}, p2_extra={"delta": 0.8})
     imp = BARG.from_reference({"config": v1, "rows": raw_rows})
     assert (imp.params["delta_alice"], imp.params["delta_bob"], imp.params["max_rounds"]) == (0.9, 0.8, 99)
     assert imp.recorded["max_rounds_raw"] == 25 and imp.recorded["payoff"] == [60.0, 40.0]
     v2 = config("bargaining", barg_args(100, 12, delta_1=0.95, delta_2=1.0))
     imp = BARG.from_reference({"config": v2, "rows": raw_rows})
     assert (imp.params["delta_alice"], imp.params["delta_bob"], imp.params["max_rounds"]) == (0.95, 1.0, 12)
-    plain = config("bargaining", barg_args(100, 12))
-    assert BARG.from_reference({"config": plain, "rows": raw_rows}).params["delta_alice"] == 1.0
+    # no delta anywhere: every released config records them, so a missing one is refused, not read as 1
+    plain = config("bargaining", barg_args(100, 12, in_args=False))
+    with pytest.raises(ForeignValue, match=r"no delta for Alice \(game_args.delta_1 or player_1_args.delta\)") as e:
+        BARG.from_reference({"config": plain, "rows": raw_rows})
+    assert e.value.category == "bad_parameter"
 
 
 def test_a_capped_infinite_game_ends_before_its_configured_horizon() -> None:
@@ -259,13 +267,18 @@ def test_rows_after_an_accept_are_a_listed_disagreement() -> None:
     assert imp.check.kind == "rule difference" and "a move after the game ended" in imp.check.detail
 
 
-def test_an_offer_not_dividing_the_money_is_kept_and_flagged() -> None:
-    h, rows = bargaining_rows([(83, 10)], ["accept"], messages=["nan"], human=True)
+def test_an_offer_not_dividing_the_money_is_kept_as_a_named_disagreement() -> None:
+    """GLEE's reading keeps a person's offer of 83 + 10 of 100 (GLEE checked offers for models only); our rules
+    refuse it, so the replay stops there: imported with GLEE's outcome, listed as a disagreement, never as
+    agreeing."""
+    h, rows = bargaining_rows([(83, 10), (50, 50)], ["reject", "accept"], messages=["nan", "ok"], human=True)
     imp = BARG.from_reference({"config": config("bargaining", barg_args(100, 12, ma=True), human=0), "human": True,
                                "rows": [dict(zip(h, map(str, r))) for r in rows]})
-    assert imp.recorded["alice_gain"] == 83.0 and imp.recorded["metrics"]["self_gain"] == [0.83, pytest.approx(0.17)]
-    assert imp.check.agree and imp.check.causes == ("offer_not_dividing_money",)
-    assert imp.round_log[0]["actions"][0]["message"] is None  # "nan" in a human game is no message
+    assert imp.recorded["alice_gain"] == 50.0 and imp.recorded["metrics"]["self_gain"] == [0.5, 0.5]
+    assert not imp.check.agree and imp.check.causes == ("offer_not_dividing_money", "invalid_move")
+    assert imp.check.kind == "malformed move" and "row 2 (round 1, Alice): our rules refuse this offer" in \
+        imp.check.detail and imp.check.replayed is None
+    assert imp.round_log == []  # the replay stopped at the refused offer
 
 
 # ------------------------------------------------------------------------------ the import, end to end
@@ -485,7 +498,7 @@ def test_a_negative_gain_is_flagged_like_an_offer_not_dividing_the_money() -> No
     imp = BARG.from_reference({"config": config("bargaining", barg_args(100, 12)),
                                "rows": [dict(zip(h, map(str, r))) for r in rows]})
     assert imp.recorded["alice_gain"] == -50.0  # GLEE's reading, as GLEE's code takes it
-    assert imp.check.agree and imp.check.causes == ("offer_not_dividing_money",)
+    assert not imp.check.agree and imp.check.causes == ("offer_not_dividing_money", "invalid_move")
 
 
 def test_every_importer_follows_the_interface() -> None:

@@ -147,6 +147,8 @@ RULES = ("you are a player in an economic game choose a number between 0 and 100
          "two thirds of the average reply with json only")
 
 
+# the demo printed transformers' FutureWarning about past_key_values (renamed cache) to every user
+@pytest.mark.filterwarnings("error::FutureWarning")
 def test_shared_prompt_prefix_is_prefilled_once_without_changing_replies(tiny_model: Path) -> None:
     """Rows laid out as [shared rules][padding][own tokens] decode exactly as they would alone."""
     provider = provider_for(tiny_model, max_tokens=16, dtype="float64")
@@ -266,6 +268,27 @@ def test_take_batch_keeps_the_oldest_and_packs_similar_lengths() -> None:
         batch = hf.take_batch(pending, 8)
         assert sorted(len(r.ids) for r in batch) == [4, 5, 90]
         assert [len(r.ids) for r in pending] == [52]
+    finally:
+        loop.close()
+
+
+def test_take_batch_keeps_games_with_their_own_prefix() -> None:
+    """Two games' requests pending at once (a bench plays every game side by side): each batch holds one
+    game's rows, which share its rules' tokens, not a mix that shares nothing."""
+    loop = asyncio.new_event_loop()
+    try:
+        def req(game: int, player: int, rules: int = 200) -> Any:
+            return hf._Request([7] + [1000 * game + t for t in range(rules)] + [player], (None, None, 8), None,
+                               loop.create_future(), 0.0)
+
+        pending = [req(g, p) for p in range(3) for g in (1, 2)]  # interleaved, as they arrive
+        first = hf.take_batch(pending, 16)
+        assert [r.ids[1] for r in first] == [1000] * 3 and len(pending) == 3
+        assert hf._common_prefix([r.ids for r in first]) == 201
+        assert [r.ids[1] for r in hf.take_batch(pending, 16)] == [2000] * 3 and not pending
+        # short rules (less than split_gain tokens to gain): one batch, as before
+        pending = [req(g, p, rules=20) for p in range(3) for g in (1, 2)]
+        assert len(hf.take_batch(pending, 16)) == 6 and not pending
     finally:
         loop.close()
 

@@ -24,7 +24,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SDKS = ("openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "aiohttp", "httpx")
 LAYERS = ("games", "agents", "hosts", "importers", "analysis")
-CLI = ("cli", "cli_reports", "cli_run")
+CLI = ("cli", "cli_reports", "cli_bench", "cli_run")
 GAME_FILES = sorted((REPO / "games").rglob("*.py"))
 FAMILIES = sorted(p.name for p in (REPO / "games").iterdir() if (p / "__init__.py").exists())
 EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", *CLI}
@@ -35,8 +35,9 @@ ALLOWED = {
     "importers": {"importers", "games", "rundir", "root"},
     "analysis": {"analysis", "games", "rundir", "root"},
     "rundir": {"root"},
-    "cli_run": EVERYTHING - {"cli", "cli_reports"},
-    "cli_reports": EVERYTHING - {"cli"},
+    "cli_run": EVERYTHING - {"cli", "cli_reports", "cli_bench"},
+    "cli_reports": EVERYTHING - {"cli", "cli_bench"},
+    "cli_bench": EVERYTHING - {"cli", "cli_reports"},
     "cli": EVERYTHING,
     "root": set(),
 }

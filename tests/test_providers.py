@@ -8,6 +8,7 @@ key. Nothing here needs the internet or a real key.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -488,3 +489,55 @@ def test_melee_game_with_every_api_provider(server: FakeLLMServer, tmp_path: Pat
 
     assert [(key(d), d["response"]) for d in sorted(again, key=key)] == \
         [(key(d), d["response"]) for d in sorted(decisions, key=key)]
+
+
+# -- what the user typed reaches the server; what the server echoes never reaches a file ---------------
+
+QUERY = "api-version=2024-06-01"
+
+
+@pytest.mark.parametrize("name", API)
+def test_a_query_in_base_url_reaches_the_server_as_typed(name: str, server: FakeLLMServer) -> None:
+    """``http://host/v1?api-version=...`` became ``/v1/?api-version=...chat/completions`` (404 on an
+    Azure-style server while validate said ok): the path and the query arrive as typed."""
+    g = gen(name, settings_for(name, server, base_url=f"{server.url}{SUFFIX[name]}?{QUERY}"))
+    assert g.text == '{"answer": 7}'
+    (seen,) = server.seen
+    assert seen.query == QUERY
+    assert seen.path == {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
+                         "google": "/v1beta/models/fake-1:generateContent",
+                         "zhipuai": "/api/paas/v4/chat/completions"}[name]
+
+
+def test_an_echoed_key_and_queries_in_every_base_url_of_a_run(server: FakeLLMServer, tmp_path: Path) -> None:
+    """A server that echoed the API key in a 200 reply had the key stored verbatim in decisions.jsonl and the
+    cache. Every provider, a list of two base_urls and a [judge] each carry a query: every request arrives
+    with it, and no file of the run (decisions, judge log, cache) holds the key."""
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.host import Host, HostOptions
+
+    server.reply = lambda protocol, body: (f"worth 3 points ({SECRET})" if (body or {}).get("model") == "judge-1"
+                                           else '{"answer": 30, "note": "my key is ' + SECRET + '"}')
+    doc = _melee(server, runs=1)
+    for p in doc["players"]:
+        p["base_url"] += f"?{QUERY}"
+    first = doc["players"][0]["base_url"]
+    doc["players"][0]["base_url"] = [first, first + "&"]  # openai: a list of two endpoints (one server here)
+    runtime = RuntimeOptions(cache_path=str(tmp_path / "cache.sqlite"))
+    result = asyncio.run(Host(parse_experiment(doc, "q.toml"), tmp_path / "melee",
+                              HostOptions(concurrency=4, quiet=True, runtime=runtime)).run())
+    assert result.status == "complete"
+    judged = {"experiment": {"name": "judged", "game": "fruit_trade", "sessions": 1, "runs": 1},
+              "game": {"payoff": "llm"}, "players": [{"agent": "rational"}, {"agent": "random"}],
+              "judge": {"agent": "openai", "model": "judge-1", "base_url": f"{server.url}/v1?{QUERY}"}}
+    result = asyncio.run(Host(parse_experiment(judged, "j.toml"), tmp_path / "judged",
+                              HostOptions(concurrency=1, quiet=True, runtime=runtime)).run())
+    assert result.status == "complete"
+    assert server.count() == 2 * 4 + 2 and {s.query for s in server.seen} == {QUERY}
+    assert {s.path for s in server.seen if s.protocol == "openai"} == {"/v1/chat/completions"}
+    decisions = [json.loads(x) for x in (tmp_path / "melee" / "decisions.jsonl").read_text().splitlines()]
+    assert all(d["valid"] and d["response"].endswith('"my key is ***"}') for d in decisions)
+    judge_log = (tmp_path / "judged" / "judge.jsonl").read_text(encoding="utf-8")
+    assert "worth 3 points (***)" in judge_log
+    for f in [*tmp_path.rglob("*.jsonl"), tmp_path / "cache.sqlite"]:
+        assert SECRET.encode() not in f.read_bytes(), f

@@ -20,6 +20,7 @@ from ..calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
+    split_query,
     split_system,
     status_failure,
 )
@@ -64,7 +65,8 @@ class AnthropicProvider(RemoteProvider):
     _warned = False
 
     def _make_client(self, settings: LLMSettings, key: str) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url, max_retries=0,
+        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
                                         timeout=settings.timeout_s, http_client=_http_client(settings),
                                         open_telemetry=False)
 

@@ -30,6 +30,7 @@ from ..calls import (
     MalformedResponse,
     RemoteProvider,
     server_detail,
+    split_query,
     status_failure,
 )
 from ..settings import Generation, LLMSettings
@@ -120,7 +121,8 @@ class OpenAIProvider(RemoteProvider):
     key_envs: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
 
     def _make_client(self, settings: LLMSettings, key: str) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(api_key=key, base_url=settings.base_url, max_retries=0,
+        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        return openai.AsyncOpenAI(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
                                   timeout=settings.timeout_s, http_client=_http_client(settings))
 
     async def _attempt(self, client: openai.AsyncOpenAI, messages: Sequence[Message],

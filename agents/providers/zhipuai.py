@@ -28,6 +28,7 @@ from ..calls import (
     Failure,
     MalformedResponse,
     RemoteProvider,
+    split_query,
     status_failure,
 )
 from ..keys import api_key_source
@@ -53,12 +54,13 @@ class ZhipuAIProvider(RemoteProvider):
     def _make_client(self, settings: LLMSettings, key: str) -> zai.ZhipuAiClient | zai.ZaiClient:
         source = api_key_source(self.name, settings)
         cls = zai.ZaiClient if source is not None and source[0] == "ZAI_API_KEY" else zai.ZhipuAiClient
+        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
         http = httpx.Client(
-            timeout=settings.timeout_s,
+            params=query or None, timeout=settings.timeout_s,
             limits=httpx.Limits(max_connections=settings.max_connections,
                                 max_keepalive_connections=settings.max_connections))
         # disable_token_cache: send the key as a bearer token rather than a locally signed JWT
-        return cls(api_key=key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s,
+        return cls(api_key=key, base_url=base_url, max_retries=0, timeout=settings.timeout_s,
                    http_client=http, disable_token_cache=True)
 
     async def _close_client(self, client: Any) -> None:

@@ -19,8 +19,6 @@ Definitions (those of the reference's ``board.py`` / ``scoring.ipynb``):
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import sys
 from collections import defaultdict
@@ -29,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import RUNS, game_name
@@ -198,12 +197,7 @@ def score_table(scores: Sequence[RunScore], games: Mapping[str, Game] | None = N
 
 
 def scores_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for r in rows:
-        w.writerow(["" if r[k] is None else r[k] for k in CSV_COLUMNS])
-    return buf.getvalue()
+    return csv_text(CSV_COLUMNS, (["" if r[k] is None else r[k] for k in CSV_COLUMNS] for r in rows))
 
 
 def _cell(r: Mapping[str, Any] | None, with_std: bool) -> str:

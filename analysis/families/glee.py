@@ -23,8 +23,6 @@ estimated and are dropped with a note, never silently given a minimum-norm value
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import struct
@@ -38,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Setup
 from ...rundir import RUNS, complete_runs, game_name, read_jsonl
@@ -579,13 +578,8 @@ def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None,
 
 
 def effects_csv(fits: Sequence[Fit]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for f in fits:
-        for e in f.effects:
-            w.writerow(["" if isinstance(e[k], float) and math.isnan(e[k]) else e[k] for k in CSV_COLUMNS])
-    return buf.getvalue()
+    return csv_text(CSV_COLUMNS, (["" if isinstance(e[k], float) and math.isnan(e[k]) else e[k] for k in CSV_COLUMNS]
+                                  for f in fits for e in f.effects))
 
 
 def _num(x: float, digits: int = 1) -> str:
@@ -649,17 +643,10 @@ def pair_table(data: GameData, metric: str = PAYOFF_METRIC) -> PairTable | None:
 
 
 def pairs_csv(tables: Sequence[PairTable]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(PAIR_COLUMNS)
-    for t in tables:
-        eq = set(t.equilibria)
-        for i, r in enumerate(t.rows):
-            for j, c in enumerate(t.cols):
-                if t.runs[i, j]:
-                    w.writerow([t.game, t.metric, r, c, int(t.runs[i, j]), t.p1[i, j], t.p2[i, j],
-                                str((i, j) in eq).lower()])
-    return buf.getvalue()
+    return csv_text(PAIR_COLUMNS, ([t.game, t.metric, r, c, int(t.runs[i, j]), t.p1[i, j], t.p2[i, j],
+                                    str((i, j) in set(t.equilibria)).lower()]
+                                   for t in tables for i, r in enumerate(t.rows) for j, c in enumerate(t.cols)
+                                   if t.runs[i, j]))
 
 
 def format_equilibria(t: PairTable) -> str:
@@ -1058,12 +1045,7 @@ def _csv_cell(v: Any) -> str:
 
 
 def table_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for row in rows:
-        w.writerow([_csv_cell(row.get(c)) for c in columns])
-    return buf.getvalue()
+    return csv_text(columns, ([_csv_cell(row.get(c)) for c in columns] for row in rows))
 
 
 SUMMARY_COLUMNS = ("family", "kind", "seat", "player", "games", "deal_rate", "efficiency", "fairness", "self_gain",

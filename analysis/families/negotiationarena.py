@@ -18,8 +18,6 @@ aggregated, with the scenario being the game's name and player 1 the label in se
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import sys
 from collections import defaultdict
@@ -28,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import game_name
@@ -165,12 +164,7 @@ def _cell(v: Any) -> str:
 
 
 def pairs_csv(table: Sequence[Mapping[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(PAIR_COLUMNS)
-    for row in table:
-        w.writerow([_cell(row[c]) for c in PAIR_COLUMNS])
-    return buf.getvalue()
+    return csv_text(PAIR_COLUMNS, ([_cell(row[c]) for c in PAIR_COLUMNS] for row in table))
 
 
 def pairs_cells(table: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
@@ -308,12 +302,8 @@ def released_counts(data: Mapping[str, Any] | None = None) -> dict[str, int]:
 
 
 def check_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CHECK_COLUMNS)
-    for row in rows:
-        w.writerow([_cell(row[c]) if not isinstance(row[c], bool) else str(row[c]).lower() for c in CHECK_COLUMNS])
-    return buf.getvalue()
+    return csv_text(CHECK_COLUMNS, ([_cell(row[c]) if not isinstance(row[c], bool) else str(row[c]).lower()
+                                     for c in CHECK_COLUMNS] for row in rows))
 
 
 def format_check(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...csvcells import frame_csv
 from ...rundir import CONFIG, LogError
 
 if sys.version_info >= (3, 11):
@@ -462,9 +463,9 @@ def report_section(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> S
     table = pd.DataFrame(table_rows(games), columns=list(TABLE_COLUMNS))
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "steering.csv", out / "steering_strategies.csv"]
-    table.to_csv(files[0], index=False)
+    frame_csv(table, files[0])
     strategies = mean_strategies(games)
-    strategies.to_csv(files[1], index=False)
+    frame_csv(strategies, files[1])
     figs, skipped = [], []
     for fn, title, data in ((F.figure_steering_curves, CURVES_TITLE, curves(games)),
                             (F.figure_steering_strategies, STRATEGIES_TITLE, strategies)):

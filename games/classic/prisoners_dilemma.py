@@ -60,10 +60,15 @@ ORDER = (("temptation", "T"), ("reward", "R"), ("punishment", "P"), ("sucker", "
 
 class DilemmaParams(GameParams):
     temptation: float = Field(default=5.0, ge=0, le=MAX_PAYOFF)
+    """T: what a defector earns against a cooperator (T > R > P > S and 2R > T + S are required)."""
     reward: float = Field(default=3.0, ge=0, le=MAX_PAYOFF)
+    """R: what each earns when both cooperate."""
     punishment: float = Field(default=1.0, ge=0, le=MAX_PAYOFF)
+    """P: what each earns when both defect (the equilibrium's payoff per round)."""
     sucker: float = Field(default=0.0, ge=0, le=MAX_PAYOFF)
+    """S: what a cooperator earns against a defector."""
     rounds: int = Field(default=10, ge=1, le=1000)
+    """K: the announced number of rounds."""
 
     @model_validator(mode="after")
     def _a_dilemma(self) -> DilemmaParams:

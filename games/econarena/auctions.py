@@ -61,8 +61,12 @@ from ..base import (
 
 class AuctionParams(GameParams):
     private_value: Any = Field(default_factory=lambda: {"normal": [50.0, 10.0]})
+    """Each bidder's value of the item: a number, a per-player list or a distribution drawn once per session
+    (redrawn until it falls in (0, assets])."""
     assets: Any = 100.0
+    """Each bidder's money: a number, a per-player list or a distribution; a bid above it breaks a rule."""
     entrance_fee: float = Field(default=0.0, ge=0, le=1e12)
+    """Deducted from the assets of a bidder who breaks a rule."""
 
     @field_validator("private_value", "assets")
     @classmethod
@@ -72,8 +76,11 @@ class AuctionParams(GameParams):
 
 class EnglishAuctionParams(AuctionParams):
     start_price: float = Field(default=0.0, ge=0, le=1e12)
+    """`english_auction`: the clock's first price."""
     increment: float = Field(default=1.0, gt=0, le=1e12)
+    """`english_auction`: how much the clock rises each round."""
     max_rounds: int = Field(default=200, gt=0)
+    """`english_auction`: after this many rounds with two or more bidders in, the auction ends unsold."""
 
 
 def _draw_values(params: AuctionParams, n: int, rng: np.random.Generator) -> dict[str, Any]:

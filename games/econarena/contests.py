@@ -45,8 +45,12 @@ TIE_TOLERANCE = 1e-9  # relative to the range; absorbs float noise, nothing else
 
 class BeautyContestParams(GameParams):
     upper_bound: Any = 100.0
+    """The top of the range of choices [0, upper_bound]: a number or a distribution drawn once per session
+    (redrawn until > 0)."""
     ratio: float = Field(default=2 / 3, gt=0, lt=1)
+    """The target is this ratio times the mean of the valid choices (0 < ratio < 1)."""
     prize: float = Field(default=100.0, gt=0, le=1e12)
+    """Shared equally by the choices closest to the target."""
 
     @field_validator("upper_bound")
     @classmethod

@@ -38,13 +38,17 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, Setup, whole_number
+from .reference import player_count
 
 
 class BattleParams(GameParams):
     base_hit_rate: int = Field(default=35, ge=0, le=100)
+    """Player 0's hit rate in percent; player i hits with base_hit_rate + interval x i."""
     interval: int = Field(default=5, ge=0, le=100)
+    """How much each next player's hit rate rises, in percent."""
     max_turns: int = Field(default=20, ge=1, le=10_000)
+    """The game ends after this many turns (or when one player is left)."""
 
 
 @dataclass(frozen=True)
@@ -212,12 +216,13 @@ class BattleRoyale(Game):
     def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
         meta = raw["meta"]
         records = raw["round_records"]
-        n = int(meta.get("player_num", len(raw["player_data"])))
-        base, step = int(meta.get("base_hit_rate", 35)), int(meta.get("interval", 5))
+        n = player_count(raw)
+        base = whole_number(meta.get("base_hit_rate", 35), "meta.base_hit_rate")
+        step = whole_number(meta.get("interval", 5), "meta.interval")
         setup = Setup(n, {"hit_rates": [base + step * i for i in range(n)]})
         log = []
         for t, rec in enumerate(records):
-            shooter = int(rec["player_shooting"])
+            shooter = whole_number(rec["player_shooting"], f"turn {t + 1}: player_shooting", "bad_move")
             alive = tuple(sorted(int(str(p[0]).rsplit("_", 1)[-1]) for p in rec["initial_players"]))
             shot = str(rec.get("shot_player", "null"))
             target = int(shot) if rec.get("action") == "shoot" and shot.lstrip("-").isdigit() else None

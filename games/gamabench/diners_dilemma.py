@@ -44,11 +44,17 @@ CHOICES = ("cheap", "costly")
 
 class DinerParams(GameParams):
     cheap_cost: float = Field(default=10, ge=0, le=1_000_000)
+    """The cheap dish's price."""
     cheap_utility: float = Field(default=15, ge=0, le=1_000_000)
+    """What the cheap dish is worth to the diner."""
     exp_cost: float = Field(default=20, ge=0, le=1_000_000)
+    """The costly dish's price."""
     exp_utility: float = Field(default=20, ge=0, le=1_000_000)
+    """What the costly dish is worth to the diner."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
     scoring: Literal["code", "paper"] = "code"
+    """`code`: the released code's 0-100 score; `paper`: labels such as `cheap_dish` read as cheap."""
 
 
 def paper_label(label: str) -> str | None:

@@ -35,7 +35,9 @@ from .reference import as_int, reference_choices, reference_meta, replay
 
 class DollarParams(GameParams):
     golds: int = Field(default=100, ge=1, le=1_000_000_000)
+    """G: if the bids add up to at most G, everyone receives their bid; otherwise nobody receives anything."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
 
 
 class DivideDollar(RepeatedGame):

@@ -39,11 +39,18 @@ CHOICES = ("go", "stay")
 
 class BarParams(GameParams):
     min: float = Field(default=0, ge=0, le=1_000_000)
+    """What every goer earns when the bar is crowded."""
     max: float = Field(default=10, ge=0, le=1_000_000)
+    """What every goer earns when the bar is not crowded."""
     home: float = Field(default=5, ge=0, le=1_000_000)
+    """What a player who stays home earns."""
     ratio: float = Field(default=0.6, ge=0, le=1)
+    """The bar is crowded when more than this share of the players go."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
     mode: Literal["implicit", "explicit"] = "implicit"
+    """`implicit`: a player learns only what it earned (the scored mode); `explicit`: everyone also learns how
+    many went."""
 
     @model_validator(mode="after")
     def _order(self) -> BarParams:

@@ -28,6 +28,7 @@ whole numbers stop the iteration one short of the equilibrium 0).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -35,17 +36,35 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from ..base import (
+    MAX_GAME_NUMBER,
+    ActionField,
+    ForeignValue,
+    GameInfo,
+    GameParams,
+    ImportedRun,
+    Outcome,
+    Setup,
+    fmt_num,
+    game_number,
+    whole_number,
+)
 from ..repeated import RepeatedGame, RepeatedState, round_values
-from .reference import round_check
+from .reference import judged, outside_rules, round_check
 
 
 class GuessingParams(GameParams):
     min: int = Field(default=0, ge=0, le=1_000_000)
+    """The smallest whole number a player may pick."""
     max: int = Field(default=100, ge=1, le=1_000_000)
+    """The largest whole number a player may pick."""
     ratio: float = Field(default=2 / 3, gt=0, le=10)
+    """The target is this ratio times the mean of the round's valid numbers."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
     scoring: Literal["code", "paper"] = "code"
+    """`code`: the 0-100 score of GAMA-Bench's released code; `paper`: the formula the paper intends when min
+    > 0."""
 
     @model_validator(mode="after")
     def _range(self) -> GuessingParams:
@@ -164,13 +183,17 @@ class GuessingGame(RepeatedGame):
         n_rounds = len(rounds_raw) if isinstance(rounds_raw, list) and rounds_raw else int(meta.get("round_id", 0))
         if n_rounds < 1:
             raise ValueError("no rounds: round_records is empty and meta.round_id is missing")
-        params = GuessingParams(min=int(meta.get("min", 0)), max=int(meta.get("max", 100)),
-                                ratio=float(meta.get("ratio", 2 / 3)), rounds=n_rounds)
+        params = GuessingParams(min=whole_number(meta.get("min", 0), "meta.min"),
+                                max=whole_number(meta.get("max", 100), "meta.max"),
+                                ratio=game_number(meta.get("ratio", 2 / 3), "meta.ratio", "bad_parameter"),
+                                rounds=n_rounds)
         setup = self.setup(params, len(players), np.random.default_rng(0))  # draws nothing
         state = self.initial_state(setup)
         log = []
+        problems: list[str] = []
         for k in range(n_rounds):
-            actions = {i: _reference_number(p.get("records"), k) for i, p in enumerate(players)}
+            actions = {i: _reference_number(p.get("records"), k, i) for i, p in enumerate(players)}
+            problems += judged(self, state, actions, k)  # 101 or -5: the reference took it, our rules do not
             after = self.apply(state, actions)
             log.append({"round": k, "actions": [actions[i] for i in range(len(players))],
                         "events": self.events(state, after, actions)})
@@ -179,7 +202,8 @@ class GuessingGame(RepeatedGame):
         return ImportedRun(params=params.model_dump(), n_players=len(players), round_log=log,
                            payoffs=list(self.outcome(state).payoffs),
                            messages=messages if any(messages) else None,
-                           check=round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))))
+                           check=outside_rules(round_check(raw, log, (("mean", "mean"), ("mean_ratio", "target"))),
+                                               problems))
 
 
 def level_k_number(anchor: float, k: int, ratio: float, lo: int, hi: int) -> int:
@@ -198,19 +222,18 @@ def level_k_number(anchor: float, k: int, ratio: float, lo: int, hi: int) -> int
     return number
 
 
-def _reference_number(records: Any, k: int) -> dict[str, Any] | None:
-    """Round k's number of one seat, or None where the file has none (the reference stores ints)."""
+def _reference_number(records: Any, k: int, seat: int) -> dict[str, Any] | None:
+    """Round k's number of one seat, or None where the file has none (the reference stores ints; a numeric
+    string is read too); :class:`ForeignValue` for a value that is not a number (NaN, text, true)."""
     if not isinstance(records, list) or k >= len(records):
         return None
     x = records[k]
     if isinstance(x, str):
-        try:
+        with contextlib.suppress(ValueError):
             x = float(x.strip())
-        except ValueError:
-            return None
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x != int(x):
-        return None
-    return {"chosen_number": int(x)}
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise ForeignValue("bad_move", f"round {k + 1}, player {seat}: {str(x)[:40]!r} is not a number")
+    return {"chosen_number": int(x) if x == int(x) and abs(x) <= MAX_GAME_NUMBER else x}
 
 
 def guessing_score(per_round: Sequence[Sequence[float]], lo: float, hi: float, ratio: float,

@@ -43,14 +43,31 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, Game, GameInfo, GameParams, ImportedRun, Outcome, ReplayCheck, Setup
+from ..base import (
+    ActionField,
+    ActionSpec,
+    Game,
+    GameInfo,
+    GameParams,
+    ImportedRun,
+    Outcome,
+    ReplayCheck,
+    Setup,
+    foreign_move_problem,
+    game_number,
+    whole_number,
+)
+from .reference import outside_rules, player_count
 
 MAX_PIRATES = 200  # the 100-gold optimum needs 100 - floor((n - 1) / 2) >= 0
 
 
 class PirateParams(GameParams):
     gold: int = Field(default=100, ge=1, le=1_000_000)
+    """The coins the proposer divides."""
     scoring: Literal["code", "paper"] = "code"
+    """`code`: the released code's 0-100 score; `paper`: rejecting a 1-gold offer at an odd position counts as
+    correct."""
 
 
 @dataclass(frozen=True)
@@ -309,12 +326,19 @@ class PirateGame(Game):
     def from_reference(self, raw: Mapping[str, Any]) -> ImportedRun:
         meta = raw["meta"]
         records = raw["round_records"]
-        n = int(meta.get("player_num", len(raw["player_data"])))
-        gold = int(meta.get("gold", 100))
+        n = player_count(raw)
+        gold = whole_number(meta.get("gold", 100), "meta.gold")
+        setup = self.setup(PirateParams(gold=gold), n, np.random.default_rng(0))
         log: list[dict[str, Any]] = []
+        problems: list[str] = []  # plans our rules refuse; the reference checked none (any JSON object of numbers)
         for k, rec in enumerate(records):
             alive = list(range(k, n))  # every failed plan throws its proposer, the most senior, overboard
-            plan = [int(g) for g in rec["gold_distribution"]]
+            plan = [_gold(g, k) for g in rec["gold_distribution"]]
+            if len(plan) != len(alive):
+                problems.append(f"round {k + 1}: a plan for {len(plan)} pirates, {len(alive)} alive")
+            elif (problem := foreign_move_problem(self, PirateState(setup, tuple(alive)), alive[0],
+                                                  {"allocation": {str(i): g for i, g in zip(alive, plan)}})):
+                problems.append(f"round {k + 1}, player {alive[0]}: {problem[1]}")
             votes = ["accept" if "accept" in str(v).lower() else "reject" for v in rec["responses"]]
             votes[0] = "accept"
             accepts = votes.count("accept")
@@ -333,11 +357,17 @@ class PirateGame(Game):
         payoffs = None
         if records:
             alive = list(range(len(records) - 1, n))
-            share = dict(zip(alive, records[-1]["gold_distribution"])) if log[-1]["events"]["passed"] else {}
+            share = dict(zip(alive, log[-1]["events"]["proposal"])) if log[-1]["events"]["passed"] else {}
             payoffs = [float(share.get(i, 0)) for i in range(n)]
         players = raw["player_data"][:n]
         messages = [list(p["prompt"]) for p in players] if all("prompt" in p for p in players) else None
-        return ImportedRun({"gold": gold}, n, log, payoffs, messages, check=_plan_check(log))
+        return ImportedRun({"gold": gold}, n, log, payoffs, messages, check=outside_rules(_plan_check(log), problems))
+
+
+def _gold(value: Any, k: int) -> int | float:
+    """One share of a recorded plan: a finite number (whole numbers as ints); ForeignValue ``bad_move`` else."""
+    x = game_number(value, f"round {k + 1}: gold_distribution", "bad_move")
+    return int(x) if x.is_integer() else x
 
 
 def _plan_check(log: Sequence[Mapping[str, Any]]) -> ReplayCheck | None:

@@ -34,8 +34,11 @@ from .reference import as_int, reference_choices, reference_meta, replay
 
 class GoodsParams(GameParams):
     tokens: int = Field(default=20, ge=1, le=1_000_000)
+    """T: each player's tokens every round, of which it puts a whole number into the pot."""
     ratio: float = Field(default=2, ge=0, le=1000)
+    """R: the pot is multiplied by R and shared equally."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
 
 
 class PublicGoods(RepeatedGame):

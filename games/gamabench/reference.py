@@ -4,7 +4,12 @@ A result file is ``{"meta": {...}, "round_records": [...], "player_data": [{"rec
 Player order survives only in ``player_data[i].records`` (some games shuffle ``round_records.responses``
 in place), so choices are always read from there. The imported rounds are replayed through the game's own
 ``apply``/``events`` so imported and native runs carry the same events and are scored by the same code;
-``apply`` never judges, so values the reference accepted and our rules would refuse come in as they are.
+``apply`` never judges, so every imported number first passes the game's own judge, as a reply played here
+would: a value the reference's parser could not have stored (NaN, text, 33.5 where it stored ``int(...)``)
+refuses the file (:class:`ForeignValue` ``bad_move``); a number the reference took but our rules forbid
+(it checked no bounds: a guess of 101, 25 tokens of 20) is scored as the reference scored it and the run is
+a named disagreement (``answer_outside_our_rules``), never an agreeing one. Labels are scored as the
+reference's parser read them (see :func:`judged`); numbers beyond 1e12 are refused by the importer.
 Pure: takes the parsed JSON, does no I/O.
 """
 
@@ -16,7 +21,16 @@ from typing import Any
 
 import numpy as np
 
-from ..base import GameParams, ImportedRun, ReplayCheck, Setup
+from ..base import (
+    RULE_VIOLATION,
+    ForeignValue,
+    GameParams,
+    ImportedRun,
+    ReplayCheck,
+    Setup,
+    foreign_move_problem,
+    whole_number,
+)
 from ..repeated import RepeatedGame
 
 
@@ -122,31 +136,69 @@ def replay(game: RepeatedGame, params: GameParams, n_players: int, choices: Sequ
     setup: Setup = game.setup(params, n_players, np.random.default_rng(0))
     state = game.initial_state(setup)
     log = []
+    problems: list[str] = []
     for r, row in enumerate(choices):
         actions = {i: None if v is None else {game.action_key: v} for i, v in enumerate(row)}
+        problems += judged(game, state, actions, r)
         after = game.apply(state, actions)
         log.append({"round": r, "actions": [actions[i] for i in range(n_players)],
                     "events": game.events(state, after, actions)})
         state = after
     return ImportedRun(params=params.model_dump(), n_players=n_players, round_log=log,
                        payoffs=list(game.outcome(state).payoffs), messages=reference_messages(raw),
-                       check=round_check(raw, log, totals))
+                       check=outside_rules(round_check(raw, log, totals), problems))
+
+
+def player_count(raw: Mapping[str, Any]) -> int:
+    """``meta.player_num``, which must be the number of ``player_data`` entries (a file claiming 10**9
+    players made the battle royale build a list of 10**9 hit rates)."""
+    players = _table(raw, "player_data", list)
+    n = whole_number(reference_meta(raw).get("player_num", len(players)), "meta.player_num")
+    if n != len(players):
+        raise ForeignValue("bad_parameter", f"meta.player_num is {n} but player_data has {len(players)} players")
+    return n
+
+
+OUTSIDE_RULES = "answer_outside_our_rules"
+
+
+def judged(game: Any, state: Any, actions: Mapping[int, Mapping[str, Any] | None], r: int) -> list[str]:
+    """Every numeric answer of round ``r`` through the game's own judge at ``state``. One the reference's
+    parser could not have written (not a whole number where it stored ``int(...)``) is :class:`ForeignValue`
+    (``bad_move``); one our rules forbid but the reference took (a guess above the maximum, more tokens than
+    one holds: the reference checked no bounds) is returned as a line for :func:`outside_rules`, so the run is
+    scored as the reference scored it and listed as a disagreement. A label (a ``choice`` answer) is left to
+    the scoring, which reads it as the reference's parser did (the spec's Mixtral labels such as ``chea``)."""
+    problems = []
+    for i, action in sorted(actions.items()):
+        if action is None or all(f.kind == "choice" for f in game.action_spec(state, i).fields):
+            continue
+        problem = foreign_move_problem(game, state, i, action)
+        if problem is None:
+            continue
+        if problem[0] != RULE_VIOLATION:
+            raise ForeignValue("bad_move", f"round {r + 1}, player {i}: {problem[1]}")
+        problems.append(f"round {r + 1}, player {i}: {problem[1]}")
+    return problems
+
+
+def outside_rules(check: ReplayCheck | None, problems: Sequence[str]) -> ReplayCheck | None:
+    """The replay check of a run whose answers include ones our rules forbid: a disagreement (rule
+    difference) whatever the round totals say, naming the first answers; ``check`` unchanged without any."""
+    if not problems:
+        return check
+    detail = (f"the reference took {len(problems)} answer(s) our rules refuse: " + "; ".join(problems[:3])
+              + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
+    if check is not None and check.detail:
+        detail += f"; {check.detail}"
+    causes = (OUTSIDE_RULES, *(c for c in (check.causes if check is not None else ()) if c != OUTSIDE_RULES))
+    return ReplayCheck(False, check.recorded if check is not None else None,
+                       check.replayed if check is not None else None, causes, "rule difference", detail)
 
 
 def as_int(value: Any) -> int:
     """A recorded whole-number answer (the reference stored ints; a numeric string is read too)."""
-    if isinstance(value, bool):
-        raise ValueError(f"reference result: expected a whole number, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    raise ValueError(f"reference result: expected a whole number, got {value!r}")
+    return whole_number(value, "reference result: an answer", "bad_move")
 
 
 def as_label(value: Any) -> str:

@@ -54,20 +54,29 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num
+from ..base import ActionField, GameInfo, GameParams, ImportedRun, Outcome, Setup, fmt_num, whole_number
 from ..repeated import RepeatedGame, RepeatedState
+from .reference import judged, outside_rules, player_count
 
 BID_CAP = 1_000_000_000  # bids above this are rule breaks: keeps payoffs finite for any reply
 
 
 class SealedBidParams(GameParams):
     valuation_min: int = Field(default=0, ge=0, le=1_000_000)
+    """The lowest valuation on the grid."""
     valuation_max: int = Field(default=200, ge=1, le=1_000_000)
+    """The highest valuation on the grid."""
     interval: int = Field(default=10, ge=1, le=1_000_000)
+    """The grid's step: valuations are drawn without replacement from min, min + interval, ..."""
     valuation_seed: int = Field(default=42, ge=0, le=2**32)
+    """The seed of the valuations' draw (the leaderboard's 42), apart from the session's seed."""
     rounds: int = Field(default=20, ge=1, le=1000)
+    """Rounds per run, each with a report."""
     mode: Literal["first", "second"] = "first"
+    """`first`: the winner pays its bid (the scored mode); `second`: the second-highest bid."""
     scoring: Literal["code", "paper", "oct2024"] = "code"
+    """`code`: the released code's 0-100 score; `paper`: the paper's formula; `oct2024`: the board's earlier
+    formula."""
 
     @model_validator(mode="after")
     def _grid(self) -> SealedBidParams:
@@ -229,18 +238,22 @@ class SealedBidAuction(RepeatedGame):
         meta = raw["meta"]
         records = raw["round_records"]
         players = raw["player_data"]
-        n = int(meta.get("player_num", len(players)))
-        k = int(meta.get("round_id", len(records)))
+        n = player_count(raw)
+        k = whole_number(meta.get("round_id", len(records)), "meta.round_id")
         mode = "second" if "second" in str(meta.get("mode", "highest bid")) else "first"
         # the reference bumps its seed once per round and stores the final value in meta
-        seed = int(meta.get("seed", 42 + k)) - k
-        params = {"valuation_min": int(meta.get("valuation_min", 0)),
-                  "valuation_max": int(meta.get("valuation_max", 200)),
-                  "interval": int(meta.get("interval", 10)), "valuation_seed": seed,
+        seed = whole_number(meta.get("seed", 42 + k), "meta.seed") - k
+        params = {"valuation_min": whole_number(meta.get("valuation_min", 0), "meta.valuation_min"),
+                  "valuation_max": whole_number(meta.get("valuation_max", 200), "meta.valuation_max"),
+                  "interval": whole_number(meta.get("interval", 10), "meta.interval"), "valuation_seed": seed,
                   "rounds": len(records), "mode": mode}
+        state = self.initial_state(self.setup(SealedBidParams(**params), n, np.random.default_rng(0)))
         log = []
+        problems: list[str] = []
         for r, rec in enumerate(records):
-            bids = [int(players[i]["records"][r]) for i in range(n)]
+            bids = [whole_number(players[i]["records"][r], f"round {r + 1}, player {i}: bid", "bad_move")
+                    for i in range(n)]
+            problems += judged(self, state, {i: {"bid": b} for i, b in enumerate(bids)}, r)
             winner = rec.get("bid_winner")
             w = int(str(winner).rsplit("_", 1)[-1]) if winner is not None else None
             utility = [float(u) for u in rec.get("utility", [0] * n)]
@@ -252,7 +265,7 @@ class SealedBidAuction(RepeatedGame):
                                    "bid_ratio": math.fsum(ratios) / len(ratios) if ratios else None}})
         payoffs = [math.fsum(float(u) for u in p.get("utility", [])) for p in players[:n]]
         messages = [list(p["prompt"]) for p in players[:n]] if all("prompt" in p for p in players[:n]) else None
-        return ImportedRun(params, n, log, payoffs, messages)
+        return ImportedRun(params, n, log, payoffs, messages, check=outside_rules(None, problems))
 
 
 def sealed_bid_score(per_round: Sequence[Sequence[tuple[float, float | None]]], vmax: float,

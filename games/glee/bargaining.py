@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup, foreign_move_problem
 from . import reference as R
 from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
@@ -54,13 +54,22 @@ INFINITE = 99  # the paper's "infinite" horizon (GLEE's data also writes 25 for 
 
 class BargainingParams(GameParams):
     money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    """M: the amount Alice and Bob divide."""
     delta_alice: float = Field(default=0.9, gt=0, le=1)
+    """Alice's discount factor per round (read as inflation of (1 - delta) x 100 %)."""
     delta_bob: float = Field(default=0.9, gt=0, le=1)
+    """Bob's discount factor per round."""
     max_rounds: int = Field(default=99, ge=1, le=200)
+    """T: after this many rounds without a deal both get 0; announced only when at most 20 (99: the paper's
+    infinite horizon)."""
     complete_information: bool = True
+    """Whether each player is told the other's discount factor."""
     messages_allowed: bool = False
+    """Whether a proposer may attach a free-text message."""
     show_inflation_update: bool = True
+    """Remind the responder of the accumulated inflation, as GLEE's code does."""
     metrics: Literal["paper", "code"] = "paper"
+    """`paper`: the paper's metric formulas; `code`: the released code's."""
 
 
 @dataclass(frozen=True)
@@ -390,8 +399,8 @@ def bargaining_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[s
 
 def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> ImportedRun:
     config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
-    money = float(R.arg(config, "money_to_divide"))
-    raw_max = int(R.arg(config, "max_rounds"))
+    money = R.number_arg(config, "money_to_divide")
+    raw_max = R.whole_arg(config, "max_rounds")
     ci = R.as_bool(R.arg(config, "complete_information", True), "complete_information")
     ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
     da, db = R.delta(config, 0), R.delta(config, 1)
@@ -402,9 +411,10 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
     if not rows:
         raise ValueError("game.csv has no rows")
     # GLEE's reading (analyze/configs.py): the last row decides; an accepted offer is the row before it
-    finished = R.cell(rows[-1], "decision") is not None
+    last = R.final_decision(rows, ("accept", "reject"))
+    finished = last is not None
     played = R.last_round(rows)
-    accepted = R.cell(rows[-1], "decision") == "accept" and len(rows) >= 2
+    accepted = last == "accept" and len(rows) >= 2
     a = R.number(rows[-2], keys[0]) if accepted else None
     b = R.number(rows[-2], keys[1]) if accepted else None
     deal = accepted and a is not None and b is not None
@@ -450,6 +460,10 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
                     action["message"] = R.message(row, human)
                 if min(x, y) < 0 or not math.isclose(x + y, money, rel_tol=1e-9, abs_tol=1e-6):
                     causes.add("offer_not_dividing_money")
+                if (problem := foreign_move_problem(game, state, seat, action)) is not None:
+                    causes.add("invalid_move")  # our rules refuse the offer: our replay stops there
+                    error = f"{where}: our rules refuse this offer ({problem[1]})"
+                    break
         else:
             d = R.cell(row, "decision")
             if d in ("accept", "reject"):

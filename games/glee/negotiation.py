@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup
+from ..base import ActionField, ActionSpec, GameInfo, GameParams, ImportedRun, Outcome, Setup, foreign_move_problem
 from . import reference as R
 from .common import ANNOUNCED_MAX, MAX_MONEY, NAMES, AlternatingOffers, message_field, pretty, proposer, say, set_at
 
@@ -54,12 +54,19 @@ GLEE_DECISIONS = {"AcceptOffer": ("accept", None), "RejectOffer": ("reject", Non
 
 class NegotiationParams(GameParams):
     money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    """M: the scale of the valuations (GLEE's product_price_order)."""
     seller_value: float = Field(default=1.0, gt=0, le=100)
+    """F_A: Alice (the seller) values the product at M x seller_value."""
     buyer_value: float = Field(default=1.0, gt=0, le=100)
+    """F_B: Bob (the buyer) values the product at M x buyer_value."""
     max_rounds: int = Field(default=1, ge=1, le=200)
+    """T: the most rounds; announced only when at most 20 (30: the paper's infinite horizon)."""
     complete_information: bool = True
+    """Whether each player is told the other's valuation."""
     messages_allowed: bool = False
+    """Whether a proposer may attach a free-text message."""
     metrics: Literal["paper", "code"] = "paper"
+    """`paper`: the paper's metric formulas; `code`: the released code's."""
 
 
 @dataclass(frozen=True)
@@ -313,9 +320,9 @@ def negotiation_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[
 
 def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> ImportedRun:
     config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
-    money = float(R.arg(config, "product_price_order"))
-    fa, fb = float(R.arg(config, "seller_value")), float(R.arg(config, "buyer_value"))
-    raw_max = int(R.arg(config, "max_rounds"))
+    money = R.number_arg(config, "product_price_order")
+    fa, fb = R.number_arg(config, "seller_value"), R.number_arg(config, "buyer_value")
+    raw_max = R.whole_arg(config, "max_rounds")
     ci = R.as_bool(R.arg(config, "complete_information", True), "complete_information")
     ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
     params = {"money": money, "seller_value": fa, "buyer_value": fb, "max_rounds": R.horizon(raw_max, INFINITE),
@@ -324,7 +331,7 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
     if not rows:
         raise ValueError("game.csv has no rows")
     # GLEE's reading (analyze/configs.py): a trade iff the last decision is AcceptOffer, at the price before it
-    last = R.cell(rows[-1], "decision")
+    last = R.final_decision(rows, tuple(GLEE_DECISIONS))
     played = R.last_round(rows)
     price = R.number(rows[-2], "product_price") if last == "AcceptOffer" and len(rows) >= 2 else None
     trade = price is not None
@@ -375,6 +382,10 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
                 action = {"product_price": p}
                 if ma:
                     action["message"] = R.message(row, human)
+                if (problem := foreign_move_problem(game, state, seat, action)) is not None:
+                    causes.add("invalid_move")  # our rules refuse the price: our replay stops there
+                    error = f"{where}: our rules refuse this price ({problem[1]})"
+                    break
         else:
             d = R.cell(row, "decision")
             ours, whose = GLEE_DECISIONS.get(d or "", (None, None))

@@ -61,14 +61,24 @@ ADVISE_AGAINST = "I do not recommend buying this product."
 
 class PersuasionParams(GameParams):
     p_high: float = Field(default=0.5, gt=0, lt=1)
+    """p: the probability that a round's product is of high quality."""
     value_high: float = Field(default=1.25, gt=0, le=100)
+    """v: a high-quality product is worth v x M to the buyer."""
     money: float = Field(default=10_000.0, gt=0, le=MAX_MONEY)
+    """M: the product's price."""
     complete_information: bool = True
+    """Whether the seller is told v."""
     message_type: Literal["binary", "text"] = "binary"
+    """`binary`: the seller recommends or not; `text`: a free message (cheap talk)."""
     buyer: Literal["long-living", "myopic"] = "long-living"
+    """`long-living`: one buyer for every round, told each outcome; `myopic`: a new buyer each round who reads
+    statistics."""
     rounds: int = Field(default=20, ge=1, le=100)
+    """T: rounds per run."""
     value_low: float = Field(default=0.0, ge=0, le=100)
+    """c: a low-quality product is worth c x M to the buyer (0 in the paper)."""
     metrics: Literal["paper", "code"] = "paper"
+    """`paper`: the paper's metric formulas; `code`: the released code's."""
 
     @model_validator(mode="after")
     def _low_below_high(self) -> PersuasionParams:
@@ -350,16 +360,16 @@ def _yes(text: str | None) -> bool | None:
 
 def _persuasion_from_reference(game: Persuasion, raw: Mapping[str, Any]) -> ImportedRun:
     config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
-    p = float(R.arg(config, "p"))
+    p = R.number_arg(config, "p")
     if math.isclose(p, 1 / 3, abs_tol=1e-6):
         p = 1 / 3  # the human configs write 0.333333333, the model configs 0.3333333333333333
-    total = int(R.arg(config, "total_rounds", 20))
+    total = R.whole_arg(config, "total_rounds", 20)
     text = str(R.arg(config, "seller_message_type", "text")) == "text"
     myopic = R.as_bool(R.arg(config, "is_myopic", False), "is_myopic")
-    params = {"p_high": p, "value_high": float(R.arg(config, "v")), "money": float(R.arg(config, "product_price")),
+    params = {"p_high": p, "value_high": R.number_arg(config, "v"), "money": R.number_arg(config, "product_price"),
               "complete_information": R.as_bool(R.arg(config, "is_seller_know_cv", True), "is_seller_know_cv"),
               "message_type": "text" if text else "binary", "buyer": "myopic" if myopic else "long-living",
-              "rounds": total, "value_low": float(R.arg(config, "c", 0.0))}
+              "rounds": total, "value_low": R.number_arg(config, "c", 0.0)}
     names = R.public_names(config)
     if not rows:
         raise ValueError("game.csv has no rows")
@@ -380,6 +390,8 @@ def _persuasion_from_reference(game: Persuasion, raw: Mapping[str, Any]) -> Impo
     r = sum(1 for q, d in zip(qualities, deals) if q == "low" and not d)
     v, c, m = params["value_high"], params["value_low"], params["money"]
     last_buyer = R.seat_of(R.cell(rows[-1], "player"), names) == 1
+    if last_buyer and R.cell(rows[-1], "decision") is not None and _yes(R.cell(rows[-1], "decision")) is None:
+        R.final_decision(rows, ("yes", "no"))  # the last decision ends the game: a cut "ye" is refused
     extra = {"purchase_rate": sum(deals) / played, "high_rounds": n, "high_bought": k, "low_not_bought": r}
     recorded: dict[str, Any] = {"finished": last_buyer and R.cell(rows[-1], "decision") is not None,
                                 "rounds": played, "purchases": sum(deals), "high_rounds": n, "high_bought": k,

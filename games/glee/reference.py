@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import ReplayCheck
+from ..base import ForeignValue, ReplayCheck, game_number, whole_number
 from .common import ANNOUNCED_MAX, NAMES
 
 NULLS = frozenset({"", "None", "nan", "NaN", "NULL", "null"})  # empty cells as the released files write them
@@ -43,7 +43,10 @@ CAUSES: dict[str, tuple[str, str]] = {
                              "harness stopped earlier than its config says (GLEE's 'infinite' runs were capped at 25 "
                              "rounds while some configs say 99)"),
     "offer_not_dividing_money": ("malformed move", "an offer's two gains do not add up to the money, or one is "
-                                 "negative (GLEE checked this for models only)"),
+                                 "negative (GLEE checked this for models only; our rules refuse it, so our replay "
+                                 "stops there)"),
+    "invalid_move": ("malformed move", "a move our rules refuse (an offer or a price outside the game's bounds); our "
+                     "replay stops there"),
     "outside_option_swapped": ("malformed move", "the seller bought from John or the buyer sold to him; GLEE ends "
                                "the game without a trade either way, and so do we"),
     "rounds_short": ("source inconsistency", "fewer rounds than the configured total"),
@@ -51,8 +54,7 @@ CAUSES: dict[str, tuple[str, str]] = {
                            "or more decisions than rounds)"),
     "unexplained": ("unexplained", "no known cause applies; read the rows"),
 }
-INFO_ONLY = frozenset({"offer_not_dividing_money", "outside_option_swapped", "glee_cleaning_drop",
-                       "ended_before_horizon", "rounds_short"})
+INFO_ONLY = frozenset({"outside_option_swapped", "glee_cleaning_drop", "ended_before_horizon", "rounds_short"})
 
 
 def cell(row: Mapping[str, Any], key: str) -> str | None:
@@ -110,14 +112,44 @@ def arg(config: Mapping[str, Any], key: str, default: Any = ...) -> Any:
     return default
 
 
+def number_arg(config: Mapping[str, Any], key: str, default: Any = ...) -> float:
+    """A numeric game argument (``60``, ``60.0``, ``"60"``): a finite number within the games' bounds, else
+    :class:`ForeignValue` ``bad_parameter`` naming the key (``true`` was read as 1, ``"nan"`` as NaN)."""
+    return game_number(arg(config, key, default), f"config.json game_args.{key}", "bad_parameter")
+
+
+def whole_arg(config: Mapping[str, Any], key: str, default: Any = ...) -> int:
+    """A whole-number game argument (a horizon): ``2.5`` is refused, never read as 2."""
+    return whole_number(arg(config, key, default), f"config.json game_args.{key}")
+
+
 def delta(config: Mapping[str, Any], seat: int) -> float:
     """A bargaining delta where any config version keeps it: ``game_args.delta_<i>``, else
-    ``player_<i>_args.delta``, else 1 (no discounting), as GLEE's newest game code reads it."""
+    ``player_<i>_args.delta``. A config with neither is refused (``bad_parameter``): GLEE's newest game code
+    plays such a game undiscounted, but every released config records its deltas, so a missing one is a
+    damaged file, and reading it as 1 changed every payoff and metric of the game without a word."""
     v = game_args(config).get(f"delta_{seat + 1}")
+    where = f"config.json game_args.delta_{seat + 1}"
     if v is None:
         p = config.get(f"player_{seat + 1}_args")
         v = p.get("delta") if isinstance(p, Mapping) else None
-    return 1.0 if v is None else float(v)
+        where = f"config.json player_{seat + 1}_args.delta"
+    if v is None:
+        raise ForeignValue("bad_parameter", f"config.json has no delta for {NAMES[seat]} (game_args.delta_{seat + 1} "
+                                            f"or player_{seat + 1}_args.delta)")
+    return game_number(v, where, "bad_parameter")
+
+
+def final_decision(rows: Sequence[Mapping[str, Any]], known: Sequence[str]) -> str | None:
+    """The last row's decision, which GLEE's reading takes as the game's end (None: the row has none, the game
+    did not finish). A decision that is none of the family's (a file cut mid-word: ``accept`` -> ``ac``,
+    ``AcceptOffer`` -> ``Accep``) is :class:`ForeignValue` ``bad_move``: GLEE's code read it as "no deal"
+    and so did our replay, so the cut file was imported as a finished game that agreed."""
+    d = cell(rows[-1], "decision") if rows else None
+    if d is not None and d not in known:
+        raise ForeignValue("bad_move", f"game.csv row {len(rows) + 1}: the last decision {d[:40]!r} is none of "
+                                       f"{', '.join(known)}: the game's end cannot be read (a cut file?)")
+    return d
 
 
 def public_names(config: Mapping[str, Any]) -> tuple[str, str]:

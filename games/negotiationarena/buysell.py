@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, GameInfo, GameParams, Setup
+from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 GOOD, MONEY = "X", "ZUP"
@@ -38,11 +38,17 @@ GOOD, MONEY = "X", "ZUP"
 
 class BuySellParams(GameParams):
     seller_cost: int = Field(default=40, ge=0, le=10**9)
+    """What the item cost RED (the seller) to produce."""
     buyer_value: int = Field(default=60, ge=0, le=10**9)
+    """The most BLUE (the buyer) is willing to pay."""
     buyer_money: int = Field(default=100, ge=1, le=10**9)
+    """BLUE's money; it may not offer or accept a higher price."""
     turns: int = Field(default=10, ge=2, le=100)
+    """Messages in all, RED first."""
     max_proposals: int = Field(default=4, ge=1, le=50)
+    """Proposals each player is told it may make (not enforced, as in the paper)."""
     metrics: Literal["correct", "paper"] = "correct"
+    """`correct`: our formulas; `paper`: the authors' aggregation."""
 
 
 class BuySell(NegotiationGame):
@@ -135,10 +141,12 @@ class BuySell(NegotiationGame):
     def params_from_log(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         goals = raw["player_goals"]
         init = raw["player_initial_resources"]
-        cost = log_resources(goals[RED])[GOOD]
-        value = log_resources(goals[BLUE])[GOOD]
-        return {"seller_cost": cost, "buyer_value": value, "buyer_money": log_resources(init[BLUE])[MONEY],
-                "turns": int(raw["iterations"]), "max_proposals": max(1, int(raw["iterations"]) // 2 - 1)}
+        cost = log_resources(goals[RED], "player_goals[0]", "bad_parameter")[GOOD]
+        value = log_resources(goals[BLUE], "player_goals[1]", "bad_parameter")[GOOD]
+        money = log_resources(init[BLUE], "player_initial_resources[1]", "bad_parameter")[MONEY]
+        turns = whole_number(raw["iterations"], "iterations")
+        return {"seller_cost": cost, "buyer_value": value, "buyer_money": money, "turns": turns,
+                "max_proposals": max(1, turns // 2 - 1)}
 
     def action_from_log(self, setup: Setup, seat: int, answer: str, trade: Trade | None, message: str,
                         reason: str) -> dict[str, Any]:

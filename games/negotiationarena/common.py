@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, ReplayCheck, Setup
+from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, ReplayCheck, Setup, foreign_move_problem
 from .logs import (
     CAUSES,
     Trade,
@@ -329,6 +329,11 @@ class NegotiationGame(Game):
             message = str(public.get("message", tag(text, "message") or ""))
             reason = str(private.get("reason", tag(text, "reason") or ""))
             action = self.action_from_log(setup, seat, str(stored).strip(), trade, message, reason)
+            if action["decision"] in ("propose", "accept") and foreign_move_problem(self, state, seat, action):
+                # our rules refuse it (a negative or oversized gift, more than one holds): the study's engine
+                # executed it; our replay reads the move as proposing or accepting nothing, and says so
+                flags.add("invalid_move")
+                action = self.action_from_log(setup, seat, "", None, message, reason)
             after = self.apply(state, {seat: action})
             log.append({"round": len(log), "actions": [action if i == seat else None for i in (RED, BLUE)],
                         "events": self.events(state, after, {seat: action})})

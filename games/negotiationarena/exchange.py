@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..base import ActionField, GameInfo, GameParams, Setup
+from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 _RESOURCE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,19}$")
@@ -36,10 +36,15 @@ _RESOURCE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,19}$")
 
 class ExchangeParams(GameParams):
     red_resources: dict[str, int] = Field(default_factory=lambda: {"X": 25, "Y": 5})
+    """What RED holds: resource name -> amount."""
     blue_resources: dict[str, int] = Field(default_factory=lambda: {"X": 5, "Y": 25})
+    """What BLUE holds: resource name -> amount."""
     turns: int = Field(default=8, ge=2, le=100)
+    """Messages in all, RED first."""
     max_proposals: int = Field(default=3, ge=1, le=50)
+    """Proposals each player is told it may make (not enforced, as in the paper)."""
     metrics: Literal["correct", "paper"] = "correct"
+    """`correct`: our win-rate formula; `paper`: the authors' aggregation."""
 
     @field_validator("red_resources", "blue_resources")
     @classmethod
@@ -149,8 +154,9 @@ class ResourceExchange(NegotiationGame):
 
     def params_from_log(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         init = raw["player_initial_resources"]
-        turns = int(raw["iterations"])
-        return {"red_resources": log_resources(init[RED]), "blue_resources": log_resources(init[BLUE]),
+        turns = whole_number(raw["iterations"], "iterations")
+        return {"red_resources": log_resources(init[RED], "player_initial_resources[0]", "bad_parameter"),
+                "blue_resources": log_resources(init[BLUE], "player_initial_resources[1]", "bad_parameter"),
                 "turns": turns, "max_proposals": max(1, turns // 2 - 1)}
 
     def action_from_log(self, setup: Setup, seat: int, answer: str, trade: Trade | None, message: str,

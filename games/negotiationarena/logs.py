@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..base import whole_number
+
 Trade = dict[str, dict[str, int]]  # {"red_gives": {resource: n}, "blue_gives": {resource: n}}
 SIDES = ("RED", "BLUE")
 
@@ -33,6 +35,9 @@ CAUSES: dict[str, tuple[str, str]] = {
                              "executes it by position, ours matches the name"),
     "unknown_resource_accepted": ("malformed move", "the accepted trade names a resource nobody holds; "
                                   "NegotiationArena executed it as a new resource, our rules drop it"),
+    "invalid_move": ("malformed move", "a move our rules refuse (a trade outside the game's bounds, such as a "
+                     "negative gift or more than a player holds, or an acceptance of it); NegotiationArena executed "
+                     "it, our replay reads it as a move that proposes or accepts nothing"),
     "answer_variant": ("parser difference", "an answer is ACCEPT or REJECT only after removing newlines or tabs; "
                        "NegotiationArena strips spaces only and compares exactly, ours strips all whitespace"),
     "unparsed_trade": ("parser difference", "a stored trade could not be read as one; our replay treats the move as "
@@ -59,11 +64,13 @@ def unwrap(obj: Any) -> Any:
     return obj
 
 
-def log_resources(obj: Any) -> dict[str, int]:
+def log_resources(obj: Any, where: str = "resources", category: str = "bad_number") -> dict[str, int]:
+    """A resource object as {name: whole number}; :class:`ForeignValue` for an amount that is not a whole
+    number within the game's bounds (``2.5`` was read as 2, ``1e308`` overflowed the summary's sums)."""
     value = unwrap(obj)
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a resource object, got {str(obj)[:60]!r}")
-    return {str(k): int(v) for k, v in value.items()}
+    return {str(k): whole_number(v, f"{where}.{str(k)[:40]}", category) for k, v in value.items()}
 
 
 _SIDE = re.compile(r"Player\s+(RED|BLUE)\s+Gives\s*(.*)", re.I | re.S)
@@ -168,8 +175,8 @@ def end_summary(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     missing = [k for k in ("initial_resources", "final_resources") if not isinstance(s.get(k), list)]
     if missing:
         raise ValueError(f"the END summary has no {' or '.join(missing)} list")
-    init = [log_resources(x) for x in s["initial_resources"]]
-    final = [log_resources(x) for x in s["final_resources"]]
+    init = [log_resources(x, f"END summary initial_resources[{i}]") for i, x in enumerate(s["initial_resources"])]
+    final = [log_resources(x, f"END summary final_resources[{i}]") for i, x in enumerate(s["final_resources"])]
     if len(init) != 2 or len(final) != 2:
         raise ValueError("the summary must record the resources of two players")
     delta = [{k: final[i].get(k, 0) - init[i].get(k, 0) for k in sorted(set(init[i]) | set(final[i]))}

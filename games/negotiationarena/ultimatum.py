@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from ..base import ActionField, GameInfo, GameParams, Setup
+from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from ..params import fmt_num
 from .common import BLUE, FAMILY, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
@@ -35,8 +35,11 @@ CURRENCY = "Dollars"
 
 class UltimatumParams(GameParams):
     total: int = Field(default=100, ge=1, le=10**11)
+    """The dollars RED splits with BLUE."""
     turns: int = Field(default=8, ge=2, le=100)
+    """Messages in all, RED first (2: the one-shot game)."""
     metrics: Literal["correct", "paper"] = "correct"
+    """`correct`: the rules' payoffs; `paper`: the authors' notebook (RED's payoff 0 on a gift of 0)."""
 
 
 class MultiTurnUltimatum(NegotiationGame):
@@ -135,10 +138,11 @@ class MultiTurnUltimatum(NegotiationGame):
 
     def params_from_log(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         init = raw["player_initial_resources"]
-        red, blue = log_resources(init[RED]), log_resources(init[BLUE])
+        red = log_resources(init[RED], "player_initial_resources[0]", "bad_parameter")
+        blue = log_resources(init[BLUE], "player_initial_resources[1]", "bad_parameter")
         if set(red) != {CURRENCY} or any(blue.values()):
             raise ValueError(f"expected RED to hold only {CURRENCY} and BLUE nothing, got {red} / {blue}")
-        return {"total": red[CURRENCY], "turns": int(raw["iterations"])}
+        return {"total": red[CURRENCY], "turns": whole_number(raw["iterations"], "iterations")}
 
     def action_from_log(self, setup: Setup, seat: int, answer: str, trade: Trade | None, message: str,
                         reason: str) -> dict[str, Any]:

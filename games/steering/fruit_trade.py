@@ -60,10 +60,17 @@ class FruitParams(GameParams):
     bound (the same as NegotiationArena's) only keeps the other player's prompt and the logs bounded."""
 
     fruits: list[str] = Field(default_factory=lambda: list(DEFAULT_FRUITS))
+    """The fruits traded: 2 to 6 distinct lower-case names."""
     endowment_range: list[int] = Field(default_factory=lambda: [1, 2])
+    """[low, high]: each player privately holds a uniform whole number of each fruit in this range."""
     valuation_range: list[int] = Field(default_factory=lambda: [0, 4])
+    """[low, high]: each player values each piece of each fruit at a uniform whole number of points in this
+    range."""
     payoff: Literal["structured", "llm"] = "structured"
+    """`structured`: the executed trade's value to each player; `llm`: a judge model (`[judge]`) values the
+    two messages."""
     message_chars: int = Field(default=1000, ge=20, le=20_000)
+    """The longest message a player may write; a longer one is a rule break that ends the game."""
 
     @field_validator("fruits")
     @classmethod

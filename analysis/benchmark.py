@@ -1,0 +1,541 @@
+"""Bench scores from run directories (``econarena bench``, ``econarena leaderboard``): per-game 0-100 scores with
+intervals, family subscores, the overall score, cost and score per dollar (``bench.json``), the scorecard page
+and the leaderboard of many results.
+
+Everything is computed from the run directories and the suite file kept beside them (``suite.toml``), by the
+rules the suite declares (``benchsuite.py``): nothing here names a game; what a rule needs (a game's 0-100
+score, its scale, its equilibrium) is what the games declare and the Host wrote into each run record.
+
+Intervals: a percentile bootstrap that resamples each game's SESSIONS (one run each: the independent unit),
+``suite.boot`` replicates from ``numpy.random.default_rng(suite.seed)``; the family subscores and the overall
+score are recomputed in every replicate, so their intervals carry every game's spread. A game with one
+session has no interval of its own and adds no spread (said in the page). No pandas: the bench runs on the
+core install.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..benchsuite import GameEntry, Suite
+from ..games import GAMES
+from ..prices import cost_usd, price_of
+from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
+from .metrics import summarize
+
+FORMAT = "econarena-bench/1"
+BENCH_JSON = "bench.json"
+SCORECARD = "scorecard.html"
+LEADERBOARD_COLUMNS = ("rank", "label", "kind", "suite", "tier", "complete", "overall", "low", "high",
+                       "cost_usd", "score_per_usd", "calls", "tokens_in", "tokens_out", "wall_s")
+
+
+class BenchError(ValueError):
+    """Results that cannot be scored or ranked as asked; the message says why (the CLI exits 2)."""
+
+
+# ------------------------------------------------------------------------------------------- per run
+
+def _seats(rec: Mapping[str, Any], label: str) -> list[int]:
+    return [i for i, lab in enumerate(rec.get("labels") or []) if lab == label]
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _broke(rec: Mapping[str, Any], seat: int) -> bool:
+    """A rule break in the seat's first attempts (``first_valid``; logs without it: ``valid``)."""
+    flags = rec.get("first_valid") or rec.get("valid") or []
+    return seat < len(flags) and not flags[seat]
+
+
+def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
+    """One player-run's 0-100 score by the game's rule (``benchsuite.py``); None when the rule cannot score
+    it (a copies run without a score; nothing to gain: best <= 0; no scale)."""
+    if g.score == "game":
+        return _num(rec.get("score"))
+    if _broke(rec, seat):
+        return 0.0
+    params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
+    if g.score == "equilibrium_action":
+        a = _num((rec.get("actions") or [None] * (seat + 1))[seat])
+        ne = rec.get("ne_actions") or []
+        star = _num(ne[seat]) if seat < len(ne) else None
+        key = GAMES[g.game].info.scale_key if g.game in GAMES else None
+        scale = params.get(key) if key else None
+        if isinstance(scale, list):
+            scale = scale[seat] if seat < len(scale) else None
+        scale = _num(scale)
+        if a is None:
+            return 0.0
+        if star is None or scale is None or scale <= 0:
+            return None
+        return 100.0 * max(0.0, 1.0 - abs(a - star) / scale)
+    u = _num((rec.get("payoffs") or [None] * (seat + 1))[seat])
+    if u is None:
+        return 0.0
+    if g.score == "payoff_sign":
+        return 50.0 * (1.0 + (u > 0) - (u < 0))
+    assert g.best is not None
+    ne = rec.get("ne_payoffs") or []
+    scope = {**params, **({"ne_payoff": ne[seat]} if seat < len(ne) and ne[seat] is not None else {})}
+    try:
+        best = g.best.value(scope)
+    except KeyError as exc:
+        raise BenchError(f"{g.id}: best = {g.best.text!r}: no {exc.args[0]!r} in the run's parameters "
+                         f"({', '.join(sorted(scope))})") from None
+    except ValueError as exc:
+        raise BenchError(f"{g.id}: best = {g.best.text!r}: {exc}") from None
+    if best <= 0:
+        return None
+    return 100.0 * min(1.0, max(0.0, u / best))
+
+
+# ------------------------------------------------------------------------------------------- per game
+
+@dataclass
+class GameScore:
+    id: str
+    family: str
+    game: str
+    rule: str
+    score: float | None
+    low: float | None
+    high: float | None
+    sessions: int  # sessions scored
+    planned: int  # sessions the tier plays
+    runs_complete: int
+    unscored: int  # complete runs the rule could not score (best <= 0)
+    rule_break_pct: float | None
+    deal_rate: float | None
+    per_session: list[float] = field(default_factory=list, repr=False)
+
+
+def score_game(g: GameEntry, run_dir: Path, label: str, planned: int) -> GameScore:
+    """The game's score: the mean over sessions of the per-session mean of the model's run scores."""
+    runs = complete_runs(read_jsonl(run_dir / RUNS, kind="runs")) if (run_dir / RUNS).is_file() else {}
+    by_session: dict[int, list[float]] = {}
+    unscored = broke = player_runs = 0
+    deals: list[float] = []
+    for (_lineup, session, _run), rec in sorted(runs.items()):
+        seats = _seats(rec, label)
+        if not seats:
+            continue
+        values = []
+        for seat in (seats[:1] if g.score == "game" else seats):  # a whole-table score counts once per run
+            v = run_score(g, rec, seat)
+            if v is None:
+                unscored += 1
+            else:
+                values.append(v)
+        for seat in seats:
+            player_runs += 1
+            broke += _broke(rec, seat)
+        if values:
+            by_session.setdefault(session, []).extend(values)
+        if g.deal:
+            d = (rec.get("metrics") or {}).get(g.deal)
+            if isinstance(d, (bool, int, float)) and not (isinstance(d, float) and math.isnan(d)):
+                deals.append(float(d))
+    per = [math.fsum(v) / len(v) for _, v in sorted(by_session.items())]
+    score = math.fsum(per) / len(per) if per else None
+    return GameScore(g.id, g.family, g.game, g.score, score, None, None, len(per), planned, len(runs), unscored,
+                     100.0 * broke / player_runs if player_runs else None,
+                     math.fsum(deals) / len(deals) if deals else None, per)
+
+
+# -------------------------------------------------------------------------------------- the whole bench
+
+def _percentiles(x: np.ndarray, level: float) -> tuple[float, float]:
+    lo, hi = np.percentile(x, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
+    """Family subscores and the overall score, with bootstrap intervals (see the module docstring). A family
+    is scored when every one of its games has a score; the overall score when every weighted family has."""
+    rng = np.random.default_rng(suite.seed)
+    reps: dict[str, np.ndarray] = {}
+    for gs in games:
+        if gs.score is None:
+            continue
+        x = np.asarray(gs.per_session, dtype=float)
+        if len(x) < 2:
+            reps[gs.id] = np.full(suite.boot, gs.score)
+            continue
+        idx = rng.integers(0, len(x), size=(suite.boot, len(x)))
+        reps[gs.id] = x[idx].mean(axis=1)
+        gs.low, gs.high = _percentiles(reps[gs.id], suite.level)
+    subscores: dict[str, Any] = {}
+    fam_reps: dict[str, np.ndarray] = {}
+    for name, fam in suite.families.items():
+        mine = [gs for gs in games if gs.family == name]
+        scored = [gs for gs in mine if gs.score is not None]
+        entry: dict[str, Any] = {"title": fam.title, "weight": fam.weight, "formula": fam.subscore,
+                                 "games": len(mine), "games_scored": len(scored), "score": None, "low": None,
+                                 "high": None}
+        if mine and len(scored) == len(mine):
+            entry["score"] = math.fsum(gs.score for gs in scored) / len(scored)  # type: ignore[misc]
+            fam_reps[name] = np.mean([reps[gs.id] for gs in scored], axis=0)
+            if any(gs.sessions >= 2 for gs in scored):
+                entry["low"], entry["high"] = _percentiles(fam_reps[name], suite.level)
+        subscores[name] = entry
+    weighted = {n: f.weight for n, f in suite.families.items() if f.weight > 0}
+    overall: dict[str, Any] = {"score": None, "low": None, "high": None, "level": suite.level}
+    if all(subscores[n]["score"] is not None for n in weighted):
+        total = math.fsum(weighted.values())
+        overall["score"] = math.fsum(subscores[n]["score"] * w for n, w in weighted.items()) / total
+        if any(gs.sessions >= 2 for gs in games if gs.score is not None):
+            rep = sum(fam_reps[n] * w for n, w in weighted.items()) / total
+            overall["low"], overall["high"] = _percentiles(rep, suite.level)
+    return {"subscores": subscores, "overall": overall}
+
+
+def usage(run_dirs: Sequence[Path], label: str) -> dict[str, int]:
+    """The label's decisions, cached replies and tokens over the complete runs (``summary`` numbers)."""
+    out = {"decisions": 0, "cached": 0, "tokens_in": 0, "tokens_out": 0}
+    for d in run_dirs:
+        if not (d / RUNS).is_file():
+            continue
+        s = summarize(d)["labels"].get(label)
+        if s is None:
+            continue
+        out["decisions"] += s.get("decisions") or 0
+        out["cached"] += s.get("cached_decisions") or 0
+        out["tokens_in"] += s.get("tokens_in") or 0
+        out["tokens_out"] += s.get("tokens_out") or 0
+    return out
+
+
+def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Mapping[str, Path], *,
+                 settings_digest: str, prices: Mapping[str, tuple[float, float]] | None = None,
+                 wall_s: float = 0.0, spent_usd: float | None = None, stopped: str | None = None) -> dict[str, Any]:
+    """What ``bench.json`` holds (see the README): scores, intervals, usage, cost, provenance."""
+    label = str(model["label"])
+    games = [score_game(g, run_dirs[g.id], label, g.sessions[tier]) for g in suite.games]
+    combined = combine(suite, games)
+    use = usage(list(run_dirs.values()), label)
+    llm = bool(model.get("llm"))
+    price = price_of(prices or {}, label, [str(model["model"])] if model.get("model") else [])
+    cost = cost_usd(price, use["tokens_in"], use["tokens_out"]) if (price is not None and llm) else (
+        0.0 if not llm else None)
+    complete = all(gs.runs_complete >= gs.planned for gs in games) and stopped is None
+    overall = combined["overall"]["score"]
+    return {
+        "format": FORMAT,
+        "suite": {"name": suite.name, "version": suite.version, "title": suite.title, "sha256": suite.digest},
+        "tier": tier,
+        "tier_description": suite.tiers[tier],
+        "model": dict(model),
+        "complete": complete,
+        "stopped": stopped if stopped else (None if complete else "unfinished"),
+        "overall": combined["overall"],
+        "subscores": combined["subscores"],
+        "games": [asdict(gs) for gs in games],
+        "calls": use["decisions"] if llm else 0,
+        "decisions": use["decisions"],
+        "cached": use["cached"],
+        "tokens_in": use["tokens_in"],
+        "tokens_out": use["tokens_out"],
+        "cost_usd": cost,
+        "score_per_usd": (overall / cost if overall is not None and cost else None),
+        "spent_usd": spent_usd,
+        "wall_s": round(wall_s, 3),
+        "settings_digest": settings_digest,
+        "econarena_version": __version__,
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def write_bench(out: Path, result: Mapping[str, Any]) -> Path:
+    path = out / BENCH_JSON
+    write_atomic(path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_bench(path: Path) -> dict[str, Any]:
+    """One bench.json; BenchError naming the file when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BenchError(f"{path}: not a readable bench result ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BenchError(f"{path}: not a bench result (expected \"format\": \"{FORMAT}\")")
+    for key in ("suite", "tier", "model", "overall", "subscores", "games", "complete"):
+        if key not in data:
+            raise BenchError(f"{path}: bench result without '{key}'")
+    return data
+
+
+# ----------------------------------------------------------------------------------------- leaderboard
+
+def find_results(paths: Sequence[str | Path]) -> list[Path]:
+    """bench.json files: each argument is one, or a folder searched (three levels deep) for them."""
+    found: list[Path] = []
+    for arg in paths:
+        p = Path(arg)
+        if p.is_file():
+            found.append(p)
+            continue
+        if not p.is_dir():
+            raise BenchError(f"{arg}: no such file or directory")
+        here = sorted({*p.glob(BENCH_JSON), *p.glob(f"*/{BENCH_JSON}"), *p.glob(f"*/*/{BENCH_JSON}"),
+                       *p.glob(f"*/*/*/{BENCH_JSON}")})
+        if not here:
+            raise BenchError(f"{arg}: holds no {BENCH_JSON} (written by econarena bench)")
+        found += here
+    return list(dict.fromkeys(q.resolve() for q in found))
+
+
+def comparable_problem(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> str | None:
+    """Why these results cannot be ranked together (suite versions, edited suite files, tiers), or None."""
+    groups: dict[tuple[str, str, str], list[Path]] = {}
+    for path, r in results:
+        key = (str(r["suite"].get("version")), str(r["suite"].get("sha256", "")), str(r["tier"]))
+        groups.setdefault(key, []).append(path)
+    if len(groups) <= 1:
+        return None
+    lines = []
+    for (version, sha, tier), paths in sorted(groups.items()):
+        shown = ", ".join(str(p.parent) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        lines.append(f"suite {version} (file {sha[:12]}), tier {tier}: {shown}")
+    return ("results of different suite versions, suite files or tiers are not ranked together:\n  "
+            + "\n  ".join(lines) + "\nname the directories of one suite and tier (or pass --tier)")
+
+
+def leaderboard(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows, best first: complete results ranked by overall score; incomplete ones after them, unranked."""
+    rows = []
+    for path, r in results:
+        rows.append({
+            "label": r["model"].get("label"), "kind": r["model"].get("kind", "model"),
+            "suite": r["suite"].get("version"), "tier": r["tier"], "complete": bool(r["complete"]),
+            "overall": r["overall"].get("score"), "low": r["overall"].get("low"), "high": r["overall"].get("high"),
+            "cost_usd": r.get("cost_usd"), "score_per_usd": r.get("score_per_usd"), "calls": r.get("calls"),
+            "tokens_in": r.get("tokens_in"), "tokens_out": r.get("tokens_out"), "wall_s": r.get("wall_s"),
+            "subscores": {k: v.get("score") for k, v in r["subscores"].items()},
+            "family_titles": {k: v.get("title", k) for k, v in r["subscores"].items()},
+            "path": str(path),
+        })
+    ranked = sorted((x for x in rows if x["complete"] and x["overall"] is not None),
+                    key=lambda x: (-x["overall"], str(x["label"])))
+    rest = sorted((x for x in rows if not (x["complete"] and x["overall"] is not None)), key=lambda x: str(x["label"]))
+    for i, x in enumerate(ranked, 1):
+        x["rank"] = i
+    for x in rest:
+        x["rank"] = None
+    return ranked + rest
+
+
+def _f(x: Any, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+
+
+def _interval(low: Any, high: Any) -> str:
+    return "" if low is None or high is None else f"[{low:.1f}, {high:.1f}]"
+
+
+def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    families = list(dict.fromkeys(k for r in rows for k in r["subscores"]))
+    titles = {k: t for r in rows for k, t in r["family_titles"].items()}
+    head = ["rank", "model", "overall", "95% interval", *(titles.get(f, f) for f in families), "cost $", "score/$",
+            "status"]
+    body = []
+    for r in rows:
+        body.append([_f(r["rank"]) if r["rank"] else "-", str(r["label"]) + (" (baseline)" if r["kind"] == "baseline"
+                                                                          else ""),
+                     _f(r["overall"]), _interval(r["low"], r["high"]), *(_f(r["subscores"].get(f)) for f in families),
+                     "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
+                     "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}",
+                     "complete" if r["complete"] else "incomplete, not ranked"])
+    return head, body
+
+
+def format_rows(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+
+    def line(cs: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths)))
+
+    return "\n".join([line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])
+
+
+def csv_text(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Every CSV the bench writes goes through here (one place to neutralise formula cells)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for r in rows:
+        w.writerow(["" if x is None else x for x in r])
+    return buf.getvalue()
+
+
+def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    families = list(dict.fromkeys(k for r in rows for k in r["subscores"]))
+    return csv_text([*LEADERBOARD_COLUMNS, *families],
+                    [[r.get(c) for c in LEADERBOARD_COLUMNS] + [r["subscores"].get(f) for f in families] for r in rows])
+
+
+def leaderboard_json(rows: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps([{k: v for k, v in r.items() if k != "family_titles"} for r in rows], indent=2,
+                      ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------- HTML
+
+_CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;max-width:1240px;color:#222}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 6px}.meta{color:#666;font-size:13px}
+table{border-collapse:collapse;margin:6px 0 10px}th,td{padding:4px 9px;border-bottom:1px solid #e3e3e3;
+text-align:right;white-space:nowrap}th{background:#f5f5f5}td.l,th.l{text-align:left}tr.me td{background:#fff4c2;
+font-weight:600}tr.pub td{color:#555}small{color:#777;margin-left:4px}.big{font-size:30px;font-weight:700}
+.tag{font-size:11px;border:1px solid #bbb;border-radius:3px;padding:0 4px;margin-left:6px;color:#555}
+.warn{background:#fdecea;border:1px solid #f5c2bd;padding:8px 12px;border-radius:4px}
+.ok{background:#eaf6ec;border:1px solid #bfe3c6;padding:8px 12px;border-radius:4px}"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _cell(score: Any, low: Any = None, high: Any = None) -> str:
+    if score is None:
+        return "<span class='meta'>-</span>"
+    return f"{score:.1f}" + (f"<small>[{low:.1f}, {high:.1f}]</small>" if low is not None and high is not None else "")
+
+
+def _table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], left: int = 1) -> str:
+    th = "".join(f"<th class='l'>{_e(h)}</th>" if i < left else f"<th>{_e(h)}</th>" for i, h in enumerate(head))
+    trs = []
+    for cls, cells in rows:
+        tds = "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>" for i, c in enumerate(cells))
+        trs.append(f"<tr class='{cls}'>{tds}</tr>")
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(trs)}</tbody></table>"
+
+
+def published_rows(suite: Suite, family: str) -> tuple[Any, list[dict[str, Any]]]:
+    """(the published table, rows {model, overall, game -> value}) for a family that names one; else (None, [])."""
+    from . import published as pub
+
+    fam = suite.families[family]
+    table = pub.table(fam.published) if fam.published else None
+    if table is None:
+        return None, []
+    rows: dict[str, dict[str, Any]] = {}
+    for c in table.cells:
+        rows.setdefault(c.at["model"], {"model": c.at["model"]})[c.at["game"]] = c.value
+    return table, sorted(rows.values(), key=lambda r: -(r.get("overall") or 0))
+
+
+def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The scorecard page: the answer first (overall, subscores beside the baselines), then per family the
+    games, with GAMA-Bench's row among the published rows (labelled comparable or not), then definitions."""
+    model = result["model"]
+    label = str(model["label"])
+    tier = result["tier"]
+    parts = [f"<h1>{_e(label)} <span class='tag'>{_e(suite.title)}, tier {_e(tier)}</span></h1>",
+             f"<p class='meta'>{_e(result['tier_description'])}</p>"]
+    o = result["overall"]
+    if result["complete"]:
+        parts.append(f"<p><span class='big'>{_cell(o['score'], o['low'], o['high'])}</span> overall "
+                     f"(0-100; {round(100 * o['level'])}% interval from the sessions)</p>")
+    else:
+        parts.append(f"<p class='warn'>Incomplete ({_e(result.get('stopped'))}): scores below cover the sessions "
+                     "played so far and are not ranked; run the same command again to finish.</p>"
+                     + (f"<p>overall so far: {_cell(o['score'], o['low'], o['high'])}</p>" if o["score"] is not None
+                        else ""))
+    single = [g["id"] for g in result["games"] if g["sessions"] == 1]
+    if single and o["low"] is not None:
+        parts.append(f"<p class='meta'>{len(single)} game(s) played one session ({_e(', '.join(single))}): they "
+                     "have no interval of their own and add no spread to the others.</p>")
+    cost = result.get("cost_usd")
+    parts.append("<p class='meta'>" + " &middot; ".join(x for x in [
+        f"{result.get('calls', 0):,} model calls" if model.get("llm") else "a baseline: no model calls",
+        f"{result.get('tokens_in', 0):,} tokens in, {result.get('tokens_out', 0):,} out",
+        f"cost ${cost:.4f}" if cost is not None else "cost: no price given (--prices)",
+        f"score per dollar {result['score_per_usd']:.4g}" if result.get("score_per_usd") else "",
+        f"wall time {result.get('wall_s', 0):.0f} s", f"settings digest {_e(result['settings_digest'][:16])}"] if x)
+        + "</p>")
+    others = list(baselines)
+    head = ["family", label, *(str(b["model"]["label"]) + " (baseline)" for b in others)]
+    rows = []
+    for name, s in result["subscores"].items():
+        rows.append(("", [_e(s["title"]), _cell(s["score"], s["low"], s["high"]),
+                          *(_cell(b["subscores"].get(name, {}).get("score")) for b in others)]))
+    rows.append(("me", ["overall", _cell(o["score"], o["low"], o["high"]),
+                        *(_cell(b["overall"].get("score")) for b in others)]))
+    parts += ["<h2>Subscores</h2>", _table(head, rows)]
+    by_family: dict[str, list[Mapping[str, Any]]] = {}
+    for g in result["games"]:
+        by_family.setdefault(g["family"], []).append(g)
+    base_games = [{g["id"]: g for g in b["games"]} for b in others]
+    for name, games in by_family.items():
+        fam = suite.families[name]
+        parts.append(f"<h2>{_e(fam.title)}</h2><p class='meta'>Subscore: {_e(fam.subscore)}.</p>")
+        if fam.published:
+            parts.append(_published_block(suite, name, result, games))
+        head = ["game", "rule", label, *(str(b["model"]["label"]) for b in others), "sessions", "rule breaks %",
+                "deal rate"]
+        rows = [("", [_e(g["id"]), _e(g["rule"]), _cell(g["score"], g["low"], g["high"]),
+                      *(_cell(bg.get(g["id"], {}).get("score")) for bg in base_games),
+                      f"{g['sessions']}/{g['planned']}", _f(g["rule_break_pct"]),
+                      "-" if g["deal_rate"] is None else f"{100 * g['deal_rate']:.0f}%"]) for g in games]
+        parts.append(_table(head, rows))
+    parts.append("<h2>How the scores are defined</h2>")
+    for fam in suite.families.values():
+        parts.append(f"<p><b>{_e(fam.title)}</b> (weight {fam.weight:g}): {_e(fam.subscore)}. {_e(fam.why)}</p>")
+    parts.append("<p class='meta'>Per game: " + " ".join(f"<b>{_e(g.id)}</b>: {_e(g.why)}" for g in suite.games)
+                 + "</p>")
+    parts.append(f"<p class='meta'>Suite {_e(suite.version)} (sha256 {_e(suite.digest[:16])}), econarena "
+                 f"{_e(result.get('econarena_version'))}, written {_e(result.get('written_at'))}.</p>")
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
+            + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+
+
+def _published_block(suite: Suite, family: str, result: Mapping[str, Any], games: Sequence[Mapping[str, Any]]) -> str:
+    """The model's row among the published rows; said to be comparable only in the tiers that play the
+    published protocol."""
+    table, rows = published_rows(suite, family)
+    if table is None:
+        return ""
+    fam = suite.families[family]
+    same = result["tier"] in fam.published_tiers
+    mine = {"model": str(result["model"]["label"]), "overall": result["subscores"][family]["score"],
+            **{g["game"]: g["score"] for g in games}, "me": True}
+    order = [g["game"] for g in games]
+    every = sorted([*rows, mine], key=lambda r: -(r.get("overall") if r.get("overall") is not None else -1))
+    note = (f"<p class='ok'>Same protocol as the published rows ({_e(table.source)}): this row ranks among them.</p>"
+            if same else
+            f"<p class='warn'>Tier {_e(result['tier'])} does not play the published protocol (published tiers: "
+            f"{_e(', '.join(fam.published_tiers) or 'none')}): the published rows ({_e(table.source)}) are shown for "
+            "orientation only; this row does not rank among them.</p>")
+    titles = {g.game: GAMES[g.game].info.title if g.game in GAMES else g.game for g in suite.games_of(family)}
+    head = ["model", "Overall", *(titles.get(x, x) for x in order)]
+    tag = "<span class='tag'>published</span>"
+    body = [("me" if r.get("me") else "pub", [_e(r["model"]) + ("" if r.get("me") else tag), _cell(r.get("overall")),
+                                             *(_cell(r.get(x)) for x in order)]) for r in every]
+    return note + _table(head, body)
+
+
+def leaderboard_html(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    head, body = leaderboard_cells(rows)
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(title) + f"</title><style>{_CSS}</style>"
+            f"</head><body><h1>{_e(title)}</h1>"
+            + _table(head, [("" if r["complete"] else "pub", [_e(c) for c in cells]) for r, cells in zip(rows, body)],
+                     left=2)
+            + "<p class='meta'>Incomplete results (a budget stop, API errors, an interrupted run) are listed after "
+            "the ranked ones and never ranked.</p></body></html>\n")

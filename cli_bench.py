@@ -1,0 +1,534 @@
+"""``econarena bench`` (one model, one score: a versioned suite played and scored) and ``econarena leaderboard``
+(many bench results in one table). The suite is data (``suites/v1.toml``, its format in ``benchsuite.py``); the
+games are played by the Host (``hosts/bench.py``) and scored from the run directories (``analysis/benchmark.py``).
+
+Layout of ``--out DIR`` (default ``runs/bench``): ``DIR/<model>/`` holds ``bench.json``, ``scorecard.html``,
+``suite.toml`` (the suite file as played), ``bench-settings.json`` (everything the result depends on, and its
+digest), ``bench-log.jsonl`` (one line per invocation) and one run directory per game; the baselines' rows are
+played once per tier into ``DIR/_baselines/<tier>/<baseline>/``. Running the same command again continues
+where it stopped; a directory that holds another suite, tier or model settings is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .cli_run import (
+    EXIT_CONFIG,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Interrupted,
+    add_ray_arguments,
+    config_difference,
+    err,
+    load_price_arg,
+    out_dir_problem,
+    ray_engine,
+    run_until_signalled,
+    same_experiment,
+)
+
+SETTINGS = "bench-settings.json"
+LOG = "bench-log.jsonl"
+SUITE_COPY = "suite.toml"
+BASELINES_DIR = "_baselines"
+
+
+def _positive_usd(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"expected an amount of US dollars above 0, got {value!r}")
+    return x
+
+
+def _concurrency(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to 100000, got {value!r}")
+    return n
+
+
+def _shard(value: str) -> tuple[int, int]:
+    from .hosts.shards import parse_shard
+
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class _Job:
+    """One model (or baseline) of this command: its experiments, directory and budget."""
+
+    def __init__(self, spec: Any, exps: list[Any], out: Path, kind: str, settings: dict[str, Any]) -> None:
+        self.spec, self.exps, self.out, self.kind, self.settings = spec, exps, out, kind, settings
+        self.budget: Any = None
+        self.started = time.time()
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .agents.llm import load_dotenv
+    from .benchsuite import DEFAULT, SuiteError, load_suite
+    from .hosts.bench import ModelSpec, build, model_specs, settings
+    from .hosts.config import ConfigError
+    from .hosts.host import preflight_experiment
+
+    load_dotenv()
+    try:
+        suite = load_suite(args.suite or DEFAULT)
+    except SuiteError as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    if args.label is not None and len(args.models) > 1:
+        err("--label names one model; give one MODEL with it")
+        return EXIT_CONFIG
+    specs: list[ModelSpec] = []
+    try:
+        for text in args.models:
+            specs += model_specs(text, args.label)
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    slugs = [s.slug.casefold() for s in specs]
+    if len(set(slugs)) < len(slugs) or any(s.startswith(BASELINES_DIR) for s in slugs):
+        err("two models share a label (or one starts with '_baselines'): give each its own (--label, or label in "
+            "its TOML table)")
+        return EXIT_CONFIG
+    prices = load_price_arg(args.prices)
+    if prices is None:
+        return EXIT_CONFIG
+    from .prices import price_of
+
+    if args.max_cost is not None:
+        unpriced = [s.label for s in specs if s.is_llm and price_of(
+            prices, s.label, [str(s.entry["model"])] if s.entry.get("model") else []) is None]
+        if unpriced:
+            err(f"--max-cost needs the price of every model: {', '.join(unpriced)} has none in "
+                f"{args.prices or '(no --prices file)'} (a table [\"<label or model>\"] with input_per_mtok and "
+                "output_per_mtok)")
+            return EXIT_CONFIG
+    built: dict[tuple[str, str], list[Any]] = {}
+
+    def exps_of(spec: ModelSpec, tier: str) -> list[Any]:
+        if (spec.label, tier) not in built:
+            built[(spec.label, tier)] = build(suite, tier, spec)
+        return built[(spec.label, tier)]
+
+    try:
+        for spec in specs:
+            exps_of(spec, args.tier)
+    except ConfigError as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    if args.dry_run:
+        return _dry_run(suite, specs, prices, args, exps_of)
+    problems = [f"{spec.source}: {p}" for spec in specs for p in preflight_experiment(exps_of(spec, args.tier)[0])]
+    if problems:
+        for p in dict.fromkeys(problems):
+            err(p)
+        return EXIT_CONFIG
+    out = Path(args.out)
+    if (problem := out_dir_problem(out)) is not None:
+        err(problem)
+        return EXIT_CONFIG
+    shard = args.shard
+    suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    jobs = [_Job(s, exps_of(s, args.tier), out / f"{s.slug}{suffix}", "model",
+                 settings(suite, args.tier, s, exps_of(s, args.tier))) for s in specs]
+    if not args.no_baselines and not shard:
+        from .hosts.bench import PLAYABLE_BASELINES
+
+        for name in PLAYABLE_BASELINES:
+            spec = model_specs(name)[0]
+            exps = build(suite, args.tier, spec)
+            jobs.append(_Job(spec, exps, out / BASELINES_DIR / args.tier / spec.slug, "baseline",
+                             settings(suite, args.tier, spec, exps)))
+    for job in jobs:
+        if (problem := _claim(job, suite)) is not None:
+            err(problem)
+            return EXIT_CONFIG
+    from .prices import Budget
+
+    if args.max_cost is not None:
+        from .hosts.bench import spent_before
+
+        for job in jobs:
+            if job.kind == "model" and job.spec.is_llm:
+                spent = spent_before([job.out / e.name for e in job.exps], job.spec, prices)
+                job.budget = Budget(args.max_cost, prices, spent)
+                if job.budget.reached:
+                    print(f"{job.spec.label}: ${spent:.4f} already spent of --max-cost ${args.max_cost:g}: no call "
+                          "is made; raise --max-cost to go on", file=sys.stderr)
+    args.engine = ray_engine(args)
+    try:
+        status = _play(jobs, args, prices)
+    finally:
+        if args.engine is not None:
+            args.engine.close()
+    if status == EXIT_INTERRUPTED:
+        _finish(jobs, suite, args, prices, stopped="interrupted", quiet=True)
+        return status
+    if status != EXIT_OK:
+        return status
+    if shard:
+        print(f"shard {shard[0]}/{shard[1]} played; merge each game's shards with `econarena merge "
+              f"{out}/<model>-shard-*/<game> --out {out}/<model>/<game>`, then run the bench command again "
+              "without --shard to score it")
+        return EXIT_OK
+    return _finish(jobs, suite, args, prices)
+
+
+def _claim(job: _Job, suite: Any) -> str | None:
+    """Make ``job.out`` this bench's directory, or say why it cannot be: another suite, tier or settings."""
+    from .hosts.config import first_difference
+
+    d = job.out
+    if (problem := out_dir_problem(d)) is not None:
+        return problem
+    held = d / SETTINGS
+    if held.is_file():
+        try:
+            before = json.loads(held.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return f"{held}: unreadable ({exc}); delete it or use another --out"
+        if before.get("digest") != job.settings["digest"]:
+            # what a person changed first: the suite, the tier, the label, then a game's settings
+            key = next((k for k in ("suite", "version", "suite_sha256", "tier", "label")
+                        if before.get(k) != job.settings.get(k)), None)
+            what = (f"{key}: {before.get(key)!r} != {job.settings.get(key)!r}" if key is not None else
+                    first_difference(before.get("experiments"), job.settings["experiments"], "experiments"))
+            return (f"{d} holds another bench ({what}); use another --out, or delete {d} to start over")
+    else:  # a new directory, or the games' run directories merged from shards (checked one by one below)
+        games = {e.name for e in job.exps}
+        if any(p.name != ".lock" and not (p.is_dir() and p.name in games) for p in d.iterdir()):
+            return f"{d} is not empty and holds no bench ({SETTINGS} missing): use another --out"
+    from .rundir import write_atomic
+
+    write_atomic(held, json.dumps(job.settings, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(d / SUITE_COPY, suite.text)
+    for exp in job.exps:
+        run_dir = d / exp.name
+        if (run_dir / "config.toml").exists() and not same_experiment(run_dir, exp):
+            return (f"{run_dir} holds a different experiment ({config_difference(run_dir, exp)}); delete it or use "
+                    "another --out")
+    return None
+
+
+def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) -> int:
+    """Every job's unfinished experiments, side by side; an exit code."""
+    from .agents.base import AgentError
+    from .agents.llm import RuntimeOptions
+    from .analysis.metrics import write_summary
+    from .hosts.bench import play
+    from .hosts.host import HostOptions
+    from .rundir import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
+
+    todo: list[tuple[Any, Path, bool, _Job]] = []
+    for job in jobs:
+        for exp in job.exps:
+            d = job.out / exp.name
+            resume = (d / "manifest.json").exists() or (d / "runs.jsonl").exists()
+            if resume:
+                done = runnable_prefix(complete_runs(read_jsonl(d / "runs.jsonl", kind="runs")))
+                if len(done) >= exp.total_runs():
+                    continue
+            todo.append((exp, d, resume, job))
+    if not todo:
+        return EXIT_OK
+    played = sum(1 for t in todo if t[3].kind == "model")
+    if played:
+        print(f"bench: playing {played} game(s) of {len({id(t[3]) for t in todo if t[3].kind == 'model'})} "
+              f"model(s), tier {args.tier} -> {args.out}", file=sys.stderr)
+
+    def options_for(job: _Job) -> Any:
+        def make(resume: bool) -> HostOptions:
+            return HostOptions(concurrency=args.concurrency, resume=resume, quiet=args.quiet or job.kind != "model",
+                               runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir),
+                               prices=prices, engine=args.engine, shard=args.shard, budget=job.budget)
+        return make
+
+    items = [(exp, d, options_for(job)(resume)) for exp, d, resume, job in todo]
+    try:
+        results = run_until_signalled(play(items))
+    except KeyboardInterrupt as exc:
+        by = f" by {exc.signame}" if isinstance(exc, Interrupted) else ""
+        err(f"interrupted{by}; finished runs are kept: run the same bench command again to continue")
+        return EXIT_INTERRUPTED
+    for (_exp, d, _, _), r in zip(todo, results):
+        if isinstance(r, (AgentError, RunDirectoryBusy)):
+            err(str(r))
+            return EXIT_CONFIG
+        if isinstance(r, OSError):
+            err(f"cannot write to {r.filename or d}: {r.strerror or r}; finished runs are kept: run the same bench "
+                "command again")
+            return EXIT_CONFIG
+        if isinstance(r, KeyboardInterrupt):
+            err("interrupted; finished runs are kept: run the same bench command again to continue")
+            return EXIT_INTERRUPTED
+        if isinstance(r, BaseException):
+            raise r
+        write_summary(d)
+    return EXIT_OK
+
+
+def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict[str, Any], *,
+            stopped: str | None = None, quiet: bool = False) -> int:
+    """Score every job: bench.json and the scorecard; print the answer; the exit code."""
+    from .analysis.benchmark import (
+        bench_result,
+        format_rows,
+        leaderboard,
+        leaderboard_cells,
+        scorecard_html,
+        write_bench,
+    )
+    from .rundir import write_atomic
+
+    results: dict[int, dict[str, Any]] = {}
+    worst = EXIT_OK
+    for job in jobs:
+        wall = _log_invocation(job, stopped)
+        reason = stopped
+        if reason is None and job.budget is not None and job.budget.reached:
+            reason = "budget"
+        model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
+                 "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
+                 "settings": _public(job.spec.entry)}
+        result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
+                              settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
+                              spent_usd=job.budget.spent if job.budget is not None else None,
+                              stopped=reason if reason else None)
+        if reason is None and not result["complete"]:
+            result["stopped"] = "errors"
+        write_bench(job.out, result)
+        results[id(job)] = result
+        if not result["complete"] and job.kind == "model":
+            worst = EXIT_INCOMPLETE
+    baselines = [results[id(j)] for j in jobs if j.kind == "baseline"]
+    for job in jobs:
+        if job.kind != "model":
+            continue
+        result = results[id(job)]
+        write_atomic(job.out / "scorecard.html", scorecard_html(suite, result, baselines))
+        if not quiet:
+            _print_result(result, job.out)
+    models = [(j.out / "bench.json", results[id(j)]) for j in jobs]
+    if not quiet and len(models) > 1:
+        head, body = leaderboard_cells(leaderboard(models))
+        print()
+        print(format_rows(head, body))
+    if worst == EXIT_INCOMPLETE and not quiet:
+        why = {"budget": "the --max-cost budget was reached", "errors": "some runs stopped on API errors"}
+        for job in jobs:
+            r = results[id(job)]
+            if job.kind == "model" and not r["complete"]:
+                err(f"{job.spec.label}: incomplete ({why.get(r['stopped'], r['stopped'])}); run the same command "
+                    "again to continue" + (" with a higher --max-cost" if r["stopped"] == "budget" else ""))
+    return worst
+
+
+def _public(entry: dict[str, Any]) -> dict[str, Any]:
+    from .agents.calls import public_urls
+
+    return {k: public_urls(v) if k == "base_url" else v for k, v in entry.items()}
+
+
+def _log_invocation(job: _Job, stopped: str | None) -> float:
+    """Append this invocation to the job's log; the wall time of every invocation so far."""
+    from .rundir import iter_jsonl, now_iso
+
+    path = job.out / LOG
+    now = time.time()
+    line = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(job.started)), "ended": now_iso(),
+            "wall_s": round(now - job.started, 3), "stopped": stopped,
+            "spent_usd": job.budget.spent if job.budget is not None else None}
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+    return math.fsum(float(r.get("wall_s") or 0) for r in iter_jsonl(path))
+
+
+def _print_result(result: dict[str, Any], out: Path) -> None:
+    from .analysis.benchmark import format_rows
+
+    o = result["overall"]
+
+    def cell(s: Any, lo: Any = None, hi: Any = None) -> str:
+        if s is None:
+            return "-"
+        return f"{s:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")
+
+    rows = [[g["id"], cell(g["score"], g["low"], g["high"]), f"{g['sessions']}/{g['planned']}",
+             "-" if g["rule_break_pct"] is None else f"{g['rule_break_pct']:.0f}"] for g in result["games"]]
+    print(format_rows(["game", "score [95%]", "sessions", "rule breaks %"], rows))
+    print()
+    rows = [[s["title"], cell(s["score"], s["low"], s["high"]), f"{s['weight']:g}"]
+            for s in result["subscores"].values()]
+    rows.append(["overall", cell(o["score"], o["low"], o["high"]), ""])
+    print(format_rows(["family", "subscore [95%]", "weight"], rows))
+    cost = result.get("cost_usd")
+    extra = (f"; cost ${cost:.4f}" + (f", {result['score_per_usd']:.4g} points per dollar"
+                                       if result.get("score_per_usd") else "")) if cost is not None else ""
+    state = "complete" if result["complete"] else f"INCOMPLETE ({result['stopped']}), not ranked"
+    print(f"\n{result['model']['label']}: {cell(o['score'], o['low'], o['high'])} overall, suite "
+          f"{result['suite']['version']} tier {result['tier']}, {state}; {result['calls']:,} calls, "
+          f"{result['tokens_in']:,}/{result['tokens_out']:,} tokens{extra}; {result['wall_s']:.0f} s")
+    print(f"written: {out / 'bench.json'}, {out / 'scorecard.html'}")
+
+
+def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argparse.Namespace, exps_of: Any) -> int:
+    from .analysis.benchmark import format_rows
+    from .hosts.bench import plan
+
+    for spec in specs:
+        print(f"{spec.label} ({spec.source}), suite {suite.version}:")
+        rows = []
+        for p in plan(suite, spec, prices, lambda tier, spec=spec: exps_of(spec, tier)):
+            mark = " <" if p.tier == args.tier else ""
+            cost = "no price (--prices)" if p.cost is None and spec.is_llm else (
+                "0 (no model calls)" if not spec.is_llm else f"${p.cost:,.2f} (${p.cost_no_reask:,.2f})")
+            rows.append([p.tier + mark, str(p.games), str(p.sessions), f"{p.calls:,} ({p.calls_no_reask:,})",
+                         f"{p.tokens_in:,} / {p.tokens_out:,}", cost])
+            if args.max_cost is not None and p.tier == args.tier and p.cost is not None and p.cost > args.max_cost:
+                rows[-1][-1] += f" > --max-cost {args.max_cost:g}: the run would stop there"
+        print(format_rows(["tier", "games", "sessions", "LLM calls at most (no re-asks)", "tokens in / out at most",
+                           "cost at most (no re-asks)"], rows))
+        print("(bounds: every game at its round limit, every decision re-asked as often as allowed; input tokens "
+              "from the rendered prompts at 3 characters per token, conversations growing by a full reply per "
+              "call. Nothing was run.)")
+    return EXIT_OK
+
+
+def validate_suite(path: str) -> tuple[str | None, str]:
+    """``econarena validate`` of a bench suite file: its format, and every game built for every tier with a
+    baseline in the model's seat (the experiments' own checks). (problem or None, the ok line)."""
+    from .benchsuite import TIERS, SuiteError, load_suite
+    from .hosts.bench import build, model_specs
+    from .hosts.config import ConfigError
+
+    try:
+        suite = load_suite(path)
+        for tier in TIERS:
+            build(suite, tier, model_specs("random")[0])
+    except (SuiteError, ConfigError) as exc:
+        return str(exc), ""
+    return None, (f"{path}: ok (bench suite {suite.version}: {len(suite.games)} games in {len(suite.families)} "
+                  f"families, tiers {', '.join(TIERS)})")
+
+
+# ------------------------------------------------------------------------------------------- leaderboard
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from .analysis.benchmark import (
+        BenchError,
+        comparable_problem,
+        find_results,
+        format_rows,
+        leaderboard,
+        leaderboard_cells,
+        leaderboard_csv,
+        leaderboard_html,
+        leaderboard_json,
+        read_bench,
+    )
+    from .rundir import write_atomic
+    from .terminal import show
+
+    try:
+        results = [(p, read_bench(p)) for p in find_results(args.dirs)]
+    except BenchError as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    if args.tier:
+        results = [(p, r) for p, r in results if r["tier"] == args.tier]
+        if not results:
+            err(f"no bench result of tier {args.tier} in {', '.join(args.dirs)}")
+            return EXIT_CONFIG
+    if not args.baselines:
+        results = [(p, r) for p, r in results if r["model"].get("kind") != "baseline"] or results
+    if (problem := comparable_problem(results)) is not None:
+        err(problem)
+        return EXIT_CONFIG
+    rows = leaderboard(results)
+    first = results[0][1]
+    title = f"{first['suite'].get('title', first['suite'].get('version'))}, tier {first['tier']}"
+    head, body = leaderboard_cells(rows)
+    show(head, body, format_rows(head, body), left=2, title=title)
+    written = []
+    try:
+        for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
+                           (args.html, leaderboard_html(rows, title))):
+            if path:
+                write_atomic(Path(path), text)
+                written.append(path)
+    except OSError as exc:
+        err(f"cannot write {exc.filename}: {exc.strerror or exc}")
+        return EXIT_CONFIG
+    if written:
+        print(f"written: {', '.join(written)}")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from .benchsuite import TIERS
+
+    b = sub.add_parser("bench", help="one model, one comparable score: the bench suite played and scored",
+                       description="Play the bench suite (suites/v1.toml: GAMA-Bench's eight games, EconArena's "
+                                   "three against rational players, GLEE, NegotiationArena and the fruit trade "
+                                   "against fixed opponents) with MODEL and score it 0-100: per game, per family "
+                                   "and overall, with 95% intervals. Writes OUT/<model>/bench.json and "
+                                   "scorecard.html; running it again continues where it stopped.")
+    b.add_argument("models", nargs="+", metavar="MODEL",
+                   help="PROVIDER[:MODEL] (openai:gpt-4o-mini, anthropic:claude-..., hf for the bundled model), "
+                        "MODEL@URL (an OpenAI-compatible server), rational or random (baselines), or a TOML file "
+                        "with a player table or a models file of aliases")
+    b.add_argument("--tier", choices=TIERS, default="quick",
+                   help="quick (minutes, a smoke test), standard (the measurement; GAMA-Bench as published) or "
+                        "full (more sessions); default quick")
+    b.add_argument("--out", default="runs/bench", help="where results go: OUT/<model>/ (default runs/bench)")
+    b.add_argument("--label", help="the model's name in the results (default: provider/model)")
+    b.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label: cost and score "
+                   "per dollar, the --dry-run cost bound, --max-cost")
+    b.add_argument("--max-cost", type=_positive_usd, metavar="USD",
+                   help="stop starting calls once this much has been spent on the model (all invocations of this "
+                        "bench directory together); the result is marked incomplete, never ranked; run again with "
+                        "a higher limit to go on")
+    b.add_argument("--dry-run", action="store_true",
+                   help="print each tier's LLM calls and cost bound; run nothing")
+    b.add_argument("--suite", metavar="FILE.toml", help="another suite file (default: the bundled suites/v1.toml)")
+    b.add_argument("--no-baselines", action="store_true", help="do not play the rational and random baselines' rows")
+    b.add_argument("--concurrency", type=_concurrency, default=16,
+                   help="decisions in flight per game (default 16)")
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    b.add_argument("--no-cache", action="store_true", help="do not read or write the LLM response cache")
+    b.add_argument("--cache-dir", help="where the response cache lives")
+    b.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="play only shard K of N of every game (OUT/<model>-shard-K-of-N/); merge each game's "
+                        "shards with `econarena merge` into OUT/<model>/<game>, then run again without --shard")
+    add_ray_arguments(b)
+    b.set_defaults(func=cmd_bench, stop_signals=True)
+
+    lb = sub.add_parser("leaderboard", help="many bench results in one table (terminal, CSV, JSON, HTML)",
+                        description="Collect bench.json files (each DIR is one, or a folder searched for them) into "
+                                    "one table, best overall first. Results of different suite versions, edited "
+                                    "suite files or tiers are refused (exit 2); incomplete results are listed "
+                                    "after the ranked ones, unranked.")
+    lb.add_argument("dirs", nargs="+", metavar="DIR")
+    lb.add_argument("--tier", choices=TIERS, help="only results of this tier")
+    lb.add_argument("--baselines", action="store_true", help="include the baselines' rows (_baselines/)")
+    lb.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    lb.add_argument("--json", metavar="FILE", help="also write it as JSON")
+    lb.add_argument("--html", metavar="FILE", help="also write it as an HTML page")
+    lb.set_defaults(func=cmd_leaderboard)

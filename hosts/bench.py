@@ -1,0 +1,286 @@
+"""``econarena bench``: a bench suite (``benchsuite.py``, ``suites/v1.toml``) turned into ordinary experiments for
+one model, planned (calls and a cost bound per tier) and played side by side.
+
+Why experiments: every game of the suite is an experiment built from TOML data by ``parse_experiment``, the same
+checks as any file, played by the Host into its own run directory; so resume, the response cache, ``--ray``,
+shards, the report and every metric apply unchanged, and nothing here plays a game.
+
+The model is what a ``[[players]]`` table accepts: ``PROVIDER[:MODEL]`` (``openai:gpt-4o-mini``, ``hf``),
+``MODEL@URL`` for an OpenAI-compatible server, a baseline (``rational``, ``random``), or a TOML file holding one
+player table (or a models file of aliases: one model per alias).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..agents.llm import PROVIDERS, close_all
+from ..benchsuite import GameEntry, Suite, digest
+from ..prices import cost_usd, price_of
+from .config import (
+    BASELINES,
+    ConfigError,
+    Experiment,
+    follow_alias,
+    is_alias_file,
+    parse_experiment,
+    read_toml,
+    resolved_data,
+)
+from .experiment import llm_call_bound
+from .host import Host, HostOptions, RunResult
+from .prompts import Template
+
+# The bundled SmolLM2 (bare ``hf``) answers in prose unless its decoding is constrained; "strict" also keeps
+# its numbers within the rules (a 135M model at temperature 1 guesses 28139 in Guess 2/3), so it is asked
+# once instead of four times. Any other model is taken as the user gives it.
+SHORTHAND = {"hf": {"structured": "strict", "max_tokens": 160}}
+PLAYABLE_BASELINES = ("rational", "random")  # baselines that play every game of the suite
+CHARS_PER_TOKEN = 3.0  # a bound: English runs about 4 characters per token
+MESSAGE_TOKENS = 8  # per message: role and separators
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model to bench: its label (the row it gets) and its player table (without label or count)."""
+
+    label: str
+    entry: dict[str, Any]
+    source: str  # what the user typed
+
+    @property
+    def is_llm(self) -> bool:
+        return self.entry.get("agent") in PROVIDERS
+
+    @property
+    def slug(self) -> str:
+        """The label as a directory name."""
+        s = re.sub(r"[^A-Za-z0-9._-]+", "_", self.label).strip("._-") or "model"
+        return s[:120]
+
+
+def _default_label(entry: dict[str, Any]) -> str:
+    agent, model = entry.get("agent"), entry.get("model")
+    return f"{agent}/{model}" if model else str(agent)
+
+
+def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
+    """What MODEL on the command line names; ConfigError with the expected forms otherwise."""
+    path = Path(text)
+    if text.endswith(".toml") or path.is_file():
+        data = read_toml(path)
+        if isinstance(data.get("agent"), str):  # one player table
+            entry = {k: v for k, v in data.items() if k not in ("label", "count")}
+            return [ModelSpec(label or data.get("label") or _default_label(entry), entry, text)]
+        if is_alias_file(data):
+            if label is not None and len(data) > 1:
+                raise ConfigError(f"{text}: --label names one model, but the file has {len(data)} aliases")
+            out = []
+            for alias in data:
+                entry = follow_alias(data, alias, text)
+                given = entry.get("label")
+                out.append(ModelSpec(label or given or alias, {k: v for k, v in entry.items()
+                                                              if k not in ("label", "count")}, f"{text} [{alias}]"))
+            return out
+        raise ConfigError(f"{text}: expected one player table (agent = \"openai\", model = \"...\", ...) or a "
+                          "models file of aliases ([\"name\"] tables)")
+    if text.startswith(("http://", "https://")):
+        raise ConfigError(f"{text}: name the model the server serves: MODEL@URL (e.g. llama-3.1-8b@{text})")
+    m = re.fullmatch(r"(?:(openai):)?([^@\s]+)@(https?://\S+)", text)
+    if m:
+        entry = {"agent": "openai", "model": m.group(2), "base_url": m.group(3)}
+        return [ModelSpec(label or f"openai/{m.group(2)}", entry, text)]
+    agent, _, model = text.partition(":")
+    if agent in PROVIDERS:
+        entry = {"agent": agent, **({"model": model} if model else SHORTHAND.get(agent, {}))}
+        return [ModelSpec(label or _default_label(entry), entry, text)]
+    if agent in PLAYABLE_BASELINES and not model:
+        return [ModelSpec(label or agent, {"agent": agent}, text)]
+    known = ", ".join(sorted(PROVIDERS))
+    others = sorted(b for b in BASELINES if b not in PLAYABLE_BASELINES)
+    raise ConfigError(f"{text!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "
+                      f"MODEL@URL (an OpenAI-compatible server), {' or '.join(PLAYABLE_BASELINES)}, or a TOML file "
+                      f"with a player table ({', '.join(others)} cannot play every game)")
+
+
+def opponent_label(entry: dict[str, Any]) -> str:
+    return str(entry.get("label") or f"opponent ({_default_label(entry)})")
+
+
+def experiment_data(suite: Suite, g: GameEntry, tier: str, spec: ModelSpec) -> dict[str, Any]:
+    """The experiment file of one game of the suite for this model and tier, as TOML data."""
+    player = {**spec.entry, "label": spec.label}
+    if spec.is_llm:
+        player.update(g.protocol)  # the suite's protocol (GAMA-Bench's temperature 1) wins over the model's
+    exp: dict[str, Any] = {"name": g.id, "game": g.game, "sessions": g.sessions[tier], "runs": 1,
+                           "seed": suite.seed, "reask": g.reask[tier],
+                           "description": f"{suite.title}, tier {tier}: {g.id} ({g.family})"}
+    if g.table == "copies":
+        exp["environment"] = "melee"
+        players = [{**player, "count": g.seats}]
+    elif g.table == "rational":
+        if spec.entry.get("agent") == "rational":  # the environment needs one non-rational player; a baseline
+            exp["environment"] = "melee"           # reads no prompt, so a melee of rationals plays the same
+            players = [player, {"agent": "rational", "label": "opponent (rational)", "count": g.seats - 1}]
+        else:
+            exp["environment"], exp["players_per_game"] = "rational", g.seats
+            players = [player]
+    else:
+        exp["environment"] = "melee"
+        opponent = {**g.opponent, "label": opponent_label(g.opponent)}
+        players = [player, opponent] if g.seat == 0 else [opponent, player]
+    data: dict[str, Any] = {"experiment": exp, "game": g.params_for(tier), "players": players}
+    if suite.llm and spec.is_llm:
+        data["llm"] = dict(suite.llm)
+    return data
+
+
+def build(suite: Suite, tier: str, spec: ModelSpec) -> list[Experiment]:
+    """Every game of the suite as a checked experiment; ConfigError listing every problem."""
+    exps, errors = [], []
+    for g in suite.games:
+        try:
+            exps.append(parse_experiment(experiment_data(suite, g, tier, spec),
+                                         f"{suite.path} [games {g.id}] for {spec.source}"))
+        except ConfigError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return exps
+
+
+def settings(suite: Suite, tier: str, spec: ModelSpec, exps: list[Experiment]) -> dict[str, Any]:
+    """What a result depends on, as written to the bench directory: the suite, the tier, every experiment
+    resolved (no key: only variable names; URLs masked). ``digest`` is computed over it."""
+    experiments = {e.name: resolved_data(e) for e in exps}
+    doc = {"suite": suite.name, "version": suite.version, "suite_sha256": suite.digest, "tier": tier,
+           "label": spec.label, "experiments": experiments}
+    return {**doc, "digest": digest(doc)}
+
+
+# ---------------------------------------------------------------------------------------------------- plan
+
+@dataclass
+class TierPlan:
+    tier: str
+    games: int
+    sessions: int
+    calls: int  # LLM calls at most, re-asks included
+    calls_no_reask: int
+    tokens_in: int  # upper bounds
+    tokens_out: int
+    tokens_in_no_reask: int
+    tokens_out_no_reask: int
+    cost: float | None  # USD at most; None without a price
+    cost_no_reask: float | None
+
+
+def _first_prompt_tokens(x: Experiment, lineup: Any, seat: int) -> float:
+    """The tokens of a seat's first prompt (rendered for one draw), counted generously."""
+    try:
+        setup = x.game.setup(x.params, len(lineup.seats), np.random.default_rng(0))
+        state = x.game.initial_state(setup)
+        persona = x.players[lineup.seats[seat]].persona
+        msgs = Template(x.game, x.prompts).render(state, seat, lineup.environment, x.experiment.prompt, None, 0,
+                                                  persona)
+        return sum(len(m.content) for m in msgs) / CHARS_PER_TOKEN + MESSAGE_TOKENS * len(msgs)
+    except Exception:  # noqa: BLE001 - a seat that cannot be rendered at the start: a generous guess
+        return 2000.0
+
+
+def token_bound(exp: Experiment, label: str, reask: bool = True) -> tuple[int, int]:
+    """(input, output) tokens the label's calls can take at most. Each call is at most ``max_tokens`` long;
+    a conversation grows by at most the first prompt's size plus a reply per call (a report and the next
+    request are shorter than the rules), so call k of a run reads at most p0 + k (p0 + max_tokens)."""
+    tin = tout = 0.0
+    for lineup, x in exp.tables():
+        rounds, _ = x.game.max_moves(x.params, len(lineup.seats))
+        runs = x.experiment.sessions * x.runs_per_session()
+        m = rounds * (1 + (x.experiment.reask if reask else 0))
+        for seat, entry in enumerate(lineup.seats):
+            p = x.players[entry]
+            if p.llm is None or p.label != label:
+                continue
+            p0 = _first_prompt_tokens(x, lineup, seat)
+            mt = p.llm.max_tokens
+            tout += runs * m * mt
+            tin += runs * (m * p0 + m * (m - 1) / 2 * (p0 + mt))
+    return math.ceil(tin), math.ceil(tout)
+
+
+def plan(suite: Suite, spec: ModelSpec, prices: dict[str, tuple[float, float]],
+         build_tier: Callable[[str], list[Experiment]]) -> list[TierPlan]:
+    """Per tier: LLM calls and tokens at most, and the cost at most when a price names the model."""
+    from ..benchsuite import TIERS
+
+    price = price_of(prices, spec.label, [str(spec.entry["model"])] if spec.entry.get("model") else [])
+    out = []
+    for tier in TIERS:
+        exps = build_tier(tier)
+        calls = sum(llm_call_bound(e).get(spec.label, 0) for e in exps)
+        plain = sum(_calls_no_reask(e, spec.label) for e in exps)
+        tin = tout = tin0 = tout0 = 0
+        for e in exps:
+            a, b = token_bound(e, spec.label)
+            c, d = token_bound(e, spec.label, reask=False)
+            tin, tout, tin0, tout0 = tin + a, tout + b, tin0 + c, tout0 + d
+        cost = cost_usd(price, tin, tout) if price is not None and spec.is_llm else None
+        cost0 = cost_usd(price, tin0, tout0) if price is not None and spec.is_llm else None
+        out.append(TierPlan(tier, len(exps), sum(e.experiment.sessions for e in exps), calls, plain, tin, tout,
+                            tin0, tout0, cost, cost0))
+    return out
+
+
+def _calls_no_reask(exp: Experiment, label: str) -> int:
+    n = 0
+    for lineup, x in exp.tables():
+        rounds, _ = x.game.max_moves(x.params, len(lineup.seats))
+        runs = x.experiment.sessions * x.runs_per_session()
+        n += sum(runs * rounds for entry in lineup.seats if x.players[entry].llm is not None
+                 and x.players[entry].label == label)
+    return n
+
+
+# ---------------------------------------------------------------------------------------------------- play
+
+async def play(items: list[tuple[Experiment, Path, HostOptions]]) -> list[RunResult | BaseException]:
+    """Play the experiments side by side in this process (or on their options' engine): one local model and
+    one connection pool serve every game, so a local model batches decisions of several games at once. Each
+    result is a RunResult or the exception its Host raised; providers are closed once, at the end."""
+    hosts = []
+    for exp, d, options in items:
+        options.keep_providers = True
+        hosts.append(Host(exp, d, options))
+    try:
+        return list(await asyncio.gather(*(h.run() for h in hosts), return_exceptions=True))
+    finally:
+        await close_all()
+
+
+def spent_before(run_dirs: list[Path], spec: ModelSpec, prices: dict[str, tuple[float, float]]) -> float:
+    """What earlier invocations paid for the model's calls in these run directories: every reply not from the
+    response cache, in the decisions log and in the decisions a resume set aside (paid all the same)."""
+    from ..rundir import DECISIONS, iter_jsonl
+
+    total = 0.0
+    for d in run_dirs:
+        for name in (DECISIONS, DECISIONS.replace(".jsonl", ".discarded.jsonl")):
+            path = d / name
+            if not path.is_file():
+                continue
+            for rec in iter_jsonl(path):
+                if rec.get("label") != spec.label or rec.get("cached"):
+                    continue
+                models = [m for m in (rec.get("model"), spec.entry.get("model")) if isinstance(m, str)]
+                price = price_of(prices, spec.label, models)
+                if price is not None:
+                    total += cost_usd(price, rec.get("tokens_in") or 0, rec.get("tokens_out") or 0)
+    return total
