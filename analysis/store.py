@@ -24,7 +24,6 @@ Tables (internal; the exports add the setting columns and the sessions' keys):
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
@@ -42,8 +41,8 @@ from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
 
 BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
-# the engine spills to its temporary folder beyond this: the report's peak at 57,600 games was 475 MB with
-# 64 MB, 529 MB with 128 MB, in the same time
+EXPORT_BATCH = 10_000  # rows per batch the engine hands the parquet writer
+# the engine spills to its temporary folder beyond this (sorts, the decisions' counts per player-run)
 MEMORY_LIMIT = "64MB"
 
 _PLAYER_TYPES = {
@@ -134,7 +133,7 @@ class _Buffer:
         batch = pa.table({c: pa.array(v, type=kinds[t], from_pandas=True)
                           for (c, t), v in zip(self.types.items(), columns)})
         self.store.con.register("_batch", batch)
-        self.store.con.execute(f"INSERT INTO {self.table} SELECT * FROM _batch")
+        self.store.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM _batch")
         self.store.con.unregister("_batch")
         self.pending = []
 
@@ -148,7 +147,7 @@ class Store(Base):
         import duckdb
 
         self.tmp = Path(tempfile.mkdtemp(prefix="econarena-analysis-"))
-        threads = max(1, min(4, os.cpu_count() or 1))
+        threads = max(1, min(2, os.cpu_count() or 1))
         self.con = duckdb.connect(str(self.tmp / "study.duckdb"), config={
             "threads": threads, "memory_limit": MEMORY_LIMIT, "temp_directory": str(self.tmp / "spill"),
             "preserve_insertion_order": True})
@@ -156,6 +155,9 @@ class Store(Base):
         dec_types = {**_DECISION_TYPES, **({"messages": "string"} if messages else {})}
         for name, types in (("players", _PLAYER_TYPES), ("runs", _RUN_TYPES), ("decisions", dec_types)):
             cols = ", ".join(f'"{c}" {_SQL[t]}' for c, t in types.items())
+            if name == "players":  # a player-run's decisions, counted after the decisions are read (finish)
+                cols += (", decisions BIGINT DEFAULT 0, violations BIGINT DEFAULT 0, tokens_in BIGINT DEFAULT 0,"
+                         " tokens_out BIGINT DEFAULT 0, latency_s DOUBLE DEFAULT 0.0, structured VARCHAR")
             self.con.execute(f"CREATE TABLE {name} ({cols})")
         self.players = _Buffer(self, "players", _PLAYER_TYPES)
         self.runs = _Buffer(self, "runs", _RUN_TYPES)
@@ -263,17 +265,12 @@ class Store(Base):
 
     def finish(self) -> Store:
         """After the scan: the last batches in, the directories' table and the player-runs' decision counts."""
-        import pandas as pd
 
         for b in (self.players, self.runs, self.decisions):
             b.flush()
-        exps = pd.DataFrame(self.experiments)
-        dims = exps[SETTING_COLUMNS].assign(dir=[d.index for d in self.dirs])
-        self.con.register("_dims", dims)
-        self.con.execute("CREATE TABLE dirs AS SELECT * FROM _dims")
-        self.con.unregister("_dims")
         # per player-run: decisions, rule breaks, tokens and latency in log order (the loop of load() added
-        # latencies one by one: the engine adds them in that order too), the last constrained mode
+        # latencies one by one: the engine adds them in that order too), the last constrained mode; written
+        # into the players' own rows (an UPDATE keeps their order: no join or sort left for the exports)
         self.con.execute("""
             CREATE TABLE usage AS SELECT dir, lineup, session, run, player AS seat, count(*) AS decisions,
                 count(violation) AS violations, sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
@@ -281,14 +278,13 @@ class Store(Base):
                 sum(coalesce(latency_s, 0.0) ORDER BY row) AS latency_s,
                 arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off') AS structured
             FROM decisions GROUP BY ALL""")
+        self.con.execute("""
+            UPDATE players SET decisions = u.decisions, violations = u.violations, tokens_in = u.tokens_in,
+                tokens_out = u.tokens_out, latency_s = u.latency_s, structured = u.structured
+            FROM usage u WHERE players.dir = u.dir AND players.lineup = u.lineup AND players.session = u.session
+                AND players.run = u.run AND players.seat = u.seat""")
+        self.con.execute("DROP TABLE usage")
         return self
-
-    def fork(self) -> Store:
-        """The same store through a connection of its own, for a second thread (a connection serves one
-        thread at a time); close its ``con`` when done, the store's files stay."""
-        other = copy.copy(self)
-        other.con = self.con.cursor()
-        return other
 
     def close(self) -> None:
         if not self.closed:
@@ -298,44 +294,49 @@ class Store(Base):
 
     # ------------------------------------------------------------------------------ exports, frames
 
+    def _setting(self, column: str) -> str:
+        """A setting column of each row, looked up by its directory in a list literal: no join, so a table's
+        rows come out in the order they went in (``preserve_insertion_order``), with no sort."""
+        values = ", ".join("'" + str(e[column]).replace("'", "''") + "'" for e in self.experiments)
+        return f"[{values}][dir + 1]"
+
+    def _sql(self, table: str, middle: str, columns: str, where: str) -> str:
+        """A table's export columns, rows in insertion (log) order: the settings, lineup, session, run,
+        ``middle`` (columns before the session keys), the keys, ``columns``."""
+        run_dir = self._setting("run_dir")
+        settings = ", ".join(f'{self._setting(c)} AS "{c}"' for c in SETTING_COLUMNS)
+        keys = (f"{run_dir} || '|' || lineup || '|' || session AS cluster, "
+                f"{run_dir} || '|' || lineup AS stratum")
+        return f"SELECT {settings}, lineup, session, run, {middle}{keys}, {columns} FROM {table} {where}"
+
     def _players_sql(self, where: str = "") -> str:
-        return f"""SELECT e.run_dir, e.experiment, e.game, e.environment, e.history, e.prompt, e."group",
-            p.lineup, p.session, p.run, e.run_dir || '|' || p.lineup || '|' || p.session AS cluster,
-            e.run_dir || '|' || p.lineup AS stratum, p.seat, p.label, p.agent, p.model, p.role, p.n_players,
-            p.action, p.ne_action, p.scale, p.action_norm, p.ne_action_norm, p.valid, p.broke, p.payoff,
-            p.game_payoff, p.ne_payoff, p.deviation, p.win, p.void, p.private_value, p.assets,
-            coalesce(u.decisions, 0) AS decisions, coalesce(u.violations, 0) AS violations,
-            coalesce(u.tokens_in, 0) AS tokens_in, coalesce(u.tokens_out, 0) AS tokens_out,
-            coalesce(u.latency_s, 0.0) AS latency_s, u.structured
-            FROM players p JOIN dirs e USING (dir)
-            LEFT JOIN usage u ON u.dir = p.dir AND u.lineup = p.lineup AND u.session = p.session
-                AND u.run = p.run AND u.seat = p.seat
-            {where} ORDER BY p.row"""
+        return self._sql("players", "", """seat, label, agent, model, role, n_players, action, ne_action, scale,
+            action_norm, ne_action_norm, valid, broke, payoff, game_payoff, ne_payoff, deviation, win, void,
+            private_value, assets, decisions, violations, tokens_in, tokens_out, latency_s, structured""", where)
 
     def _runs_sql(self, where: str = "") -> str:
-        return f"""SELECT e.run_dir, e.experiment, e.game, e.environment, e.history, e.prompt, e."group",
-            r.lineup, r.session, r.run, e.run_dir || '|' || r.lineup || '|' || r.session AS cluster,
-            e.run_dir || '|' || r.lineup AS stratum, r.complete, r.void, r.rounds, r.n_players, r.scale, r.params
-            FROM runs r JOIN dirs e USING (dir) {where} ORDER BY r.row"""
+        return self._sql("runs", "", "complete, void, rounds, n_players, scale, params", where)
 
     def _decisions_sql(self, where: str = "") -> str:
-        extra = ", d.messages" if self.messages else ""
-        return f"""SELECT e.run_dir, e.experiment, e.game, e.environment, e.history, e.prompt, e."group",
-            d.lineup, d.session, d.run, d.round, e.run_dir || '|' || d.lineup || '|' || d.session AS cluster,
-            e.run_dir || '|' || d.lineup AS stratum, d.player, d.label, d.agent, d.model, d.role, d.template,
-            d.response, d.action, d.valid, d.violation, d.detail, d.latency_s, d.tokens_in, d.tokens_out,
-            d.cached, d.error, d.structured{extra}
-            FROM decisions d JOIN dirs e USING (dir) {where} ORDER BY d.row"""
+        extra = ", messages" if self.messages else ""
+        return self._sql("decisions", '"round", ', f"""player, label, agent, model, role, template, response,
+            action, valid, violation, detail, latency_s, tokens_in, tokens_out, cached, error,
+            structured{extra}""", where)
 
     def export(self, out: Path) -> list[Path]:
-        """``decisions.parquet``, ``runs.parquet`` and ``players.parquet``, written by the engine from its
-        tables in row groups (never a whole table in memory)."""
+        """``decisions.parquet``, ``runs.parquet`` and ``players.parquet``, streamed from the engine's tables
+        in batches to a parquet writer (never a whole table in memory, nothing sorted)."""
+        import pyarrow.parquet as pq
+
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for name, sql in (("decisions.parquet", self._decisions_sql()), ("runs.parquet", self._runs_sql()),
                           ("players.parquet", self._players_sql())):
             path = out / name
-            self.con.execute(f"COPY ({sql}) TO '{_quote(path)}' (FORMAT parquet, ROW_GROUP_SIZE 100000)")
+            reader = self.con.sql(sql).to_arrow_reader(EXPORT_BATCH)
+            with pq.ParquetWriter(path, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
             written.append(path)
         return written
 
@@ -358,9 +359,8 @@ class Store(Base):
 
         exps = pd.DataFrame([e for i, e in enumerate(self.experiments) if i in keep],
                             columns=list(self.experiments[0]) if self.experiments else None)
-        return Frames(frame(self._players_sql(where.replace("dir", "p.dir"))),
-                      frame(self._runs_sql(where.replace("dir", "r.dir"))),
-                      frame(self._decisions_sql(where.replace("dir", "d.dir"))), exps,
+        return Frames(frame(self._players_sql(where)), frame(self._runs_sql(where)), frame(self._decisions_sql(where)),
+                      exps,
                       [d.name for d in self.dirs if d.index in keep])
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
