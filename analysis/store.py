@@ -42,6 +42,7 @@ from .scan import Base, Dir
 
 BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
 EXPORT_BATCH = 10_000  # rows per batch the engine hands the parquet writer
+USAGE_CHUNK = 300_000  # decisions counted per player-run at a time (a directory's range of sessions)
 # the engine spills to its temporary folder beyond this (sorts, the decisions' counts per player-run)
 MEMORY_LIMIT = "64MB"
 
@@ -270,20 +271,28 @@ class Store(Base):
             b.flush()
         # per player-run: decisions, rule breaks, tokens and latency in log order (the loop of load() added
         # latencies one by one: the engine adds them in that order too), the last constrained mode; written
-        # into the players' own rows (an UPDATE keeps their order: no join or sort left for the exports)
-        self.con.execute("""
-            CREATE TABLE usage AS SELECT dir, lineup, session, run, player AS seat, count(*) AS decisions,
-                count(violation) AS violations, sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
-                sum(coalesce(tokens_out, 0))::BIGINT AS tokens_out,
-                sum(coalesce(latency_s, 0.0) ORDER BY row) AS latency_s,
-                arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off') AS structured
-            FROM decisions GROUP BY ALL""")
-        self.con.execute("""
-            UPDATE players SET decisions = u.decisions, violations = u.violations, tokens_in = u.tokens_in,
-                tokens_out = u.tokens_out, latency_s = u.latency_s, structured = u.structured
-            FROM usage u WHERE players.dir = u.dir AND players.lineup = u.lineup AND players.session = u.session
-                AND players.run = u.run AND players.seat = u.seat""")
-        self.con.execute("DROP TABLE usage")
+        # into the players' own rows (an UPDATE keeps their order: no join or sort left for the exports).
+        # Counted a directory and a range of sessions at a time (a run never spans two), so the engine's
+        # ordered sums never hold more than ~USAGE_CHUNK decisions under its memory limit.
+        for d in self.dirs:
+            n, top = self.con.execute("SELECT count(*), max(session) FROM decisions WHERE dir = ?",
+                                      [d.index]).fetchall()[0]
+            if not n:
+                continue
+            step = max(1, (int(top) + 1) * USAGE_CHUNK // int(n))
+            for lo in range(0, int(top) + 1, step):
+                self.con.execute("""
+                    UPDATE players SET decisions = u.decisions, violations = u.violations, tokens_in = u.tokens_in,
+                        tokens_out = u.tokens_out, latency_s = u.latency_s, structured = u.structured
+                    FROM (SELECT dir, lineup, session, run, player AS seat, count(*) AS decisions,
+                            count(violation) AS violations, sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
+                            sum(coalesce(tokens_out, 0))::BIGINT AS tokens_out,
+                            sum(coalesce(latency_s, 0.0) ORDER BY row) AS latency_s,
+                            arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off')
+                                AS structured
+                          FROM decisions WHERE dir = ? AND session >= ? AND session < ? GROUP BY ALL) u
+                    WHERE players.dir = u.dir AND players.lineup = u.lineup AND players.session = u.session
+                        AND players.run = u.run AND players.seat = u.seat""", [d.index, lo, lo + step])
         return self
 
     def close(self) -> None:
@@ -367,7 +376,7 @@ class Store(Base):
         return self.con.execute(sql, list(params)).fetchnumpy()
 
     def count(self, table: str) -> int:
-        return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
 
 
 def _quote(path: Path) -> str:
