@@ -43,6 +43,7 @@ from .scan import Base, Dir
 BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
 EXPORT_BATCH = 10_000  # rows per batch the engine hands the parquet writer
 USAGE_CHUNK = 300_000  # decisions counted per player-run at a time (a directory's range of sessions)
+FINISH_LIMIT = "256MB"  # the engine's limit while it writes those counts into the player-runs' rows
 # the engine spills to its temporary folder beyond this (sorts, the decisions' counts per player-run)
 MEMORY_LIMIT = "64MB"
 
@@ -274,7 +275,8 @@ class Store(Base):
         # into the players' own rows (an UPDATE keeps their order: no join or sort left for the exports).
         # Counted a directory and a range of sessions at a time (a run never spans two), so the engine's
         # ordered sums never hold more than ~USAGE_CHUNK decisions under its memory limit.
-        for d in self.dirs:
+        self.con.execute(f"SET memory_limit = '{FINISH_LIMIT}'")  # an UPDATE keeps its changes in memory
+        for d in self.dirs:                                         # until a checkpoint writes them out
             n, top = self.con.execute("SELECT count(*), max(session) FROM decisions WHERE dir = ?",
                                       [d.index]).fetchall()[0]
             if not n:
@@ -293,6 +295,8 @@ class Store(Base):
                           FROM decisions WHERE dir = ? AND session >= ? AND session < ? GROUP BY ALL) u
                     WHERE players.dir = u.dir AND players.lineup = u.lineup AND players.session = u.session
                         AND players.run = u.run AND players.seat = u.seat""", [d.index, lo, lo + step])
+                self.con.execute("CHECKPOINT")
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         return self
 
     def close(self) -> None:
