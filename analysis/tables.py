@@ -207,13 +207,72 @@ def code_sums(num: np.ndarray, den: np.ndarray, cluster: np.ndarray, stratum: np
                 np.bincount(codes, minlength=k).astype(float), scodes.astype(int), keys)
 
 
+# A decision metric's per-session sums straight from the engine: its numerators are counts (0/1 per
+# decision) or token counts, whole numbers whose sum is exact in any order, and latency is summed in log
+# order (``sum(... ORDER BY row)`` adds one by one, as bincount did); a directory's sessions are taken a
+# range at a time, so a study of millions of decisions never comes into memory as rows.
+_DECISION_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
+    sum((violation IS NOT NULL)::DOUBLE) AS violation,
+    sum(coalesce(violation = 'parse_error', false)::DOUBLE) AS parse_error,
+    sum(coalesce(violation = 'schema_error', false)::DOUBLE) AS schema_error,
+    sum(coalesce(violation = 'rule_violation', false)::DOUBLE) AS rule_violation,
+    sum(tokens_in) AS tokens_in, count(tokens_in) AS tokens_in_n,
+    sum(tokens_out) AS tokens_out, count(tokens_out) AS tokens_out_n,
+    sum(latency_s ORDER BY row) AS latency_s, count(latency_s) AS latency_s_n
+    FROM decisions WHERE dir = ? {role} AND session >= ? AND session < ? GROUP BY label, lineup, session"""
+_DECISION_PARTS = {  # metric -> (numerator column, count column)
+    "violations_per_decision_pct": ("violation", "n"), "parse_error_pct": ("parse_error", "n"),
+    "schema_error_pct": ("schema_error", "n"), "rule_violation_pct": ("rule_violation", "n"),
+    "tokens_in_per_decision": ("tokens_in", "tokens_in_n"), "tokens_out_per_decision": ("tokens_out", "tokens_out_n"),
+    "latency_s_per_decision": ("latency_s", "latency_s_n"),
+}
+CLUSTER_CHUNK = 300_000  # decisions aggregated per query
+
+
+def _decision_sums(store: Any, d: int, role: str, metrics: Sequence[str]) -> list[tuple[str, str, Sums]]:
+    """(label, metric, Sums) of a directory's decision metrics: what :func:`code_sums` gives on its rows."""
+    wanted = [m for m in metrics if METRICS[m].frame == "decisions"]
+    if not wanted:
+        return []
+    n, top = store.con.execute(f"SELECT count(*), max(session) FROM decisions WHERE dir = ? {role}",
+                               [d]).fetchall()[0]
+    if not n:
+        return []
+    step = max(1, (int(top) + 1) * CLUSTER_CHUNK // int(n))
+    parts: dict[str, list[dict[str, np.ndarray]]] = {}
+    for lo in range(0, int(top) + 1, step):
+        r = store.query(_DECISION_CLUSTERS.format(role=role), [d, lo, lo + step])
+        labels = np.asarray(r["label"], dtype=object)
+        for label in dict.fromkeys(labels):
+            mask = labels == label
+            parts.setdefault(label, []).append({k: np.asarray(v)[mask] for k, v in r.items() if k != "label"})
+    out = []
+    for label in sorted(parts):
+        cols = {k: np.concatenate([p[k] for p in parts[label]]) for k in parts[label][0]}
+        keys = [f"{lu}|{se}" for lu, se in zip(cols["lineup"], cols["session"])]  # the cluster's key order
+        order = np.argsort(np.array(keys, dtype=object).astype(str), kind="stable")
+        _, strata = np.unique(np.asarray(cols["lineup"], dtype=object).astype(str)[order], return_inverse=True)
+        for metric in wanted:
+            num_col, n_col = _DECISION_PARTS[metric]
+            count = np.asarray(cols[n_col], dtype=float)[order]
+            num = np.asarray(np.ma.filled(np.ma.asarray(cols[num_col], dtype=float), np.nan))[order]
+            keep = count > 0  # a label with no value at all still has its row (no estimate), as before
+            _, st = np.unique(strata[keep], return_inverse=True)
+            out.append((label, metric, Sums(num[keep], count[keep], count[keep], st.astype(int),
+                                            np.flatnonzero(keep))))
+    return out
+
+
 def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], opponents: bool, n_boot: int,
                         seed: int) -> pd.DataFrame:
     role = "" if opponents else "AND role <> 'opponent'"
     entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
     for i, exp in enumerate(store.experiments):
         setting = {c: exp[c] for c in SETTING_COLUMNS}
-        for kind, sql in (("players", _PLAYER_SQL), ("decisions", _DECISION_SQL)):
+        for label, metric, sums in _decision_sums(store, store.dirs[i].index, role, metrics):
+            key = {**setting, "label": label}
+            entries.append((tuple(str(key[b]) for b in by), 0, {**{b: key[b] for b in by}, "metric": metric}, sums))
+        for kind, sql in (("players", _PLAYER_SQL),):
             r = store.query(sql.format(role=role), [store.dirs[i].index])
             if not len(r["cluster"]):
                 continue
