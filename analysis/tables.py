@@ -226,7 +226,7 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "tokens_in_per_decision": ("tokens_in", "tokens_in_n"), "tokens_out_per_decision": ("tokens_out", "tokens_out_n"),
     "latency_s_per_decision": ("latency_s", "latency_s_n"),
 }
-CLUSTER_CHUNK = 300_000  # decisions aggregated per query
+CLUSTER_CHUNK = 50_000  # decisions aggregated per query (their ordered sums fit the engine's 64 MB)
 
 
 def _decision_sums(store: Any, d: int, role: str, metrics: Sequence[str]) -> list[tuple[str, str, Sums]]:
