@@ -150,67 +150,10 @@ def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Se
     return pd.DataFrame(out, columns=cols)
 
 
-# The metrics' rows as the engine returns them: the same numerators and denominators as the pandas
-# lambdas above, computed by numpy on a directory's rows in log order.
-_PLAYER_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code,
-    dense_rank() OVER (ORDER BY lineup || '|' || CAST(session AS VARCHAR)) AS cluster,
-    dense_rank() OVER (ORDER BY lineup) AS stratum,
-    coalesce(payoff, 'NaN'::DOUBLE) AS payoff, coalesce(ne_payoff, 'NaN'::DOUBLE) AS ne_payoff,
-    coalesce(deviation, 'NaN'::DOUBLE) AS deviation, win::DOUBLE AS win, broke::DOUBLE AS broke
-    FROM players WHERE dir = ? {role} ORDER BY row"""
-_DECISION_SQL = """SELECT dense_rank() OVER (ORDER BY label) AS label_code,
-    dense_rank() OVER (ORDER BY lineup || '|' || CAST(session AS VARCHAR)) AS cluster,
-    dense_rank() OVER (ORDER BY lineup) AS stratum,
-    (violation IS NOT NULL)::DOUBLE AS violation,
-    coalesce(violation = 'parse_error', false)::DOUBLE AS parse_error,
-    coalesce(violation = 'schema_error', false)::DOUBLE AS schema_error,
-    coalesce(violation = 'rule_violation', false)::DOUBLE AS rule_violation,
-    coalesce(tokens_in, 'NaN'::DOUBLE) AS tokens_in, coalesce(tokens_out, 'NaN'::DOUBLE) AS tokens_out,
-    coalesce(latency_s, 'NaN'::DOUBLE) AS latency_s
-    FROM decisions WHERE dir = ? {role} ORDER BY row"""
-
-
-def _known(x: np.ndarray) -> np.ndarray:
-    return np.where(np.isnan(x), np.nan, 1.0)
-
-
-def _num_den(metric: str, r: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    one = np.ones(len(r["cluster"]))
-    return {
-        "mean_payoff": lambda: (r["payoff"], one), "mean_ne_payoff": lambda: (r["ne_payoff"], one),
-        "payoff_ratio": lambda: (r["payoff"], r["ne_payoff"]),
-        "mean_deviation": lambda: (r["deviation"], _known(r["deviation"])),
-        "win_rate": lambda: (r["win"], one), "rule_break_rate_pct": lambda: (r["broke"], one),
-        "violations_per_decision_pct": lambda: (r["violation"], one),
-        "parse_error_pct": lambda: (r["parse_error"], one), "schema_error_pct": lambda: (r["schema_error"], one),
-        "rule_violation_pct": lambda: (r["rule_violation"], one),
-        "tokens_in_per_decision": lambda: (r["tokens_in"], _known(r["tokens_in"])),
-        "tokens_out_per_decision": lambda: (r["tokens_out"], _known(r["tokens_out"])),
-        "latency_s_per_decision": lambda: (r["latency_s"], one),
-    }[metric]()
-
-
-def code_sums(num: np.ndarray, den: np.ndarray, cluster: np.ndarray, stratum: np.ndarray) -> Sums:
-    """:func:`cluster_sums` of rows whose sessions and strata come as ranks of their keys (the engine's
-    ``dense_rank`` over the key text): the same sums in the same order, without a key string per row."""
-    keep = ~(np.isnan(num) | np.isnan(den))
-    num, den, cluster, stratum = num[keep], den[keep], cluster[keep], stratum[keep]
-    if len(num) == 0:
-        e = np.zeros(0)
-        return Sums(e, e, e, e.astype(int), e.astype(object))
-    keys, codes = np.unique(cluster, return_inverse=True)
-    k = len(keys)
-    first = np.zeros(k, dtype=int)
-    first[codes[::-1]] = np.arange(len(codes))[::-1]
-    _, scodes = np.unique(stratum[first], return_inverse=True)
-    return Sums(np.bincount(codes, weights=num, minlength=k), np.bincount(codes, weights=den, minlength=k),
-                np.bincount(codes, minlength=k).astype(float), scodes.astype(int), keys)
-
-
-# A decision metric's per-session sums straight from the engine: its numerators are counts (0/1 per
-# decision) or token counts, whole numbers whose sum is exact in any order, and latency is summed in log
-# order (``sum(... ORDER BY row)`` adds one by one, as bincount did); a directory's sessions are taken a
-# range at a time, so a study of millions of decisions never comes into memory as rows.
+# Each session's sums of a metric straight from the engine: counts (0/1 per row) and token counts are
+# whole numbers, exact in any order; every other sum is ``sum(... ORDER BY row)``, one by one in log order,
+# as numpy's bincount added them (checked equal); a directory's sessions are taken a range at a time, so a
+# study of millions of rows never comes into memory as rows.
 _DECISION_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
     sum((violation IS NOT NULL)::DOUBLE) AS violation,
     sum(coalesce(violation = 'parse_error', false)::DOUBLE) AS parse_error,
@@ -220,6 +163,21 @@ _DECISION_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
     sum(tokens_out) AS tokens_out, count(tokens_out) AS tokens_out_n,
     sum(latency_s ORDER BY row) AS latency_s, count(latency_s) AS latency_s_n
     FROM decisions WHERE dir = ? {role} AND session >= ? AND session < ? GROUP BY label, lineup, session"""
+_PLAYER_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
+    sum(payoff ORDER BY row) AS payoff, count(payoff) AS payoff_n,
+    sum(ne_payoff ORDER BY row) AS ne_payoff, count(ne_payoff) AS ne_payoff_n,
+    sum(payoff ORDER BY row) FILTER (WHERE payoff IS NOT NULL AND ne_payoff IS NOT NULL) AS ratio_num,
+    sum(ne_payoff ORDER BY row) FILTER (WHERE payoff IS NOT NULL AND ne_payoff IS NOT NULL) AS ratio_den,
+    count(*) FILTER (WHERE payoff IS NOT NULL AND ne_payoff IS NOT NULL) AS ratio_n,
+    sum(deviation ORDER BY row) AS deviation, count(deviation) AS deviation_n,
+    sum(win::DOUBLE) AS win, sum(broke::DOUBLE) AS broke
+    FROM players WHERE dir = ? {role} AND session >= ? AND session < ? GROUP BY label, lineup, session"""
+_PLAYER_PARTS = {  # metric -> (numerator, denominator, rows) columns: a row with either side missing is left out
+    "mean_payoff": ("payoff", "payoff_n", "payoff_n"), "mean_ne_payoff": ("ne_payoff", "ne_payoff_n", "ne_payoff_n"),
+    "payoff_ratio": ("ratio_num", "ratio_den", "ratio_n"),
+    "mean_deviation": ("deviation", "deviation_n", "deviation_n"),
+    "win_rate": ("win", "n", "n"), "rule_break_rate_pct": ("broke", "n", "n"),
+}
 _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "violations_per_decision_pct": ("violation", "n"), "parse_error_pct": ("parse_error", "n"),
     "schema_error_pct": ("schema_error", "n"), "rule_violation_pct": ("rule_violation", "n"),
@@ -229,19 +187,24 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
 CLUSTER_CHUNK = 50_000  # decisions aggregated per query (their ordered sums fit the engine's 64 MB)
 
 
-def _decision_sums(store: Any, d: int, role: str, metrics: Sequence[str]) -> list[tuple[str, str, Sums]]:
-    """(label, metric, Sums) of a directory's decision metrics: what :func:`code_sums` gives on its rows."""
-    wanted = [m for m in metrics if METRICS[m].frame == "decisions"]
+def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str
+                  ) -> list[tuple[str, str, Sums]]:
+    """(label, metric, Sums) of a directory's metrics of one table (``players`` or ``decisions``): what
+    :func:`~.stats.cluster_sums` gives on its rows, each session's sums made by the engine (whole numbers in any
+    order, the rest ``ORDER BY row``: one by one in log order, as bincount adds), a range of sessions at a
+    time, so no directory comes into memory as rows."""
+    wanted = [m for m in metrics if METRICS[m].frame == table]
     if not wanted:
         return []
-    n, top = store.con.execute(f"SELECT count(*), max(session) FROM decisions WHERE dir = ? {role}",
+    n, top = store.con.execute(f"SELECT count(*), max(session) FROM {table} WHERE dir = ? {role}",
                                [d]).fetchall()[0]
     if not n:
         return []
     step = max(1, (int(top) + 1) * CLUSTER_CHUNK // int(n))
     parts: dict[str, list[dict[str, np.ndarray]]] = {}
     for lo in range(0, int(top) + 1, step):
-        r = store.query(_DECISION_CLUSTERS.format(role=role), [d, lo, lo + step])
+        sql = _PLAYER_CLUSTERS if table == "players" else _DECISION_CLUSTERS
+        r = store.query(sql.format(role=role), [d, lo, lo + step])
         labels = np.asarray(r["label"], dtype=object)
         for label in dict.fromkeys(labels):
             mask = labels == label
@@ -258,12 +221,16 @@ def _decision_sums(store: Any, d: int, role: str, metrics: Sequence[str]) -> lis
         strata = np.array([rank[lineups[k]] for k in order], dtype=np.int64)
         del keys
         for metric in wanted:
-            num_col, n_col = _DECISION_PARTS[metric]
-            count = np.asarray(cols[n_col], dtype=float)[order]
+            if table == "players":
+                num_col, den_col, n_col = _PLAYER_PARTS[metric]
+            else:
+                (num_col, n_col), den_col = _DECISION_PARTS[metric], _DECISION_PARTS[metric][1]
+            rows = np.asarray(np.ma.filled(np.ma.asarray(cols[n_col], dtype=float), 0.0))[order]
             num = np.asarray(np.ma.filled(np.ma.asarray(cols[num_col], dtype=float), np.nan))[order]
-            keep = count > 0  # a label with no value at all still has its row (no estimate), as before
+            den = np.asarray(np.ma.filled(np.ma.asarray(cols[den_col], dtype=float), np.nan))[order]
+            keep = rows > 0  # a label with no value at all still has its row (no estimate), as before
             _, st = np.unique(strata[keep], return_inverse=True)
-            out.append((label, metric, Sums(num[keep], count[keep], count[keep], st.astype(int),
+            out.append((label, metric, Sums(num[keep], den[keep], rows[keep], st.astype(int),
                                             np.flatnonzero(keep))))
     return out
 
@@ -274,29 +241,11 @@ def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], o
     entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
     for i, exp in enumerate(store.experiments):
         setting = {c: exp[c] for c in SETTING_COLUMNS}
-        for label, metric, sums in _decision_sums(store, store.dirs[i].index, role, metrics):
-            key = {**setting, "label": label}
-            entries.append((tuple(str(key[b]) for b in by), 0, {**{b: key[b] for b in by}, "metric": metric}, sums))
-        for kind, sql in (("players", _PLAYER_SQL),):
-            r = store.query(sql.format(role=role), [store.dirs[i].index])
-            if not len(r["cluster"]):
-                continue
-            codes = np.asarray(r["label_code"])
-            table = "players" if kind == "players" else "decisions"
-            found = store.con.execute(f"SELECT DISTINCT label FROM {table} WHERE dir = ? {role} ORDER BY label",
-                                      [store.dirs[i].index]).fetchall()
-            names = {k: row[0] for k, row in enumerate(found, 1)}  # dense_rank counts from 1 in label order
-            for metric in metrics:
-                if METRICS[metric].frame != kind:
-                    continue
-                num, den = _num_den(metric, r)
-                for c, label in names.items():
-                    idx = np.flatnonzero(codes == c)
-                    key = {**setting, "label": label}
-                    entries.append((tuple(str(key[b]) for b in by), list(METRICS).index(metric),
-                                    {**{b: key[b] for b in by}, "metric": metric},
-                                    code_sums(num[idx], den[idx], np.asarray(r["cluster"])[idx],
-                                              np.asarray(r["stratum"])[idx])))
+        for table in ("decisions", "players"):
+            for label, metric, sums in _cluster_sums(store, store.dirs[i].index, role, metrics, table):
+                key = {**setting, "label": label}
+                entries.append((tuple(str(key[b]) for b in by), 0, {**{b: key[b] for b in by}, "metric": metric},
+                                sums))
     order = [metric for metric in metrics]
     entries.sort(key=lambda e: (order.index(e[2]["metric"]), e[0]))
     return _table([e[2] for e in entries], [(e[3], METRICS[e[2]["metric"]].scale) for e in entries], by, n_boot,
