@@ -36,6 +36,7 @@ _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE
 
 def _need_report_extra() -> bool:
     try:
+        import duckdb  # noqa: F401
         import matplotlib  # noqa: F401
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
@@ -57,7 +58,7 @@ def _run_dirs(paths: list[str]) -> list[Path] | None:
     found, ok = [], True
     for arg in paths:
         p = Path(arg)
-        dirs = expand_run_dirs([p], once=False)  # each argument on its own; the readers count each run once
+        dirs = expand_run_dirs([p])
         if dirs:
             found += dirs
             continue
@@ -398,14 +399,17 @@ def _after_gamabench(result: Any, out: Path, args: argparse.Namespace) -> list[P
 def _after_negotiationarena(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     """The pair table (win rates by --metrics), then the published Figure 3 beside the recorded outcomes."""
     from .analysis.families import negotiationarena as na
+    from .analysis.scan import scan
     from .rundir import write_atomic
 
-    table = na.pair_table(na.collect(result.dirs), args.metrics)
+    own, paper, correct = na.Collector(), na.Collector(reading="paper"), na.Collector(reading="correct")
+    scan(result.dirs, [own, paper, correct])  # the imported directories read once for the three readings
+    table = na.pair_table(own.rows, args.metrics)
     csv_path = out / "negotiationarena_pairs.csv"
     write_atomic(csv_path, na.pairs_csv(table))
     show(*na.pairs_cells(table), na.format_pairs(table, args.metrics), left=3,
          title=f"NegotiationArena: win rates ({args.metrics} formula) and mean payoffs by ordered pair")
-    check = na.published_check(na.collect(result.dirs, reading="paper"), na.collect(result.dirs, reading="correct"))
+    check = na.published_check(paper.rows, correct.rows)
     check_path = out / "negotiationarena_published_check.csv"
     write_atomic(check_path, na.check_csv(check))
     print()
@@ -478,7 +482,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if bad:
         err(f"--metrics {', '.join(bad)}: not a metric of these runs; known: {', '.join(sorted(known))}")
         return EXIT_CONFIG
-    seen_players = {row[f"p{i + 1}_model"] for d in datas.values() for row in d.rows for i in range(d.seats)}
+    seen_players = {p for d in datas.values() for p in d.player_names()}
     if args.baseline_model is not None and args.baseline_model not in seen_players:
         err(f"--baseline-model {args.baseline_model!r}: no seat was played by it; players: "
              f"{', '.join(sorted(seen_players))}")

@@ -136,12 +136,18 @@ _LONG_NUMBER = b"0" * 19
 def loads_line(line: bytes) -> Any:
     """One JSON line as the standard library reads it (orjson where that gives the same value); raises
     ValueError (or RecursionError) when the line is not JSON."""
+    return _loads(line)[0]
+
+
+def _loads(line: bytes) -> tuple[Any, bool]:
+    """:func:`loads_line`, and whether the standard library read it (only such a line can hold NaN or an
+    infinite number: orjson refuses those tokens and overflowing numbers)."""
     if _LONG_NUMBER not in line.translate(_DIGITS):
         try:
-            return orjson.loads(line)
+            return orjson.loads(line), False
         except orjson.JSONDecodeError:
             pass  # NaN/Infinity tokens, 1e999, lone surrogates, deep nesting, bad UTF-8: the stdlib decides
-    return json.loads(line.decode("utf-8", "surrogateescape"))
+    return json.loads(line.decode("utf-8", "surrogateescape")), True
 
 
 class LogError(ValueError):
@@ -186,15 +192,6 @@ def record_problem(rec: Any, kind: str) -> str | None:
             if not all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
                        for x in rec.get(key) or ()):
                 return f"'{key}' must hold numbers"
-            # NaN or Infinity (tokens no writer of ours writes: a hand-edited line) was left out of the means in
-            # silence: a payoff the analysis would average without it is the line's problem, named
-            bad = next((x for x in rec.get(key) or () if isinstance(x, float) and not math.isfinite(x)), None)
-            if bad is not None:
-                return f"'{key}' holds {bad}, not a finite number"
-        metrics = rec.get("metrics")
-        for name, x in metrics.items() if isinstance(metrics, dict) else ():
-            if isinstance(x, float) and not math.isfinite(x):
-                return f"metric {str(name)[:40]!r} is {x}, not a finite number"
     return None
 
 
@@ -217,22 +214,30 @@ def _text(line: bytes) -> str:
 def _parse(path: Path, data: bytes | None = None) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine]]:
     """Each line of a log (of ``data`` when given, the file's bytes): (line number, the line, its record or
     a BadLine for a line that is not JSON or torn by a kill)."""
+    for number, line, rec, _ in _parse_flagged(path, data):
+        yield number, line, rec
+
+
+def _parse_flagged(path: Path, data: bytes | None = None
+                   ) -> Iterator[tuple[int, bytes, dict[str, Any] | BadLine, bool]]:
+    """:func:`_parse`, each line with whether the standard library had to read it."""
     if data is None and not path.exists():
         return
     with (path.open("rb") if data is None else io.BytesIO(data)) as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 if line.strip():
-                    yield number, line, BadLine(number, _text(line), "torn last line (the process died mid-write)")
+                    torn = BadLine(number, _text(line), "torn last line (the process died mid-write)")
+                    yield number, line, torn, False
                 return
             if line.isspace():
                 continue
             try:
-                rec = loads_line(line)
+                rec, slow = _loads(line)
             except (ValueError, RecursionError):
-                yield number, line, BadLine(number, _text(line.rstrip(b"\r\n")), "not JSON")
+                yield number, line, BadLine(number, _text(line.rstrip(b"\r\n")), "not JSON"), False
                 continue
-            yield number, line, rec
+            yield number, line, rec, slow
 
 
 def _scan(path: Path, kind: str | None) -> Iterator[dict[str, Any] | BadLine]:
@@ -262,21 +267,21 @@ class _RunLogCache:
         self.budget = budget
         self.entries: dict[str, tuple[int, bytes, list[tuple[int, Any]]]] = {}  # insertion order = LRU
 
-    def lines(self, path: Path) -> Iterator[tuple[int, Any]] | list[tuple[int, Any]]:
+    def lines(self, path: Path) -> Iterator[tuple[int, Any, bool]] | list[tuple[int, Any, bool]]:
         try:
             size = path.stat().st_size if path.name == RUNS else -1
         except OSError:
             size = -1
         if not 0 <= size <= self.budget:
-            return ((n, x) for n, _, x in _parse(path))
+            return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         try:
             data = path.read_bytes()
         except OSError:
-            return ((n, x) for n, _, x in _parse(path))
+            return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         key, digest = str(path.resolve()), hashlib.blake2b(data, digest_size=16).digest()
         hit = self.entries.pop(key, None)
         if hit is None or hit[1] != digest:
-            hit = (len(data), digest, [(n, x) for n, _, x in _parse(path, data)])
+            hit = (len(data), digest, [(n, x, slow) for n, _, x, slow in _parse_flagged(path, data)])
             while self.entries and sum(e[0] for e in self.entries.values()) + len(data) > self.budget:
                 del self.entries[next(iter(self.entries))]
         self.entries[key] = hit
@@ -291,9 +296,11 @@ def iter_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
     """The records of :func:`read_jsonl` one at a time, so a reader that folds them (the summary) holds one
     line in memory, not the whole log. ``runs.jsonl`` is parsed once per process while it is unchanged."""
     skipped: list[int] = []
-    for number, x in _RUN_LOGS.lines(path):
+    for number, x, slow in _RUN_LOGS.lines(path):
         if not isinstance(x, BadLine):
             problem = record_problem(x, kind) if kind else None
+            if problem is None and strict and slow and (where := _nonfinite(x)):
+                problem = f"'{where}' is not a finite number (NaN or Infinity)"
             if problem is None:
                 yield x
                 continue
@@ -305,6 +312,47 @@ def iter_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
                            "(run --resume moves such lines to a .discarded.jsonl file)")
         skipped.append(x.number)
     if skipped and warn:
+        shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
+        print(f"econarena: warning: {path}: skipped {len(skipped)} unreadable line(s): {shown}", file=sys.stderr)
+
+
+def _nonfinite(x: Any, where: str = "") -> str | None:
+    """The path of the first NaN or infinite number in ``x`` (``payoffs[1]``, ``metrics.efficiency``)."""
+    if isinstance(x, float):
+        return None if math.isfinite(x) else where or "(the record)"
+    if isinstance(x, dict):
+        for k, v in x.items():
+            found = _nonfinite(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            found = _nonfinite(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def iter_records(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each usable line, one line in memory at a time (never cached: a reader
+    that streams a study must not hold its log), as the analysis reads: a torn last line is skipped, a
+    line that is not JSON is skipped and reported on stderr with its number, and a record of the wrong
+    shape, or holding NaN or Infinity (which econarena never writes: a non-finite number is written as
+    null), raises :class:`LogError` naming the file, the line and the key, never averaged in silence."""
+    skipped: list[int] = []
+    for number, _line, x, slow in _parse_flagged(path):
+        if isinstance(x, BadLine):
+            if not x.why.startswith("torn"):
+                skipped.append(number)
+            continue
+        problem = record_problem(x, kind)
+        if problem is None and slow and (where := _nonfinite(x)):
+            problem = f"'{where}' is not a finite number (NaN or Infinity)"
+        if problem is not None:
+            raise LogError(f"{path}: line {number}: not a {kind} record: {problem}; fix or delete the line "
+                           "(run --resume moves such lines to a .discarded.jsonl file)")
+        yield number, x
+    if skipped:
         shown = ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else "")
         print(f"econarena: warning: {path}: skipped {len(skipped)} unreadable line(s): {shown}", file=sys.stderr)
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import math
 import sys
-from collections import defaultdict
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..games import GAMES
-from ..rundir import RUNS, complete_runs, game_name, read_jsonl
+from .scan import Base, Dir
 
 if sys.version_info >= (3, 11):
     pass
@@ -42,40 +44,70 @@ def _number(x: Any) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _game_of(run_dir: Path) -> str | None:
-    name = game_name(run_dir)
-    return name if name in GAMES else None
+Panels = dict[tuple[str, str], dict[str, array]]  # (game, metric) -> player or pair -> values
+
+
+class Collector(Base):
+    """The scan's consumer: per family, each (game, metric) panel's values by label or pair, as arrays of
+    floats filled while the logs stream (8 bytes a value, never a record)."""
+
+    def __init__(self) -> None:
+        self.out: dict[str, Panels] = {}
+
+    def begin(self, d: Dir) -> bool:
+        game = d.game_name if d.game_name in GAMES else None
+        if game is None or GAMES[game].info.family in ("econarena", "gamabench"):
+            return False
+        self.game = game
+        self.panels = self.out.setdefault(GAMES[game].info.family, {})
+        return True
+
+    def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
+        if not rec.get("complete", True):
+            return
+        metrics, labels = rec.get("metrics"), rec.get("labels") or []
+        if not isinstance(metrics, dict) or not labels:
+            return
+        pair = None
+        for name, v in metrics.items():
+            if isinstance(v, list) and len(v) == len(labels):
+                for label, x in zip(labels, v):
+                    if (n := _number(x)) is not None:
+                        self._add(f"{name} (seat's own)", str(label), n)
+            elif (n := _number(v)) is not None:
+                pair = pair or " vs ".join(str(x) for x in labels)
+                self._add(name, pair, n)
+
+    def _add(self, metric: str, group: str, value: float) -> None:
+        self.panels.setdefault((self.game, metric), {}).setdefault(group, array("d")).append(value)
+
+    def result(self) -> dict[str, Panels]:
+        return {family: panels for family, panels in self.out.items() if panels}
 
 
 def collect(run_dirs: Sequence[str | Path]) -> dict[str, list[Value]]:
     """Family -> every numeric metric value of its complete runs (rule-break runs included: the games'
     metrics say themselves how a broken reply counts)."""
-    out: dict[str, list[Value]] = defaultdict(list)
-    for d in map(Path, run_dirs):
-        game = _game_of(d)
-        if game is None or GAMES[game].info.family in ("econarena", "gamabench"):
-            continue
-        family = GAMES[game].info.family
-        for rec in complete_runs(read_jsonl(d / RUNS)).values():
-            metrics, labels = rec.get("metrics"), rec.get("labels") or []
-            if not isinstance(metrics, dict) or not labels:
-                continue
-            pair = " vs ".join(str(x) for x in labels)
-            for name, v in metrics.items():
-                if isinstance(v, list) and len(v) == len(labels):
-                    for label, x in zip(labels, v):
-                        if (n := _number(x)) is not None:
-                            out[family].append(Value(game, f"{name} (seat's own)", str(label), n))
-                elif (n := _number(v)) is not None:
-                    out[family].append(Value(game, name, pair, n))
-    return dict(out)
+    from .scan import scan
+
+    c = Collector()
+    scan([Path(d) for d in run_dirs], [c])
+    return {family: [Value(game, metric, group, x) for (game, metric), groups in panels.items()
+                     for group, xs in groups.items() for x in xs] for family, panels in c.result().items()}
 
 
-def figure(family: str, values: Sequence[Value], figdir: Path, F: Any) -> Any:
-    """Box plots: one panel per (game, metric), one box per label or pair (the most frequent first)."""
-    panels: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+def _panels(values: Sequence[Value] | Panels) -> Panels:
+    if isinstance(values, dict):
+        return values
+    panels: Panels = {}
     for v in values:
-        panels[(v.game, v.metric)][v.group].append(v.value)
+        panels.setdefault((v.game, v.metric), {}).setdefault(v.group, array("d")).append(v.value)
+    return panels
+
+
+def figure(family: str, values: Sequence[Value] | Panels, figdir: Path, F: Any) -> Any:
+    """Box plots: one panel per (game, metric), one box per label or pair (the most frequent first)."""
+    panels = _panels(values)
     keys = sorted(panels)[:MAX_PANELS]
     if not keys:
         raise F.Skip(f"no numeric per-run metrics in the {family} runs")
@@ -84,13 +116,13 @@ def figure(family: str, values: Sequence[Value], figdir: Path, F: Any) -> Any:
     fig, axes = F._subplots(rows, cols, (4.4 * cols, 3.2 * rows))
     for ax, key in zip(axes.flat, keys):
         groups = sorted(panels[key].items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_GROUPS]
-        ax.boxplot([g for _, g in groups], showmeans=True)
+        ax.boxplot([np.frombuffer(g, dtype=float) for _, g in groups], showmeans=True)
         ax.set_xticks(range(1, len(groups) + 1), [F._wrap(name, 18) for name, _ in groups])
         ax.set_title(f"{GAMES[key[0]].info.title}: {key[1]}", fontsize=9)
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     key_name = f"{family}_metrics"
-    sources = sorted({v.game for v in values})
+    sources = sorted({game for game, _ in panels})
     png, svg = F._save(fig, figdir, key_name, sources)
     return F.Figure(key_name, f"{family}: the games' metrics by player",
                     "Each panel: the distribution over runs of one metric the game records (boxes: quartiles; "
@@ -99,12 +131,19 @@ def figure(family: str, values: Sequence[Value], figdir: Path, F: Any) -> Any:
                     "first.", png, svg, sources)
 
 
-def report_sections(run_dirs: Sequence[str | Path], figdir: Path) -> list[tuple[str, Any, str | None]]:
-    """(family, figure or None, why not) for every family with such runs."""
+def report_sections(run_dirs: Sequence[str | Path], figdir: Path,
+                    collected: Collector | None = None) -> list[tuple[str, Any, str | None]]:
+    """(family, figure or None, why not) for every family with such runs; ``collected``: the report's scan
+    already gathered them."""
     from . import figures as F
 
+    if collected is None:
+        from .scan import scan
+
+        collected = Collector()
+        scan([Path(d) for d in run_dirs], [collected])
     out = []
-    for family, values in sorted(collect(run_dirs).items()):
+    for family, values in sorted(collected.result().items()):
         try:
             out.append((family, figure(family, values, figdir, F), None))
         except F.Skip as exc:

@@ -33,6 +33,10 @@ class Context:
     core: Any = None  # the Frames of the experiments no family module analyses (the paper's figures)
     _memo: dict[str, Any] = field(default_factory=dict)
 
+    def provide(self, key: str, value: Any) -> None:
+        """What the report's one scan already gathered for ``key`` (a family's collector)."""
+        self._memo[key] = value
+
     def memo(self, key: str, make: Callable[[], Any]) -> Any:
         if key not in self._memo:
             self._memo[key] = make()

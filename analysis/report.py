@@ -39,10 +39,11 @@ from . import figures as F
 from .compare import compare, setting_pairs
 from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
-from .load import SETTING_COLUMNS, Frames, export, load
+from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide
+from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
@@ -67,12 +68,25 @@ def figure_number(fig: F.Figure) -> int:
     return int(fig.key.split("_", 1)[0].removeprefix("fig"))
 
 
-def usage_table(frames: Frames, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
-    """Tokens, latency and cost per label (the decisions of opponents left out)."""
+def usage_table(frames: Any, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+    """Tokens, latency and cost per label (the decisions of opponents left out). ``frames``: the loaded
+    :class:`Frames`, or the columnar store, read one label and agent at a time."""
+    from .store import Store
+
     prices = prices or {}
-    d = frames.decisions[frames.decisions["role"] != "opponent"]
+    if isinstance(frames, Store):
+        keys = frames.con.execute("SELECT DISTINCT label, agent FROM decisions WHERE role <> 'opponent'"
+                                  ).fetchall()
+        keys.sort(key=lambda k: (k[0], k[1] is None, k[1] or ""))
+        parts = ((k, frames.con.sql(
+            "SELECT model, tokens_in, tokens_out, latency_s, cached, error FROM decisions WHERE role <> "
+            "'opponent' AND label = ? AND agent IS NOT DISTINCT FROM ? ORDER BY row", params=list(k)
+        ).to_arrow_table().to_pandas()) for k in keys)
+    else:
+        d = frames.decisions[frames.decisions["role"] != "opponent"]
+        parts = d.groupby(["label", "agent"], sort=True, dropna=False)
     rows = []
-    for (label, agent), part in d.groupby(["label", "agent"], sort=True, dropna=False):
+    for (label, agent), part in parts:
         models = sorted({str(m) for m in part["model"].dropna()})
         tin, tout = part["tokens_in"].sum(min_count=1), part["tokens_out"].sum(min_count=1)
         known = part["tokens_in"].notna() | part["tokens_out"].notna()
@@ -167,11 +181,13 @@ def _figure_html(n: int, fig: F.Figure, out: Path) -> str:
     return "\n".join(parts)
 
 
-def _experiments_html(frames: Frames) -> str:
+def _experiments_html(exps: pd.DataFrame) -> str:
     cols = ["experiment", "game", "environment", "history", "prompt", "group", "group_source", "sessions",
             "runs_per_session", "runs_complete", "runs_incomplete", "status", "run_dir"]
-    return _table_html(frames.experiments[cols].rename(columns={"group_source": "group from",
-                                                                "runs_per_session": "runs/session"}), index=False)
+    if "part" in exps and (exps["part"] != "").any():  # a shard read without its siblings says so
+        cols.insert(cols.index("status"), "part")
+    return _table_html(exps[cols].rename(columns={"group_source": "group from",
+                                                  "runs_per_session": "runs/session"}), index=False)
 
 
 def _comparisons_html(frames: Frames, n_boot: int, seed: int) -> str:
@@ -247,12 +263,12 @@ def _family_of(game: str) -> str:
     return found.info.family if found is not None else ""
 
 
-def _core(frames: Frames) -> Frames:
-    """The experiments no family module other than EconArena's analyses: the paper's figures and card."""
+def _core(store: Any) -> Frames:
+    """The experiments no family module other than EconArena's analyses (the paper's figures and card), as
+    pandas frames: only their rows are read into memory."""
     claimed = {m.FAMILY for m in FAMILY_MODULES if m is not econarena}
-    exps = frames.experiments
-    keep = [d for d, g in zip(exps["run_dir"], exps["game"]) if _family_of(str(g)) not in claimed]
-    return frames.subset(run_dir=keep)
+    keep = [d.index for d, e in zip(store.dirs, store.experiments) if _family_of(str(e["game"])) not in claimed]
+    return store.frames(keep)
 
 
 def _versions() -> str:
@@ -263,11 +279,11 @@ def _versions() -> str:
             f"{numpy.__version__}, matplotlib {matplotlib.__version__}")
 
 
-def _provenance_html(frames: Frames, report: Report, numbers: dict[str, int]) -> str:
+def _provenance_html(exps: pd.DataFrame, report: Report, numbers: dict[str, int]) -> str:
     """Which directories, experiments and versions made the page: folded away, never inside an image."""
     parts = [f"<p>Built with {_esc(_versions())}. Each run directory keeps its resolved <code>config.toml</code> "
              "and <code>manifest.json</code> (package version, seed, status).</p>",
-             f"<h3>Experiments ({len(frames.experiments)} run directories)</h3>", _experiments_html(frames),
+             f"<h3>Experiments ({len(exps)} run directories)</h3>", _experiments_html(exps),
              "<h3>Run directories per figure</h3><ul>"]
     for fig in report.figures:
         parts.append(f"<li>Figure {numbers[fig.key]} ({_esc(fig.key)}): {_esc(F.sources_text(fig.sources))}</li>")
@@ -279,15 +295,48 @@ def _provenance_html(frames: Frames, report: Report, numbers: dict[str, int]) ->
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
                  prices: str | Path | None = None, title: str = "EconArena report",
                  transcripts: int = 50) -> Report:
-    """Load the run directories and write the report, figures and exports into ``out``; up to
+    """Read the run directories (once) and write the report, figures and exports into ``out``; up to
     ``transcripts`` games per directory of a game that talks can be read as conversations (0: none)."""
-    frames = load(run_dirs)
-    out = Path(out)
-    figdir = out / "figures"
+    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
+    collectors["distributions"] = distributions.Collector()
+    collectors["transcripts"] = TalkCollector(transcripts)
+    store, found = study(run_dirs, consumers=list(collectors.values()))
+    try:
+        return _build(store, found, Path(out), n_boot, seed, prices, title, transcripts, collectors)
+    finally:
+        store.close()
+
+
+def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None, title: str,
+           transcripts: int, collectors: dict[str, Any]) -> Report:
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.html")
-    core = _core(frames)
-    ctx = Context([Path(d) for d in frames.dirs], figdir, out, n_boot, seed, frames, core)
+    report.notes += found.warnings
+    exps = pd.DataFrame(store.experiments)
+    dirs = [d.name for d in store.dirs]
+    core = _core(store)
+    return _page(store, found, out, n_boot, seed, title, transcripts, collectors, report, exps, dirs, core,
+                 prices)
+
+
+def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None
+            ) -> tuple[pd.DataFrame, list[Path], pd.DataFrame]:
+    """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage.
+    (Run beside the figures on a second connection, it saved a little time and cost 80 MB more at the
+    peak, the GLEE fits' and the intervals' arrays held at once: it runs after them.)"""
+    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
+    frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
+    files = [out / "metrics.csv", *store.export(out)]
+    return table, files, usage_table(store, load_prices(prices))
+
+
+def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str, transcripts: int,
+          collectors: dict[str, Any], report: Report, exps: pd.DataFrame, dirs: list[str], core: Frames,
+          prices: str | Path | None) -> Report:
+    figdir = out / "figures"
+    ctx = Context([Path(d) for d in dirs], figdir, out, n_boot, seed, store, core)
+    for family, c in collectors.items():
+        ctx.provide(family, c)
     numbers: dict[str, int] = {}
     with F.style(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")  # reported once, as a note
@@ -302,7 +351,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                     numbers[fig.key] = figure_number(fig)
         cards = [(i, c) for i, m in enumerate(FAMILY_MODULES) if (c := m.scorecard(ctx)) is not None]
         sections = [s for m in FAMILY_MODULES if m is not econarena and (s := m.section(ctx)) is not None]
-        spread = distributions.report_sections(frames.dirs, figdir)
+        spread = distributions.report_sections(dirs, figdir, collectors["distributions"])
     for family, fig, why in spread:
         if fig is not None:
             sections.append(Section(family, f"Metrics by player ({family})", [fig]))
@@ -316,16 +365,14 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
         report.figures += sec.figures
         report.skipped += sec.skipped
         report.files += sec.files
-    table = metric_table(frames, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
-    frame_csv(table, out / "metrics.csv")
-    report.files += [out / "metrics.csv", *export(frames, out)]
-    usage = usage_table(frames, load_prices(prices))
-    talk = conversations_section(frames.dirs, transcripts) if transcripts > 0 else None
+    table, files, usage = _tables(store, out, n_boot, seed, prices)
+    report.files += files
+    talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
     cards.sort(key=lambda ic: (-ic[1].weight, ic[0]))
 
     body = [f"<h1>{_esc(title)}</h1>",
-            f"<p class='meta'>{len(frames.dirs)} run director{'y' if len(frames.dirs) == 1 else 'ies'} &middot; "
-            f"{len(frames.players):,} player-runs &middot; {len(frames.decisions):,} decisions &middot; "
+            f"<p class='meta'>{len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'} &middot; "
+            f"{store.count('players'):,} player-runs &middot; {store.count('decisions'):,} decisions &middot; "
             f"econarena {__version__} &middot; {time.strftime('%Y-%m-%d %H:%M')} &middot; intervals: {n_boot} "
             f"bootstrap replicates, seed {seed}</p>",
             "<nav>" + "".join(f"<a href='#{c.anchor}'>{_esc(c.title.split(':')[0])}</a>" for _, c in cards)
@@ -336,13 +383,14 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
     body += [_card_html(c) for _, c in cards]
     if not cards:
         body.append("<p class='note'>No complete runs to score yet; the detail below shows what was found.</p>")
-    incomplete = frames.experiments[frames.experiments["runs_incomplete"] > 0]
+    incomplete = exps[exps["runs_incomplete"] > 0]
     if len(incomplete):
         names = ", ".join(str(x) for x in incomplete["experiment"][:5]) + (" ..." if len(incomplete) > 5 else "")
         body.append(f"<p class='note'>{int(incomplete['runs_incomplete'].sum())} incomplete run(s) are left out "
                     f"({len(incomplete)} experiment(s): {_esc(names)}); finish them with <code>econarena run ... "
                     "--resume</code>.</p>")
-    boxes = F.missing_glyphs(sorted({str(x) for x in frames.players["label"].dropna()}))
+    labels = store.con.execute("SELECT DISTINCT label FROM players WHERE label IS NOT NULL").fetchall()
+    boxes = F.missing_glyphs(sorted({str(x[0]) for x in labels}))
     if boxes:
         report.notes.append("label(s) " + ", ".join(f"{k!r}" for k in boxes) + " use characters no installed font "
                             "can draw (" + "".join(sorted(set("".join(boxes.values())))) + "): the figures show "
@@ -373,7 +421,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
              _summary_html(table[table["run_dir"].isin(set(core.experiments["run_dir"]))]),
              "<h3>Definitions</h3>", DEFINITIONS,
              "<details id='provenance'><summary>Provenance: run directories, experiments, versions, files"
-             "</summary>", _provenance_html(frames, report, numbers), "</details>"]
+             "</summary>", _provenance_html(exps, report, numbers), "</details>"]
     page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_esc(title)}</title><style>{CSS}</style><script>{ONLOAD}</script></head>"

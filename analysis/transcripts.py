@@ -14,8 +14,8 @@ marked, the outcome at the end.
 
 from __future__ import annotations
 
+import heapq
 import html
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,12 +24,7 @@ import numpy as np
 
 from ..games import GAMES
 from ..games.base import Game
-from ..rundir import CONFIG, RUNS, read_jsonl
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from .scan import Base, Dir
 
 MAX_CHARS = 2000  # a message longer than this is cut in the page (the run directory keeps it whole)
 BUDGET = 600_000  # characters of conversations on one page; the rest is counted and left to runs.jsonl
@@ -190,28 +185,73 @@ def _options(name: str, label: str, values: Iterable[str]) -> str:
     return f"<label>{label} <select name='{name}'><option value=''>any</option>{opts}</select></label>"
 
 
-def conversations_section(run_dirs: Iterable[str | Path], max_runs: int = 50) -> str | None:
+class Collector(Base):
+    """The scan's consumer for the conversations: per directory of a game that talks, its complete runs'
+    count and the first ``max_runs`` in (lineup, session, run) order, kept in a heap while the log streams
+    (the page shows a sample: a study of 500,000 games holds as many records here as one of 5,000)."""
+
+    def __init__(self, max_runs: int = 50) -> None:
+        self.max_runs = max_runs
+        self.found: list[tuple[Dir, Game, int, list[dict[str, Any]]]] = []
+
+    def begin(self, d: Dir) -> bool:
+        game = GAMES.get(d.exp.get("game", ""))
+        if self.max_runs <= 0 or game is None or game.info.messages == "none" or not d.config:
+            return False
+        self.game, self.total, self.heap, self.count = game, 0, [], 0
+        return True
+
+    def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
+        if not (r.get("complete", True) and r.get("round_log")):
+            return
+        self.total += 1
+        self.count += 1
+        key = (str(r.get("lineup", "")), r.get("session", 0), r.get("run", 0))
+        item = (_Reversed(key, -self.count), r)  # the largest key on top, ties: the later line first out
+        if len(self.heap) < self.max_runs:
+            heapq.heappush(self.heap, item)
+        elif item[0] > self.heap[0][0]:
+            heapq.heapreplace(self.heap, item)
+
+    def end(self, d: Dir) -> None:
+        if self.total:
+            runs = [r for _, r in sorted(self.heap, key=lambda x: x[0], reverse=True)]
+            self.found.append((d, self.game, self.total, runs))
+        self.heap = []
+
+
+class _Reversed:
+    """A run's sort key, ordered backwards, so that the heap's top is the largest key kept."""
+
+    __slots__ = ("key", "line")
+
+    def __init__(self, key: tuple[str, int, int], line: int) -> None:
+        self.key, self.line = key, line
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return (self.key, -self.line) > (other.key, -other.line)
+
+    def __gt__(self, other: _Reversed) -> bool:
+        return other.__lt__(self)
+
+
+def conversations_section(run_dirs: Iterable[str | Path], max_runs: int = 50,
+                          collected: Collector | None = None) -> str | None:
     """Every directory's games that talk (up to ``max_runs`` each, and :data:`BUDGET` characters in all),
     each a collapsible chat with its pair, outcome and length; a filter over those three. None when no
-    directory holds such a game."""
+    directory holds such a game. ``collected``: the report's scan already gathered them."""
+    if collected is None:
+        from .scan import scan
+
+        collected = Collector(max_runs)
+        scan([Path(d) for d in run_dirs], [collected])
     blocks: list[str] = []
     pairs: set[str] = set()
     outcomes: set[str] = set()
     size, left_out, total, first = 0, 0, 0, True
-    for d in map(Path, run_dirs):
-        try:
-            cfg = tomllib.loads((d / CONFIG).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            continue
-        exp = cfg.get("experiment", {})
-        game = GAMES.get(exp.get("game", ""))
-        if game is None or game.info.messages == "none":
-            continue
-        runs = [r for r in read_jsonl(d / RUNS, kind="runs") if r.get("complete", True) and r.get("round_log")]
-        runs.sort(key=lambda r: (str(r.get("lineup", "")), r.get("session", 0), r.get("run", 0)))
-        if not runs:
-            continue
-        total += len(runs)
+    for d, game, count, runs in collected.found:
+        cfg, exp = d.config, d.exp
+        total += count
         n = len(runs[0].get("labels") or []) or 2
         secret = secret_fields(game, cfg.get("game"), n)
         for run in runs[:max_runs]:
@@ -224,7 +264,7 @@ def conversations_section(run_dirs: Iterable[str | Path], max_runs: int = 50) ->
             size += len(chat)
             pairs.add(pair)
             outcomes.add(outcome)
-            head = (f"{exp.get('name', d.name)} ({game.info.title}): {pair}; {outcome}; {moves} move(s); "
+            head = (f"{exp.get('name', d.path.name)} ({game.info.title}): {pair}; {outcome}; {moves} move(s); "
                     f"table {run.get('lineup', '')}, session {run.get('session')}, run {run.get('run')}")
             end = f"<div class='end'>Outcome: {_esc(outcome)}; {_esc(_outcome(run, labels))}</div>"
             blocks.append(f"<details class='game'{' open' if first else ''} data-pair='{_esc(pair)}' "

@@ -186,13 +186,13 @@ def test_a_run_log_is_parsed_once_while_it_is_unchanged(tmp_path: Path, arena, m
     out = tmp_path / "o"
     arena.run_experiment(doc, out)
     parsed: list[Path] = []
-    real = rundir._parse
+    real = rundir._parse_flagged  # the one line parser (``_parse`` drops its flag: read by the stdlib or not)
 
     def counting(path: Path, *data: bytes):  # noqa: ANN202
         parsed.append(path)
         return real(path, *data)
 
-    monkeypatch.setattr(rundir, "_parse", counting)
+    monkeypatch.setattr(rundir, "_parse_flagged", counting)
     first = read_jsonl(out / RUNS, kind="runs", strict=True)
     assert read_jsonl(out / RUNS) == first and list(iter_jsonl(out / RUNS, kind="runs")) == first
     assert parsed == [out / RUNS]
@@ -277,14 +277,14 @@ def test_the_reply_scanner_finds_what_a_character_by_character_scan_finds() -> N
 def test_a_payoff_or_metric_that_is_not_finite_is_named_not_dropped(tmp_path: Path, arena: Any, capsys: Any) -> None:
     """A hand-edited runs.jsonl with a payoff of NaN (or a metric of Infinity) was read as a missing number:
     the label's mean payoff was taken over the other runs without a word. Summary and report stop with exit 2
-    naming the file, the line and the value; resume moves the line aside like any unreadable one."""
+    naming the file, the line and the key."""
     from econarena.cli import main
 
     out = tmp_path / "o"
     arena.run_experiment(arena.experiment_dict("guessing_game", [{"agent": "random"}, {"agent": "rational"}],
                                                sessions=2, seed=1), out)
     lines = (out / RUNS).read_text(encoding="utf-8").splitlines()
-    for edit, shown in (("payoffs", "'payoffs' holds nan"), ("metrics", "metric 'x' is inf")):
+    for edit, shown in (("payoffs", "'payoffs[0]' is not a finite number"), ("metrics", "'metrics.x' is not a finite")):
         first = json.loads(lines[0])
         if edit == "payoffs":
             first["payoffs"][0] = float("nan")

@@ -30,7 +30,8 @@ from typing import Any
 from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Game
-from ...rundir import RUNS, complete_runs, game_name, read_jsonl
+from ...rundir import RUNS, game_name
+from ..scan import Base, Dir, key_of
 
 if sys.version_info >= (3, 11):
     pass
@@ -95,39 +96,65 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
-def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None) -> Collected:
-    """Per-run scores and per-round curves of the GAMA-Bench games among ``run_dirs`` (others ignored)."""
-    games = games or GAMES
-    out = Collected()
-    for d in map(Path, run_dirs):
-        game = _game_of(d, games)
-        if game is None:
-            continue
-        used = False
-        for (_lineup, session, run), r in sorted(complete_runs(read_jsonl(d / RUNS)).items()):
-            params = r.get("params") if isinstance(r.get("params"), dict) else {}
-            column, lead = score_column(game, params)
-            labels = list(dict.fromkeys(str(x) for x in r.get("labels") or []))
-            out.titles.setdefault(column, game.info.title + column[len(game.name):])
-            score = _number(r.get("score"))
-            if score is not None:
-                used = True
-                out.scores += [RunScore(lab, column, lead, session, run, score, str(d)) for lab in labels]
-            key = game.info.round_curve
-            if not key or not isinstance(r.get("round_log"), list):
-                continue
-            out.curve_keys[column] = key
+class Collector(Base):
+    """The scan's consumer for :func:`collect`: per run of a scored GAMA-Bench game its score and round
+    curve, kept per directory and taken in (lineup, session, run) order when the directory ends."""
+
+    def __init__(self, games: Mapping[str, Game] | None = None) -> None:
+        self.games = games or GAMES
+        self.out = Collected()
+
+    def begin(self, d: Dir) -> bool:
+        game = self.games.get(d.game_name)
+        if game is None or game.info.family != FAMILY or not game.info.score:
+            return False
+        self.game, self.items = game, []
+        return True
+
+    def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
+        if not r.get("complete", True):
+            return
+        game = self.game
+        params = r.get("params") if isinstance(r.get("params"), dict) else {}
+        column, lead = score_column(game, params)
+        labels = list(dict.fromkeys(str(x) for x in r.get("labels") or []))
+        curve = []
+        key = game.info.round_curve
+        if key and isinstance(r.get("round_log"), list):
             for k, rnd in enumerate(r["round_log"]):
                 events = rnd.get("events") if isinstance(rnd, dict) else None
                 value = _number(events.get(key)) if isinstance(events, dict) else None
-                if value is None:
-                    continue
-                index = rnd.get("round", k) if isinstance(rnd.get("round", k), int) else k
+                if value is not None:
+                    curve.append((rnd.get("round", k) if isinstance(rnd.get("round", k), int) else k, value))
+        self.items.append((key_of(r), column, lead, labels, _number(r.get("score")), key, curve,
+                           bool(key and isinstance(r.get("round_log"), list))))
+
+    def end(self, d: Dir) -> None:
+        out, used = self.out, False
+        for (_lineup, session, run), column, lead, labels, score, key, curve, logged in sorted(
+                self.items, key=lambda x: x[0]):
+            out.titles.setdefault(column, self.game.info.title + column[len(self.game.name):])
+            if score is not None:
+                used = True
+                out.scores += [RunScore(lab, column, lead, session, run, score, str(d.path)) for lab in labels]
+            if not logged:
+                continue
+            out.curve_keys[column] = key
+            for index, value in curve:
                 for lab in labels:
                     out.curves.setdefault(column, {}).setdefault(lab, {}).setdefault(index, []).append(value)
         if used:
-            out.dirs.append(str(d))
-    return out
+            out.dirs.append(str(d.path))
+        self.items = []
+
+
+def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None) -> Collected:
+    """Per-run scores and per-round curves of the GAMA-Bench games among ``run_dirs`` (others ignored)."""
+    from ..scan import scan
+
+    c = Collector(games)
+    scan([Path(d) for d in run_dirs], [c])
+    return c.out
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -333,11 +360,20 @@ PUBLISHED = "gamabench_leaderboard"  # analysis/published/<this>.toml
 TOLERANCE = 0.05  # the board rounds to one decimal: ours agrees when it rounds to the same number
 
 
+def collector() -> Collector:
+    """What the report's scan feeds for this family (``ctx.memo(FAMILY)`` holds it afterwards)."""
+    return Collector()
+
+
 def _collected(ctx: Any) -> tuple[Collected, list[dict[str, Any]]]:
-    def make() -> tuple[Collected, list[dict[str, Any]]]:
-        data = collect(ctx.run_dirs)
-        return data, score_table(data.scores)
-    return ctx.memo(FAMILY, make)
+    def make() -> Collector:
+        from ..scan import scan
+
+        c = Collector()
+        scan([Path(d) for d in ctx.run_dirs], [c])
+        return c
+    c = ctx.memo(FAMILY, make)  # the report's scan provided it
+    return ctx.memo(f"{FAMILY}/table", lambda: (c.out, score_table(c.out.scores)))
 
 
 def _imported(run_dirs: Sequence[str]) -> set[str]:

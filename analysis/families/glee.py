@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import sys
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ from ...games import GAMES
 from ...games.base import Setup
 from ...rundir import RUNS, complete_runs, game_name, read_jsonl
 from ..load import expand_run_dirs
+from ..scan import Base, Dir
 from .metagame import pure_equilibria
 
 if sys.version_info >= (3, 11):
@@ -112,19 +115,91 @@ def factors_of(declared: Sequence[tuple[str, Any]]) -> list[Factor]:
     return out
 
 
+class Codes:
+    """Text values as small integers: ``names[codes[i]]`` is row i's value (a study's players or a factor's
+    levels are a handful of names repeated over its games)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.codes = array("i")
+
+    def code(self, name: str) -> int:
+        c = self.index.get(name)
+        if c is None:
+            c = self.index[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+    def append(self, name: str) -> None:
+        self.codes.append(self.code(name))
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(self.codes, dtype=np.int32) if len(self.codes) else np.zeros(0, dtype=np.int32)
+
+    def value(self, i: int) -> str:
+        return self.names[self.codes[i]]
+
+
 @dataclass
 class GameData:
-    """The modelled runs of one game: one row per run with its levels, seat players and outcomes."""
+    """The modelled runs of one game, as columns (one entry per run, directories in the order given and
+    each directory's runs by (lineup, session, run)): the factor levels, each seat's player and the
+    outcomes. ``rows`` gives them as one dict per run for code that wants rows; the models read columns,
+    so a game of 200,000 runs is a few megabytes."""
 
     game: str
     family: str
     title: str
     factors: list[Factor]
-    rows: list[dict[str, Any]] = field(default_factory=list)
     seats: int = 0
     metrics: list[str] = field(default_factory=list)  # outcome columns, in first-seen order
     dirs: list[str] = field(default_factory=list)
     dropped_invalid: int = 0
+    levels: dict[str, Codes] = field(default_factory=dict)  # factor name -> its level per run
+    players: list[Codes] = field(default_factory=list)  # per seat: the player per run
+    values: dict[str, array] = field(default_factory=dict)  # outcome column -> value per run (NaN: none)
+    origin: array = field(default_factory=lambda: array("i"))  # index into ``dirs`` per run
+    lineups: Codes = field(default_factory=Codes)  # the lineup (table) of each run: ``lineup`` codes
+    lineup: array = field(default_factory=lambda: array("i"))
+    session: array = field(default_factory=lambda: array("q"))
+    run: array = field(default_factory=lambda: array("q"))
+
+    def __len__(self) -> int:
+        return len(self.origin)
+
+    def column(self, name: str) -> np.ndarray:
+        """An outcome column as floats (NaN where a run has none)."""
+        v = self.values.get(name)
+        return np.frombuffer(v, dtype=float) if v is not None and len(v) else np.full(len(self), math.nan)
+
+    def player_names(self) -> set[str]:
+        return {seat.names[c] for seat in self.players for c in np.unique(seat.array())}
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per run (``run_dir, lineup, session, run``, each factor, ``p1_model``..., outcomes)."""
+        out = []
+        for i in range(len(self)):
+            row: dict[str, Any] = {"run_dir": self.dirs[self.origin[i]], "lineup": self.lineups.names[self.lineup[i]],
+                                   "session": self.session[i], "run": self.run[i]}
+            row.update({f.name: self.levels[f.name].value(i) for f in self.factors})
+            row.update({f"p{k + 1}_model": seat.value(i) for k, seat in enumerate(self.players)})
+            for m in self.metrics:
+                x = self.values[m][i]
+                if not (math.isnan(x) and _absent(x)):
+                    row[m] = x
+            out.append(row)
+        return out
+
+
+# An outcome a run does not have is a NaN with its own payload, apart from the NaN of a value it recorded
+# as None (both are left out of every model; ``rows`` shows only the second, as the run recorded it).
+_ABSENT = struct.unpack("<d", struct.pack("<Q", 0x7FF8DEADBEEF0001))[0]
+
+
+def _absent(x: float) -> bool:
+    return struct.pack("<d", x) == struct.pack("<d", _ABSENT)
 
 
 def _number(x: Any) -> float | None:
@@ -175,51 +250,186 @@ def players_of(run: Mapping[str, Any], by: str) -> list[str]:
     return [str(models[i]) if i < len(models) and models[i] else lab for i, lab in enumerate(labels)]
 
 
+def _ints(x: array | np.ndarray) -> np.ndarray:
+    return np.frombuffer(x, dtype=np.int64 if x.typecode == "q" else np.int32) if isinstance(x, array) else x
+
+
+class _DirRuns:
+    """One directory's complete runs of a game while its log streams: numbers in arrays, text as codes."""
+
+    def __init__(self, factors: int) -> None:
+        self.lineup, self.session, self.run = array("i"), array("q"), array("q")
+        self.seats, self.players, self.offset = array("i"), array("i"), array("q")
+        self.valid = bytearray()
+        self.levels = [array("i") for _ in range(factors)]
+        self.missing: dict[int, list[str]] = {}
+        self.values: dict[str, tuple[array, array]] = {}  # metric -> (values, place in the run's metrics)
+
+    def __len__(self) -> int:
+        return len(self.session)
+
+
+class Collector(Base):
+    """The scan's consumer for :func:`collect`: each directory's complete runs of a game with declared
+    factors, kept as compact columns while the log streams and put in (lineup, session, run) order when the
+    directory ends (the order the models have always read them in)."""
+
+    def __init__(self, family: str | None = None, by: str = "label",
+                 games: Mapping[str, Any] | None = None) -> None:
+        self.family, self.by = family, by
+        self.games = GAMES if games is None else games
+        self.out: dict[str, GameData] = {}
+        self.people = False  # a seat played by a person (GLEE's human games) somewhere
+        self.error: AnalysisError | None = None  # the first directory that cannot be modelled, raised by result()
+
+    def begin(self, d: Dir) -> bool:
+        name = d.game_name
+        game = self.games.get(name) if name else None
+        info = getattr(game, "info", None)
+        if info is None or not info.factors or (self.family is not None and info.family != self.family):
+            return False
+        self.data = self.out.get(name)
+        if self.data is None:
+            self.data = self.out[name] = GameData(name, info.family, info.title, factors_of(info.factors))
+            for f in self.data.factors:
+                self.data.levels[f.name] = Codes()
+        self.name = name
+        self.buf = _DirRuns(len(self.data.factors))
+        self._keys = sorted({k for f in self.data.factors for k in f.keys})
+        self._cells: dict[Any, tuple[int, ...]] = {}  # a cell's factor levels, met again in each of its runs
+        return True
+
+    def _levels(self, params: Mapping[str, Any], i: int) -> tuple[int, ...]:
+        """Each factor's level code for these parameters (-1: a key is missing, noted for run ``i``)."""
+        try:
+            key: Any = tuple((type(params[k]), params[k]) if k in params else None for k in self._keys)
+            return self._cells[key]
+        except TypeError:
+            key = None
+        except KeyError:
+            pass
+        codes = []
+        for f in self.data.factors:
+            lev = f.level_of(params)
+            if lev is None:
+                self.buf.missing.setdefault(i, [k for k in f.keys if k not in params])
+                key = None  # noted per run, never cached
+            codes.append(-1 if lev is None else self.data.levels[f.name].code(lev))
+        if key is not None and len(self._cells) < 100_000:
+            self._cells[key] = tuple(codes)
+        return tuple(codes)
+
+    def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
+        if not r.get("complete", True):
+            return
+        data, buf = self.data, self.buf
+        i = len(buf)
+        players = players_of(r, self.by)
+        buf.lineup.append(data.lineups.code(r.get("lineup", "melee")))
+        buf.session.append(r["session"])
+        buf.run.append(r["run"])
+        buf.seats.append(len(players))
+        buf.offset.append(len(buf.players))
+        while len(data.players) < len(players):
+            data.players.append(Codes())
+        for seat, p in zip(data.players, players):
+            buf.players.append(seat.code(p))
+        if HUMAN in players:
+            self.people = True
+        params = r.get("params") if isinstance(r.get("params"), dict) else {}
+        for col, code in zip(buf.levels, self._levels(params, i)):
+            col.append(code)
+        valid = all(bool(v) for v in r.get("valid") or [])
+        buf.valid.append(valid)
+        if valid:
+            for place, (m, x) in enumerate(_outcomes(r.get("metrics"), len(players)).items()):
+                col = buf.values.get(m)
+                if col is None:
+                    col = buf.values[m] = (array("d", [_ABSENT]) * i, array("h", [0]) * i)
+                col[0].append(x)
+                col[1].append(place)
+        for vals, places in buf.values.values():
+            if len(vals) == i:
+                vals.append(_ABSENT)
+                places.append(0)
+
+    def end(self, d: Dir) -> None:
+        try:
+            if self.error is None:
+                self._end(d)
+        except AnalysisError as exc:
+            self.error = exc
+        self.buf = _DirRuns(0)
+
+    def _end(self, d: Dir) -> None:
+        data, name, buf = self.data, self.name, self.buf
+        if not len(buf):
+            return
+        names = data.lineups.names
+        lineup, session, run = _ints(buf.lineup), _ints(buf.session), _ints(buf.run)
+        perm = np.array(sorted(range(len(buf)), key=lambda i: (names[lineup[i]], session[i], run[i])), dtype=np.int64)
+
+        def where(i: int) -> str:
+            return f"{d.path / RUNS}: run ({names[lineup[i]]}, {session[i]}, {run[i]})"
+
+        seats = _ints(buf.seats)[perm]
+        expected = data.seats or int(seats[0])
+        bad = np.flatnonzero(seats != expected)
+        if len(bad):
+            i = int(perm[bad[0]])
+            raise AnalysisError(f"{where(i)} has {seats[bad[0]]} seats, other runs of {name} have {expected}")
+        data.seats = expected
+        valid = np.frombuffer(bytes(buf.valid), dtype=np.uint8)[perm].astype(bool)
+        data.dropped_invalid += int((~valid).sum())
+        keep = perm[valid]
+        for i in keep:
+            if int(i) in buf.missing:
+                raise AnalysisError(f"{where(int(i))}: 'params' has no "
+                                    f"{', '.join(repr(x) for x in buf.missing[int(i)])} (a declared factor of {name})")
+        if not len(keep):
+            return
+        n = len(data)
+        for f, col in zip(data.factors, buf.levels):
+            data.levels[f.name].codes.frombytes(_ints(col)[keep].astype(np.int32).tobytes())
+        offsets = _ints(buf.offset)[keep]
+        flat = _ints(buf.players)
+        for s, seat in enumerate(data.players[:expected]):
+            seat.codes.frombytes(flat[offsets + s].astype(np.int32).tobytes())
+        first = {}
+        for m, (vals, places) in buf.values.items():
+            v = np.frombuffer(vals, dtype=float)[keep]
+            present = np.flatnonzero(v.view(np.uint64) != np.float64(_ABSENT).view(np.uint64))
+            if m not in data.values and len(present):
+                first[m] = (int(present[0]), int(np.frombuffer(places, dtype=np.int16)[keep][present[0]]))
+            if m in data.values or len(present):
+                col = data.values.setdefault(m, array("d", [_ABSENT]) * n)
+                col.frombytes(v.tobytes())
+        data.metrics += sorted(first, key=lambda m: first[m])
+        for col in data.values.values():
+            if len(col) == n:
+                col.frombytes(np.full(len(keep), _ABSENT).tobytes())
+        data.origin.frombytes(np.full(len(keep), len(data.dirs), dtype=np.int32).tobytes())
+        data.lineup.frombytes(lineup[keep].astype(np.int32).tobytes())
+        data.session.frombytes(session[keep].tobytes())
+        data.run.frombytes(run[keep].tobytes())
+        data.dirs.append(str(d.path))
+
+    def result(self) -> dict[str, GameData]:
+        if self.error is not None:
+            raise self.error
+        return {k: v for k, v in self.out.items() if len(v)}
+
+
 def collect(run_dirs: Iterable[str | Path], family: str | None = None, *, by: str = "label",
             games: Mapping[str, Any] | None = None) -> dict[str, GameData]:
-    """The runs of every game with declared factors (of ``family``, if given), by game name."""
-    games = GAMES if games is None else games
-    out: dict[str, GameData] = {}
-    for d in expand_run_dirs(run_dirs):
-        name = _game_name(d)
-        game = games.get(name) if name else None
-        info = getattr(game, "info", None)
-        if info is None or not info.factors or (family is not None and info.family != family):
-            continue
-        data = out.get(name)  # type: ignore[arg-type]
-        if data is None:
-            data = out[name] = GameData(name, info.family, info.title, factors_of(info.factors))  # type: ignore[index]
-        used = False
-        for (lineup, session, run), r in sorted(complete_runs(read_jsonl(d / RUNS, kind="runs", strict=True)).items()):
-            players = players_of(r, by)
-            if data.seats and len(players) != data.seats:
-                raise AnalysisError(f"{d / RUNS}: run ({lineup}, {session}, {run}) has {len(players)} seats, "
-                                    f"other runs of {name} have {data.seats}")
-            data.seats = len(players)
-            if not all(bool(v) for v in r.get("valid") or []):
-                data.dropped_invalid += 1
-                continue
-            params = r.get("params") if isinstance(r.get("params"), dict) else {}
-            row: dict[str, Any] = {"run_dir": str(d), "lineup": lineup, "session": session, "run": run}
-            for f in data.factors:
-                lev = f.level_of(params)
-                if lev is None:
-                    missing = [k for k in f.keys if k not in params]
-                    raise AnalysisError(f"{d / RUNS}: run ({lineup}, {session}, {run}): 'params' has no "
-                                        f"{', '.join(repr(k) for k in missing)} (a declared factor of {name})")
-                row[f.name] = lev
-            for i, p in enumerate(players):
-                row[f"p{i + 1}_model"] = p
-            outcomes = _outcomes(r.get("metrics"), len(players))
-            for m in outcomes:
-                if m not in data.metrics:
-                    data.metrics.append(m)
-            row.update(outcomes)
-            data.rows.append(row)
-            used = True
-        if used:
-            data.dirs.append(str(d))
-    return {k: v for k, v in out.items() if v.rows}
+    """The runs of every game with declared factors (of ``family``, if given), by game name: one read of
+    each directory's ``runs.jsonl``, nothing else."""
+    from ..scan import scan
+
+    c = Collector(family, by, games)
+    for w in scan(expand_run_dirs(run_dirs), [c]).warnings:  # a run met twice, a lone shard
+        print(f"econarena: warning: {w}", file=sys.stderr)
+    return c.result()
 
 
 # ---------------------------------------------------------------------------------------------- fitting
@@ -238,9 +448,13 @@ class Fit:
 
 def model_reference(data: GameData, wanted: str | None = None) -> str:
     """The reference player: ``wanted`` if given, else the most frequent over all seats (ties by name)."""
-    counts = Counter(row[f"p{i + 1}_model"] for row in data.rows for i in range(data.seats))
     if wanted is not None:
         return wanted
+    counts: Counter[str] = Counter()
+    for seat in data.players:
+        for code, n in enumerate(np.bincount(seat.array(), minlength=len(seat.names))):
+            if n:
+                counts[seat.names[code]] += int(n)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
@@ -248,22 +462,57 @@ PAIR = "pair"
 PAIR_SEP = " | "
 
 
-def _terms(data: GameData, rows: list[dict[str, Any]], model_ref: str, pairs: bool
+def _columns(data: GameData, keep: np.ndarray, pairs: bool) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Each term's (names, code per kept run): the factors, then the seats' players or their ordered pair."""
+    cols = {f.name: (data.levels[f.name].names, data.levels[f.name].array()[keep]) for f in data.factors}
+    seats = [(p.names, p.array()[keep]) for p in data.players]
+    if pairs:
+        names: list[str] = []
+        index: dict[str, int] = {}
+        combos = np.stack([c for _, c in seats], axis=1)
+        uniq, inverse = np.unique(combos, axis=0, return_inverse=True)
+        remap = np.zeros(len(uniq), dtype=np.int64)
+        for u, combo in enumerate(uniq):
+            name = PAIR_SEP.join(seats[i][0][c] for i, c in enumerate(combo))
+            if name not in index:
+                index[name] = len(names)
+                names.append(name)
+            remap[u] = index[name]
+        cols[PAIR] = (names, remap[np.asarray(inverse).reshape(-1)])
+    else:
+        cols.update({f"p{i + 1}_model": seat for i, seat in enumerate(seats)})
+    return cols
+
+
+def _terms(data: GameData, cols: Mapping[str, tuple[list[str], np.ndarray]], model_ref: str, pairs: bool
            ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """(term, level, reference) of each dummy column, in order, and notes on replaced references."""
-    cols, notes = [], []
+    out, notes = [], []
     specs = [(f.name, f.reference, f.sort_key) for f in data.factors]
     if pairs:
         specs.append((PAIR, PAIR_SEP.join([model_ref] * data.seats), lambda s: (s,)))
     else:
         specs += [(f"p{i + 1}_model", model_ref, lambda s: (s,)) for i in range(data.seats)]
     for term, ref, key in specs:
-        levels = sorted({row[term] for row in rows}, key=key)
+        names, codes = cols[term]
+        levels = sorted({names[c] for c in np.unique(codes)}, key=key)
         if ref not in levels:
             notes.append(f"{term}: reference level {ref!r} is absent from the data; {levels[0]!r} is used")
             ref = levels[0]
-        cols += [(term, lev, ref) for lev in levels if lev != ref]
-    return cols, notes
+        out += [(term, lev, ref) for lev in levels if lev != ref]
+    return out, notes
+
+
+def _rank(X: np.ndarray, R: np.ndarray, cols: list[int]) -> int:
+    """``np.linalg.matrix_rank(X[:, cols])`` from X's small triangular factor (X = QR: X's columns and R's
+    have the same singular values), in microseconds instead of an SVD of every run; where a singular value
+    lies within a factor 100 of the threshold (the two computations differ by rounding, some 1e-15), the
+    matrix itself decides, so the answer is always the one matrix_rank gives."""
+    s = np.linalg.svd(R[:, cols], compute_uv=False)
+    tol = s.max() * max(X.shape[0], len(cols)) * np.finfo(s.dtype).eps
+    if np.any((s > tol / 100) & (s < tol * 100)):
+        return int(np.linalg.matrix_rank(X[:, cols]))
+    return int((s > tol).sum())
 
 
 def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False) -> Fit:
@@ -272,30 +521,33 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
     ``pairs``: one categorical ``pair`` (``p1 | p2``, the ordered pair of players) instead of one per seat,
     relative to the reference player's self-play (the paper's ``--models_interaction``).
     """
-    import statsmodels.api as sm
+    from statsmodels.regression.linear_model import OLS  # statsmodels.api imports a further 30 MB of modules
 
-    rows = [r for r in data.rows if metric in r and not math.isnan(r[metric])]
-    if not rows:
+    values = data.column(metric)
+    keep = ~np.isnan(values)
+    if not keep.any():
         return Fit(data.game, metric, 0, math.nan, [], [f"{metric}: no run has a value"])
-    if pairs:
-        rows = [{**r, PAIR: PAIR_SEP.join(r[f"p{i + 1}_model"] for i in range(data.seats))} for r in rows]
     ref = model_reference(data, model_ref)
-    cols, notes = _terms(data, rows, ref, pairs)
-    y = np.array([r[metric] for r in rows], dtype=float)
-    X = np.ones((len(rows), 1 + len(cols)))
-    for j, (term, lev, _ref) in enumerate(cols, 1):
-        X[:, j] = [r[term] == lev for r in rows]
-    keep = [0]
+    cols = _columns(data, keep, pairs)
+    terms, notes = _terms(data, cols, ref, pairs)
+    y = values[keep]
+    n = len(y)
+    X = np.ones((n, 1 + len(terms)))
+    for j, (term, lev, _ref) in enumerate(terms, 1):
+        names, codes = cols[term]
+        X[:, j] = codes == names.index(lev)
+    keep_cols = [0]
+    R = np.linalg.qr(X, mode="r")
     for j in range(1, X.shape[1]):  # drop columns the others already explain (not identifiable)
-        if np.linalg.matrix_rank(X[:, keep + [j]]) > len(keep):
-            keep.append(j)
+        if _rank(X, R, keep_cols + [j]) > len(keep_cols):
+            keep_cols.append(j)
         else:
-            term, lev, _ = cols[j - 1]
+            term, lev, _ = terms[j - 1]
             notes.append(f"{term}={lev}: not identifiable from these runs (collinear with other terms); left out")
-    X = X[:, keep]
-    kept = [(CONST, "", "")] + [cols[j - 1] for j in keep[1:]]
-    res = sm.OLS(y, X).fit()
-    dof = len(rows) - X.shape[1]
+    X = X[:, keep_cols]
+    kept = [(CONST, "", "")] + [terms[j - 1] for j in keep_cols[1:]]
+    res = OLS(y, X).fit()
+    dof = n - X.shape[1]
     r2 = float(res.rsquared) if dof >= 0 and np.ptp(y) > 0 else math.nan
     effects = []
     for j, (term, lev, reference) in enumerate(kept):
@@ -305,11 +557,11 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
         effects.append({
             "game": data.game, "metric": metric, "term": term, "level": lev, "reference": reference,
             "effect_x100": 100 * coef, "low_x100": 100 * (coef - Z95 * se), "high_x100": 100 * (coef + Z95 * se),
-            "se_x100": 100 * se, "p_value": p, "n": len(rows), "r2": r2,
+            "se_x100": 100 * se, "p_value": p, "n": n, "r2": r2,
         })
     if dof <= 0:
-        notes.append(f"{metric}: {len(rows)} run(s) for {X.shape[1]} coefficients: no standard errors")
-    return Fit(data.game, metric, len(rows), r2, effects, notes)
+        notes.append(f"{metric}: {n} run(s) for {X.shape[1]} coefficients: no standard errors")
+    return Fit(data.game, metric, n, r2, effects, notes)
 
 
 def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None, *,
@@ -372,17 +624,19 @@ def pair_table(data: GameData, metric: str = PAYOFF_METRIC) -> PairTable | None:
     a, b = f"{metric}_p1", f"{metric}_p2"
     if data.seats != 2 or a not in data.metrics or b not in data.metrics:
         return None
-    rows_ = sorted({r["p1_model"] for r in data.rows})
-    cols_ = sorted({r["p2_model"] for r in data.rows})
+    p1, p2 = data.players[0], data.players[1]
+    c1, c2 = p1.array(), p2.array()
+    rows_ = sorted({p1.names[c] for c in np.unique(c1)})
+    cols_ = sorted({p2.names[c] for c in np.unique(c2)})
+    va, vb = data.column(a), data.column(b)
+    ok = ~(np.isnan(va) | np.isnan(vb))
+    i = np.array([rows_.index(x) if x in rows_ else -1 for x in p1.names], dtype=int)[c1[ok]]
+    j = np.array([cols_.index(x) if x in cols_ else -1 for x in p2.names], dtype=int)[c2[ok]]
     sums = np.zeros((2, len(rows_), len(cols_)))
     n = np.zeros((len(rows_), len(cols_)), dtype=int)
-    for r in data.rows:
-        if math.isnan(r.get(a, math.nan)) or math.isnan(r.get(b, math.nan)):
-            continue
-        i, j = rows_.index(r["p1_model"]), cols_.index(r["p2_model"])
-        sums[0, i, j] += r[a]
-        sums[1, i, j] += r[b]
-        n[i, j] += 1
+    np.add.at(sums[0], (i, j), va[ok])  # run by run, in order: the sums the loop over rows made
+    np.add.at(sums[1], (i, j), vb[ok])
+    np.add.at(n, (i, j), 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(n > 0, sums / np.maximum(n, 1), np.nan)
     return PairTable(data.game, metric, rows_, cols_, means[0], means[1], n, pure_equilibria(means[0], means[1]))
@@ -452,9 +706,11 @@ def pairs_frame(t: PairTable) -> Any:
     return pd.DataFrame(rows, index=pd.Index(t.rows, name="p1 \\ p2"), columns=t.cols)
 
 
-def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path) -> list[Section]:
-    """One section per family with declared factors among ``run_dirs``; [] when there is none."""
-    datas = collect(run_dirs)
+def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path,
+                    datas: Mapping[str, GameData] | None = None) -> list[Section]:
+    """One section per family with declared factors among ``run_dirs`` (``datas``: what :func:`collect`
+    gave for them, if already read); [] when there is none."""
+    datas = collect(run_dirs) if datas is None else datas
     if not datas:
         return []
     from .. import figures as F
@@ -596,22 +852,46 @@ def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
 CARD_METRICS = ("efficiency", "fairness", "self_gain")
 
 
-def _datas(ctx: Any) -> dict[str, GameData]:
-    def make() -> dict[str, GameData]:
-        try:
-            return collect(ctx.run_dirs)
-        except AnalysisError:
-            return {}  # the section says why (report_sections raises it with the file and run)
+def collector() -> Collector:
+    """What the report's scan feeds for this family (``ctx.memo(FAMILY)`` holds it afterwards)."""
+    return Collector()
+
+
+def _collector(ctx: Any) -> Collector:
+    def make() -> Collector:
+        from ..scan import scan
+
+        c = Collector()
+        scan([Path(d) for d in ctx.run_dirs], [c])
+        return c
     return ctx.memo(FAMILY, make)
 
 
-def _mean_ci(xs: Sequence[float], n_boot: int, seed: int) -> Any:
-    import numpy as np
+def _datas(ctx: Any) -> dict[str, GameData]:
+    try:
+        return _collector(ctx).result()
+    except AnalysisError:
+        return {}  # the section says why (report_sections raises it with the file and run)
 
-    from ..stats import bootstrap_mean
 
-    vals = np.asarray([x for x in xs if not math.isnan(x)], dtype=float)
-    return bootstrap_mean(vals, np.arange(len(vals)), n_boot=n_boot, seed=seed)
+def _sums(xs: np.ndarray) -> Any:
+    """Each game its own resampling unit (the card's intervals are over games)."""
+    from ..stats import cluster_sums
+
+    vals = xs[~np.isnan(xs)]
+    return cluster_sums(vals, np.ones_like(vals), np.arange(len(vals)))
+
+
+def _seat_values(data: GameData, player: str, metric: str) -> np.ndarray:
+    """The metric of every seat ``player`` took, run by run and seat by seat (a self-play run twice); a
+    value recorded as None is there (as NaN), a metric the run does not have is not."""
+    masks, cols = [], []
+    for i, seat in enumerate(data.players):
+        col = data.column(f"self_gain_p{i + 1}" if metric == "self_gain" else metric)
+        present = col.view(np.uint64) != np.float64(_ABSENT).view(np.uint64)
+        masks.append((seat.array() == seat.index.get(player, -1)) & present)
+        cols.append(col)
+    return np.stack(cols, axis=1)[np.stack(masks, axis=1)]
 
 
 def scorecard(ctx: Any) -> Any:
@@ -619,6 +899,7 @@ def scorecard(ctx: Any) -> Any:
     it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
     first."""
     from .. import page
+    from ..stats import bootstrap_many
 
     datas = _datas(ctx)
     if not datas:
@@ -627,17 +908,11 @@ def scorecard(ctx: Any) -> Any:
     for name in sorted(datas):
         data = datas[name]
         dirs.update(data.dirs)
-        per: dict[str, dict[str, list[float]]] = {}
-        for row in data.rows:
-            for i in range(data.seats):
-                player = row[f"p{i + 1}_model"]
-                mine = per.setdefault(player, {m: [] for m in CARD_METRICS})
-                for m in ("efficiency", "fairness"):
-                    if m in row:
-                        mine[m].append(row[m])
-                if f"self_gain_p{i + 1}" in row:
-                    mine["self_gain"].append(row[f"self_gain_p{i + 1}"])
-        est = {p: {m: _mean_ci(v[m], ctx.n_boot, ctx.seed) for m in CARD_METRICS} for p, v in per.items()}
+        players = sorted(data.player_names())
+        per = {p: {m: _seat_values(data, p, m) for m in CARD_METRICS} for p in players}
+        requests = [(_sums(per[p][m]), 1.0) for p in players for m in CARD_METRICS]
+        found = iter(bootstrap_many(requests, n_boot=ctx.n_boot, seed=ctx.seed))
+        est = {p: {m: next(found) for m in CARD_METRICS} for p in players}
         order = sorted(est, key=lambda p: (-(est[p]["self_gain"].value if est[p]["self_gain"].n else -1e300), p))
         body = [[page.esc(p), *(page.estimate_cell(est[p][m]) for m in CARD_METRICS),
                  str(max(len(per[p][m]) for m in CARD_METRICS))] for p in order]
@@ -653,8 +928,10 @@ def section(ctx: Any) -> Any:
     """The linear models' effect plots and pair heatmaps; their tables, notes and CSV files as detail."""
     from .. import page
 
-    secs = report_sections(ctx.run_dirs, ctx.figdir, ctx.out) if _datas(ctx) else []
-    people = human_section(ctx.run_dirs, ctx.out)
+    c = _collector(ctx)
+    secs = report_sections(ctx.run_dirs, ctx.figdir, ctx.out, c.result()) if _datas(ctx) else []
+    # people's games (GLEE's release): the only table that reads the logs again, and only when one is there
+    people = human_section(ctx.run_dirs, ctx.out) if c.people else None
     if not secs and people is None:
         return None
     out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))

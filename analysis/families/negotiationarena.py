@@ -29,8 +29,9 @@ from typing import Any
 from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Game
-from ...rundir import RUNS, complete_runs, game_name, read_jsonl
+from ...rundir import game_name
 from .. import published
+from ..scan import Base, Dir, key_of
 
 if sys.version_info >= (3, 11):
     pass
@@ -223,20 +224,40 @@ def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None)
                    _num(m.get("final_price")), bad if isinstance(bad, bool) else None)
 
 
+class Collector(Base):
+    """The scan's consumer for :func:`collect`: each complete run of a NegotiationArena game as a GameRow,
+    kept per directory and taken in (lineup, session, run) order when the directory ends."""
+
+    def __init__(self, games: Mapping[str, Game] | None = None, reading: str | None = None) -> None:
+        self.games, self.reading = games or GAMES, reading
+        self.rows: list[GameRow] = []
+
+    def begin(self, d: Dir) -> bool:
+        game = self.games.get(d.game_name)
+        if game is None or game.info.family != FAMILY:
+            return False
+        self.game, self.items = game, []
+        return True
+
+    def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
+        if rec.get("complete", True):
+            row = row_of(self.game.name, rec, self.reading)
+            if row is not None:
+                self.items.append((key_of(rec), row))
+
+    def end(self, d: Dir) -> None:
+        self.rows += [row for _, row in sorted(self.items, key=lambda x: x[0])]
+        self.items = []
+
+
 def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None,
             reading: str | None = None) -> list[GameRow]:
     """Every complete run of a NegotiationArena game among ``run_dirs`` (other directories ignored)."""
-    games = games or GAMES
-    out = []
-    for d in map(Path, run_dirs):
-        game = _game_of(d, games)
-        if game is None:
-            continue
-        for _key, rec in sorted(complete_runs(read_jsonl(d / RUNS)).items()):
-            row = row_of(game.name, rec, reading)
-            if row is not None:
-                out.append(row)
-    return out
+    from ..scan import scan
+
+    c = Collector(games, reading)
+    scan([Path(d) for d in run_dirs], [c])
+    return c.rows
 
 
 # ---- the published Figure 3 beside the logs ----
@@ -334,13 +355,14 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = "correct") -> dict[str, Any] | None:
+def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = "correct",
+                   rows: list[GameRow] | None = None) -> dict[str, Any] | None:
     """Per scenario: win-rate and payoff matrices by ordered model pair, the anchoring scatter (first
     offer vs agreed price, with Spearman and Pearson), the ultimatum acceptance curve and the bad
     counter-offer rate. None when no NegotiationArena runs are present."""
     from .. import figures as F
 
-    rows = collect(run_dirs)
+    rows = collect(run_dirs) if rows is None else rows
     if not rows:
         return None
     table = pair_table(rows, formula)
@@ -402,8 +424,19 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
 TOLERANCES = {"win_rate": 0.005, "payoff": 0.05}  # where a published cell does not say its decimals
 
 
+def collector() -> Collector:
+    """What the report's scan feeds for this family (``ctx.memo(FAMILY)`` holds it afterwards)."""
+    return Collector()
+
+
 def _rows(ctx: Any) -> list[GameRow]:
-    return ctx.memo(FAMILY, lambda: collect(ctx.run_dirs))
+    def make() -> Collector:
+        from ..scan import scan
+
+        c = Collector()
+        scan([Path(d) for d in ctx.run_dirs], [c])
+        return c
+    return ctx.memo(FAMILY, make).rows
 
 
 def _published_cell(board: Any, scenario: str, p1: str, p2: str, metric: str) -> Any:
@@ -503,7 +536,7 @@ def section(ctx: Any) -> Any:
     rows = _rows(ctx)
     if not rows:
         return None
-    found = report_section(ctx.run_dirs, ctx.figdir)
+    found = report_section(ctx.run_dirs, ctx.figdir, rows=rows)
     assert found is not None
     parts = []
     for sc in found["scenarios"]:

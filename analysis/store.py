@@ -1,0 +1,387 @@
+"""The study as columnar tables in an embedded engine (DuckDB): what ``load`` held as pandas frames, written
+as the logs are read and queried by aggregate, so a report's memory does not grow with its games.
+
+Why DuckDB (measured on the 57,600-game GLEE bargaining grid and ten copies of its players table, 2 shared
+cores; README, Performance): reading the JSON lines stays with orjson (``rundir.iter_records``: 1.4 s for
+the 99 MB ``runs.jsonl`` at 13 MB, against DuckDB's ``read_json`` 1.8 s at 276 MB, Polars' ``scan_ndjson``
+3.3 s at 198 MB, and pyarrow's reader, which refuses a column that holds a number in one game and text in
+another); the rows go in as Arrow batches, and DuckDB holds them on disk in a temporary database with a
+memory limit, joins the decisions' counts to the player-runs, orders and groups out of core and writes the
+parquet exports with ``COPY`` (never a whole table in Python). Polars' streaming engine and pyarrow's
+datasets answered the same queries in similar time, but neither spills a join or a sort to disk under a
+limit as DuckDB does, and the queries read as the definitions (``analysis/tables.py``).
+
+Exact results stay exact: sums whose order changes the last bit (a session's sums, a mean latency) are
+never left to the engine; it returns a group's rows in log order and numpy adds them as the pandas code
+did (``tests/test_analysis_golden.py`` pins every number).
+
+Tables (internal; the exports add the setting columns and the sessions' keys):
+- ``dirs``: one row per run directory (``dir`` index and the setting columns);
+- ``players``: one row per player and complete run (see ``analysis/load.py`` for the columns);
+- ``runs``: one row per run record kept (complete or not);
+- ``decisions``: one row per decision of a complete run (the prompts' messages left out).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..games import GAMES
+from ..rundir import json_text
+from .frames import SETTING_COLUMNS, Frames, experiment_row
+from .scan import Base, Dir
+
+BATCH = 5_000  # rows per Arrow batch handed to the engine (larger batches: more memory, no faster)
+EXPORT_BATCH = 10_000  # rows per batch the engine hands the parquet writer
+USAGE_CHUNK = 300_000  # decisions counted per player-run at a time (a directory's range of sessions)
+FINISH_LIMIT = "256MB"  # the engine's limit while it writes those counts into the player-runs' rows
+# the engine spills to its temporary folder beyond this (sorts, the decisions' counts per player-run)
+MEMORY_LIMIT = "64MB"
+
+_PLAYER_TYPES = {
+    "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "seat": "int64",
+    "label": "string", "agent": "string", "model": "string", "role": "string", "n_players": "int64",
+    "action": "float64", "ne_action": "float64", "scale": "float64", "action_norm": "float64",
+    "ne_action_norm": "float64", "valid": "bool", "broke": "bool", "payoff": "float64", "game_payoff": "float64",
+    "ne_payoff": "float64", "deviation": "float64", "win": "bool", "void": "bool", "private_value": "float64",
+    "assets": "float64",
+}
+_RUN_TYPES = {
+    "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "complete": "bool",
+    "void": "bool", "rounds": "int64", "n_players": "int64", "scale": "float64", "params": "string",
+}
+_DECISION_TYPES = {
+    "row": "int64", "dir": "int32", "lineup": "string", "session": "int64", "run": "int64", "round": "int64",
+    "player": "int64", "label": "string", "agent": "string", "model": "string", "role": "string",
+    "template": "string", "response": "string", "action": "string", "valid": "bool", "violation": "string",
+    "detail": "string", "latency_s": "float64", "tokens_in": "float64", "tokens_out": "float64", "cached": "bool",
+    "error": "string", "structured": "string",
+}
+_SQL = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR", "float64": "DOUBLE", "bool": "BOOLEAN"}
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x) if x is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _at(seq: Any, i: int) -> Any:
+    return seq[i] if isinstance(seq, (list, tuple)) and i < len(seq) else seq
+
+
+def _text(x: Any) -> str | None:
+    return x if x is None or isinstance(x, str) else json_text(x)
+
+
+def _int(x: Any) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def stakes(game: str, params: dict[str, Any]) -> float:
+    """The size of the game's numbers: the mean of the setup key the game declares as its stakes."""
+    found = GAMES.get(game)
+    key = found.info.stakes_key if found is not None else None
+    if not key:
+        return math.nan
+    x = params.get(key)
+    if isinstance(x, (list, tuple)):
+        vals = [float(v) for v in x if v is not None]
+        return float(np.mean(vals)) if vals else math.nan
+    return float(x) if x is not None else math.nan
+
+
+def _action_scale(game: str, params: dict[str, Any], seat: int) -> float:
+    found = GAMES.get(game)
+    key = found.info.scale_key if found is not None else None
+    if key is None:
+        return math.nan
+    value = params.get(key)
+    return _f(_at(value, seat)) if isinstance(value, list) else _f(value)
+
+
+class _Buffer:
+    """Rows of one table, handed to the engine as an Arrow batch every :data:`BATCH` rows."""
+
+    def __init__(self, store: Store, table: str, types: dict[str, str]) -> None:
+        self.store, self.table, self.types = store, table, types
+        self.pending: list[tuple[Any, ...]] = []
+        self.rows = 0
+
+    def add(self, values: tuple[Any, ...]) -> None:
+        self.pending.append(values)
+        self.rows += 1
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        if not self.pending:
+            return
+        kinds = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "float64": pa.float64(),
+                 "bool": pa.bool_()}
+        columns = zip(*self.pending)  # column by column, in C
+        batch = pa.table({c: pa.array(v, type=kinds[t], from_pandas=True)
+                          for (c, t), v in zip(self.types.items(), columns)})
+        self.store.con.register("_batch", batch)
+        self.store.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM _batch")
+        self.store.con.unregister("_batch")
+        self.pending = []
+
+
+class Store(Base):
+    """The columnar tables of the scanned directories (a scan consumer), and the queries on them."""
+
+    wants_decisions = True
+
+    def __init__(self, messages: bool = False) -> None:
+        import duckdb
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="econarena-analysis-"))
+        threads = max(1, min(2, os.cpu_count() or 1))
+        self.con = duckdb.connect(str(self.tmp / "study.duckdb"), config={
+            "threads": threads, "memory_limit": MEMORY_LIMIT, "temp_directory": str(self.tmp / "spill"),
+            "preserve_insertion_order": True})
+        self.messages = messages
+        dec_types = {**_DECISION_TYPES, **({"messages": "string"} if messages else {})}
+        for name, types in (("players", _PLAYER_TYPES), ("runs", _RUN_TYPES), ("decisions", dec_types)):
+            cols = ", ".join(f'"{c}" {_SQL[t]}' for c, t in types.items())
+            if name == "players":  # a player-run's decisions, counted after the decisions are read (finish)
+                cols += (", decisions BIGINT DEFAULT 0, violations BIGINT DEFAULT 0, tokens_in BIGINT DEFAULT 0,"
+                         " tokens_out BIGINT DEFAULT 0, latency_s DOUBLE DEFAULT 0.0, structured VARCHAR")
+            self.con.execute(f"CREATE TABLE {name} ({cols})")
+        self.players = _Buffer(self, "players", _PLAYER_TYPES)
+        self.runs = _Buffer(self, "runs", _RUN_TYPES)
+        self.decisions = _Buffer(self, "decisions", dec_types)
+        self.experiments: list[dict[str, Any]] = []
+        self.dirs: list[Dir] = []
+        self._scales: list[float] = []
+        self._complete = self._incomplete = 0
+        self.closed = False
+
+    # ---------------------------------------------------------------------------------- the scan
+
+    def begin(self, d: Dir) -> bool:
+        self._scales, self._complete, self._incomplete = [], 0, 0
+        self._game = d.game_name
+        self._rational = d.exp.get("environment", "melee") == "rational"
+        found = GAMES.get(self._game)
+        self._stakes = found.info.stakes_key if found is not None else None
+        self._scale_key = found.info.scale_key if found is not None else None
+        self._params: dict[Any, tuple[float, str]] = {}  # a cell's parameters, met again in each of its runs
+        return True
+
+    def _setup(self, params: dict[str, Any]) -> tuple[float, str]:
+        """(stakes, params as JSON text) of a run's parameters, once per distinct parameters."""
+        try:
+            key: Any = tuple((k, type(v), v) for k, v in params.items())
+            return self._params[key]
+        except TypeError:  # a list among them: computed each time
+            key = None
+        except KeyError:
+            pass
+        x = params.get(self._stakes) if self._stakes else None
+        if not self._stakes:
+            scale = math.nan
+        elif isinstance(x, (list, tuple)):
+            vals = [float(v) for v in x if v is not None]
+            scale = float(np.mean(vals)) if vals else math.nan
+        else:
+            scale = float(x) if x is not None else math.nan
+        found = (scale, json.dumps(params, sort_keys=True))
+        if key is not None and len(self._params) < 10_000:
+            self._params[key] = found
+        return found
+
+    def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
+        lineup, session, run = rec.get("lineup", "melee"), rec["session"], rec["run"]
+        params = rec.get("params") or {}
+        scale, text = self._setup(params)
+        complete = bool(rec.get("complete", True))
+        labels = rec.get("labels", [])
+        self.runs.add((self.runs.rows, d.index, lineup, session, run, complete, bool(rec.get("void", False)),
+                       _int(rec.get("rounds")), len(labels), scale, text))
+        if not complete:
+            self._incomplete += 1
+            return
+        self._complete += 1
+        self._scales.append(scale)
+        winners = rec.get("winners") or ()
+        n = len(labels)
+        valid_, payoffs, deviation = rec["valid"], rec["payoffs"], rec["deviation"]
+        first = rec.get("first_valid")
+        first = first if isinstance(first, list) else None
+        actions, ne_actions, ne_payoffs = rec.get("actions"), rec.get("ne_actions"), rec.get("ne_payoffs")
+        agents, models, private = rec.get("agents"), rec.get("models"), rec.get("private_values")
+        assets = params.get("assets")
+        a_value = params.get(self._scale_key) if self._scale_key is not None else None
+        void = bool(rec.get("void"))
+        rational = self._rational
+        add, rows = self.players.add, self.players.rows
+        for i, label in enumerate(labels):
+            if self._scale_key is None:
+                a_scale = math.nan
+            else:
+                a_scale = _f(_at(a_value, i)) if isinstance(a_value, list) else _f(a_value)
+            valid = bool(valid_[i])
+            action = _f(_at(actions, i)) if valid else math.nan
+            ne_action = _f(_at(ne_actions, i))
+            first_ok = bool(first[i]) if first is not None and i < len(first) else True
+            payoff = _f(payoffs[i])
+            add((rows + i, d.index, lineup, session, run, i, label, _at(agents, i), _text(_at(models, i)),
+                 "opponent" if rational and label != lineup else "player", n, action, ne_action, a_scale,
+                 action / a_scale if a_scale else math.nan, ne_action / a_scale if a_scale else math.nan,
+                 valid, not valid_[i] or not first_ok, payoff if valid else 0.0, payoff,
+                 _f(_at(ne_payoffs, i)), _f(deviation[i]) if valid else math.nan, i in winners, void,
+                 _f(_at(private, i)), _f(_at(assets, i))))
+
+    def decision(self, d: Dir, rec: dict[str, Any]) -> None:
+        label = rec.get("label")
+        row = (self.decisions.rows, d.index, rec.get("lineup", "melee"), rec["session"], rec["run"],
+               _int(rec.get("round")), rec.get("player"), label, _text(rec.get("agent")), _text(rec.get("model")),
+               "opponent" if self._rational and label != rec.get("lineup", "melee") else "player",
+               _text(rec.get("template")), _text(rec.get("response")), json_text(rec.get("action")),
+               bool(rec.get("valid")), _text(rec.get("violation")), _text(rec.get("detail")),
+               _f(rec.get("latency_s")), _f(rec.get("tokens_in")), _f(rec.get("tokens_out")),
+               bool(rec.get("cached")), _text(rec.get("error")), _text(rec.get("structured")))
+        if self.messages:
+            row = (*row, json.dumps(rec.get("messages")))
+        self.decisions.add(row)
+
+    def end(self, d: Dir) -> None:
+        scales = np.asarray(self._scales, dtype=float)
+        scale = float(np.nanmedian(scales)) if len(scales) and not np.isnan(scales).all() else math.nan
+        self.experiments.append(experiment_row(d, scale, self._complete, self._incomplete))
+        self.dirs.append(d)
+
+    def finish(self) -> Store:
+        """After the scan: the last batches in, the directories' table and the player-runs' decision counts."""
+
+        for b in (self.players, self.runs, self.decisions):
+            b.flush()
+        # per player-run: decisions, rule breaks, tokens and latency in log order (the loop of load() added
+        # latencies one by one: the engine adds them in that order too), the last constrained mode; written
+        # into the players' own rows (an UPDATE keeps their order: no join or sort left for the exports).
+        # Counted a directory and a range of sessions at a time (a run never spans two), so the engine's
+        # ordered sums never hold more than ~USAGE_CHUNK decisions under its memory limit.
+        self.con.execute(f"SET memory_limit = '{FINISH_LIMIT}'")  # an UPDATE keeps its changes in memory
+        for d in self.dirs:                                         # until a checkpoint writes them out
+            n, top = self.con.execute("SELECT count(*), max(session) FROM decisions WHERE dir = ?",
+                                      [d.index]).fetchall()[0]
+            if not n:
+                continue
+            step = max(1, (int(top) + 1) * USAGE_CHUNK // int(n))
+            for lo in range(0, int(top) + 1, step):
+                self.con.execute("""
+                    UPDATE players SET decisions = u.decisions, violations = u.violations, tokens_in = u.tokens_in,
+                        tokens_out = u.tokens_out, latency_s = u.latency_s, structured = u.structured
+                    FROM (SELECT dir, lineup, session, run, player AS seat, count(*) AS decisions,
+                            count(violation) AS violations, sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
+                            sum(coalesce(tokens_out, 0))::BIGINT AS tokens_out,
+                            sum(coalesce(latency_s, 0.0) ORDER BY row) AS latency_s,
+                            arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off')
+                                AS structured
+                          FROM decisions WHERE dir = ? AND session >= ? AND session < ? GROUP BY ALL) u
+                    WHERE players.dir = u.dir AND players.lineup = u.lineup AND players.session = u.session
+                        AND players.run = u.run AND players.seat = u.seat""", [d.index, lo, lo + step])
+                self.con.execute("CHECKPOINT")
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        return self
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.con.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------------------------ exports, frames
+
+    def _setting(self, column: str) -> str:
+        """A setting column of each row, looked up by its directory in a list literal: no join, so a table's
+        rows come out in the order they went in (``preserve_insertion_order``), with no sort."""
+        values = ", ".join("'" + str(e[column]).replace("'", "''") + "'" for e in self.experiments)
+        return f"[{values}][dir + 1]"
+
+    def _sql(self, table: str, middle: str, columns: str, where: str) -> str:
+        """A table's export columns, rows in insertion (log) order: the settings, lineup, session, run,
+        ``middle`` (columns before the session keys), the keys, ``columns``."""
+        run_dir = self._setting("run_dir")
+        settings = ", ".join(f'{self._setting(c)} AS "{c}"' for c in SETTING_COLUMNS)
+        keys = (f"{run_dir} || '|' || lineup || '|' || session AS cluster, "
+                f"{run_dir} || '|' || lineup AS stratum")
+        return f"SELECT {settings}, lineup, session, run, {middle}{keys}, {columns} FROM {table} {where}"
+
+    def _players_sql(self, where: str = "") -> str:
+        return self._sql("players", "", """seat, label, agent, model, role, n_players, action, ne_action, scale,
+            action_norm, ne_action_norm, valid, broke, payoff, game_payoff, ne_payoff, deviation, win, void,
+            private_value, assets, decisions, violations, tokens_in, tokens_out, latency_s, structured""", where)
+
+    def _runs_sql(self, where: str = "") -> str:
+        return self._sql("runs", "", "complete, void, rounds, n_players, scale, params", where)
+
+    def _decisions_sql(self, where: str = "") -> str:
+        extra = ", messages" if self.messages else ""
+        return self._sql("decisions", '"round", ', f"""player, label, agent, model, role, template, response,
+            action, valid, violation, detail, latency_s, tokens_in, tokens_out, cached, error,
+            structured{extra}""", where)
+
+    def export(self, out: Path) -> list[Path]:
+        """``decisions.parquet``, ``runs.parquet`` and ``players.parquet``, streamed from the engine's tables
+        in batches to a parquet writer (never a whole table in memory, nothing sorted)."""
+        import pyarrow.parquet as pq
+
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, sql in (("decisions.parquet", self._decisions_sql()), ("runs.parquet", self._runs_sql()),
+                          ("players.parquet", self._players_sql())):
+            path = out / name
+            reader = self.con.sql(sql).to_arrow_reader(EXPORT_BATCH)
+            with pq.ParquetWriter(path, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+            written.append(path)
+        return written
+
+    def frames(self, dirs: Sequence[int] | None = None) -> Any:
+        """The pandas frames of ``load`` for these directories (all by default): for the figures and the
+        comparisons of the experiments no family analyses, and for callers of ``load``."""
+        import pandas as pd
+
+        where = "" if dirs is None else f"WHERE dir IN ({', '.join(str(int(i)) for i in dirs) or '-1'})"
+        keep = set(range(len(self.dirs))) if dirs is None else set(dirs)
+
+        def frame(sql: str) -> pd.DataFrame:
+            df = self.con.sql(sql).to_arrow_table().to_pandas()
+            for col in ("session", "run"):
+                df[col] = df[col].astype("int64")
+            for col in df.columns:  # a text column with no value at all: None, as pandas made it from rows
+                if df[col].dtype == "str" and df[col].isna().all():
+                    df[col] = pd.Series([None] * len(df), index=df.index, dtype=object)
+            return df
+
+        exps = pd.DataFrame([e for i, e in enumerate(self.experiments) if i in keep],
+                            columns=list(self.experiments[0]) if self.experiments else None)
+        return Frames(frame(self._players_sql(where)), frame(self._runs_sql(where)), frame(self._decisions_sql(where)),
+                      exps,
+                      [d.name for d in self.dirs if d.index in keep])
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
+        return self.con.execute(sql, list(params)).fetchnumpy()
+
+    def count(self, table: str) -> int:
+        return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")
