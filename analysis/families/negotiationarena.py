@@ -19,7 +19,6 @@ aggregated, with the scenario being the game's name and player 1 the label in se
 from __future__ import annotations
 
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,11 +31,6 @@ from ...games.base import Game
 from ...rundir import game_name
 from .. import published
 from ..scan import Base, Dir, key_of
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
 
 FAMILY = "negotiationarena"
 FORMULAS = ("correct", "paper")
