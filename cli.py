@@ -325,7 +325,7 @@ def cmd_steer(args: argparse.Namespace) -> int:
 
 
 def _run_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("files", nargs="+", metavar="FILE.toml")
+    r.add_argument("files", nargs="+", metavar="FILE.toml", help="experiment files, played one after another")
     r.add_argument("--out", help="run directory (default: runs/<experiment name>)")
     r.add_argument("--concurrency", type=int, default=16, help="decisions in flight at once (default 16)")
     r.add_argument("--resume", action="store_true", help="continue an interrupted or incomplete run directory")
@@ -360,13 +360,15 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("merge", help="join the shard directories of one experiment (run --shard K/N)",
                        description="Join the run directories of every shard of one experiment (run --shard K/N) "
                                    "into one run directory equal to an unsharded run.")
-    m.add_argument("shards", nargs="+", metavar="SHARD_DIR")
+    m.add_argument("shards", nargs="+", metavar="SHARD_DIR",
+                   help="the run directories of every shard (run --shard K/N)")
     m.add_argument("--out", required=True, help="the merged run directory (new)")
     m.add_argument("--quiet", action="store_true", help="no table")
     m.set_defaults(func=cmd_merge)
 
     v = sub.add_parser("validate", help="check TOML files without running anything")
-    v.add_argument("files", nargs="+", metavar="FILE.toml")
+    v.add_argument("files", nargs="+", metavar="FILE.toml",
+                   help="experiment files, models files or bench suites")
     v.add_argument("--check-keys", action="store_true", help="also require SDKs and API keys to be present")
     v.set_defaults(func=cmd_validate)
 
@@ -374,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.set_defaults(func=cmd_list)
 
     s = sub.add_parser("summary", help="print the metrics table of run directories")
-    s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (or folders of them)")
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
 

@@ -586,7 +586,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                     "one table, best overall first. Results of different suite versions, edited "
                                     "suite files or tiers are refused (exit 2); incomplete results are listed "
                                     "after the ranked ones, unranked.")
-    lb.add_argument("dirs", nargs="+", metavar="DIR")
+    lb.add_argument("dirs", nargs="+", metavar="DIR", help="bench result folders (searched for bench.json)")
     lb.add_argument("--tier", choices=TIERS, help="only results of this tier")
     lb.add_argument("--baselines", action="store_true", help="include the baselines' rows (_baselines/)")
     lb.add_argument("--csv", metavar="FILE", help="also write the table as CSV")

@@ -559,10 +559,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("report", help="HTML report with the paper's figures and tables from run directories",
                        description="Build report.html (self-contained), PNG/SVG figures, metrics.csv and "
                                    "parquet exports from run directories (or folders of them).")
-    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run directories, folders of them, or a glob (shards are read where they are)")
     r.add_argument("--out", help="report folder (default: RUN_DIR/report for one directory, else ./report)")
     r.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
-    r.add_argument("--title", default="EconArena report")
+    r.add_argument("--title", default="EconArena report", help="the page's title (default: %(default)s)")
     r.add_argument("--transcripts", type=_int_at_least(0), default=50, metavar="N",
                    help="conversations: up to N games per directory of a game that talks (default 50; 0: none)")
     r.add_argument("--open", action="store_true", help="open the report in the web browser when it is built")
@@ -572,8 +573,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c = sub.add_parser("compare", help="two run directories side by side per label, with the difference",
                        description="Print A, B and A - B per label with 95% session-bootstrap intervals "
                                    "(paired when both drew the same sessions).")
-    c.add_argument("dir_a", metavar="DIR_A")
-    c.add_argument("dir_b", metavar="DIR_B")
+    c.add_argument("dir_a", metavar="DIR_A", help="the first run directory (A)")
+    c.add_argument("dir_b", metavar="DIR_B", help="the second run directory (B)")
     c.add_argument("--metrics", nargs="+", metavar="METRIC",
                    help="metrics to compare (default: payoff_ratio mean_payoff mean_deviation win_rate "
                         "rule_break_rate_pct)")
@@ -596,7 +597,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     im.add_argument("source", choices=["gamabench", "negotiationarena", "glee"],
                     help="whose results: gamabench (CUHK-ARISE/GAMABench raw_results/), negotiationarena "
                          "(vinid/NegotiationArena game_state.json logs) or glee (eilamshapira/GLEE Data/)")
-    im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR|DATA_DIR")
+    im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR|DATA_DIR",
+                    help="the source's released results, or any part of them")
     im.add_argument("--out", required=True, help="where the run directories, the accounting and the tables go")
     im.add_argument("--unnamed-model", default="unnamed", metavar="NAME",
                     help="gamabench: label of files whose name has no model prefix (default: unnamed)")
@@ -614,7 +616,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "OUT/FAMILY_pairs.csv (mean self-gain per ordered pair of players and the "
                                    "pure equilibria of the model-choice meta-game).")
     a.add_argument("family", metavar="FAMILY", help="the game family to analyse: glee")
-    a.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    a.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run directories, folders of them, or a glob")
     a.add_argument("--out", help="where the CSV files go (default: RUN_DIR for one directory, else .)")
     a.add_argument("--by", choices=["label", "model"], default="label",
                    help="a seat's player is its label (default) or its model name")
@@ -635,7 +638,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description="Run each experiment file of a folder (configs/paper) into OUT/<name>: "
                                    "complete run directories are skipped, unfinished ones resumed. Then build "
                                    "one combined report in OUT/report.")
-    s.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
+    s.add_argument("paths", nargs="+", metavar="DIR_OR_FILE", help="folders of experiment files, or files")
     s.add_argument("--models", metavar="FILE.toml", help="alias file (default: models.toml beside each file)")
     s.add_argument("--sessions", type=_sessions_arg, metavar="N|paper",
                    help="sessions per experiment: a number, or 'paper' for the paper's counts noted in each file")
@@ -650,7 +653,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--cache-dir", help="where the response cache lives (default: $ECONARENA_CACHE_DIR or the user "
                    "cache directory)")
     s.add_argument("--prices", metavar="FILE.toml", help="USD per million tokens by model or label, for costs")
-    s.add_argument("--title", default="EconArena: the paper's experiments")
+    s.add_argument("--title", default="EconArena: the paper's experiments",
+                   help="the report's title (default: %(default)s)")
     add_ray_arguments(s)
     _analysis_options(s)
     s.set_defaults(func=cmd_suite, stop_signals=True)

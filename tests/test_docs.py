@@ -136,6 +136,8 @@ def test_the_cli_reference_has_every_command_and_flag():
     for name, sub in econarena_docs._subcommands(build_parser()).items():
         assert f"## `econarena {name}`" in text
         for action in sub._actions:
+            if action.help is None:  # the reference would show an empty meaning
+                raise AssertionError(f"econarena {name} {action.option_strings or action.dest}: no help text")
             for flag in action.option_strings:
                 if flag not in ("-h", "--help"):
                     assert f"`{flag}" in text or f", {flag}" in text, f"econarena {name} {flag}"
