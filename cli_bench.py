@@ -30,6 +30,7 @@ from .cli_run import (
     config_difference,
     err,
     load_price_arg,
+    number_arg,
     out_dir_problem,
     ray_engine,
     run_until_signalled,
@@ -42,14 +43,7 @@ SUITE_COPY = "suite.toml"
 BASELINES_DIR = "_baselines"
 
 
-def _positive_usd(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        x = math.nan
-    if not (math.isfinite(x) and x > 0):
-        raise argparse.ArgumentTypeError(f"expected an amount of US dollars above 0, got {value!r}")
-    return x
+_positive_usd = number_arg("an amount of US dollars above 0")
 
 
 def _concurrency(value: str) -> int:

@@ -335,24 +335,24 @@ def _env_name(value: str) -> str:
     return value
 
 
-def _seconds(value: str) -> float:
-    try:
-        s = float(value)
-    except ValueError:
-        s = math.nan
-    if not (math.isfinite(s) and s > 0):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value!r}")
-    return s
+def number_arg(expected: str, *, zero: bool = False) -> Callable[[str], float]:
+    """An argparse type for a finite number above 0 (or from 0, with ``zero``); ``expected`` says what it is
+    in the error ("a number of seconds > 0"): NaN, inf and words are refused like negatives."""
+
+    def parse(value: str) -> float:
+        try:
+            x = float(value)
+        except ValueError:
+            x = math.nan
+        if not (math.isfinite(x) and (x >= 0 if zero else x > 0)):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value!r}")
+        return x
+
+    return parse
 
 
-def _gpus(value: str) -> float:
-    try:
-        g = float(value)
-    except ValueError:
-        g = math.nan
-    if not (math.isfinite(g) and g >= 0):
-        raise argparse.ArgumentTypeError(f"expected a number of GPUs >= 0 (a fraction shares one), got {value!r}")
-    return g
+_seconds = number_arg("a number of seconds > 0")
+_gpus = number_arg("a number of GPUs >= 0 (a fraction shares one)", zero=True)
 
 
 def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
