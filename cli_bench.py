@@ -29,6 +29,7 @@ from .cli_run import (
     add_ray_arguments,
     config_difference,
     err,
+    failed_job,
     load_price_arg,
     number_arg,
     out_dir_problem,
@@ -247,7 +248,6 @@ def _claim(job: _Job, suite: Any) -> str | None:
 
 def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) -> int:
     """Every job's unfinished experiments, side by side; an exit code."""
-    from .agents.base import AgentError
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import write_summary
     from .hosts.bench import play
@@ -294,18 +294,8 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
                       "(or to the next bench into this --out)", file=sys.stderr)
             job.busy = True
             continue
-        if isinstance(r, (AgentError, RunDirectoryBusy)):
-            err(str(r))
-            return EXIT_CONFIG
-        if isinstance(r, OSError):
-            err(f"cannot write to {r.filename or d}: {r.strerror or r}; finished runs are kept: run the same bench "
-                "command again")
-            return EXIT_CONFIG
-        if isinstance(r, KeyboardInterrupt):
-            err("interrupted; finished runs are kept: run the same bench command again to continue")
-            return EXIT_INTERRUPTED
-        if isinstance(r, BaseException):
-            raise r
+        if (code := failed_job(r, d, "bench")) is not None:
+            return code
         for why in r.stopped:  # a lost Ray node, not an API (it was reported as 'stopped on API errors')
             err(f"{job.spec.label}, {exp.name}: {why}")
             job.engine_stopped = True

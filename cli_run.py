@@ -56,6 +56,27 @@ def write_error(d: Path, exc: OSError) -> str:
     return f"cannot write to {where}: {exc.strerror or exc}"
 
 
+def failed_job(result: Any, d: Path, command: str) -> int | None:
+    """The exit code of a job that ended in an exception instead of its result (an agent that cannot start,
+    a busy run directory, a file-system failure, an interruption), after one line saying why and how to go on
+    (``command``: the one to run again, "suite", "bench"); None for a result. Anything else is re-raised."""
+    from .agents.base import AgentError
+    from .rundir import RunDirectoryBusy
+
+    if isinstance(result, (AgentError, RunDirectoryBusy)):
+        err(str(result))
+        return EXIT_CONFIG
+    if isinstance(result, OSError):
+        err(write_error(d, result) + f"; finished runs are kept: run the same {command} command again")
+        return EXIT_CONFIG
+    if isinstance(result, KeyboardInterrupt):
+        err(f"interrupted; finished runs are kept: run the same {command} command again to continue")
+        return EXIT_INTERRUPTED
+    if isinstance(result, BaseException):
+        raise result
+    return None
+
+
 def in_file(exp: Any, problems: list[str]) -> list[str]:
     """Problems found after loading (keys, SDKs, local model paths) named with their file, as the loader's
     are: with several files on the command line, ``players[0]`` alone does not say which."""
@@ -407,12 +428,10 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespace) -> list[Any] | int:
     """Several experiments at once on one Ray engine (``suite --ray``): each its own Host, directory and
     lock, their sessions sharing the cluster's workers. The results, or an exit code after one clear line."""
-    from .agents.base import AgentError
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
     from .hosts.steer import SteerHost
-    from .rundir import RunDirectoryBusy
 
     hosts = []
     for exp, d, resume in jobs:
@@ -431,17 +450,8 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
         return EXIT_INTERRUPTED
     out = []
     for (exp, d, _), r in zip(jobs, results):
-        if isinstance(r, (AgentError, RunDirectoryBusy)):
-            err(str(r))
-            return EXIT_CONFIG
-        if isinstance(r, OSError):
-            err(write_error(d, r) + "; finished runs are kept: run the same suite command again")
-            return EXIT_CONFIG
-        if isinstance(r, KeyboardInterrupt):
-            err("interrupted; finished runs are kept: run the same suite command again to continue")
-            return EXIT_INTERRUPTED
-        if isinstance(r, BaseException):
-            raise r
+        if (code := failed_job(r, d, "suite")) is not None:
+            return code
         summary = write_summary(d)
         if not args.quiet:
             print(format_table(summary))
