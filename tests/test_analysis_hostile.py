@@ -98,3 +98,34 @@ def test_what_no_table_can_hold_is_refused_by_summary_and_report_alike(played: P
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert f"{file}: " in r.stderr and said in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text,said", [("[[[not toml", "config.toml: not TOML ("),
+                                       (b"\xff\xfe = 1\n", "config.toml: not UTF-8 text (byte 0)")])
+def test_a_config_that_is_no_toml_is_refused_not_read_as_no_settings(played: Path, tmp_path: Path, text: Any,
+                                                                     said: str) -> None:
+    """It was read as an empty config: an experiment of no game, environment melee and history none (the
+    played one had others), numbers reported under settings nobody chose."""
+    d = tmp_path / "bc"
+    shutil.copytree(played, d)
+    (d / "config.toml").write_bytes(text.encode() if isinstance(text, str) else text)
+    for args in (["report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10"], ["compare", str(d), str(d)],
+                 ["analyze", "glee", str(d)]):
+        r = cli(*args)
+        assert r.returncode == 2 and said in r.stderr and str(d) in r.stderr, (args, r.stderr)
+    assert not (tmp_path / "rep" / "metrics.csv").exists()
+
+
+def test_a_directory_named_in_another_encoding_is_refused_and_its_link_is_read(played: Path, tmp_path: Path) -> None:
+    """A path that is no UTF-8 text (a name of Latin-1 bytes) failed the report with a traceback in the
+    engine's query text; now exit 2 naming it, and a link under a UTF-8 name reads it."""
+    import os
+
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/bc-\xff\xfe"))
+    shutil.copytree(played, odd)
+    r = cli("report", str(odd), "--out", str(tmp_path / "rep"), "--boot", "10")
+    assert r.returncode == 2 and "the directory's path is not UTF-8 text" in r.stderr, r.stderr
+    (tmp_path / "link").symlink_to(odd)
+    r = cli("report", str(tmp_path / "link"), "--out", str(tmp_path / "rep"), "--boot", "10")
+    assert r.returncode == 0, r.stderr
+    assert pd.read_csv(tmp_path / "rep" / "metrics.csv")["run_dir"].eq(str(tmp_path / "link")).all()
