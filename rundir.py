@@ -158,6 +158,9 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
+_NUMBER = frozenset((int, float, type(None)))  # a number or null (JSON true/false is no number here)
+
+
 def record_problem(rec: Any, kind: str) -> str | None:
     """Why ``rec`` is not a well-formed ``kind`` ("runs" or "decisions") record, or None.
 
@@ -166,7 +169,9 @@ def record_problem(rec: Any, kind: str) -> str | None:
     if kind == "decisions" and type(rec) is dict:  # the common case, checked in one expression per line
         s, r, p = rec.get("session"), rec.get("run"), rec.get("player")
         if (type(s) is int and s >= 0 and type(r) is int and r >= 0 and type(p) is int and p >= 0
-                and type(rec.get("label")) is str and type(rec.get("lineup", "melee")) is str):
+                and type(rec.get("label")) is str and type(rec.get("lineup", "melee")) is str
+                and type(rec.get("tokens_in")) in _NUMBER and type(rec.get("tokens_out")) in _NUMBER
+                and type(rec.get("latency_s")) in _NUMBER):
             return None
     if not isinstance(rec, dict):
         return f"expected a JSON object, got {type(rec).__name__}"
@@ -176,7 +181,12 @@ def record_problem(rec: Any, kind: str) -> str | None:
         if not _is_int(rec.get(key)):
             return f"'{key}' must be an integer >= 0 (got {json.dumps(rec.get(key))[:40]})"
     if kind == "decisions":
-        return None if isinstance(rec.get("label"), str) else "'label' must be a string"
+        if not isinstance(rec.get("label"), str):
+            return "'label' must be a string"
+        for key in ("tokens_in", "tokens_out", "latency_s"):  # summed by summary and report alike
+            if type(rec.get(key)) not in _NUMBER:
+                return f"'{key}' must be a number or null (got {json.dumps(rec.get(key))[:40]})"
+        return None
     labels = rec.get("labels")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
         return "'labels' must be a non-empty list of strings"
@@ -188,10 +198,40 @@ def record_problem(rec: Any, kind: str) -> str | None:
                 return f"'{key}' must be a list with one entry per label"
         if not isinstance(rec.get("winners"), list) or not all(_is_int(w) for w in rec["winners"]):
             return "'winners' must be a list of seat numbers"
-        for key in ("payoffs", "ne_payoffs"):  # None: unknown (imported) or no equilibrium
-            if not all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
-                       for x in rec.get(key) or ()):
+        for key in ("payoffs", "ne_payoffs", "deviation"):  # None: unknown (imported), no equilibrium, no
+            if not all(type(x) in _NUMBER for x in rec.get(key) or ()):  # valid move
                 return f"'{key}' must hold numbers"
+        if not all(type(x) is bool for x in rec["valid"]):
+            return "'valid' must hold true or false"
+        if type(rec.get("score")) not in _NUMBER:
+            return f"'score' must be a number or null (got {json.dumps(rec.get('score'))[:40]})"
+    return None
+
+
+_INT64 = 2**63  # the tables' integers: session, run and seat numbers beyond them cannot be held
+
+
+def _slow_problem(x: dict[str, Any]) -> str | None:
+    """What only a line the standard library had to read can hold (orjson reads the rest, and refuses all of
+    these): NaN or Infinity, an integer of 19 digits or more as a session, run or seat number, and text that is
+    no UTF-8 (a lone surrogate, or bytes that are not UTF-8) in a label or table name, which a report's
+    tables and files cannot hold."""
+    where = _nonfinite(x)
+    if where:
+        return f"'{where}' is not a finite number (NaN or Infinity)"
+    for key in ("session", "run", "player"):
+        v = x.get(key)
+        if type(v) is int and v >= _INT64:
+            return f"'{key}' is too large ({str(v)[:40]}; at most 2**63 - 1)"
+    labels = x.get("labels")
+    texts = [("lineup", x.get("lineup")), ("label", x.get("label")),
+             *((f"labels[{i}]", t) for i, t in enumerate(labels if isinstance(labels, list) else ()))]
+    for key, t in texts:
+        if isinstance(t, str) and not t.isascii():
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"'{key}' is not UTF-8 text (a lone surrogate, or bytes that are no UTF-8): {t[:60]!r}"
     return None
 
 
@@ -299,8 +339,8 @@ def iter_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
     for number, x, slow in _RUN_LOGS.lines(path):
         if not isinstance(x, BadLine):
             problem = record_problem(x, kind) if kind else None
-            if problem is None and strict and slow and (where := _nonfinite(x)):
-                problem = f"'{where}' is not a finite number (NaN or Infinity)"
+            if problem is None and strict and slow:
+                problem = _slow_problem(x)
             if problem is None:
                 yield x
                 continue
@@ -346,8 +386,8 @@ def iter_records(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 skipped.append(number)
             continue
         problem = record_problem(x, kind)
-        if problem is None and slow and (where := _nonfinite(x)):
-            problem = f"'{where}' is not a finite number (NaN or Infinity)"
+        if problem is None and slow:
+            problem = _slow_problem(x)
         if problem is not None:
             raise LogError(f"{path}: line {number}: not a {kind} record: {problem}; fix or delete the line "
                            "(run --resume moves such lines to a .discarded.jsonl file)")

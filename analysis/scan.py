@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from ..games import GAMES
 from ..games.base import Game
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, iter_records
+from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,9 +116,20 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
     dirs = []
     for i, p in enumerate(paths):
         try:
+            str(p).encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding in a name: no table, CSV or page can hold it
+            raise LogError(f"{p}: the directory's path is not UTF-8 text, which the tables, exports and pages "
+                           "name it in; rename it, or link it under a UTF-8 name (ln -s) and name the link") from None
+        # the settings every row is labelled with: a config.toml that cannot be read is an error, never
+        # an experiment of no game in the default environment (numbers under the wrong settings)
+        try:
             cfg = tomllib.loads((p / CONFIG).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            cfg = {}
+        except UnicodeDecodeError as exc:
+            raise LogError(f"{p / CONFIG}: not UTF-8 text (byte {exc.start}); a run directory's config.toml is "
+                           "the experiment as `econarena run` resolved it") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise LogError(f"{p / CONFIG}: not TOML ({exc}); a run directory's config.toml is the experiment "
+                           "as `econarena run` resolved it") from None
         try:
             manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):

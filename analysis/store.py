@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..games import GAMES
+from ..games.text import storable
 from ..rundir import json_text
 from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
@@ -81,7 +82,11 @@ def _at(seq: Any, i: int) -> Any:
 
 
 def _text(x: Any) -> str | None:
-    return x if x is None or isinstance(x, str) else json_text(x)
+    """A logged value as a text cell: text as it is, but a lone surrogate (a log written before replies were
+    held to the text rule, games/text.py) as its escape, which UTF-8 tables cannot hold; else its JSON."""
+    if x is None or type(x) is str and x.isascii():
+        return x
+    return storable(x) if isinstance(x, str) else json_text(x)
 
 
 def _int(x: Any) -> int | None:
@@ -222,6 +227,8 @@ class Store(Base):
         valid_, payoffs, deviation = rec["valid"], rec["payoffs"], rec["deviation"]
         first = rec.get("first_valid")
         first = first if isinstance(first, list) else None
+        cut = rec.get("truncated")  # seats whose unusable replies were all cut at max_tokens: no rule break
+        cut = cut if isinstance(cut, list) else None                                        # (tally.broke)
         actions, ne_actions, ne_payoffs = rec.get("actions"), rec.get("ne_actions"), rec.get("ne_payoffs")
         agents, models, private = rec.get("agents"), rec.get("models"), rec.get("private_values")
         assets = params.get("assets")
@@ -238,18 +245,21 @@ class Store(Base):
             action = _f(_at(actions, i)) if valid else math.nan
             ne_action = _f(_at(ne_actions, i))
             first_ok = bool(first[i]) if first is not None and i < len(first) else True
+            cut_only = cut is not None and i < len(cut) and cut[i] is True
             payoff = _f(payoffs[i])
-            add((rows + i, d.index, lineup, session, run, i, label, _at(agents, i), _text(_at(models, i)),
+            add((rows + i, d.index, lineup, session, run, i, label, _text(_at(agents, i)),
+                 _text(_at(models, i)),
                  "opponent" if rational and label != lineup else "player", n, action, ne_action, a_scale,
                  action / a_scale if a_scale else math.nan, ne_action / a_scale if a_scale else math.nan,
-                 valid, not valid_[i] or not first_ok, payoff if valid else 0.0, payoff,
+                 valid, not first_ok or (not valid and not cut_only), payoff if valid else 0.0, payoff,
                  _f(_at(ne_payoffs, i)), _f(deviation[i]) if valid else math.nan, i in winners, void,
                  _f(_at(private, i)), _f(_at(assets, i))))
 
     def decision(self, d: Dir, rec: dict[str, Any]) -> None:
         label = rec.get("label")
         row = (self.decisions.rows, d.index, rec.get("lineup", "melee"), rec["session"], rec["run"],
-               _int(rec.get("round")), rec.get("player"), label, _text(rec.get("agent")), _text(rec.get("model")),
+               _int(rec.get("round")), rec.get("player"), label, _text(rec.get("agent")),
+               _text(rec.get("model")),
                "opponent" if self._rational and label != rec.get("lineup", "melee") else "player",
                _text(rec.get("template")), _text(rec.get("response")), json_text(rec.get("action")),
                bool(rec.get("valid")), _text(rec.get("violation")), _text(rec.get("detail")),
@@ -287,7 +297,8 @@ class Store(Base):
                     UPDATE players SET decisions = u.decisions, violations = u.violations, tokens_in = u.tokens_in,
                         tokens_out = u.tokens_out, latency_s = u.latency_s, structured = u.structured
                     FROM (SELECT dir, lineup, session, run, player AS seat, count(*) AS decisions,
-                            count(violation) AS violations, sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
+                            count(*) FILTER (WHERE violation <> 'truncated') AS violations,
+                            sum(coalesce(tokens_in, 0))::BIGINT AS tokens_in,
                             sum(coalesce(tokens_out, 0))::BIGINT AS tokens_out,
                             sum(coalesce(latency_s, 0.0) ORDER BY row) AS latency_s,
                             arg_max(structured, row) FILTER (WHERE structured IS NOT NULL AND structured <> 'off')

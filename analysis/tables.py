@@ -154,9 +154,10 @@ def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Se
 # Each session's sums of a metric straight from the engine: counts (0/1 per row) and token counts are
 # whole numbers, exact in any order; every other sum is ``sum(... ORDER BY row)``, one by one in log order,
 # as numpy's bincount added them (checked equal); a directory's sessions are taken a range at a time, so a
-# study of millions of rows never comes into memory as rows.
+# study of millions of rows never comes into memory as rows. A reply cut at max_tokens ('truncated') is no
+# violation of the model's (METRICS' violations_per_decision_pct, tally.py).
 _DECISION_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
-    sum((violation IS NOT NULL)::DOUBLE) AS violation,
+    sum(coalesce(violation <> 'truncated', false)::DOUBLE) AS violation,
     sum(coalesce(violation = 'parse_error', false)::DOUBLE) AS parse_error,
     sum(coalesce(violation = 'schema_error', false)::DOUBLE) AS schema_error,
     sum(coalesce(violation = 'rule_violation', false)::DOUBLE) AS rule_violation,

@@ -626,6 +626,20 @@ def test_a_cut_reply_is_recorded_as_truncated_and_counted_apart(server: FakeLLMS
     recomputed = _cli(capsys, "summary", str(out))
     assert recomputed[0] == 0 and "cut at max_tokens" in recomputed[1]
     assert _cli(capsys, "report", str(out), "--out", str(tmp_path / "rep"))[0] == 0
+    # the report, its exports and compare's frames count as the summary does: the cut reply is no rule break
+    import pandas as pd
+
+    from econarena.analysis.load import load
+
+    m = pd.read_csv(tmp_path / "rep" / "metrics.csv")
+    m = m[m["label"] == "small"].set_index("metric")["value"]
+    assert m["rule_break_rate_pct"] == 25.0 and m["violations_per_decision_pct"] == 25.0
+    assert m["parse_error_pct"] == 25.0
+    players = pd.read_parquet(tmp_path / "rep" / "players.parquet")
+    small_runs = players[players["label"] == "small"].sort_values("session")
+    assert small_runs["broke"].tolist() == [False, False, True, False]
+    assert small_runs["violations"].tolist() == [0, 0, 1, 0]
+    assert load(out).players.groupby("label")["broke"].sum()["small"] == 1
 
 
 def test_a_cache_written_before_the_truncated_column_still_reads(tmp_path: Path) -> None:
