@@ -124,6 +124,8 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
         # an experiment of no game in the default environment (numbers under the wrong settings)
         try:
             cfg = tomllib.loads((p / CONFIG).read_text(encoding="utf-8"))
+        except OSError:  # no config.toml (a directory of something else, an import's side file): no settings
+            cfg = {}
         except UnicodeDecodeError as exc:
             raise LogError(f"{p / CONFIG}: not UTF-8 text (byte {exc.start}); a run directory's config.toml is "
                            "the experiment as `econarena run` resolved it") from None
