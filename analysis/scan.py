@@ -115,11 +115,6 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
     rest of its experiment, what part it is."""
     dirs = []
     for i, p in enumerate(paths):
-        try:
-            str(p).encode("utf-8")
-        except UnicodeEncodeError:  # bytes of another encoding in a name: no table, CSV or page can hold it
-            raise LogError(f"{p}: the directory's path is not UTF-8 text, which the tables, exports and pages "
-                           "name it in; rename it, or link it under a UTF-8 name (ln -s) and name the link") from None
         # the settings every row is labelled with: a config.toml that cannot be read is an error, never
         # an experiment of no game in the default environment (numbers under the wrong settings)
         try:

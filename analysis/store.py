@@ -37,7 +37,7 @@ import numpy as np
 
 from ..games import GAMES
 from ..games.text import storable
-from ..rundir import json_text
+from ..rundir import LogError, json_text
 from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
 
@@ -178,6 +178,12 @@ class Store(Base):
     # ---------------------------------------------------------------------------------- the scan
 
     def begin(self, d: Dir) -> bool:
+        try:
+            d.name.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding in a name: no table, CSV or page can hold it
+            raise LogError(f"{storable(d.name)}: the directory's path is not UTF-8 text, which the tables, exports "
+                           "and pages name it in; rename it, or link it under a UTF-8 name (ln -s) and name the "
+                           "link") from None
         self._scales, self._complete, self._incomplete = [], 0, 0
         self._game = d.game_name
         self._rational = d.exp.get("environment", "melee") == "rational"

@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,11 @@ from test_glee_import import csv_text as glee_csv
 from test_na_import import TRADING, gift, log_file, trade, ult, write_logs
 
 from econarena.cli import main
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def refused(out: Path) -> dict[str, tuple[str, str]]:
@@ -246,6 +252,10 @@ def test_paths_that_are_not_text(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert report["imported"] == 1 and report["run_dirs"][0].endswith("out\\udcff/ultimatum--A--vs--B")
     run = json.loads((out / "ultimatum--A--vs--B" / "runs.jsonl").read_text(encoding="utf-8"))
     assert run["imported"]["file"] == "u\\udcff/1/game_state.json"
+    # the config.toml is TOML a reader takes back (it held a TOML escape of a surrogate, which the analysis
+    # then read as no settings at all), its description naming the source by its escape
+    config = tomllib.loads((out / "ultimatum--A--vs--B" / "config.toml").read_text(encoding="utf-8"))
+    assert "logs\\udcfe:" in config["experiment"]["description"] and config["experiment"]["game"] == "ultimatum"
 
 
 def test_a_failed_atomic_write_leaves_no_tmp(tmp_path: Path) -> None:
