@@ -221,6 +221,16 @@ def test_a_pinned_model_opponent_without_its_key_stops_before_playing(tmp_path: 
     assert not (tmp_path / "o").exists()
 
 
+def test_a_model_without_its_key_is_said_once_not_once_per_seat(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The model sits in seat 0 of one game and seat 1 of another: its missing key was printed once per seat."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env with a key
+    assert main(["bench", "openai:gpt-4o-mini", "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    lines = [x for x in capsys.readouterr().err.splitlines() if "needs an API key" in x]
+    assert len(lines) == 1 and "set OPENAI_API_KEY" in lines[0], lines
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_reply_with_a_lone_surrogate_is_a_rule_break_and_the_run_ends(server: Any, tmp_path: Path) -> None:
     """The loopback server answers text holding a lone surrogate (valid JSON on the wire). Before: the response
     cache failed to hash or store it, and the next request of the run (the reply is in the conversation)
