@@ -141,7 +141,8 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
         whole = [d for d, s in shards if s is None]
         present = {s[0] for _, s in shards if s is not None}
         for d, s in shards:
-            if s is not None and not whole and present != set(range(1, s[1] + 1)):
+            # the length first: N may be 10**20 (a valid --shard), never build range(1, N + 1) for it
+            if s is not None and not whole and (len(present) != s[1] or present != set(range(1, s[1] + 1))):
                 d.part = f"shard {s[0]} of {s[1]}"
     return dirs
 

@@ -120,10 +120,10 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         if s.index in seen:
             raise MergeError(f"shard {s.index}/{s.count} is given twice: {seen[s.index]} and {s.path}")
         seen[s.index] = s.path
-    missing = [k for k in range(1, first.count + 1) if k not in seen]
-    if missing:
-        raise MergeError(f"shard(s) {', '.join(f'{k}/{first.count}' for k in missing)} missing: give every "
-                         f"shard's directory (found {len(shards)} of {first.count})")
+    absent = first.count - len({k for k in seen if 1 <= k <= first.count})
+    if absent:
+        raise MergeError(f"{_missing(seen, first.count, absent)} missing: give every shard's directory (found "
+                         f"{len(shards)} of {first.count})")
     for s in sorted(shards, key=lambda s: s.index):
         m = s.manifest
         if m.get("status") != "complete" or m.get("runs_complete") != m.get("runs_total"):
@@ -174,6 +174,14 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         merged_from=[{"shard": f"{s.index}/{s.count}", "path": str(s.path)} for s in ordered])
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _missing(seen: dict[int, Path], n: int, absent: int, shown: int = 8) -> str:
+    """The first missing shards by name and how many more: N may be huge (``--shard 1/10**20`` is valid),
+    so they are found among the first ``len(seen) + shown`` numbers, never by walking 1..N."""
+    first = [k for k in range(1, min(n, len(seen) + shown) + 1) if k not in seen][:shown]
+    names = ", ".join(f"{k}/{n}" for k in first)
+    return f"shard(s) {names}" + (f" and {absent - len(first)} more" if absent > len(first) else "")
 
 
 def _unfinished(s: _Shard) -> str:

@@ -216,3 +216,22 @@ def test_merge_says_a_killed_shard_stopped_and_a_live_one_still_runs(tmp_path: P
     err = capsys.readouterr().err
     assert f"shard 2/2 ({killed}) is still running (PID {os.getpid()} on " in err, err
     assert "sbatch --dependency=afterok:JOBID" in err and not (tmp_path / "m" / "manifest.json").exists()
+
+
+def test_a_huge_n_is_merged_and_read_without_walking_1_to_n(tmp_path: Path, arena: Any) -> None:
+    """``--shard 1/10**20`` is valid; merge listed every missing shard (a loop over 1..N that never ended)
+    and report's scan built ``set(range(1, N + 1))``: both hung. Now the first few are named, with a count."""
+    from econarena.analysis.scan import read_dirs
+    from econarena.hosts.shards import MergeError, merge_shards
+
+    toml = tmp_path / "e.toml"
+    toml.write_text(arena.to_toml(doc(arena)))
+    n = 10**20
+    r = arena.cli("run", str(toml), "--out", str(tmp_path / "s1"), "--quiet", "--shard", f"1/{n}")
+    assert r.returncode == 0 and "2/2 runs" in r.stdout, r.stderr  # table-session 0 only
+    with pytest.raises(MergeError) as e:
+        merge_shards([tmp_path / "s1"], tmp_path / "m")
+    assert f"2/{n}, 3/{n}" in str(e.value) and f"and {n - 9} more missing" in str(e.value)
+    assert not (tmp_path / "m").exists()
+    (d,) = read_dirs([tmp_path / "s1"])
+    assert d.part == f"shard 1 of {n}"
