@@ -71,7 +71,9 @@ def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
             msgs.append(f"{where}: missing key '{key}'")
         else:
             got = e.get("input")
-            got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+            # a base_url may hold a key (user:pass@, ?key=): its value is never echoed, nor a list holding it
+            secret = "base_url" in key.split(".") or any(p == "base_url" for p in e["loc"])
+            got_s = "" if isinstance(got, dict) or secret else f" (got {got!r})"
             msg = e["msg"].removeprefix("Value error, ")
             msgs.append(f"{where}: '{key}': {msg}{got_s}")
     return msgs

@@ -213,11 +213,22 @@ class Experiment:
         if not self.axes:
             return [(lineup, self) for lineup in self.lineups()]
         out = []
+        keys = self._sent_keys() if any(a.key == "base_url" for a in self.axes) else []
         for cell in self.cells():
             sub = self.for_cell(cell)
+            shown = _public_cell(cell, keys)
+            # masked, two cells may read alike (?key=A and ?key=B): the cell's index keeps their tables apart
+            name = shown.label if shown.values == cell.values else f"cell {cell.index}: {shown.label}"
             for lu in sub.lineups():
-                out.append((Lineup(f"{lu.name} [{cell.label}]", lu.seats, lu.environment, cell.to_dict()), sub))
+                out.append((Lineup(f"{lu.name} [{name}]", lu.seats, lu.environment, shown.to_dict()), sub))
         return out
+
+    def _sent_keys(self) -> list[str | None]:
+        """The API keys this experiment's players send (a proxy's base_url may hold one in its path)."""
+        from ..agents.keys import key_value
+
+        return [key_value(p.agent, p.llm.api_key_env) for p in [*self.players, self.judge]
+                if p is not None and p.llm]
 
     def runs_per_session(self) -> int:
         """Runs a session plays: ``runs``, or with [steer] one per prompt action and sample (branches)."""
@@ -285,3 +296,14 @@ def llm_call_bound(exp: Experiment) -> dict[str, int]:
         if x.judge is not None and x.judge.llm is not None:
             out[x.judge.label] = out.get(x.judge.label, 0) + runs * len(lineup.seats)
     return out
+
+
+def _public_cell(cell: Cell, keys: list[str | None]) -> Cell:
+    """The cell as runs record it (its values and the table's name): a base_url on a grid axis with its
+    credentials masked as config.toml masks them, since every record of the run carries the table's name."""
+    if not any(path.endswith(".base_url") for path, _ in cell.values):
+        return cell
+    from ..agents.calls import public_urls
+
+    return Cell(cell.index, tuple((path, public_urls(v, keys) if path.endswith(".base_url") else v)
+                                  for path, v in cell.values))

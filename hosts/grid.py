@@ -45,8 +45,12 @@ class Cell:
 
     @property
     def label(self) -> str:
-        """A short, stable name: ``ratio=0.5,temperature=1``."""
-        return ",".join(f"{path.split('.', 1)[1]}={_show(v)}" for path, v in self.values)
+        """A short, stable name: ``ratio=0.5,temperature=1``; a base_url with its credentials masked (the name
+        reaches error messages and, as the table's name, every record)."""
+        from ..agents.calls import public_urls
+
+        return ",".join(f"{path.split('.', 1)[1]}={_show(public_urls(v) if path.endswith('.base_url') else v)}"
+                        for path, v in self.values)
 
     def section(self, name: str) -> dict[str, Any]:
         """The cell's values for one table (``game``, ``experiment`` or ``llm``)."""

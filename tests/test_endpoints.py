@@ -272,3 +272,35 @@ def test_a_server_killed_mid_request_is_a_lost_connection_not_a_timeout() -> Non
     assert failure.down and failure.retryable
     assert failure.message == (f"connection lost: {url} closed it before answering (the server stopped or was "
                                "killed?)"), failure.message
+
+
+def test_a_base_url_of_the_wrong_type_is_not_echoed(monkeypatch: Any) -> None:
+    """pydantic's type errors were printed with their input: a list holding one wrong entry printed the
+    whole list, credentials included (``(got ['http://user:KEY@host/v1', 5])``)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for where in ("players", "llm"):
+        data = doc([f"http://127.0.0.1:1/v1?key={SECRET}", 5])
+        if where == "llm":
+            data["llm"] = {"base_url": data["players"][0].pop("base_url")}
+        with pytest.raises(ConfigError) as e:
+            parse_experiment(data, "e.toml")
+        assert "base_url" in str(e.value) and SECRET not in str(e.value), str(e.value)
+
+
+def test_a_grid_of_base_urls_keeps_their_keys_out_of_the_records(monkeypatch: Any) -> None:
+    """A [grid] over llm.base_url named each table after its cell, URL as typed: the table's name and the
+    cell are written with every run and decision, so a ``?key=`` reached runs.jsonl and decisions.jsonl.
+    Masked, and two URLs that differ only in their key stay two tables (the cell's index tells them apart)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    data = doc("http://127.0.0.1:1/v1")
+    data["players"][0].pop("base_url")
+    data["grid"] = {"llm": {"base_url": [f"http://127.0.0.1:1/v1?key={SECRET}", "http://127.0.0.1:1/v1?key=other",
+                                         "http://127.0.0.1:2/v1"]}}
+    exp = parse_experiment(data, "e.toml")
+    tables = exp.tables()
+    shown = json.dumps([(lu.name, lu.cell) for lu, _ in tables])
+    assert SECRET not in shown and "other" not in shown, shown
+    assert [lu.name for lu, _ in tables] == ["melee [cell 0: base_url=http://127.0.0.1:1/v1?key=***]",
+                                             "melee [cell 1: base_url=http://127.0.0.1:1/v1?key=***]",
+                                             "melee [base_url=http://127.0.0.1:2/v1]"]
+    assert [sub.players[0].llm.base_url for _, sub in tables][:2] == data["grid"]["llm"]["base_url"][:2]
