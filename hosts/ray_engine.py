@@ -634,6 +634,11 @@ class RayEngine:
         address = self.address
         if address not in (None, "local") and not address.startswith("ray://"):
             host, _, port = address.rpartition(":")
+            if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+                # "no Ray cluster answers there (invalid literal for int())" blamed a cluster for a typo
+                came = " (from RAY_ADDRESS)" if self.asked == "auto" else ""
+                raise RayUnavailable(f"--ray {address}{came}: expected a cluster's address as HOST:PORT (the "
+                                     "head's GCS port, e.g. 10.0.0.7:6379), ray://HOST:PORT, or auto")
             try:
                 socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
             except (OSError, ValueError) as exc:

@@ -376,6 +376,19 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path: Path, arena: 
     assert not (tmp_path / "o" / "manifest.json").exists()
 
 
+def test_an_address_that_is_no_host_port_is_named_as_such(tmp_path: Path, arena: Any, monkeypatch: Any) -> None:
+    """``--ray notahost`` said "no Ray cluster answers there (invalid literal for int() with base 10: ...)":
+    a cluster blamed for a typo. Said before any connection; RAY_ADDRESS named when ``auto`` read it."""
+    toml = tmp_path / "bc.toml"
+    toml.write_text(arena.to_toml(GOLDEN["beauty_contest"]))
+    for flag, shown in (("notahost", "notahost"), ("auto", "127.0.0.1:99999 (from RAY_ADDRESS)")):
+        monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:99999")
+        r = arena.cli("run", str(toml), "--out", str(tmp_path / "o"), "--ray", flag)
+        assert r.returncode == 2 and f"--ray {shown}: expected a cluster's address as HOST:PORT" in r.stderr, r.stderr
+        assert "invalid literal" not in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "o" / "manifest.json").exists()
+
+
 # econarena's main in a process of its own that sends itself SIGTERM at a fixed point: inside ray.init (just
 # after Ray set its own SIGTERM handler, sys.exit(15)) or while the summary is written after the games.
 SIGTERM_AT = """\
