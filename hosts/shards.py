@@ -140,7 +140,16 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     extra: list[dict[str, Any]] = []
     keys: dict[tuple[str, int, int], Path] = {}
     for s in ordered:
-        for r in read_jsonl(s.path / RUNS, kind="runs", strict=True):
+        held = read_jsonl(s.path / RUNS, kind="runs", strict=True)
+        done = sum(1 for r in held if r.get("complete", True))
+        if done != s.manifest.get("runs_complete") or len(held) != done:
+            # the manifest's counts were summed into the merged one: a runs.jsonl lost or cut short (a copy
+            # in part between file systems, a hand edit) merged as "21 runs" over the 18 it held
+            raise MergeError(f"{s.path}: its manifest says {s.manifest.get('runs_complete')} run(s) complete, "
+                             f"but its {RUNS} holds {done} complete run(s) of {len(held)} record(s): the directory "
+                             f"is damaged or copied in part; play what is missing with econarena run FILE.toml "
+                             f"--shard {s.index}/{s.count} --out {s.path} --resume, then merge again")
+        for r in held:
             if run_key(r) in keys:
                 raise MergeError(f"run {run_key(r)} is in two shards ({keys[run_key(r)]} and {s.path}): "
                                  "shards overlap")

@@ -119,6 +119,14 @@ def test_merge_refuses_what_is_not_one_whole_experiment(tmp_path: Path, arena: A
     assert "shard(s) 2/2 missing" in merge("a1")
     assert "not a shard" in merge("a1", "plain")
     assert "not a run directory" in merge("a1", "nowhere")
+    # a shard whose runs.jsonl lost lines (copied in part): its manifest's count was summed, "28 runs" merged
+    # over the 25 on disk; refused before anything is written
+    runs = (tmp_path / "a1" / "runs.jsonl").read_bytes()
+    (tmp_path / "a1" / "runs.jsonl").write_bytes(b"".join(runs.splitlines(keepends=True)[:-3]))
+    e = merge("a1", "a2")
+    assert "a1: its manifest says 14 run(s) complete, but its runs.jsonl holds 11" in e and "--resume" in e, e
+    assert not (tmp_path / "m" / "runs.jsonl").exists()
+    (tmp_path / "a1" / "runs.jsonl").write_bytes(runs)
     # an unfinished shard: its manifest says so
     m = json.loads((tmp_path / "a2" / "manifest.json").read_text())
     (tmp_path / "a2" / "manifest.json").write_text(json.dumps({**m, "status": "interrupted", "runs_complete": 3}))
