@@ -176,18 +176,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         for e in errors:
             print(f"note: {e}", file=sys.stderr)
+        shard = args.shard
         for exp in exps:
-            out = Path(args.out) if args.out else Path("runs") / exp.name
+            # the directory the run would use: a shard's own by default (runs/<name>-shard-K-of-N)
+            suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
+            out = Path(args.out) if args.out else Path("runs") / f"{exp.name}{suffix}"
             # what a resume would keep: each session's complete runs up to its first gap
             done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
-            print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{left}")
-            for label, (n, exact) in planned_calls(exp, done).items():
+            part = f", shard {shard[0]}/{shard[1]} (its sessions only)" if shard else ""
+            print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{part}{left}")
+            for label, (n, exact) in planned_calls(exp, done, shard).items():
                 kind = next((p for p in exp.players if p.label == label), exp.judge)
                 llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
                 print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
             if (calls := _calls_text(exp)):
-                print(f"  in all:{calls.removeprefix(';')}")
+                whole = " (the whole experiment, every shard)" if shard else ""
+                print(f"  in all{whole}:{calls.removeprefix(';')}")
         return EXIT_OK
     shard = args.shard
     suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""

@@ -259,18 +259,25 @@ def cell_experiment(exp: Experiment, cell: Cell) -> Experiment:
                                llm_defaults={**exp.llm_defaults, **llm_cell}, axes=())
 
 
-def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None) -> dict[str, tuple[int, bool]]:
+def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None,
+                  shard: tuple[int, int] | None = None) -> dict[str, tuple[int, bool]]:
     """Decisions each label will make: (count, exact). English auctions give an upper bound.
 
-    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``).
+    ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``);
+    ``shard`` (K, N) counts only the sessions that shard plays, as the Host deals them.
     """
+    from .shards import shard_sessions
+
     out: dict[str, tuple[int, bool]] = {}
     finished: dict[str, int] = {}
     for key in done or ():
         finished[key[0]] = finished.get(key[0], 0) + 1
-    for lineup, x in exp.tables():
+    tables = exp.tables()
+    for li, (lineup, x) in enumerate(tables):
         rounds, exact = x.game.max_moves(x.params, len(lineup.seats))
-        left = x.experiment.sessions * x.runs_per_session() - finished.get(lineup.name, 0)
+        sessions = x.experiment.sessions if shard is None else shard_sessions(x.experiment.sessions, li,
+                                                                                len(tables), shard)
+        left = sessions * x.runs_per_session() - finished.get(lineup.name, 0)
         for seat in lineup.seats:
             label = x.players[seat].label
             count, was_exact = out.get(label, (0, True))

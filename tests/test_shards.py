@@ -243,3 +243,27 @@ def test_a_huge_n_is_merged_and_read_without_walking_1_to_n(tmp_path: Path, aren
     assert not (tmp_path / "m").exists()
     (d,) = read_dirs([tmp_path / "s1"])
     assert d.part == f"shard 1 of {n}"
+
+
+def test_dry_run_counts_the_shards_sessions_and_reads_its_directory(tmp_path: Path, arena: Any,
+                                                                     monkeypatch: Any, capsys: Any) -> None:
+    """``run --dry-run --shard K/N`` printed the whole experiment's decisions and calls (what an operator
+    sizes one array task by), and with --resume read runs/<name> instead of the shard's runs/<name>-shard-K-of-N."""
+    from econarena.cli import main
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.experiment import planned_calls
+
+    exp = parse_experiment(doc(arena), "e.toml")
+    counts = [planned_calls(exp, shard=(k, 3))["rational"][0] for k in (1, 2, 3)]
+    assert counts == [10, 10, 8] and sum(counts) == planned_calls(exp)["rational"][0] == 28
+    assert planned_calls(exp, shard=(20, 10**20))["rational"] == (0, True)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e.toml").write_text(arena.to_toml(doc(arena)))
+    assert main(["run", "e.toml", "--shard", "2/3", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", "e.toml", "--shard", "2/3", "--dry-run", "--resume"]) == 0
+    printed = capsys.readouterr().out
+    assert "shard 2/3 (its sessions only), 10 run(s) already complete in runs/t-shard-2-of-3" in printed, printed
+    assert " rational " in printed and " 0 decisions" in printed
+    assert main(["run", "e.toml", "--shard", "3/3", "--dry-run"]) == 0
+    assert "  rational                       8 decisions" in capsys.readouterr().out
