@@ -266,7 +266,7 @@ def planned_calls(exp: Experiment, done: set[tuple[str, int, int]] | None = None
     ``done`` holds the (lineup, session, run) already complete in the run directory (``--resume``);
     ``shard`` (K, N) counts only the sessions that shard plays, as the Host deals them.
     """
-    from .shards import shard_sessions
+    from .sharding import shard_sessions
 
     out: dict[str, tuple[int, bool]] = {}
     finished: dict[str, int] = {}

@@ -127,7 +127,7 @@ class Host:
     # ---- top level ----
     def total_runs(self) -> int:
         if self.options.shard is not None:
-            from .shards import shard_sessions
+            from .sharding import shard_sessions
 
             return sum(shard_sessions(x.experiment.sessions, li, len(self.exps), self.options.shard)
                        * x.runs_per_session() for li, x in enumerate(self.exps))
@@ -140,7 +140,7 @@ class Host:
         n = len(self.lineups)
         work = ((li, s) for s in range(max(sessions)) for li in range(n) if s < sessions[li])
         if self.options.shard is not None:
-            from .shards import in_shard
+            from .sharding import in_shard
 
             k = self.options.shard
             work = ((li, s) for li, s in work if in_shard(li, s, n, k))
