@@ -775,7 +775,9 @@ class RayEngine:
         names = list(self.env_names)
         for agent, llm in _llm_players(exp):
             names += [n for n in key_envs(agent, llm) if n not in names]
-        return {n: os.environ[n] for n in names if os.environ.get(n)}
+        # a name the user gave goes as it is set here, empty included (the node's own value must not stay);
+        # a key variable the players read goes only when it holds a key
+        return {n: os.environ[n] for n in names if n in os.environ and (os.environ[n] or n in self.env_names)}
 
     # ---- nodes and workers lost ----
     def _nodes_seen(self, table: list[dict[str, Any]], watch: _Watch | None) -> None:

@@ -553,3 +553,17 @@ def test_ray_env_and_stall_options_are_checked(tmp_path: Path, arena: Any, capsy
         assert code == 2 and said in err and "sk-secret-value-123" not in err and TOKEN_AS_NAME not in err, (
             flags, err)
         assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_a_ray_env_name_set_but_empty_is_forwarded_empty(monkeypatch: Any) -> None:
+    """--ray-env NAME with NAME set to "" here was accepted and then not forwarded: a node kept its own value
+    of it. A key variable the players read still goes only when it holds a key."""
+    from econarena.hosts.config import parse_experiment
+    from econarena.hosts.ray_engine import RayEngine
+
+    monkeypatch.setenv("EA_EMPTY_ON_PURPOSE", "")
+    monkeypatch.setenv("EA_SET_ONE", "x y")
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    exp = parse_experiment(GOLDEN["beauty_contest"], "bc.toml")
+    engine = RayEngine("127.0.0.1:1", env=["EA_EMPTY_ON_PURPOSE", "EA_SET_ONE"])
+    assert engine.forwarded(exp) == {"EA_EMPTY_ON_PURPOSE": "", "EA_SET_ONE": "x y"}
