@@ -19,6 +19,7 @@ from .cli_run import (
     Interrupted,
     add_ray_arguments,
     config_difference,
+    default_out,
     err,
     in_file,
     load_price_arg,
@@ -178,9 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"note: {e}", file=sys.stderr)
         shard = args.shard
         for exp in exps:
-            # the directory the run would use: a shard's own by default (runs/<name>-shard-K-of-N)
-            suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
-            out = Path(args.out) if args.out else Path("runs") / f"{exp.name}{suffix}"
+            out = default_out(exp.name, args.out, shard)  # the directory the run would use
             # what a resume would keep: each session's complete runs up to its first gap
             done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
@@ -195,8 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"  in all{whole}:{calls.removeprefix(';')}")
         return EXIT_OK
     shard = args.shard
-    suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
-    dirs = [Path(args.out) if args.out else Path("runs") / f"{exp.name}{suffix}" for exp in exps]
+    dirs = [default_out(exp.name, args.out, shard) for exp in exps]
     firsts: dict[Path, Any] = {}
     for exp, d in zip(exps, dirs):  # two files of one [experiment] name would append to one directory
         if (first := firsts.setdefault(d.resolve(), exp)) is not exp:

@@ -37,6 +37,7 @@ from .cli_run import (
     ray_engine,
     run_until_signalled,
     same_experiment,
+    shard_suffix,
 )
 
 SETTINGS = "bench-settings.json"
@@ -154,7 +155,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         err(problem)
         return EXIT_CONFIG
     shard = args.shard
-    suffix = f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    suffix = shard_suffix(shard)
     jobs = [_Job(s, exps_of(s, args.tier), out / f"{s.slug}{suffix}", "model",
                  settings(suite, args.tier, s, exps_of(s, args.tier))) for s in specs]
     if not args.no_baselines and not shard:

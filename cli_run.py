@@ -256,6 +256,16 @@ def _force_exit(name: str) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def shard_suffix(shard: tuple[int, int] | None) -> str:
+    """What a shard's directory name carries after its experiment's or model's: ``-shard-K-of-N``."""
+    return f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""
+
+
+def default_out(name: str, out: str | None, shard: tuple[int, int] | None) -> Path:
+    """The directory ``run`` plays experiment ``name`` into: ``--out``, else ``runs/<name>`` (a shard's own)."""
+    return Path(out) if out else Path("runs") / f"{name}{shard_suffix(shard)}"
+
+
 def resume_command(exp, out: Path, shard: tuple[int, int] | None = None) -> str:  # noqa: ANN001
     """The exact command that continues ``out``: same file, directory and seed (--seed may have moved it)."""
     part = f" --shard {shard[0]}/{shard[1]}" if shard else ""
