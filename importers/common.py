@@ -509,17 +509,4 @@ def imported_config(tool: str, name: str, game: Game, players: list[dict[str, An
     # a path may hold undecodable bytes: each string's escape is written as text (a backslash, which TOML
     # escapes), never as a TOML escape of a surrogate, which no TOML reader takes back
     return (f"# Imported by `econarena import {tool}`: a record of where these runs came from, not an "
-            "experiment to run.\n" + tomli_w.dumps(_storable_strings(doc)))
-
-
-def _storable_strings(v: Any) -> Any:
-    """``v`` with :func:`storable` applied to every string in it, keys included."""
-    if isinstance(v, str):
-        return storable(v)
-    if isinstance(v, Mapping):
-        return {storable(str(k)): _storable_strings(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_storable_strings(x) for x in v]
-    return v
-
-
+            "experiment to run.\n" + tomli_w.dumps(_storable(doc)))
