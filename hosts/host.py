@@ -97,6 +97,17 @@ def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> d
     return json_schema(spec, mode, reasoning, chars)  # type: ignore[arg-type]
 
 
+def reasoning_fields(reply: Reply) -> dict[str, Any]:
+    """A decision record's reasoning keys, only for a reply that has reasoning (other records keep their
+    shape): the text, whether it was withheld, and the provider's count of its tokens."""
+    if not (reply.reasoning or reply.reasoning_hidden or reply.reasoning_tokens is not None):
+        return {}
+    out: dict[str, Any] = {"reasoning": storable(reply.reasoning), "reasoning_tokens": reply.reasoning_tokens}
+    if reply.reasoning_hidden:
+        out["reasoning_hidden"] = True
+    return out
+
+
 def settings_problems_of(exp: Experiment) -> list[str]:
     """What ``validate`` can find without keys or loading a model: structured modes, local model paths."""
     return _llm_problems(exp, settings_problems)
@@ -422,7 +433,7 @@ class Host:
                 "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
                 "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
                 "tokens_out": reply.tokens_out, "cached": reply.cached,
-                **({"truncated": True} if reply.truncated else {})})
+                **({"truncated": True} if reply.truncated else {}), **reasoning_fields(reply)})
             return reply
 
         seats = sorted(requests)
@@ -530,7 +541,8 @@ class Host:
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
-            if reply.truncated and not reply.error and not judgement.valid:
+            # a reply cut at the limit is no rule break; one that ended inside its reasoning is never a move
+            if reply.truncated and not reply.error and (not judgement.valid or reply.unfinished):
                 judgement = self._cut(judgement, d)
             reply = self._kept(reply)
             if attempt == 0:  # a reply cut at the token limit is no rule break of the model's
@@ -568,8 +580,9 @@ class Host:
         llm = self.exps[d.ctx.table].players[d.entry].llm
         limit = f" (max_tokens = {llm.max_tokens})" if llm is not None else ""
         # the detail is also what a re-ask tells the model: no advice meant for the researcher (the CLI warns)
+        why = judgement.detail or "it ended inside its reasoning, before any answer"
         return Judgement(None, TRUNCATED, f"the reply was cut at the token limit{limit} before it ended, so it could "
-                         f"not be used ({judgement.detail})", judgement.extras)
+                         f"not be used ({why})", judgement.extras)
 
     def _schema(self, d: Decision) -> dict[str, Any] | None:
         """The reply's JSON Schema for an LLM seat with structured output on, else None."""
@@ -645,4 +658,5 @@ class Host:
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
             "structured": structured, "persona": player.persona,
             **({"truncated": True} if reply.truncated else {}),  # the provider stopped it at max_tokens
+            **reasoning_fields(reply),  # a reasoning model's thinking, apart from the judged response
         })
