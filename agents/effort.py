@@ -66,6 +66,10 @@ def reasoning_problems(provider: str, settings: LLMSettings, where: str) -> list
             problems.append(f"{where}: reasoning_tokens = {budget} must be below max_tokens = {settings.max_tokens} "
                             "(the reasoning counts toward max_tokens and the answer needs room after it); "
                             "raise max_tokens")
+    if provider == "hf" and settings.reasoning_on and settings.structured != "off":
+        problems.append(f"{where}: structured = \"{settings.structured}\" with a reasoning setting is not available "
+                        "for agent 'hf': the grammar constrains the reply from its first token, so the model "
+                        "could not think first; use structured = \"off\" or remove the reasoning setting")
     if settings.reasoning_on and "max_tokens" not in settings.model_fields_set:
         problems.append(f"{where}: a reasoning model with the default max_tokens = {DEFAULT_MAX_TOKENS} is cut "
                         "before it answers (its reasoning counts toward max_tokens); set max_tokens for it "

@@ -543,7 +543,7 @@ class Host:
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
             # a reply cut at the limit is no rule break; one that ended inside its reasoning is never a move
             if reply.truncated and not reply.error and (not judgement.valid or reply.unfinished):
-                judgement = self._cut(judgement, d)
+                judgement = self._cut(judgement, d, reply.unfinished)
             reply = self._kept(reply)
             if attempt == 0:  # a reply cut at the token limit is no rule break of the model's
                 first_ok = judgement.valid or bool(reply.error) or judgement.violation == TRUNCATED
@@ -574,13 +574,13 @@ class Host:
             messages = (*messages[:-1], Message(last.role, f"{last.content}\n\n{d.steer}"))
         return messages
 
-    def _cut(self, judgement: Judgement, d: Decision) -> Judgement:
+    def _cut(self, judgement: Judgement, d: Decision, unfinished: bool = False) -> Judgement:
         """An unusable reply the provider cut at the token limit: recorded as ``truncated``, not as the model's
         parse or schema error (the model was stopped before it could finish), with what was unusable."""
         llm = self.exps[d.ctx.table].players[d.entry].llm
         limit = f" (max_tokens = {llm.max_tokens})" if llm is not None else ""
         # the detail is also what a re-ask tells the model: no advice meant for the researcher (the CLI warns)
-        why = judgement.detail or "it ended inside its reasoning, before any answer"
+        why = "it ended inside its reasoning, before any answer" if unfinished else judgement.detail
         return Judgement(None, TRUNCATED, f"the reply was cut at the token limit{limit} before it ended, so it could "
                          f"not be used ({why})", judgement.extras)
 
