@@ -75,6 +75,15 @@ def _llm_problems(exp: Experiment, check: Any) -> list[str]:
             problems += check(p.agent, p.llm, f"players[{i}] ({p.label})")
     if exp.judge is not None and exp.judge.llm is not None:
         problems += check(exp.judge.agent, exp.judge.llm, "judge")
+    # a [grid.llm] cell sets what the file alone does not (reasoning_effort = ["low", "minimal"]): what only a
+    # cell's settings make a problem is found here too, naming the cell
+    seen = set(problems)
+    for cell in exp.cells() if exp.axes else ():
+        sub = exp.for_cell(cell)
+        for i, p in enumerate(sub.players):
+            if p.llm is not None:
+                found = check(p.agent, p.llm, f"players[{i}] ({p.label})")
+                problems += [f"{x} in grid cell {cell.index} ({cell.label})" for x in found if x not in seen]
     return problems
 
 
@@ -659,4 +668,8 @@ class Host:
             "structured": structured, "persona": player.persona,
             **({"truncated": True} if reply.truncated else {}),  # the provider stopped it at max_tokens
             **reasoning_fields(reply),  # a reasoning model's thinking, apart from the judged response
+            # the reasoning settings the seat played with: the analysis's axis (only when set)
+            **({k: v for k, v in (("reasoning_effort", player.llm.reasoning_effort),
+                                  ("reasoning_budget", player.llm.reasoning_tokens)) if v is not None}
+               if player.llm is not None else {}),
         })
