@@ -44,7 +44,9 @@ from .prompts import Template
 # its numbers within the rules (a 135M model at temperature 1 guesses 28139 in Guess 2/3), so it is asked
 # once instead of four times. Any other model is taken as the user gives it.
 SHORTHAND = {"hf": {"structured": "strict", "max_tokens": 160}}
-PLAYABLE_BASELINES = ("rational", "random")  # baselines that play every game of the suite
+PLAYABLE_BASELINES = ("rational", "random", "constant", "accept")  # baselines that play every game of the suite
+# the trivial policies every game offers (games/trivial.py): the floor shown beside `random` on every scorecard
+TRIVIAL = {"constant": {"agent": "policy", "policy": "constant"}, "accept": {"agent": "policy", "policy": "accept"}}
 CHARS_PER_TOKEN = 3.0  # a bound: English runs about 4 characters per token
 MESSAGE_TOKENS = 8  # per message: role and separators
 
@@ -122,7 +124,7 @@ def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
         entry = {"agent": agent, **({"model": model} if model else SHORTHAND.get(agent, {}))}
         return [ModelSpec(label or _default_label(entry), entry, shown)]
     if agent in PLAYABLE_BASELINES and not colon:
-        return [ModelSpec(label or agent, {"agent": agent}, shown)]
+        return [ModelSpec(label or agent, dict(TRIVIAL.get(agent, {"agent": agent})), shown)]
     known = ", ".join(sorted(PROVIDERS))
     others = sorted(b for b in BASELINES if b not in PLAYABLE_BASELINES)
     raise ConfigError(f"{shown!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "

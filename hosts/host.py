@@ -412,7 +412,7 @@ class Host:
         async def ask(seat: int, fields: dict[str, Any]) -> Reply:
             messages = self.template.judge(fields)
             coords = {"lineup": lineup.name, "session": session, "run": run, "judge": seat}
-            request = DecisionRequest(messages, seat, seat, functools.partial(self.game.strategy, state, seat),
+            request = DecisionRequest(messages, seat, seat, functools.partial(self.game.reference, state, seat),
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
             reply = self._kept(await self._ask(judge, request))
@@ -485,7 +485,7 @@ class Host:
         ctx, seat, state = d.ctx, d.seat, d.state
         e = self.exps[ctx.table].experiment
         agent: StrategyAgent = self.agents[ctx.table][d.entry]  # type: ignore[assignment]
-        strategy = functools.partial(self.game.strategy, state, seat)
+        strategy = functools.partial(self.game.reference, state, seat)
         first_ok = True
         for attempt in range(e.reask + 1):
             index = ctx.counters[seat]
@@ -526,7 +526,7 @@ class Host:
             index = ctx.counters[seat]
             ctx.counters[seat] += 1
             seed_key = (2, ctx.table, ctx.session, seat, ctx.run, d.rnd) + ((attempt,) if attempt else ())
-            request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
+            request = DecisionRequest(messages, seat, index, functools.partial(self.game.reference, state, seat),
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)

@@ -145,7 +145,7 @@ def bench_args(server: Any, suite: Path, out: Path, *extra: str) -> list[str]:
 
 def test_the_shipped_suite_builds_for_every_tier_and_baseline() -> None:
     suite = load_suite(DEFAULT)
-    assert suite.version == "v1" and len(suite.games) == 19
+    assert suite.version == "v2" and len(suite.games) == 19
     assert set(suite.families) == {"gamabench", "econarena", "glee", "negotiationarena", "steering"}
     for tier in TIERS:
         for name in H.PLAYABLE_BASELINES:
@@ -345,8 +345,10 @@ def test_budget_stop_resume_and_leaderboard(server: Any, tmp_path: Path, capsys)
     outputs = [x for k, p in files.items() for x in (f"--{k}", str(p))]
     assert main(["leaderboard", str(out), "--baselines", *outputs]) == 0
     rows = list(csv.DictReader(io.StringIO(files["csv"].read_text(encoding="utf-8"))))
-    # best overall first: the rational baseline plays every equilibrium here (100), random last
-    assert [r["label"] for r in rows] == ["rational", "fake", "random"]
+    # best overall first: the rational baseline plays every equilibrium here (100), then random, then the trivial
+    # floor (accept and constant answer 50 and split 50/50 everywhere: by hand (50 + 50 + 2 x 0) / 4 = 25)
+    assert [r["label"] for r in rows] == ["rational", "fake", "random", "accept", "constant"]
+    assert float(rows[3]["overall"]) == float(rows[4]["overall"]) == 25.0
     assert rows[1]["rank"] == "2" and float(rows[1]["overall"]) == pytest.approx(OVERALL)
     assert json.loads(files["json"].read_text(encoding="utf-8"))[1]["label"] == "fake"
     assert "<table>" in files["html"].read_text(encoding="utf-8")
@@ -450,7 +452,7 @@ def test_reask_may_differ_per_tier(tmp_path: Path) -> None:
 
 def test_validate_checks_a_suite_file(tmp_path: Path, capsys) -> None:
     assert main(["validate", str(DEFAULT)]) == 0
-    assert "ok (bench suite v1: 19 games in 5 families" in capsys.readouterr().out
+    assert "ok (bench suite v2: 19 games in 5 families" in capsys.readouterr().out
     bad = small_suite(tmp_path, SMALL.replace('total = 100, turns = 4', 'total = -5, turns = 4'))
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
