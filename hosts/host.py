@@ -21,6 +21,7 @@ import numpy as np
 
 from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
 from ..agents.baselines import StrategyAgent
+from ..agents.calls import SPEND
 from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import TRUNCATED, ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
@@ -587,10 +588,15 @@ class Host:
             if budget is not None and isinstance(agent, LLMAgent) and not budget.allows():
                 return Reply(text="", model=agent.model, error=f"budget reached: ${budget.spent:.4f} spent of the "
                              f"${budget.limit:g} allowed (--max-cost); resume with a higher limit to go on")
+            # the call layer reserves each attempt's worst case against the cap before sending it
+            token = SPEND.set((budget, agent.label)) if budget is not None and isinstance(agent, LLMAgent) else None
             try:
                 return await agent.decide(request)
             except Exception as exc:  # an agent bug must not take the whole experiment down
                 return Reply(text="", model=agent.model, error=storable(f"{type(exc).__name__}: {exc}"))
+            finally:
+                if token is not None:
+                    SPEND.reset(token)
 
     @staticmethod
     def _kept(reply: Reply) -> Reply:

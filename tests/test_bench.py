@@ -318,16 +318,21 @@ def test_budget_stop_resume_and_leaderboard(server: Any, tmp_path: Path, capsys)
     server.reply = scripted_reply
     suite = small_suite(tmp_path)
     prices = prices_file(tmp_path)  # a dollar a token
+    whole = tmp_path / "whole" / "runs"  # its own cache: what the whole bench costs
+    assert main(bench_args(server, suite, whole, "--prices", str(prices))) == 0
+    cost = json.loads((whole / "fake" / "bench.json").read_text(encoding="utf-8"))["cost_usd"]
+    cap = round(cost / 2)
     out = tmp_path / "runs"
-    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", "300",
-                           "--concurrency", "1")) == 3
+    n0 = server.count()
+    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", str(cap))) == 3
     stopped = json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))
     assert not stopped["complete"] and stopped["stopped"] == "budget"
-    assert stopped["spent_usd"] >= 300
+    assert 0 < stopped["spent_usd"] <= cap  # a cap is a cap: v1 passed it by the calls in flight
+    assert served_usd(server, n0) == pytest.approx(stopped["spent_usd"])  # what the server served
     assert "--max-cost" in capsys.readouterr().err
     calls = server.count()
-    # the same limit again: spent already, so no call at all
-    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", "300")) == 3
+    # the same limit again: what is left cannot pay for the next call's worst case, so no call at all
+    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", str(cap))) == 3
     assert server.count() == calls
     # the leaderboard lists it, unranked
     assert main(["leaderboard", str(out)]) == 0
@@ -352,6 +357,38 @@ def test_budget_stop_resume_and_leaderboard(server: Any, tmp_path: Path, capsys)
     assert rows[1]["rank"] == "2" and float(rows[1]["overall"]) == pytest.approx(OVERALL)
     assert json.loads(files["json"].read_text(encoding="utf-8"))[1]["label"] == "fake"
     assert "<table>" in files["html"].read_text(encoding="utf-8")
+
+
+def served_usd(server: Any, since: int = 0) -> float:
+    """The cost of what the loopback server served since request ``since``, at a dollar a token, counted by
+    the server (its own usage numbers: the prompt's words and the scripted reply's), not by the bench."""
+    from fakeservers import _words
+
+    return float(sum(server._prompt_tokens(s.protocol, s.body) + _words(scripted_reply(s.protocol, s.body))
+                     for s in server.seen[since:]))
+
+
+@pytest.mark.parametrize("share", [0.1, 0.35, 0.7])
+def test_a_cap_is_a_cap_measured_at_the_server(server: Any, tmp_path: Path, share: float) -> None:
+    """Many calls in flight (16 at a time, each answered after 20 ms) and a cap at a share of the whole
+    bench's cost: what the server served never passes the cap (v1 spent up to 6x it: only money already spent
+    was checked, so a wave of calls in flight overshot)."""
+    server.reset()
+    server.reply = scripted_reply
+    server.latency = 0.02
+    suite = small_suite(tmp_path)
+    prices = prices_file(tmp_path)
+    assert main(bench_args(server, suite, tmp_path / "whole" / "runs", "--prices", str(prices))) == 0
+    cost = json.loads((tmp_path / "whole" / "runs" / "fake" / "bench.json").read_text(encoding="utf-8"))["cost_usd"]
+    assert served_usd(server) == pytest.approx(cost)  # the server's count and the bench's agree
+    cap = share * cost
+    n0 = server.count()
+    assert main(bench_args(server, suite, tmp_path / "runs", "--prices", str(prices), "--max-cost", str(cap),
+                           "--concurrency", "16")) == 3
+    result = json.loads((tmp_path / "runs" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert server.count() > n0 or share < 0.2  # some calls fit under all but the smallest cap
+    assert served_usd(server, n0) <= cap
+    assert result["spent_usd"] <= cap and result["stopped"] == "budget"
 
 
 def test_max_cost_needs_a_price(server: Any, tmp_path: Path, capsys) -> None:
