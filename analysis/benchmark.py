@@ -8,7 +8,8 @@ score, its scale, its equilibrium) is what the games declare and the Host wrote 
 
 Intervals (``INTERVAL_METHOD``): Student-t intervals over SESSIONS (one run each: the independent unit). A
 game's is its mean +- t(n - 1) x s / sqrt(n); a family's and the overall's combine the games' standard errors
-with their weights, and their degrees of freedom by Welch-Satterthwaite (rounded down: wider). Every interval
+with their weights and the covariance of their sessions of one index (played from one seed, so they may move
+together), and their degrees of freedom by Welch-Satterthwaite (rounded down: wider). Every interval
 is clipped to 0-100. Why not the percentile bootstrap of v1: with 5 or 10 sessions it is too narrow (it
 resamples what it has: its spread is (n - 1) / n of the sample's, and the normal quantile stands for t's);
 over 20 replications of the standard tier with a seeded random player, v1's per-game intervals held the
@@ -132,6 +133,7 @@ class GameScore:
     rule_break_pct: float | None
     deal_rate: float | None
     per_session: list[float] = field(default_factory=list, repr=False)
+    session_ids: list[int] = field(default_factory=list, repr=False)  # the session of each per_session value
 
 
 def score_game(g: GameEntry, run_dir: Path, label: str, planned: int) -> GameScore:
@@ -161,17 +163,19 @@ def score_game(g: GameEntry, run_dir: Path, label: str, planned: int) -> GameSco
             if isinstance(d, (bool, int, float)) and not (isinstance(d, float) and math.isnan(d)):
                 deals.append(float(d))
     per = [math.fsum(v) / len(v) for _, v in sorted(by_session.items())]
+    ids = sorted(by_session)
     score = math.fsum(per) / len(per) if per else None
     return GameScore(g.id, g.family, g.game, g.score, score, None, None, len(per), planned, len(runs), unscored,
                      100.0 * broke / player_runs if player_runs else None,
-                     math.fsum(deals) / len(deals) if deals else None, per)
+                     math.fsum(deals) / len(deals) if deals else None, per, ids)
 
 
 # -------------------------------------------------------------------------------------- the whole bench
 
 INTERVAL_METHOD = ("Student-t over sessions: a game's mean +- t(n-1) x s/sqrt(n); families and overall combine the "
-                   "games' standard errors by their weights, degrees of freedom by Welch-Satterthwaite (rounded "
-                   "down); clipped to 0-100")
+                   "games' standard errors by their weights with the covariance of sessions of one index (one "
+                   "seed), degrees of freedom by Welch-Satterthwaite (rounded down, at most the fewest sessions "
+                   "less one); clipped to 0-100")
 
 
 def t_quantile(level: float, df: int) -> float:
@@ -216,30 +220,47 @@ def _t_interval(point: float, var: float, df: float, level: float) -> tuple[floa
     return max(0.0, point - half), min(100.0, point + half)
 
 
-def _combined(parts: list[tuple[float, float, int]]) -> tuple[float, float]:
-    """(variance, Welch-Satterthwaite df) of sum(c_i x mean_i) from (c_i, var_i of mean_i, n_i)."""
-    var = math.fsum(c * c * v for c, v, _ in parts)
-    denom = math.fsum((c * c * v) ** 2 / (n - 1) for c, v, n in parts if v > 0 and n >= 2)
-    return var, (var * var / denom if denom > 0 else 1.0)
+def _combined(parts: list[tuple[float, GameScore]]) -> tuple[float, float]:
+    """(variance, degrees of freedom) of sum(c_g x mean_g) over games (c_g, g). Session k of every game is
+    played from the same seed, so games' sessions may move together (a random player's draws do): the
+    covariance of two games' means is estimated from their sessions of one index, m of them, as
+    m / (n_g n_h) x cov (ddof 1); a sum that comes out below the independent one keeps the independent one.
+    Degrees of freedom: Welch-Satterthwaite's over the games, never above the fewest sessions less one."""
+    own = {id(g): (float(np.var(g.per_session, ddof=1)) / len(g.per_session) if len(g.per_session) >= 2 else 0.0)
+           for _, g in parts}
+    independent = math.fsum(c * c * own[id(g)] for c, g in parts)
+    cross = 0.0
+    for i, (c, g) in enumerate(parts):
+        ids_g = dict(zip(g.session_ids or range(len(g.per_session)), g.per_session))
+        for c2, h in parts[i + 1:]:
+            ids_h = dict(zip(h.session_ids or range(len(h.per_session)), h.per_session))
+            common = sorted(set(ids_g) & set(ids_h))
+            if len(common) < 2:
+                continue
+            a = np.asarray([ids_g[k] for k in common])
+            b = np.asarray([ids_h[k] for k in common])
+            cov = float(np.cov(a, b, ddof=1)[0, 1])
+            cross += 2 * c * c2 * cov * len(common) / (len(g.per_session) * len(h.per_session))
+    var = max(independent, independent + cross)
+    varied = [(c, g) for c, g in parts if own[id(g)] > 0]
+    if not varied:
+        return var, 1.0
+    denom = math.fsum((c * c * own[id(g)]) ** 2 / (len(g.per_session) - 1) for c, g in varied)
+    ws = independent * independent / denom if denom > 0 else 1.0
+    return var, min(ws, min(len(g.per_session) for _, g in varied) - 1)
 
 
 def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
     """Family subscores and the overall score, with Student-t intervals (see the module docstring). A family
     is scored when every one of its games has a score; the overall score when every weighted family has."""
     level = suite.level
-    se2: dict[str, tuple[float, int]] = {}  # game -> (variance of its mean, sessions)
     for gs in games:
-        if gs.score is None:
+        if gs.score is None or len(gs.per_session) < 2:
             continue
         x = np.asarray(gs.per_session, dtype=float)
-        if len(x) < 2:
-            se2[gs.id] = (0.0, len(x))
-            continue
-        v = float(np.var(x, ddof=1)) / len(x)
-        se2[gs.id] = (v, len(x))
-        gs.low, gs.high = _t_interval(gs.score, v, len(x) - 1, level)
+        gs.low, gs.high = _t_interval(gs.score, float(np.var(x, ddof=1)) / len(x), len(x) - 1, level)
     subscores: dict[str, Any] = {}
-    fam_parts: dict[str, list[tuple[float, float, int]]] = {}
+    fam_parts: dict[str, list[tuple[float, GameScore]]] = {}
     for name, fam in suite.families.items():
         mine = [gs for gs in games if gs.family == name]
         scored = [gs for gs in mine if gs.score is not None]
@@ -248,7 +269,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
                                  "high": None}
         if mine and len(scored) == len(mine):
             entry["score"] = math.fsum(gs.score for gs in scored) / len(scored)  # type: ignore[misc]
-            fam_parts[name] = [(1.0 / len(scored), *se2[gs.id]) for gs in scored]
+            fam_parts[name] = [(1.0 / len(scored), gs) for gs in scored]
             if any(gs.sessions >= 2 for gs in scored):
                 entry["low"], entry["high"] = _t_interval(entry["score"], *_combined(fam_parts[name]), level)
         subscores[name] = entry
@@ -258,7 +279,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
         total = math.fsum(weighted.values())
         overall["score"] = math.fsum(subscores[n]["score"] * w for n, w in weighted.items()) / total
         if any(gs.sessions >= 2 for gs in games if gs.score is not None):
-            parts = [(w / total * c, v, k) for n, w in weighted.items() for c, v, k in fam_parts[n]]
+            parts = [(w / total * c, g) for n, w in weighted.items() for c, g in fam_parts[n]]
             overall["low"], overall["high"] = _t_interval(overall["score"], *_combined(parts), level)
     return {"subscores": subscores, "overall": overall}
 
