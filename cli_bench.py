@@ -229,7 +229,8 @@ def _claim(job: _Job, suite: Any) -> str | None:
             return f"{held}: unreadable ({exc}); delete it or use another --out"
         if before.get("digest") != job.settings["digest"]:
             # what a person changed first: the suite, the tier, the label, then a game's settings
-            key = next((k for k in ("suite", "version", "suite_sha256", "tier", "label")
+            key = next((k for k in ("suite", "version", "suite_sha256", "tier", "label", "econarena", "rules_sha256",
+                                    "played_by")
                         if before.get(k) != job.settings.get(k)), None)
             what = (f"{key}: {before.get(key)!r} != {job.settings.get(key)!r}" if key is not None else
                     first_difference(before.get("experiments"), job.settings["experiments"], "experiments"))
@@ -334,10 +335,11 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         wall = _log_invocation(job, stopped)
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
-                 "settings": _public(job.spec.entry)}
+                 "settings": _public(job.spec.entry), "played_by": job.settings.get("played_by")}
         try:
             result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
                                   settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
+                                  comparability=job.settings.get("comparability"),
                                   spent_usd=job.budget.spent if job.budget is not None else None)
         except BenchError as exc:  # a score rule the runs cannot feed (checked before playing; kept as a guard)
             err(f"{job.out}: cannot be scored: {exc}; the runs are kept")
@@ -480,6 +482,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         comparable_problem,
         find_results,
         format_rows,
+        generation_note,
         leaderboard,
         leaderboard_cells,
         leaderboard_csv,
@@ -515,6 +518,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     title = f"{first['suite'].get('title', first['suite'].get('version'))}, tier {first['tier']}"
     head, body = leaderboard_cells(rows)
     show(head, body, format_rows(head, body), left=2, title=title)
+    if (note := generation_note(rows)) is not None:
+        print(note)
+    if any(r.get("tied") for r in rows):
+        print("rank n=: tied (the rows' intervals overlap); a row ranks below another only when its interval lies "
+              "wholly below it")
     written = []
     for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
                        (args.html, leaderboard_html(rows, title))):

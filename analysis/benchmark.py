@@ -42,8 +42,9 @@ from .metrics import summarize
 FORMAT = "econarena-bench/1"
 BENCH_JSON = "bench.json"
 SCORECARD = "scorecard.html"
-LEADERBOARD_COLUMNS = ("rank", "label", "kind", "suite", "tier", "complete", "overall", "low", "high",
-                       "cost_usd", "score_per_usd", "calls", "tokens_in", "tokens_out", "wall_s")
+LEADERBOARD_COLUMNS = ("rank", "tied", "label", "kind", "suite", "suite_sha256", "tier", "econarena", "rules_sha256",
+                       "complete", "stopped", "overall", "low", "high", "cost_usd", "spent_usd", "score_per_usd",
+                       "calls", "cached", "tokens_in", "tokens_out", "wall_s", "answered_by")
 
 
 class BenchError(ValueError):
@@ -293,6 +294,20 @@ def drop_intervals(games: list[GameScore], combined: dict[str, Any]) -> None:
     combined["overall"]["method"] = "none: this tier is a smoke test (too few sessions for a calibrated interval)"
 
 
+def answered_by(run_dirs: Sequence[Path], label: str) -> list[str]:
+    """The model names the label's replies came with (what the server says answered: a dated snapshot, the
+    bundled model's name), from the decisions logs."""
+    from ..rundir import DECISIONS, iter_jsonl
+
+    names: set[str] = set()
+    for d in run_dirs:
+        if (d / DECISIONS).is_file():
+            for rec in iter_jsonl(d / DECISIONS):
+                if rec.get("label") == label and isinstance(rec.get("model"), str) and rec.get("agent") != "baseline":
+                    names.add(rec["model"])
+    return sorted(names)
+
+
 def usage(run_dirs: Sequence[Path], label: str) -> dict[str, int]:
     """The label's decisions, cached replies and tokens over the complete runs (``summary`` numbers)."""
     out = {"decisions": 0, "cached": 0, "tokens_in": 0, "tokens_out": 0}
@@ -311,7 +326,8 @@ def usage(run_dirs: Sequence[Path], label: str) -> dict[str, int]:
 
 def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Mapping[str, Path], *,
                  settings_digest: str, prices: Mapping[str, tuple[float, float]] | None = None,
-                 wall_s: float = 0.0, spent_usd: float | None = None, stopped: str | None = None) -> dict[str, Any]:
+                 wall_s: float = 0.0, spent_usd: float | None = None, stopped: str | None = None,
+                 comparability: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``bench.json`` holds (see the README): scores, intervals, usage, cost, provenance."""
     label = str(model["label"])
     games = [score_game(g, run_dirs[g.id], label, g.sessions[tier]) for g in suite.games]
@@ -330,7 +346,7 @@ def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Ma
         "suite": {"name": suite.name, "version": suite.version, "title": suite.title, "sha256": suite.digest},
         "tier": tier,
         "tier_description": suite.tiers[tier],
-        "model": dict(model),
+        "model": {**model, "answered_by": answered_by(list(run_dirs.values()), label) if llm else []},
         "complete": complete,
         "stopped": stopped if stopped else (None if complete else "unfinished"),
         "overall": combined["overall"],
@@ -346,9 +362,35 @@ def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Ma
         "spent_usd": spent_usd,
         "wall_s": round(wall_s, 3),
         "settings_digest": settings_digest,
+        "comparability": dict(comparability or {}),
+        "attainable": attainable(suite),
         "econarena_version": __version__,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def attainable(suite: Suite) -> dict[str, Any]:
+    """The best overall a known play reaches and what the overall means (printed wherever it is): 100 only
+    when every game's best known play scores 100; the exceptions named."""
+    weighted = {n: f.weight for n, f in suite.families.items() if f.weight > 0}
+    total = math.fsum(weighted.values())
+    known = True
+    best = 0.0
+    for name, w in weighted.items():
+        games = suite.games_of(name)
+        if any(g.attainable is None for g in games):
+            known = False
+        best += w / total * math.fsum(100.0 if g.attainable is None else g.attainable for g in games) / len(games)
+    exceptions = {g.id: {"attainable": g.attainable, "note": g.attainable_note} for g in suite.games
+                  if g.attainable != 100.0}
+    meaning = ("overall = the weighted mean of the family subscores (each the mean of its games' 0-100 scores, 100 "
+               "= the best play against the fixed opponents or the game's reference formula at its best). "
+               + ("No known play reaches 100 overall: " if exceptions else "")
+               + "; ".join(f"{gid} tops out at {'an unknown score' if e['attainable'] is None else e['attainable']} "
+                           f"({e['note']})" for gid, e in exceptions.items())
+               + (f". The best known overall is {'at most ' if not known else ''}{best:.1f}" if exceptions else "")
+               + ". The trivial policies' rows (constant, accept) and random are the floor.")
+    return {"overall": round(best, 4), "known": known, "exceptions": exceptions, "meaning": meaning}
 
 
 def write_bench(out: Path, result: Mapping[str, Any]) -> Path:
@@ -428,20 +470,38 @@ def find_results(paths: Sequence[str | Path]) -> list[Path]:
     return list(dict.fromkeys(q.resolve() for q in found))
 
 
+# suite versions whose results never rank beside a later one's, and why (said when they are mixed)
+RETIRED = {"v1": "suite v1's fixed opponents let always-accept score 100 in three seats and it claimed GAMA-Bench "
+                 "comparability it did not have; v2 changed both (and pins temperature, intervals and the rules' "
+                 "digest): play the model again with the current suite"}
+
+
+def comparability_key(r: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+    """What must match for two results to rank together: suite version and file, tier, econarena version and
+    the digest of the games' rules and prompt templates ("-" where a result predates recording it)."""
+    c = r.get("comparability") if isinstance(r.get("comparability"), dict) else {}
+    return (str(r["suite"].get("version")), str(r["suite"].get("sha256", "")), str(r["tier"]),
+            str(c.get("econarena") or "-"), str(c.get("rules_sha256") or "-"))
+
+
 def comparable_problem(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> str | None:
-    """Why these results cannot be ranked together (suite versions, edited suite files, tiers), or None."""
-    groups: dict[tuple[str, str, str], list[Path]] = {}
+    """Why these results cannot be ranked together (suite versions, edited suite files, tiers, econarena
+    versions, games' rules or prompt templates), or None."""
+    groups: dict[tuple[str, ...], list[Path]] = {}
     for path, r in results:
-        key = (str(r["suite"].get("version")), str(r["suite"].get("sha256", "")), str(r["tier"]))
-        groups.setdefault(key, []).append(path)
+        groups.setdefault(comparability_key(r), []).append(path)
     if len(groups) <= 1:
         return None
     lines = []
-    for (version, sha, tier), paths in sorted(groups.items()):
+    for (version, sha, tier, version_of, rules), paths in sorted(groups.items()):
         shown = ", ".join(str(p.parent) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        lines.append(f"suite {version} (file {sha[:12]}), tier {tier}: {shown}")
-    return ("results of different suite versions, suite files or tiers are not ranked together:\n  "
-            + "\n  ".join(lines) + "\nname the directories of one suite and tier (or pass --tier)")
+        lines.append(f"suite {version} (file {sha[:12]}), tier {tier}, econarena {version_of}, rules and prompts "
+                     f"{rules[:12]}: {shown}")
+    retired = sorted({k[0] for k in groups} & set(RETIRED))
+    why = "".join(f"\n{v}: {RETIRED[v]}" for v in retired if len({k[0] for k in groups}) > 1)
+    return ("results of different suite versions, suite files, tiers, econarena versions or game rules and prompts "
+            "are not ranked together:\n  " + "\n  ".join(lines) + why
+            + "\nname the directories of one suite and tier (or pass --tier)")
 
 
 def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
@@ -466,28 +526,69 @@ def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
     return [(p, r) for p, r in results if id(r) in firsts], None
 
 
+def _above(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether row a ranks above row b: its interval lies wholly above b's (both printed), else its point."""
+    if None not in (a["low"], a["high"], b["low"], b["high"]):
+        return a["low"] > b["high"]
+    return a["overall"] > b["overall"]
+
+
 def leaderboard(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """Rows, best first: complete results ranked by overall score; incomplete ones after them, unranked."""
+    """Rows, best first: complete results ranked by overall score, with ties where intervals overlap (a row's
+    rank is 1 + the rows whose interval lies wholly above its own: 90.7 [87.7, 93.7] and 92.9 [89.9, 95.9] share
+    rank 1); incomplete ones after them, unranked, with what they spent. Each row carries its per-family and
+    per-game scores with intervals, the suite version and file digest, the econarena version and the rules'
+    digest (what a paper's table needs to say what it compares)."""
     rows = []
     for path, r in results:
+        c = r.get("comparability") if isinstance(r.get("comparability"), dict) else {}
         rows.append({
             "label": r["model"].get("label"), "kind": r["model"].get("kind", "model"),
-            "suite": r["suite"].get("version"), "tier": r["tier"], "complete": bool(r["complete"]),
+            "suite": r["suite"].get("version"), "suite_sha256": r["suite"].get("sha256"), "tier": r["tier"],
+            "econarena": c.get("econarena") or r.get("econarena_version"), "rules_sha256": c.get("rules_sha256"),
+            "complete": bool(r["complete"]), "stopped": r.get("stopped"),
             "overall": r["overall"].get("score"), "low": r["overall"].get("low"), "high": r["overall"].get("high"),
-            "cost_usd": r.get("cost_usd"), "score_per_usd": r.get("score_per_usd"), "calls": r.get("calls"),
+            "cost_usd": r.get("cost_usd"), "spent_usd": r.get("spent_usd"), "score_per_usd": r.get("score_per_usd"),
+            "calls": r.get("calls"), "cached": r.get("cached"),
             "tokens_in": r.get("tokens_in"), "tokens_out": r.get("tokens_out"), "wall_s": r.get("wall_s"),
+            "answered_by": " ".join(r["model"].get("answered_by") or []) or None,
+            "generation": c.get("generation"),
             "subscores": {k: v.get("score") for k, v in r["subscores"].items()},
+            "families": {k: {"score": v.get("score"), "low": v.get("low"), "high": v.get("high")}
+                         for k, v in r["subscores"].items()},
+            "games": {g["id"]: {"score": g.get("score"), "low": g.get("low"), "high": g.get("high")}
+                      for g in r["games"] if isinstance(g, dict) and "id" in g},
             "family_titles": {k: v.get("title", k) for k, v in r["subscores"].items()},
             "path": str(path),
         })
     ranked = sorted((x for x in rows if x["complete"] and x["overall"] is not None),
                     key=lambda x: (-x["overall"], str(x["label"])))
     rest = sorted((x for x in rows if not (x["complete"] and x["overall"] is not None)), key=lambda x: str(x["label"]))
-    for i, x in enumerate(ranked, 1):
-        x["rank"] = i
+    for x in ranked:
+        x["rank"] = 1 + sum(_above(y, x) for y in ranked if y is not x)
+    for x in ranked:
+        x["tied"] = sum(y["rank"] == x["rank"] for y in ranked) > 1
     for x in rest:
-        x["rank"] = None
+        x["rank"], x["tied"] = None, False
     return ranked + rest
+
+
+def generation_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Rows that played with other generation settings than the rest (any setting the suite leaves to the
+    model: max_tokens, structured output, a reasoning effort...), named: flagged beside the table, not hidden."""
+    seen: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("generation"):
+            seen.setdefault(json.dumps(r["generation"], sort_keys=True), []).append(str(r["label"]))
+    if len(seen) <= 1:
+        return None
+    parts = []
+    for key, labels in seen.items():
+        g = json.loads(key)
+        flat = sorted({f"{k}={v}" for per in g.values() for k, v in per.items()})
+        parts.append(f"{', '.join(labels)}: {' '.join(flat)}")
+    return "generation settings differ between rows (each model played with its own; compare with care):\n  " + \
+        "\n  ".join(parts)
 
 
 def _f(x: Any, digits: int = 1) -> str:
@@ -505,13 +606,15 @@ def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
             "status"]
     body = []
     for r in rows:
-        body.append([_f(r["rank"]) if r["rank"] else "-", str(r["label"]) + (" (baseline)" if r["kind"] == "baseline"
-                                                                          else ""),
+        rank = (_f(r["rank"]) + ("=" if r.get("tied") else "")) if r["rank"] else "-"
+        status = ("complete" if r["overall"] is not None else "complete, no overall score: not ranked") \
+            if r["complete"] else "incomplete, not ranked" + (
+                f" (spent ${r['spent_usd']:.4f})" if r.get("spent_usd") is not None else "")
+        body.append([rank, str(r["label"]) + (" (baseline)" if r["kind"] == "baseline"
+                                              else ""),
                      _f(r["overall"]), _interval(r["low"], r["high"]), *(_f(r["subscores"].get(f)) for f in families),
                      "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
-                     "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}",
-                     ("complete" if r["overall"] is not None else "complete, no overall score: not ranked")
-                     if r["complete"] else "incomplete, not ranked"])
+                     "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}", status])
     return head, body
 
 
@@ -526,11 +629,24 @@ def format_rows(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """The leaderboard as CSV, through the project's one CSV writer (a label such as ``=HYPERLINK(...)`` is
-    written as text, never as a formula)."""
+    written as text, never as a formula): the row's columns, then per family its score (the column named as
+    the family, as before), low and high, then per game the same."""
     families = list(dict.fromkeys(k for r in rows for k in r["subscores"]))
-    return csv_text([*LEADERBOARD_COLUMNS, *families],
-                    [["" if x is None else x for x in [*(r.get(c) for c in LEADERBOARD_COLUMNS),
-                                                       *(r["subscores"].get(f) for f in families)]] for r in rows])
+    games = list(dict.fromkeys(k for r in rows for k in r.get("games", {})))
+    head = [*LEADERBOARD_COLUMNS, *(c for f in families for c in (f, f"{f}_low", f"{f}_high")),
+            *(c for g in games for c in (f"game:{g}", f"game:{g}_low", f"game:{g}_high"))]
+
+    def triple(x: Mapping[str, Any] | None) -> list[Any]:
+        x = x or {}
+        return [x.get("score"), x.get("low"), x.get("high")]
+
+    body = []
+    for r in rows:
+        cells = [*(r.get(c) for c in LEADERBOARD_COLUMNS),
+                 *(v for f in families for v in triple(r.get("families", {}).get(f))),
+                 *(v for g in games for v in triple(r.get("games", {}).get(g)))]
+        body.append(["" if x is None else x for x in cells])
+    return csv_text(head, body)
 
 
 def leaderboard_json(rows: Sequence[Mapping[str, Any]]) -> str:

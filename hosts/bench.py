@@ -1,4 +1,4 @@
-"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v1.toml``) turned into ordinary
+"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v2.toml``) turned into ordinary
 experiments for one model, planned (calls and a cost bound per tier) and played side by side.
 
 Why experiments: every game of the suite is an experiment built from TOML data by ``parse_experiment``, the same
@@ -13,6 +13,8 @@ player table (or a models file of aliases: one model per alias).
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import math
 import re
 from collections.abc import Callable
@@ -211,13 +213,86 @@ def score_rule_problems(g: GameEntry, exp: Experiment) -> list[str]:
     return []
 
 
+# What decides a score beyond the suite file: the games' rules and the prompt templates (their digest is in
+# every result's comparability key, so results of other rules or wording are never ranked beside each other).
+PINNED_CODE = ("games", "hosts/templates")
+# LLM settings that decide how a call travels, not what the model answers: left out of the generation settings
+# a result records (any other setting, a future one included, is recorded as it is).
+TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_connections", "requests_per_minute",
+                            "max_retries", "retry_max_wait_s", "device", "threads", "max_batch_size"})
+
+
+@functools.lru_cache(maxsize=1)
+def rules_digest() -> str:
+    """sha256 over the files of PINNED_CODE (path and bytes, sorted): the rules and prompts as played."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for top in PINNED_CODE:
+        for f in sorted((root / top).rglob("*")):
+            if f.is_file() and f.suffix in (".py", ".toml") and "__pycache__" not in f.parts:
+                h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def generation(exps: list[Experiment], label: str) -> dict[str, dict[str, Any]]:
+    """Per game, the LLM settings the model played with (every setting but TRANSPORT_KEYS; none for a
+    baseline): the decoding a result depends on, recorded whatever the settings are called."""
+    out = {}
+    for e in exps:
+        p = next((p for p in e.players if p.label == label and p.llm is not None), None)
+        if p is not None:
+            out[e.name] = {k: v for k, v in sorted(p.llm.model_dump().items()) if k not in TRANSPORT_KEYS}
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def played_by(spec: ModelSpec) -> dict[str, Any] | None:
+    """The model that plays, named: the bundled model (bare ``hf``) by its name and its weights' file and
+    sha256 (the row of ``bench hf`` said only ``hf``); a provider's model by the name asked for (the names the
+    server answered with are read from the decisions, analysis/benchmark.py)."""
+    agent = spec.entry.get("agent")
+    if agent not in PROVIDERS:
+        return None
+    if agent == "hf" and not spec.entry.get("model"):
+        from ..agents.providers.hf import DEFAULT_MODEL, bundled_gguf
+
+        try:
+            gguf = bundled_gguf()
+        except Exception:  # noqa: BLE001 - not installed: the run itself says so
+            return {"model": DEFAULT_MODEL, "weights": None, "weights_sha256": None}
+        return {"model": DEFAULT_MODEL, "weights": gguf.name, "weights_sha256": _file_sha256(str(gguf))}
+    return {"model": spec.entry.get("model") or PROVIDERS[agent].default_model}
+
+
 def settings(suite: Suite, tier: str, spec: ModelSpec, exps: list[Experiment]) -> dict[str, Any]:
-    """What a result depends on, as written to the bench directory: the suite, the tier, every experiment
-    resolved (no key: only variable names; URLs masked). ``digest`` is computed over it."""
+    """What a result depends on, as written to the bench directory: the suite, the tier, the rules and
+    prompts (their digest), the econarena version, the model that plays, every experiment resolved (no key:
+    only variable names; URLs masked). ``digest`` is computed over it; ``comparability`` is the part that
+    must match for two results to rank together (the model's generation settings are recorded beside)."""
+    from .. import __version__
+
     experiments = {e.name: resolved_data(e) for e in exps}
     doc = {"suite": suite.name, "version": suite.version, "suite_sha256": suite.digest, "tier": tier,
-           "label": spec.label, "experiments": experiments}
-    return {**doc, "digest": digest(doc)}
+           "label": spec.label, "econarena": __version__, "rules_sha256": rules_digest(),
+           "played_by": played_by(spec), "experiments": experiments}
+    return {**doc, "digest": digest(doc), "comparability": comparability(suite, tier, exps, spec)}
+
+
+def comparability(suite: Suite, tier: str, exps: list[Experiment], spec: ModelSpec) -> dict[str, Any]:
+    """The comparability key of a result (``econarena leaderboard`` ranks together only results whose key
+    matches, generation settings aside) and the generation settings it played with."""
+    from .. import __version__
+
+    return {"suite": suite.version, "suite_sha256": suite.digest, "tier": tier, "econarena": __version__,
+            "rules_sha256": rules_digest(), "generation": generation(exps, spec.label)}
 
 
 # ---------------------------------------------------------------------------------------------------- plan

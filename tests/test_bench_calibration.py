@@ -43,10 +43,11 @@ def test_standard_tier_intervals_cover_the_replication_mean(tmp_path: Path) -> N
         reps.append((games, B.combine(suite, games)))
     mean = math.fsum(c["overall"]["score"] for _, c in reps) / REPLICATIONS
     covered = sum(c["overall"]["low"] <= mean <= c["overall"]["high"] for _, c in reps)
-    assert covered >= 0.9 * REPLICATIONS, (covered, mean, [(c["overall"]["low"], c["overall"]["high"]) for _, c in reps])
+    assert covered >= 0.9 * REPLICATIONS, (covered, mean, [(c["overall"]["low"], c["overall"]["high"])
+                                                          for _, c in reps])
     # every game's interval, on average over the 19 games (one game may miss more by chance, not all)
     game_cover = []
-    for i, g in enumerate(suite.games):
+    for i in range(len(suite.games)):
         m = math.fsum(games[i].score for games, _ in reps) / REPLICATIONS
         game_cover.append(sum(games[i].low - 1e-9 <= m <= games[i].high + 1e-9 for games, _ in reps) / REPLICATIONS)
     assert sum(game_cover) / len(game_cover) >= 0.9, dict(zip([g.id for g in suite.games], game_cover))
