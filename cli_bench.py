@@ -414,9 +414,17 @@ def _print_result(result: dict[str, Any], out: Path) -> None:
             return "-"
         return f"{s:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")
 
-    rows = [[g["id"], cell(g["score"], g["low"], g["high"]), f"{g['sessions']}/{g['planned']}",
+    best = (result.get("attainable") or {}).get("exceptions") or {}
+
+    def attainable(gid: str) -> str:
+        if gid not in best:
+            return "100"
+        x = best[gid]["attainable"]
+        return "unknown*" if x is None else f"{x:g}*"
+
+    rows = [[g["id"], cell(g["score"], g["low"], g["high"]), attainable(g["id"]), f"{g['sessions']}/{g['planned']}",
              "-" if g["rule_break_pct"] is None else f"{g['rule_break_pct']:.0f}"] for g in result["games"]]
-    print(format_rows(["game", "score [95%]", "sessions", "rule breaks %"], rows))
+    print(format_rows(["game", "score [95%]", "best known", "sessions", "rule breaks %"], rows))
     print()
     rows = [[s["title"], cell(s["score"], s["low"], s["high"]), f"{s['weight']:g}"]
             for s in result["subscores"].values()]
@@ -426,6 +434,14 @@ def _print_result(result: dict[str, Any], out: Path) -> None:
     extra = (f"; cost ${cost:.4f}" + (f", {result['score_per_usd']:.4g} points per dollar"
                                        if result.get("score_per_usd") else "")) if cost is not None else ""
     state = "complete" if result["complete"] else f"INCOMPLETE ({result['stopped']}), not ranked"
+    if result.get("attainable"):
+        print(f"\n{result['attainable']['meaning']}")
+    if o.get("method"):
+        print(f"intervals: {o['method']}")
+    cached = result.get("cached") or 0
+    if cached:
+        print(f"from the response cache: {cached:,} of {result.get('decisions', 0):,} replies (answered before, not "
+              "by this invocation; --no-cache asks the model again)")
     print(f"\n{result['model']['label']}: {cell(o['score'], o['low'], o['high'])} overall, suite "
           f"{result['suite']['version']} tier {result['tier']}, {state}; {result['calls']:,} calls, "
           f"{result['tokens_in']:,}/{result['tokens_out']:,} tokens{extra}; {result['wall_s']:.0f} s")

@@ -709,13 +709,32 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
              f"<p class='meta'>{_e(result['tier_description'])}</p>"]
     o = result["overall"]
     if result["complete"]:
+        how = (f"{round(100 * o['level'])}% interval from the sessions" if o.get("low") is not None
+               else "no interval: a smoke tier")
         parts.append(f"<p><span class='big'>{_cell(o['score'], o['low'], o['high'])}</span> overall "
-                     f"(0-100; {round(100 * o['level'])}% interval from the sessions)</p>")
+                     f"(0-100; {how})</p>")
     else:
         parts.append(f"<p class='warn'>Incomplete ({_e(result.get('stopped'))}): scores below cover the sessions "
                      "played so far and are not ranked; run the same command again to finish.</p>"
                      + (f"<p>overall so far: {_cell(o['score'], o['low'], o['high'])}</p>" if o["score"] is not None
                         else ""))
+    best = result.get("attainable") or {}
+    if best.get("meaning"):
+        parts.append(f"<p class='meta'>{_e(best['meaning'])}</p>")
+    if o.get("method"):
+        parts.append(f"<p class='meta'>Intervals: {_e(o['method'])}.</p>")
+    played = [*([model["played_by"]["model"] + (f" (weights {model['played_by']['weights']}, sha256 "
+                                                 f"{str(model['played_by']['weights_sha256'])[:16]})"
+                                                 if model["played_by"].get("weights") else "")]
+                if isinstance(model.get("played_by"), dict) else [])]
+    answered = [m for m in model.get("answered_by") or [] if m not in played]
+    if played or answered:
+        parts.append(f"<p class='meta'>Played by {_e(', '.join(played + answered))}"
+                     + (f" (the server answered as {_e(', '.join(answered))})" if answered and played else "")
+                     + ".</p>")
+    if result.get("cached"):
+        parts.append(f"<p class='warn'>{result['cached']:,} of {result.get('decisions', 0):,} replies came from the "
+                     "response cache: answered before, by whichever run asked first, not by this invocation.</p>")
     single = [g["id"] for g in result["games"] if g["sessions"] == 1]
     if single and o["low"] is not None:
         parts.append(f"<p class='meta'>{len(single)} game(s) played one session ({_e(', '.join(single))}): they "
@@ -729,6 +748,11 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
         f"wall time {result.get('wall_s', 0):.0f} s", f"settings digest {_e(result['settings_digest'][:16])}"] if x)
         + "</p>")
     others = list(baselines)
+    floor = [str(b["model"]["label"]) for b in others if b["model"]["label"] in ("random", "constant", "accept")]
+    if floor:
+        parts.append(f"<p class='meta'>The floor: {_e(', '.join(floor))} (baselines). constant answers 50 and the "
+                     "first option everywhere, accept accepts every offer: a score near theirs measures no "
+                     "understanding of the game.</p>")
     head = ["family", label, *(str(b["model"]["label"]) + " (baseline)" for b in others)]
     rows = []
     for name, s in result["subscores"].items():
@@ -746,9 +770,9 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
         parts.append(f"<h2>{_e(fam.title)}</h2><p class='meta'>Subscore: {_e(fam.subscore)}.</p>")
         if fam.published:
             parts.append(_published_block(suite, name, result, games))
-        head = ["game", "rule", label, *(str(b["model"]["label"]) for b in others), "sessions", "rule breaks %",
-                "deal rate"]
-        rows = [("", [_e(g["id"]), _e(g["rule"]), _cell(g["score"], g["low"], g["high"]),
+        head = ["game", "rule", label, "best known", *(str(b["model"]["label"]) for b in others), "sessions",
+                "rule breaks %", "deal rate"]
+        rows = [("", [_e(g["id"]), _e(g["rule"]), _cell(g["score"], g["low"], g["high"]), _best_known(best, g["id"]),
                       *(_cell(bg.get(g["id"], {}).get("score")) for bg in base_games),
                       f"{g['sessions']}/{g['planned']}", _f(g["rule_break_pct"]),
                       "-" if g["deal_rate"] is None else f"{100 * g['deal_rate']:.0f}%"]) for g in games]
@@ -762,6 +786,15 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
                  f"{_e(result.get('econarena_version'))}, written {_e(result.get('written_at'))}.</p>")
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
             + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+
+
+def _best_known(best: Mapping[str, Any], gid: str) -> str:
+    """A game's best known score for the scorecard: 100, or the exception's and why."""
+    exceptions = best.get("exceptions") or {}
+    if gid not in exceptions:
+        return "100"
+    x = exceptions[gid]["attainable"]
+    return ("unknown" if x is None else f"{x:g}") + f"<small>{_e(exceptions[gid]['note'])}</small>"
 
 
 def _published_block(suite: Suite, family: str, result: Mapping[str, Any], games: Sequence[Mapping[str, Any]]) -> str:
@@ -780,10 +813,14 @@ def _published_block(suite: Suite, family: str, result: Mapping[str, Any], games
             if same else
             f"<p class='warn'>Tier {_e(result['tier'])} does not play the published protocol (published tiers: "
             f"{_e(', '.join(fam.published_tiers) or 'none')}): the published rows ({_e(table.source)}) are shown for "
-            "orientation only; this row does not rank among them.</p>")
+            "orientation only; this row does not rank among them. What differs: the prompts are our own wording "
+            "(GAMA-Bench's paper shows scores move with the template), an unusable reply is asked again at most 3 "
+            "times (GAMA-Bench asks until it parses), and the quick tier plays one round without re-asks.</p>")
     titles = {g.game: GAMES[g.game].info.title if g.game in GAMES else g.game for g in suite.games_of(family)}
     head = ["model", "Overall", *(titles.get(x, x) for x in order)]
     tag = "<span class='tag'>published</span>"
+    if not same:  # our row first, apart: the published rows keep their own order and no place is implied
+        every = [mine, *rows]
     body = [("me" if r.get("me") else "pub", [_e(r["model"]) + ("" if r.get("me") else tag), _cell(r.get("overall")),
                                              *(_cell(r.get(x)) for x in order)]) for r in every]
     return note + _table(head, body)
