@@ -459,15 +459,19 @@ def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argpars
             mark = " <" if p.tier == args.tier else ""
             cost = "no price (--prices)" if p.cost is None and spec.is_llm else (
                 "0 (no model calls)" if not spec.is_llm else f"${p.cost:,.2f} (${p.cost_no_reask:,.2f})")
+            expected = "-" if p.cost_expected is None else f"${p.cost_expected:,.2f}"
             rows.append([p.tier + mark, str(p.games), str(p.sessions), f"{p.calls:,} ({p.calls_no_reask:,})",
-                         f"{p.tokens_in:,} / {p.tokens_out:,}", cost])
+                         f"{p.tokens_in:,} / {p.tokens_out:,}", f"{p.tokens_in_expected:,} / {p.tokens_out_expected:,}",
+                         expected, cost])
             if args.max_cost is not None and p.tier == args.tier and p.cost is not None and p.cost > args.max_cost:
                 rows[-1][-1] += f" > --max-cost {args.max_cost:g}: the run would stop there"
         print(format_rows(["tier", "games", "sessions", "LLM calls at most (no re-asks)", "tokens in / out at most",
-                           "cost at most (no re-asks)"], rows))
+                           "tokens expected", "cost expected", "cost at most (no re-asks)"], rows))
         print("(bounds: every game at its round limit, every decision re-asked as often as allowed; input tokens "
               "from the rendered prompts at 3 characters per token, conversations growing by a full reply per "
-              "call. Nothing was run.)")
+              "call. Expected: no re-asks, 4 characters per token, replies of about 60 tokens, a round's report "
+              "of 40 between calls; games that end early cost less. --max-cost is a hard cap either way: each "
+              "call's worst case is reserved before it is sent. Nothing was run.)")
     return EXIT_OK
 
 

@@ -50,6 +50,11 @@ PLAYABLE_BASELINES = ("rational", "random", "constant", "accept")  # baselines t
 # the trivial policies every game offers (games/trivial.py): the floor shown beside `random` on every scorecard
 TRIVIAL = {"constant": {"agent": "policy", "policy": "constant"}, "accept": {"agent": "policy", "policy": "accept"}}
 CHARS_PER_TOKEN = 3.0  # a bound: English runs about 4 characters per token
+# The dry run's expected cost beside its bound: English at 4 characters per token, a reply of a structured
+# JSON answer (capped by max_tokens), a round's report between two calls of a conversation, no re-asks.
+TYPICAL_CHARS_PER_TOKEN = 4.0
+TYPICAL_REPLY_TOKENS = 60
+TYPICAL_REPORT_TOKENS = 40
 MESSAGE_TOKENS = 8  # per message: role and separators
 
 
@@ -310,6 +315,9 @@ class TierPlan:
     tokens_out_no_reask: int
     cost: float | None  # USD at most; None without a price
     cost_no_reask: float | None
+    tokens_in_expected: int = 0  # what a typical run takes (see TYPICAL_*)
+    tokens_out_expected: int = 0
+    cost_expected: float | None = None
 
 
 def _first_prompt_tokens(x: Experiment, lineup: Any, seat: int) -> float:
@@ -323,6 +331,25 @@ def _first_prompt_tokens(x: Experiment, lineup: Any, seat: int) -> float:
         return sum(len(m.content) for m in msgs) / CHARS_PER_TOKEN + MESSAGE_TOKENS * len(msgs)
     except Exception:  # noqa: BLE001 - a seat that cannot be rendered at the start: a generous guess
         return 2000.0
+
+
+def token_expect(exp: Experiment, label: str) -> tuple[int, int]:
+    """(input, output) tokens the label's calls take in a typical run (TYPICAL_*): every game to its round
+    limit, no re-asks, the first prompt at 4 characters per token, each later call reading the conversation
+    grown by a report and a typical reply."""
+    tin = tout = 0.0
+    for lineup, x in exp.tables():
+        rounds, _ = x.game.max_moves(x.params, len(lineup.seats))
+        runs = x.experiment.sessions * x.runs_per_session()
+        for seat, entry in enumerate(lineup.seats):
+            p = x.players[entry]
+            if p.llm is None or p.label != label:
+                continue
+            p0 = _first_prompt_tokens(x, lineup, seat) * CHARS_PER_TOKEN / TYPICAL_CHARS_PER_TOKEN
+            r = min(p.llm.max_tokens, TYPICAL_REPLY_TOKENS)
+            tout += runs * rounds * r
+            tin += runs * (rounds * p0 + rounds * (rounds - 1) / 2 * (r + TYPICAL_REPORT_TOKENS))
+    return math.ceil(tin), math.ceil(tout)
 
 
 def token_bound(exp: Experiment, label: str, reask: bool = True) -> tuple[int, int]:
@@ -361,10 +388,15 @@ def plan(suite: Suite, spec: ModelSpec, prices: dict[str, tuple[float, float]],
             a, b = token_bound(e, spec.label)
             c, d = token_bound(e, spec.label, reask=False)
             tin, tout, tin0, tout0 = tin + a, tout + b, tin0 + c, tout0 + d
+        ein = eout = 0
+        for e in exps:
+            a, b = token_expect(e, spec.label)
+            ein, eout = ein + a, eout + b
         cost = cost_usd(price, tin, tout) if price is not None and spec.is_llm else None
         cost0 = cost_usd(price, tin0, tout0) if price is not None and spec.is_llm else None
+        expected = cost_usd(price, ein, eout) if price is not None and spec.is_llm else None
         out.append(TierPlan(tier, len(exps), sum(e.experiment.sessions for e in exps), calls, plain, tin, tout,
-                            tin0, tout0, cost, cost0))
+                            tin0, tout0, cost, cost0, ein, eout, expected))
     return out
 
 

@@ -8,6 +8,7 @@ import csv
 import importlib.util
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -440,6 +441,9 @@ def test_dry_run_counts_calls_by_hand(server: Any, tmp_path: Path, capsys) -> No
     for tier, calls in (("quick", 18), ("standard", 27), ("full", 36)):
         line = next(x for x in out.splitlines() if x.startswith(tier))
         assert f" {calls} ({calls})" in line and "$" in line
+        # the expected cost beside the bound, below it
+        expected, bound = (float(x.replace(",", "")) for x in re.findall(r"\$([\d,.]+)", line)[:2])
+        assert 0 < expected < bound
     assert not (tmp_path / "d").exists()  # nothing was run or written
 
 
