@@ -442,8 +442,10 @@ def test_dry_run_counts_calls_by_hand(server: Any, tmp_path: Path, capsys) -> No
         line = next(x for x in out.splitlines() if x.startswith(tier))
         assert f" {calls} ({calls})" in line and "$" in line
         # the expected cost beside the bound, below it
-        expected, bound = (float(x.replace(",", "")) for x in re.findall(r"\$([\d,.]+)", line)[:2])
-        assert 0 < expected < bound
+        (bin_, bout), (ein, eout) = [(int(a.replace(",", "")), int(b.replace(",", "")))
+                                     for a, b in re.findall(r"([\d,]+) / ([\d,]+)", line)]
+        assert 0 < ein < bin_ and 0 < eout <= bout
+        assert line.count("$") == 3  # expected, at most, at most without re-asks
     assert not (tmp_path / "d").exists()  # nothing was run or written
 
 
