@@ -278,14 +278,17 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
         print(f"bench: playing {played} game(s) of {len({id(t[3]) for t in todo if t[3].kind == 'model'})} "
               f"model(s), tier {args.tier} -> {args.out}", file=sys.stderr)
 
-    def options_for(job: _Job) -> Any:
+    from .hosts.bench import session_cost_bound
+
+    def options_for(job: _Job, exp: Any) -> Any:
         def make(resume: bool) -> HostOptions:
             return HostOptions(concurrency=args.concurrency, resume=resume, quiet=args.quiet or job.kind != "model",
                                runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir),
-                               prices=prices, engine=args.engine, shard=args.shard, budget=job.budget)
+                               prices=prices, engine=args.engine, shard=args.shard, budget=job.budget,
+                               session_cost=session_cost_bound(exp, job.spec, prices) if job.budget else 0.0)
         return make
 
-    items = [(exp, d, options_for(job)(resume)) for exp, d, resume, job in todo]
+    items = [(exp, d, options_for(job, exp)(resume)) for exp, d, resume, job in todo]
     try:
         results = run_until_signalled(play(items))
     except KeyboardInterrupt as exc:

@@ -113,6 +113,20 @@ class Budget:
         self.reserved += amount
         return amount
 
+    def hold(self, amount: float) -> bool:
+        """Hold ``amount`` USD (a whole session's worst case, ``--ray``: its calls are made on other nodes,
+        where this budget is not) while it fits; False (nothing held) when it would pass the limit."""
+        if self.committed + amount > self.limit:
+            if not self.busy:
+                self.refused += 1
+            return False
+        self.reserved += amount
+        return True
+
+    def release(self, amount: float) -> None:
+        """Free a ``hold`` once what it covered is charged."""
+        self.reserved = max(0.0, self.reserved - amount)
+
     def settle(self, amount: float, label: str, model: str | None, tokens_in: int | None,
                tokens_out: int | None) -> None:
         """An attempt returned: free its reservation and hold its actual cost until ``charge``."""

@@ -55,6 +55,7 @@ CHARS_PER_TOKEN = 3.0  # a bound: English runs about 4 characters per token
 TYPICAL_CHARS_PER_TOKEN = 4.0
 TYPICAL_REPLY_TOKENS = 60
 TYPICAL_REPORT_TOKENS = 40
+SCHEMA_TOKENS = 2000  # a reply schema sent with a call, at most (the largest, the pirate plan's, is ~1,700 bytes)
 MESSAGE_TOKENS = 8  # per message: role and separators
 
 
@@ -352,7 +353,8 @@ def token_expect(exp: Experiment, label: str) -> tuple[int, int]:
     return math.ceil(tin), math.ceil(tout)
 
 
-def token_bound(exp: Experiment, label: str, reask: bool = True) -> tuple[int, int]:
+def token_bound(exp: Experiment, label: str, reask: bool = True, chars_per_token: float = CHARS_PER_TOKEN,
+                per_call: float = 0.0) -> tuple[int, int]:
     """(input, output) tokens the label's calls can take at most. Each call is at most ``max_tokens`` long;
     a conversation grows by at most the first prompt's size plus a reply per call (a report and the next
     request are shorter than the rules), so call k of a run reads at most p0 + k (p0 + max_tokens)."""
@@ -365,11 +367,22 @@ def token_bound(exp: Experiment, label: str, reask: bool = True) -> tuple[int, i
             p = x.players[entry]
             if p.llm is None or p.label != label:
                 continue
-            p0 = _first_prompt_tokens(x, lineup, seat)
+            p0 = _first_prompt_tokens(x, lineup, seat) * CHARS_PER_TOKEN / chars_per_token + per_call
             mt = p.llm.max_tokens
             tout += runs * m * mt
             tin += runs * (m * p0 + m * (m - 1) / 2 * (p0 + mt))
     return math.ceil(tin), math.ceil(tout)
+
+
+def session_cost_bound(exp: Experiment, spec: ModelSpec, prices: dict[str, tuple[float, float]]) -> float:
+    """The most one session of ``exp`` can cost the model's calls (``--max-cost --ray`` holds it before the
+    session is handed out): token_bound's rule with every character a token (a byte-level tokenizer's token
+    covers at least one byte) and the reply schema's size on every call, per session; 0 without a price."""
+    price = price_of(prices, spec.label, [str(spec.entry["model"])] if spec.entry.get("model") else [])
+    if price is None or not spec.is_llm:
+        return 0.0
+    tin, tout = token_bound(exp, spec.label, chars_per_token=1.0, per_call=SCHEMA_TOKENS)
+    return cost_usd(price, tin, tout) / max(1, exp.experiment.sessions)
 
 
 def plan(suite: Suite, spec: ModelSpec, prices: dict[str, tuple[float, float]],

@@ -52,6 +52,9 @@ class HostOptions:
     # reached, no further call starts; the runs that wanted one end incomplete (their error says why) and
     # --resume plays them again
     budget: Any = None
+    # with an engine (Ray), the worst-case USD of one session's capped calls: held against ``budget`` before the
+    # session is handed out and freed once its replies are charged (the calls run where the budget is not)
+    session_cost: float = 0.0
     # several Hosts side by side in one process (``bench``) share their providers (one local model, one
     # connection pool): the caller closes them once all are done, not each Host when it ends
     keep_providers: bool = False

@@ -529,3 +529,26 @@ def test_api_errors_leave_it_incomplete_and_a_rerun_finishes(server: Any, tmp_pa
     assert main(args) == 0
     assert json.loads((tmp_path / "o" / "fake" / "bench.json").read_text(encoding="utf-8"))["overall"]["score"] == \
         pytest.approx(OVERALL)
+
+
+def test_a_cap_holds_with_ray_measured_at_the_server(server: Any, tmp_path: Path, ray_cluster: Any) -> None:
+    """With --ray the calls run in session workers, away from the budget: each session's worst case is held
+    before it is handed out (v1 checked only the money already spent, so every session of a wave started).
+    Measured at the server: a cap below a session's worst case serves nothing; a cap above the whole bench's
+    worst case plays it all; neither passes the cap."""
+    server.reset()
+    server.reply = scripted_reply
+    suite = small_suite(tmp_path)
+    prices = prices_file(tmp_path)
+    assert main(bench_args(server, suite, tmp_path / "whole" / "runs", "--prices", str(prices))) == 0
+    cost = json.loads((tmp_path / "whole" / "runs" / "fake" / "bench.json").read_text(encoding="utf-8"))["cost_usd"]
+    n0 = server.count()
+    assert main(bench_args(server, suite, tmp_path / "low", "--prices", str(prices), "--max-cost", str(cost / 2),
+                           "--ray", "--ray-workers", "1")) == 3
+    assert served_usd(server, n0) <= cost / 2 and server.count() == n0
+    result = json.loads((tmp_path / "low" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert result["stopped"] == "budget"
+    n1 = server.count()
+    assert main(bench_args(server, suite, tmp_path / "high", "--prices", str(prices), "--max-cost", "1e7",
+                           "--ray", "--ray-workers", "1")) == 0
+    assert served_usd(server, n1) == pytest.approx(cost)
