@@ -1,5 +1,6 @@
 """The bench suite's format (``econarena bench``): which games, tables, opponents, seeds and sessions per tier,
-and how each game's 0-100 score is computed, read from a TOML file (``configs/bench/v1.toml``).
+and how each game's 0-100 score is computed, read from a TOML file (``configs/bench/v2.toml``; v1.toml is kept so
+that v1 results can be read and refused by name).
 
 Why a root module: the suite is read by hosts (to build and play the experiments) and by analysis (to score
 the run directories against the suite's rules), which may not import each other; this module imports nothing
@@ -17,6 +18,10 @@ A score rule is one of:
   scored (nothing to gain) and counted;
 - ``payoff_sign``: 50 x (1 + sign(u)): 100 for a gain, 50 for none, 0 for a loss.
 Every rule scores a player-run with a rule break (an invalid first attempt) 0, as the metrics do.
+
+A game may say ``attainable`` (the best score a known play reaches: a number, or "unknown"; 100 when left
+out) with ``attainable_note`` (why): shown beside its score, so that 100 means the best play or the scale
+says otherwise. A tier may say ``intervals = false`` (a smoke tier too small for a calibrated interval).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``econarena bench`` (one model, one score: a versioned suite played and scored) and ``econarena leaderboard``
-(many bench results in one table). The suite is data (``configs/bench/v1.toml``, its format in ``benchsuite.py``); the
+(many bench results in one table). The suite is data (``configs/bench/v2.toml``, its format in ``benchsuite.py``); the
 games are played by the Host (``hosts/bench.py``) and scored from the run directories (``analysis/benchmark.py``).
 
 Layout of ``--out DIR`` (default ``runs/bench``): ``DIR/<model>/`` holds ``bench.json``, ``scorecard.html``,
@@ -566,7 +566,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from .benchsuite import TIERS
 
     b = sub.add_parser("bench", help="one model, one comparable score: the bench suite played and scored",
-                       description="Play the bench suite (configs/bench/v1.toml: GAMA-Bench's eight games, EconArena's "
+                       description="Play the bench suite (configs/bench/v2.toml: GAMA-Bench's eight games, EconArena's "
                                    "three against rational players, GLEE, NegotiationArena and the fruit trade "
                                    "against fixed opponents) with MODEL and score it 0-100: per game, per family "
                                    "and overall, with 95% intervals. Writes OUT/<model>/bench.json and "
@@ -589,7 +589,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     b.add_argument("--dry-run", action="store_true",
                    help="print each tier's LLM calls and cost bound; run nothing")
     b.add_argument("--suite", metavar="FILE.toml",
-                   help="another suite file (default: the bundled configs/bench/v1.toml)")
+                   help="another suite file (default: the bundled configs/bench/v2.toml)")
     b.add_argument("--no-baselines", action="store_true", help="do not play the rational and random baselines' rows")
     b.add_argument("--concurrency", type=_concurrency, default=16,
                    help="decisions in flight per game (default 16)")
