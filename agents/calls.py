@@ -8,6 +8,9 @@ it, because the limit it reports is shared.
 
 Errors leave this module as :class:`CallError` whose message has any API key removed; the SDK's exception
 is not chained (its request object carries the ``Authorization`` header).
+
+A spending cap (``bench --max-cost``) is honoured here, for every provider: each attempt's worst case is
+reserved before it is sent (:func:`reserve_attempt`) and settled when it returns (:func:`settle_attempt`).
 """
 
 from __future__ import annotations
@@ -70,6 +73,33 @@ def prompt_token_bound(messages: Sequence[Message], schema: Mapping[str, Any] | 
     if schema is not None:
         n += len(json.dumps(schema, ensure_ascii=False).encode("utf-8"))
     return n
+
+
+async def reserve_attempt(name: str, model: str, worst_in: int, max_tokens: int) -> float | None:
+    """Before an HTTP attempt: reserve its worst case against the cap in ``SPEND`` (None: no cap). Waits while
+    other capped calls are in flight (their return may leave room); raises CallError when it cannot fit.
+    Every path that sends a request calls this before and :func:`settle_attempt` after (generate does)."""
+    cap = SPEND.get()
+    if cap is None:
+        return None
+    held = cap[0].reserve(cap[1], model, worst_in, max_tokens)
+    while held is None and cap[0].busy:
+        await asyncio.sleep(0.02)
+        held = cap[0].reserve(cap[1], model, worst_in, max_tokens)
+    if held is None:
+        raise CallError(f"{name}: budget reached: this call could cost up to its worst case and pass the "
+                        "--max-cost limit, so it was not sent; resume with a higher limit to go on")
+    return held
+
+
+def settle_attempt(held: float | None, model: str, gen: Generation | None) -> None:
+    """After an attempt reserved by :func:`reserve_attempt`: its reservation becomes its actual cost (a
+    failed attempt's is unknown: 0, as the logs count it)."""
+    cap = SPEND.get()
+    if held is None or cap is None:
+        return
+    cap[0].settle(held, cap[1], (gen.model if gen else None) or model, gen.tokens_in if gen else None,
+                  gen.tokens_out if gen else None)
 
 
 class CallError(Exception):
@@ -399,20 +429,12 @@ class RemoteProvider(Provider):
         start = time.monotonic()
         deadline = start + settings.retry_max_wait_s
         attempt = 0
-        cap = SPEND.get()
-        worst_in = prompt_token_bound(messages, schema) if cap is not None else 0
+        worst_in = prompt_token_bound(messages, schema) if SPEND.get() is not None else 0
         while True:
-            held = None
-            if cap is not None:  # the attempt's worst case, reserved before it is sent (a cap is a cap)
-                held = cap[0].reserve(cap[1], self._model(settings), worst_in, settings.max_tokens)
-                while held is None and cap[0].busy:  # calls in flight may leave room when they return
-                    await asyncio.sleep(0.02)
-                    held = cap[0].reserve(cap[1], self._model(settings), worst_in, settings.max_tokens)
-                if held is None:
-                    raise CallError(f"{self.name}: budget reached: this call could cost up to its worst case "
-                                    "and pass the --max-cost limit, so it was not sent; resume with a higher "
-                                    "limit to go on", attempts=attempt)
             async with state.gate.slot():
+                # the attempt's worst case, reserved against a cap before it is sent (a cap is a cap); no await
+                # from here to the try below, so a cancelled call never leaves a reservation behind
+                held = await reserve_attempt(self.name, self._model(settings), worst_in, settings.max_tokens)
                 i = pool.choose(AFFINITY.get()) if pool is not None else 0
                 if pool is not None:
                     pool.in_flight[i] += 1
@@ -433,9 +455,7 @@ class RemoteProvider(Provider):
                 finally:
                     if pool is not None:
                         pool.in_flight[i] -= 1
-                    if held is not None:  # a failed attempt's cost is unknown: counted 0, as the logs do
-                        cap[0].settle(held, cap[1], (gen.model if gen else None) or self._model(settings),
-                                      gen.tokens_in if gen else None, gen.tokens_out if gen else None)
+                    settle_attempt(held, self._model(settings), gen)
             attempt += 1
             message = redact(failure.message, self._key, *url_secrets(self.settings.base_url))
             other = pool is not None and failure.down and pool.set_aside(i, message)
