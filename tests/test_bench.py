@@ -552,3 +552,25 @@ def test_a_cap_holds_with_ray_measured_at_the_server(server: Any, tmp_path: Path
     assert main(bench_args(server, suite, tmp_path / "high", "--prices", str(prices), "--max-cost", "1e7",
                            "--ray", "--ray-workers", "1")) == 0
     assert served_usd(server, n1) == pytest.approx(cost)
+
+
+def test_replies_from_the_cache_are_said_and_the_model_that_played_is_named(server: Any, tmp_path: Path,
+                                                                            capsys) -> None:
+    server.reset()
+    server.reply = scripted_reply
+    suite = small_suite(tmp_path)
+    assert main(bench_args(server, suite, tmp_path / "a")) == 0
+    first = json.loads((tmp_path / "a" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert first["cached"] == 0 and first["model"]["answered_by"] == ["fake-model"]
+    assert first["model"]["played_by"] == {"model": "fake-model"}
+    gen = first["comparability"]["generation"]
+    assert set(gen) == {"guess", "beauty", "ultimatum"} and gen["guess"]["temperature"] == 1.0
+    assert gen["beauty"]["max_tokens"] == 64 and "base_url" not in gen["beauty"]  # transport keys left out
+    capsys.readouterr()
+    assert main(bench_args(server, suite, tmp_path / "b")) == 0  # a fresh directory, the same cache
+    again = json.loads((tmp_path / "b" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert again["cached"] == again["decisions"] > 0
+    assert f"from the response cache: {again['cached']:,} of {again['decisions']:,} replies" in capsys.readouterr().out
+    assert "came from the response cache" in (tmp_path / "b" / "fake" / "scorecard.html").read_text(encoding="utf-8")
+    assert "came from the response cache" not in (tmp_path / "a" / "fake" / "scorecard.html").read_text(
+        encoding="utf-8")
