@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from econarena.analysis import benchmark as B
-from econarena.benchsuite import DEFAULT
+from econarena.benchsuite import DEFAULT, load_suite
 from econarena.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,3 +78,24 @@ def test_ranks_tie_where_intervals_overlap_and_exports_carry_everything() -> Non
     data = json.loads(B.leaderboard_json(rows))
     assert data[2]["families"]["f"] == {"score": 80.0, "low": 78.0, "high": 82.0}
     assert data[2]["games"]["g1"]["score"] == 80.0
+
+
+def test_bench_hf_names_the_bundled_model_and_its_weights() -> None:
+    """The row of `bench hf` said only "hf": the model that plays is named, with its weights' sha256."""
+    import hashlib
+
+    import pytest
+
+    from econarena.hosts import bench as H
+
+    hf = pytest.importorskip("econarena.agents.providers.hf")
+    try:
+        gguf = hf.bundled_gguf()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"the bundled model is not installed ({exc})")
+    played = H.played_by(H.model_specs("hf")[0])
+    assert played == {"model": hf.DEFAULT_MODEL, "weights": gguf.name,
+                      "weights_sha256": hashlib.sha256(gguf.read_bytes()).hexdigest()}
+    spec = H.model_specs("hf")[0]
+    suite = load_suite(DEFAULT)
+    assert H.settings(suite, "quick", spec, H.build(suite, "quick", spec))["played_by"] == played
