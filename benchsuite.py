@@ -1,5 +1,6 @@
 """The bench suite's format (``econarena bench``): which games, tables, opponents, seeds and sessions per tier,
-and how each game's 0-100 score is computed, read from a TOML file (``configs/bench/v1.toml``).
+and how each game's 0-100 score is computed, read from a TOML file (``configs/bench/v2.toml``; v1.toml is kept so
+that v1 results can be read and refused by name).
 
 Why a root module: the suite is read by hosts (to build and play the experiments) and by analysis (to score
 the run directories against the suite's rules), which may not import each other; this module imports nothing
@@ -17,6 +18,10 @@ A score rule is one of:
   scored (nothing to gain) and counted;
 - ``payoff_sign``: 50 x (1 + sign(u)): 100 for a gain, 50 for none, 0 for a loss.
 Every rule scores a player-run with a rule break (an invalid first attempt) 0, as the metrics do.
+
+A game may say ``attainable`` (the best score a known play reaches: a number, or "unknown"; 100 when left
+out) with ``attainable_note`` (why): shown beside its score, so that 100 means the best play or the scale
+says otherwise. A tier may say ``intervals = false`` (a smoke tier too small for a calibrated interval).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ else:  # pragma: no cover
 TIERS = ("quick", "standard", "full")
 TABLES = ("copies", "rational", "versus")
 RULES = ("game", "equilibrium_action", "payoff_share", "payoff_sign")
-DEFAULT = Path(__file__).resolve().parent / "configs" / "bench" / "v1.toml"
+DEFAULT = Path(__file__).resolve().parent / "configs" / "bench" / "v2.toml"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_SESSIONS = 100_000
@@ -137,6 +142,9 @@ class GameEntry:
     best: Expression | None
     deal: str | None  # the run metrics' key of a deal (reported beside the score)
     why: str
+    # the best score a known play reaches (100 unless the file says otherwise; None: unknown) and why
+    attainable: float | None = 100.0
+    attainable_note: str | None = None
 
     def params_for(self, tier: str) -> dict[str, Any]:
         return {**self.params, **self.tier_params.get(tier, {})}
@@ -152,6 +160,7 @@ class Suite:
     level: float
     title: str
     tiers: dict[str, str]  # tier -> description
+    intervals: dict[str, bool]  # tier -> whether its intervals are printed (a smoke tier's are not)
     llm: dict[str, Any]  # defaults for the model's LLM settings (its own keys win)
     families: dict[str, Family]
     games: tuple[GameEntry, ...]
@@ -233,9 +242,13 @@ def parse_suite(data: dict[str, Any], path: Path, text: str = "") -> Suite:
     if not _ID.fullmatch(version):
         raise SuiteError(f"{w}: suite.version: {version!r}: letters, digits, '.', '_' or '-' (it names results)")
     tiers = _check_keys(f"{w}: [tiers]", data["tiers"], set(TIERS), set(TIERS))
-    tier_text = {t: _text(f"{w}: tiers.{t}.description",
-                          _check_keys(f"{w}: [tiers.{t}]", tiers[t], {"description"}, {"description"})["description"])
-                 for t in TIERS}
+    tier_text, intervals = {}, {}
+    for t in TIERS:
+        table = _check_keys(f"{w}: [tiers.{t}]", tiers[t], {"description", "intervals"}, {"description"})
+        tier_text[t] = _text(f"{w}: tiers.{t}.description", table["description"])
+        intervals[t] = table.get("intervals", True)
+        if not isinstance(intervals[t], bool):
+            raise SuiteError(f"{w}: tiers.{t}.intervals: expected true or false, got {intervals[t]!r}")
     llm = _any_table(f"{w}: [llm]", data.get("llm", {}))  # its keys are the player's LLM keys (checked by hosts)
     families: dict[str, Family] = {}
     for name, f in _any_table(f"{w}: [families]", data["families"]).items():
@@ -269,13 +282,14 @@ def parse_suite(data: dict[str, Any], path: Path, text: str = "") -> Suite:
                  _int(f"{w}: suite.seed", head["seed"], 0, 2**63 - 1),
                  _int(f"{w}: suite.boot", head.get("boot", 2000), 100, 1_000_000),
                  _number(f"{w}: suite.level", head.get("level", 0.95), 0.5, 0.999),
-                 _text(f"{w}: suite.title", head.get("title", head["name"])), tier_text, dict(llm), families,
+                 _text(f"{w}: suite.title", head.get("title", head["name"])), tier_text, intervals, dict(llm), families,
                  tuple(games), text)
 
 
 def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     g = _check_keys(where, g, {"id", "family", "game", "table", "seats", "seat", "opponent", "reask", "protocol",
-                               "params", "tier_params", "sessions", "score", "best", "deal", "why"},
+                               "params", "tier_params", "sessions", "score", "best", "deal", "why", "attainable",
+                               "attainable_note"},
                     {"id", "family", "game", "table", "sessions", "score", "why"})
     gid = _text(f"{where}.id", g["id"])
     if not _ID.fullmatch(gid):
@@ -319,10 +333,20 @@ def _game(where: str, g: Any, families: dict[str, Family]) -> GameEntry:
     deal = g.get("deal")
     if deal is not None:
         _text(f"{where}.deal", deal)
+    attainable = g.get("attainable", 100.0)
+    if attainable == "unknown":
+        attainable = None
+    elif isinstance(attainable, str):
+        raise SuiteError(f"{where}.attainable: expected a score from 0 to 100 or \"unknown\", got {attainable!r}")
+    else:
+        attainable = _number(f"{where}.attainable", attainable, 0.0, 100.0)
+    note = _text(f"{where}.attainable_note", g["attainable_note"]) if "attainable_note" in g else None
+    if note is None and attainable != 100.0:
+        raise SuiteError(f"{where}.attainable_note: a game whose best known score is not 100 says why")
     return GameEntry(gid, g["family"], _text(f"{where}.game", g["game"]), table, seats, seat, dict(opponent or {}),
                      _reask(f"{where}.reask", g.get("reask", 0)), dict(g.get("protocol", {})),
                      dict(g.get("params", {})), {t: dict(v) for t, v in tier_params.items()}, sessions, rule, best,
-                     deal, _text(f"{where}.why", g["why"]))
+                     deal, _text(f"{where}.why", g["why"]), attainable, note)
 
 
 def _reask(where: str, x: Any) -> dict[str, int]:

@@ -1,5 +1,5 @@
 """``econarena bench`` (one model, one score: a versioned suite played and scored) and ``econarena leaderboard``
-(many bench results in one table). The suite is data (``configs/bench/v1.toml``, its format in ``benchsuite.py``); the
+(many bench results in one table). The suite is data (``configs/bench/v2.toml``, its format in ``benchsuite.py``); the
 games are played by the Host (``hosts/bench.py``) and scored from the run directories (``analysis/benchmark.py``).
 
 Layout of ``--out DIR`` (default ``runs/bench``): ``DIR/<model>/`` holds ``bench.json``, ``scorecard.html``,
@@ -229,7 +229,8 @@ def _claim(job: _Job, suite: Any) -> str | None:
             return f"{held}: unreadable ({exc}); delete it or use another --out"
         if before.get("digest") != job.settings["digest"]:
             # what a person changed first: the suite, the tier, the label, then a game's settings
-            key = next((k for k in ("suite", "version", "suite_sha256", "tier", "label")
+            key = next((k for k in ("suite", "version", "suite_sha256", "tier", "label", "econarena", "rules_sha256",
+                                    "played_by")
                         if before.get(k) != job.settings.get(k)), None)
             what = (f"{key}: {before.get(key)!r} != {job.settings.get(key)!r}" if key is not None else
                     first_difference(before.get("experiments"), job.settings["experiments"], "experiments"))
@@ -277,14 +278,17 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
         print(f"bench: playing {played} game(s) of {len({id(t[3]) for t in todo if t[3].kind == 'model'})} "
               f"model(s), tier {args.tier} -> {args.out}", file=sys.stderr)
 
-    def options_for(job: _Job) -> Any:
+    from .hosts.bench import session_cost_bound
+
+    def options_for(job: _Job, exp: Any) -> Any:
         def make(resume: bool) -> HostOptions:
             return HostOptions(concurrency=args.concurrency, resume=resume, quiet=args.quiet or job.kind != "model",
                                runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir),
-                               prices=prices, engine=args.engine, shard=args.shard, budget=job.budget)
+                               prices=prices, engine=args.engine, shard=args.shard, budget=job.budget,
+                               session_cost=session_cost_bound(exp, job.spec, prices) if job.budget else 0.0)
         return make
 
-    items = [(exp, d, options_for(job)(resume)) for exp, d, resume, job in todo]
+    items = [(exp, d, options_for(job, exp)(resume)) for exp, d, resume, job in todo]
     try:
         results = run_until_signalled(play(items))
     except KeyboardInterrupt as exc:
@@ -334,13 +338,14 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         wall = _log_invocation(job, stopped)
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
-                 "settings": _public(job.spec.entry),
+                 "settings": _public(job.spec.entry), "played_by": job.settings.get("played_by"),
                  # the reasoning settings: part of what makes a row (one model at two efforts is two rows)
                  "reasoning": {k: job.spec.entry[k] for k in ("reasoning_effort", "reasoning_tokens")
                                if job.spec.entry.get(k) is not None} or None}
         try:
             result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
                                   settings_digest=job.settings["digest"], prices=prices, wall_s=wall,
+                                  comparability=job.settings.get("comparability"),
                                   spent_usd=job.budget.spent if job.budget is not None else None)
         except BenchError as exc:  # a score rule the runs cannot feed (checked before playing; kept as a guard)
             err(f"{job.out}: cannot be scored: {exc}; the runs are kept")
@@ -415,9 +420,17 @@ def _print_result(result: dict[str, Any], out: Path) -> None:
             return "-"
         return f"{s:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")
 
-    rows = [[g["id"], cell(g["score"], g["low"], g["high"]), f"{g['sessions']}/{g['planned']}",
+    best = (result.get("attainable") or {}).get("exceptions") or {}
+
+    def attainable(gid: str) -> str:
+        if gid not in best:
+            return "100"
+        x = best[gid]["attainable"]
+        return "unknown*" if x is None else f"{x:g}*"
+
+    rows = [[g["id"], cell(g["score"], g["low"], g["high"]), attainable(g["id"]), f"{g['sessions']}/{g['planned']}",
              "-" if g["rule_break_pct"] is None else f"{g['rule_break_pct']:.0f}"] for g in result["games"]]
-    print(format_rows(["game", "score [95%]", "sessions", "rule breaks %"], rows))
+    print(format_rows(["game", "score [95%]", "best known", "sessions", "rule breaks %"], rows))
     print()
     rows = [[s["title"], cell(s["score"], s["low"], s["high"]), f"{s['weight']:g}"]
             for s in result["subscores"].values()]
@@ -427,6 +440,14 @@ def _print_result(result: dict[str, Any], out: Path) -> None:
     extra = (f"; cost ${cost:.4f}" + (f", {result['score_per_usd']:.4g} points per dollar"
                                        if result.get("score_per_usd") else "")) if cost is not None else ""
     state = "complete" if result["complete"] else f"INCOMPLETE ({result['stopped']}), not ranked"
+    if result.get("attainable"):
+        print(f"\n{result['attainable']['meaning']}")
+    if o.get("method"):
+        print(f"intervals: {o['method']}")
+    cached = result.get("cached") or 0
+    if cached:
+        print(f"from the response cache: {cached:,} of {result.get('decisions', 0):,} replies (answered before, not "
+              "by this invocation; --no-cache asks the model again)")
     print(f"\n{result['model']['label']}: {cell(o['score'], o['low'], o['high'])} overall, suite "
           f"{result['suite']['version']} tier {result['tier']}, {state}; {result['calls']:,} calls, "
           f"{result['tokens_in']:,}/{result['tokens_out']:,} tokens{extra}; {result['wall_s']:.0f} s")
@@ -444,15 +465,19 @@ def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argpars
             mark = " <" if p.tier == args.tier else ""
             cost = "no price (--prices)" if p.cost is None and spec.is_llm else (
                 "0 (no model calls)" if not spec.is_llm else f"${p.cost:,.2f} (${p.cost_no_reask:,.2f})")
+            expected = "-" if p.cost_expected is None else f"${p.cost_expected:,.2f}"
             rows.append([p.tier + mark, str(p.games), str(p.sessions), f"{p.calls:,} ({p.calls_no_reask:,})",
-                         f"{p.tokens_in:,} / {p.tokens_out:,}", cost])
+                         f"{p.tokens_in:,} / {p.tokens_out:,}", f"{p.tokens_in_expected:,} / {p.tokens_out_expected:,}",
+                         expected, cost])
             if args.max_cost is not None and p.tier == args.tier and p.cost is not None and p.cost > args.max_cost:
                 rows[-1][-1] += f" > --max-cost {args.max_cost:g}: the run would stop there"
         print(format_rows(["tier", "games", "sessions", "LLM calls at most (no re-asks)", "tokens in / out at most",
-                           "cost at most (no re-asks)"], rows))
+                           "tokens expected", "cost expected", "cost at most (no re-asks)"], rows))
         print("(bounds: every game at its round limit, every decision re-asked as often as allowed; input tokens "
               "from the rendered prompts at 3 characters per token, conversations growing by a full reply per "
-              "call. Nothing was run.)")
+              "call. Expected: no re-asks, 4 characters per token, replies of about 60 tokens, a round's report "
+              "of 40 between calls; games that end early cost less. --max-cost is a hard cap either way: each "
+              "call's worst case is reserved before it is sent. Nothing was run.)")
     return EXIT_OK
 
 
@@ -483,6 +508,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         comparable_problem,
         find_results,
         format_rows,
+        generation_note,
         leaderboard,
         leaderboard_cells,
         leaderboard_csv,
@@ -518,6 +544,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     title = f"{first['suite'].get('title', first['suite'].get('version'))}, tier {first['tier']}"
     head, body = leaderboard_cells(rows)
     show(head, body, format_rows(head, body), left=2, title=title)
+    if (note := generation_note(rows)) is not None:
+        print(note)
+    if any(r.get("tied") for r in rows):
+        print("rank n=: tied (the rows' intervals overlap); a row ranks below another only when its interval lies "
+              "wholly below it")
     written = []
     for path, text in ((args.csv, leaderboard_csv(rows)), (args.json, leaderboard_json(rows)),
                        (args.html, leaderboard_html(rows, title))):
@@ -538,7 +569,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from .benchsuite import TIERS
 
     b = sub.add_parser("bench", help="one model, one comparable score: the bench suite played and scored",
-                       description="Play the bench suite (configs/bench/v1.toml: GAMA-Bench's eight games, EconArena's "
+                       description="Play the bench suite (configs/bench/v2.toml: GAMA-Bench's eight games, EconArena's "
                                    "three against rational players, GLEE, NegotiationArena and the fruit trade "
                                    "against fixed opponents) with MODEL and score it 0-100: per game, per family "
                                    "and overall, with 95% intervals. Writes OUT/<model>/bench.json and "
@@ -561,7 +592,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     b.add_argument("--dry-run", action="store_true",
                    help="print each tier's LLM calls and cost bound; run nothing")
     b.add_argument("--suite", metavar="FILE.toml",
-                   help="another suite file (default: the bundled configs/bench/v1.toml)")
+                   help="another suite file (default: the bundled configs/bench/v2.toml)")
     b.add_argument("--no-baselines", action="store_true", help="do not play the rational and random baselines' rows")
     b.add_argument("--concurrency", type=_concurrency, default=16,
                    help="decisions in flight per game (default 16)")

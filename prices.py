@@ -62,34 +62,90 @@ def cost_usd(price: tuple[float, float], tokens_in: float, tokens_out: float) ->
 
 
 class Budget:
-    """A spending limit in USD over the calls of a whole command (``econarena bench --max-cost``).
+    """A spending limit in USD over the calls of a whole command (``econarena bench --max-cost``): a cap.
 
     ``spent`` starts at what earlier invocations paid (read from their logs) and grows with every reply that
-    was not answered from the response cache; ``allows()`` is asked before each call, so no call starts once
-    the limit is reached (calls already in flight finish and are counted). A call whose label and model
-    have no price costs 0 here: a budget needs a price (the CLI refuses --max-cost without one).
+    was not answered from the response cache. Before each HTTP attempt the call layer (agents/calls.py)
+    reserves (``reserve``) the attempt's worst-case cost (its prompt's tokens bounded from above, ``max_tokens`` out);
+    ``settle`` frees the reservation when the attempt returns and holds its actual cost as ``pending`` until
+    the Host charges (``charge``) the same reply. An attempt is sent only while spent + pending + reserved + its
+    worst case stays within the limit, so calls in flight can never carry the spend past it. ``allows()`` is
+    asked before each decision (a local model's calls, which the call layer does not see). A call whose
+    label and model have no price costs 0 here: a budget needs a price (the CLI refuses --max-cost without
+    one).
     """
 
     def __init__(self, limit: float, prices: Mapping[str, tuple[float, float]], spent: float = 0.0) -> None:
         self.limit = float(limit)
         self.prices = dict(prices)
         self.spent = float(spent)
+        self.reserved = 0.0  # worst cases of the attempts in flight
+        self.pending = 0.0  # actual costs of attempts returned but not yet charged by the Host
         self.refused = 0  # calls not started because the limit was reached
 
+    def _price(self, label: str, model: str | None) -> tuple[float, float] | None:
+        return price_of(self.prices, label, [model] if model else [])
+
+    @property
+    def committed(self) -> float:
+        """What is spent, owed or held for calls in flight."""
+        return self.spent + self.pending + self.reserved
+
+    @property
+    def busy(self) -> bool:
+        """Calls in flight: room may open when they return (their worst case becomes their actual cost)."""
+        return self.reserved > 1e-12
+
     def allows(self) -> bool:
-        if self.spent < self.limit:
+        if self.committed < self.limit:
             return True
         self.refused += 1
         return False
+
+    def reserve(self, label: str, model: str | None, tokens_in: int, tokens_out: int) -> float | None:
+        """Hold the worst-case cost of one attempt; None (and nothing held) when it would pass the limit."""
+        price = self._price(label, model)
+        amount = cost_usd(price, tokens_in, tokens_out) if price is not None else 0.0
+        if self.committed + amount > self.limit:
+            if not self.busy:
+                self.refused += 1
+            return None
+        self.reserved += amount
+        return amount
+
+    def hold(self, amount: float) -> bool:
+        """Hold ``amount`` USD (a whole session's worst case, ``--ray``: its calls are made on other nodes,
+        where this budget is not) while it fits; False (nothing held) when it would pass the limit."""
+        if self.committed + amount > self.limit:
+            if not self.busy:
+                self.refused += 1
+            return False
+        self.reserved += amount
+        return True
+
+    def release(self, amount: float) -> None:
+        """Free a ``hold`` once what it covered is charged."""
+        self.reserved = max(0.0, self.reserved - amount)
+
+    def settle(self, amount: float, label: str, model: str | None, tokens_in: int | None,
+               tokens_out: int | None) -> None:
+        """An attempt returned: free its reservation and hold its actual cost until ``charge``."""
+        self.reserved = max(0.0, self.reserved - amount)
+        price = self._price(label, model)
+        if price is not None:
+            self.pending += cost_usd(price, tokens_in or 0, tokens_out or 0)
 
     def charge(self, label: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
                cached: bool = False) -> None:
         if cached:
             return
-        price = price_of(self.prices, label, [model] if model else [])
+        price = self._price(label, model)
         if price is not None:
-            self.spent += cost_usd(price, tokens_in or 0, tokens_out or 0)
+            cost = cost_usd(price, tokens_in or 0, tokens_out or 0)
+            self.spent += cost
+            self.pending = max(0.0, self.pending - cost)
 
     @property
     def reached(self) -> bool:
-        return self.spent >= self.limit
+        """The limit stopped a call (or is spent): the result is incomplete on the budget."""
+        return self.spent >= self.limit or self.refused > 0

@@ -8,6 +8,9 @@ it, because the limit it reports is shared.
 
 Errors leave this module as :class:`CallError` whose message has any API key removed; the SDK's exception
 is not chained (its request object carries the ``Authorization`` header).
+
+A spending cap (``bench --max-cost``) is honoured here, for every provider: each attempt's worst case is
+reserved before it is sent (:func:`reserve_attempt`) and settled when it returns (:func:`settle_attempt`).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import abc
 import asyncio
 import contextlib
 import email.utils
+import json
 import random
 import re
 import sys
 import time
 from collections.abc import Awaitable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .base import Message
 from .endpoints import AFFINITY, EndpointPool
@@ -38,6 +43,63 @@ BACKOFF_CAP_S = 30.0
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 T = TypeVar("T")
+
+
+class SpendLimit(Protocol):
+    """A spending cap the call layer honours (``prices.Budget``): each attempt's worst case is reserved
+    before it is sent and settled when it returns."""
+
+    def reserve(self, label: str, model: str | None, tokens_in: int, tokens_out: int) -> float | None: ...
+
+    def settle(self, amount: float, label: str, model: str | None, tokens_in: int | None,
+               tokens_out: int | None) -> None: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+
+# (the cap, the label whose calls it prices): set by the Host around a decision of a capped player
+# (``bench --max-cost``), read by every remote provider's attempts below; None: no cap.
+SPEND: ContextVar[tuple[SpendLimit, str] | None] = ContextVar("econarena_spend", default=None)
+# A prompt's tokens bounded from above: a byte-level tokenizer's token covers at least one byte, plus the
+# chat template's tokens per message and the request's overhead; a reply schema is sent as input too.
+TEMPLATE_TOKENS_PER_MESSAGE = 8
+REQUEST_TOKENS = 32
+
+
+def prompt_token_bound(messages: Sequence[Message], schema: Mapping[str, Any] | None = None) -> int:
+    """At most this many input tokens for the request (see above): what a cap reserves before sending."""
+    n = sum(len(m.content.encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + REQUEST_TOKENS
+    if schema is not None:
+        n += len(json.dumps(schema, ensure_ascii=False).encode("utf-8"))
+    return n
+
+
+async def reserve_attempt(name: str, model: str, worst_in: int, max_tokens: int) -> float | None:
+    """Before an HTTP attempt: reserve its worst case against the cap in ``SPEND`` (None: no cap). Waits while
+    other capped calls are in flight (their return may leave room); raises CallError when it cannot fit.
+    Every path that sends a request calls this before and :func:`settle_attempt` after (generate does)."""
+    cap = SPEND.get()
+    if cap is None:
+        return None
+    held = cap[0].reserve(cap[1], model, worst_in, max_tokens)
+    while held is None and cap[0].busy:
+        await asyncio.sleep(0.02)
+        held = cap[0].reserve(cap[1], model, worst_in, max_tokens)
+    if held is None:
+        raise CallError(f"{name}: budget reached: this call could cost up to its worst case and pass the "
+                        "--max-cost limit, so it was not sent; resume with a higher limit to go on")
+    return held
+
+
+def settle_attempt(held: float | None, model: str, gen: Generation | None) -> None:
+    """After an attempt reserved by :func:`reserve_attempt`: its reservation becomes its actual cost (a
+    failed attempt's is unknown: 0, as the logs count it)."""
+    cap = SPEND.get()
+    if held is None or cap is None:
+        return
+    cap[0].settle(held, cap[1], (gen.model if gen else None) or model, gen.tokens_in if gen else None,
+                  gen.tokens_out if gen else None)
 
 
 class CallError(Exception):
@@ -367,12 +429,17 @@ class RemoteProvider(Provider):
         start = time.monotonic()
         deadline = start + settings.retry_max_wait_s
         attempt = 0
+        worst_in = prompt_token_bound(messages, schema) if SPEND.get() is not None else 0
         while True:
             async with state.gate.slot():
+                # the attempt's worst case, reserved against a cap before it is sent (a cap is a cap); no await
+                # from here to the try below, so a cancelled call never leaves a reservation behind
+                held = await reserve_attempt(self.name, self._model(settings), worst_in, settings.max_tokens)
                 i = pool.choose(AFFINITY.get()) if pool is not None else 0
                 if pool is not None:
                     pool.in_flight[i] += 1
                 t0 = time.perf_counter()
+                gen: Generation | None = None
                 try:
                     gen = await _within(self._attempt(self._client(state, i), messages, self._endpoint(settings, i),
                                                       schema), settings.timeout_s)
@@ -388,6 +455,7 @@ class RemoteProvider(Provider):
                 finally:
                     if pool is not None:
                         pool.in_flight[i] -= 1
+                    settle_attempt(held, self._model(settings), gen)
             attempt += 1
             message = redact(failure.message, self._key, *url_secrets(self.settings.base_url))
             other = pool is not None and failure.down and pool.set_aside(i, message)

@@ -6,11 +6,16 @@ Everything is computed from the run directories and the suite file kept beside t
 rules the suite declares (``benchsuite.py``): nothing here names a game; what a rule needs (a game's 0-100
 score, its scale, its equilibrium) is what the games declare and the Host wrote into each run record.
 
-Intervals: a percentile bootstrap that resamples each game's SESSIONS (one run each: the independent unit),
-``suite.boot`` replicates from ``numpy.random.default_rng(suite.seed)``; the family subscores and the overall
-score are recomputed in every replicate, so their intervals carry every game's spread. A game with one
-session has no interval of its own and adds no spread (said in the page). No pandas: the bench runs on the
-core install.
+Intervals (``INTERVAL_METHOD``): Student-t intervals over SESSIONS (one run each: the independent unit). A
+game's is its mean +- t(n - 1) x s / sqrt(n); a family's and the overall's combine the games' standard errors
+with their weights and the covariance of their sessions of one index (played from one seed, so they may move
+together), and their degrees of freedom by Welch-Satterthwaite (rounded down: wider). Every interval
+is clipped to 0-100. Why not the percentile bootstrap of v1: with 5 or 10 sessions it is too narrow (it
+resamples what it has: its spread is (n - 1) / n of the sample's, and the normal quantile stands for t's);
+over 20 replications of the standard tier with a seeded random player, v1's per-game intervals held the
+replication mean in 12-19 of 20, these in >= 18 (tests/test_bench_calibration.py). A game with one session
+has no interval of its own and adds no spread (said in the page); a tier whose suite says ``intervals =
+false`` (the quick smoke tier) prints none. No pandas or scipy: the bench runs on the core install.
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from .metrics import summarize
 FORMAT = "econarena-bench/1"
 BENCH_JSON = "bench.json"
 SCORECARD = "scorecard.html"
-LEADERBOARD_COLUMNS = ("rank", "label", "kind", "suite", "tier", "complete", "overall", "low", "high",
-                       "cost_usd", "score_per_usd", "calls", "tokens_in", "tokens_out", "wall_s")
+LEADERBOARD_COLUMNS = ("rank", "tied", "label", "kind", "suite", "suite_sha256", "tier", "econarena", "rules_sha256",
+                       "complete", "stopped", "overall", "low", "high", "cost_usd", "spent_usd", "score_per_usd",
+                       "calls", "cached", "tokens_in", "tokens_out", "wall_s", "answered_by")
 
 
 class BenchError(ValueError):
@@ -128,6 +134,7 @@ class GameScore:
     rule_break_pct: float | None
     deal_rate: float | None
     per_session: list[float] = field(default_factory=list, repr=False)
+    session_ids: list[int] = field(default_factory=list, repr=False)  # the session of each per_session value
 
 
 def score_game(g: GameEntry, run_dir: Path, label: str, planned: int) -> GameScore:
@@ -157,39 +164,104 @@ def score_game(g: GameEntry, run_dir: Path, label: str, planned: int) -> GameSco
             if isinstance(d, (bool, int, float)) and not (isinstance(d, float) and math.isnan(d)):
                 deals.append(float(d))
     per = [math.fsum(v) / len(v) for _, v in sorted(by_session.items())]
+    ids = sorted(by_session)
     score = math.fsum(per) / len(per) if per else None
     return GameScore(g.id, g.family, g.game, g.score, score, None, None, len(per), planned, len(runs), unscored,
                      100.0 * broke / player_runs if player_runs else None,
-                     math.fsum(deals) / len(deals) if deals else None, per)
+                     math.fsum(deals) / len(deals) if deals else None, per, ids)
 
 
 # -------------------------------------------------------------------------------------- the whole bench
 
-def _percentiles(x: np.ndarray, level: float, point: float) -> tuple[float, float]:
-    """The percentile interval of the replicates, widened to hold ``point``: the point is summed with
-    math.fsum and the replicates by numpy, so a constant score's interval could miss it by a rounding step
-    (an overall 74.58333333333333 in [74.58333333333334, 74.58333333333334]: 2% of random small benches)."""
-    lo, hi = np.percentile(x, [50 * (1 - level), 50 * (1 + level)])
-    return min(float(lo), point), max(float(hi), point)
+INTERVAL_METHOD = ("Student-t over sessions: a game's mean +- t(n-1) x s/sqrt(n); families and overall combine the "
+                   "games' standard errors by their weights with the covariance of sessions of one index (one "
+                   "seed), degrees of freedom by Welch-Satterthwaite (rounded down, at most the fewest sessions "
+                   "less one); clipped to 0-100")
+
+
+def t_quantile(level: float, df: int) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (2.776 for 0.95 and 4):
+    bisection on the closed-form P(|T| <= t) for integer df (Abramowitz and Stegun 26.7.3-4)."""
+    if df < 1:
+        raise ValueError("t needs at least one degree of freedom")
+    if df > 1000:  # the normal's, to 4 digits
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(0.5 + level / 2)
+
+    def inside(t: float) -> float:
+        theta = math.atan(t / math.sqrt(df))
+        c2, sin = math.cos(theta) ** 2, math.sin(theta)
+        if df % 2:  # odd
+            term, total = math.cos(theta), 0.0
+            if df > 1:
+                total = term
+                for k in range(3, df - 1, 2):
+                    term *= c2 * (k - 1) / k
+                    total += term
+            return 2 / math.pi * (theta + sin * total)
+        term = total = 1.0
+        for k in range(2, df - 1, 2):
+            term *= c2 * (k - 1) / k
+            total += term
+        return sin * total
+
+    lo, hi = 0.0, 1e6
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if inside(mid) < level else (lo, mid)
+    return hi
+
+
+def _t_interval(point: float, var: float, df: float, level: float) -> tuple[float, float]:
+    """point +- t x sqrt(var), clipped to 0-100 (a point interval when nothing varies)."""
+    if var <= 0 or not math.isfinite(var):
+        return point, point
+    half = t_quantile(level, max(1, math.floor(df + 1e-9))) * math.sqrt(var)
+    return max(0.0, point - half), min(100.0, point + half)
+
+
+def _combined(parts: list[tuple[float, GameScore]]) -> tuple[float, float]:
+    """(variance, degrees of freedom) of sum(c_g x mean_g) over games (c_g, g). Session k of every game is
+    played from the same seed, so games' sessions may move together (a random player's draws do): the
+    covariance of two games' means is estimated from their sessions of one index, m of them, as
+    m / (n_g n_h) x cov (ddof 1); a sum that comes out below the independent one keeps the independent one.
+    Degrees of freedom: Welch-Satterthwaite's over the games, never above the fewest sessions less one."""
+    own = {id(g): (float(np.var(g.per_session, ddof=1)) / len(g.per_session) if len(g.per_session) >= 2 else 0.0)
+           for _, g in parts}
+    independent = math.fsum(c * c * own[id(g)] for c, g in parts)
+    cross = 0.0
+    for i, (c, g) in enumerate(parts):
+        ids_g = dict(zip(g.session_ids or range(len(g.per_session)), g.per_session))
+        for c2, h in parts[i + 1:]:
+            ids_h = dict(zip(h.session_ids or range(len(h.per_session)), h.per_session))
+            common = sorted(set(ids_g) & set(ids_h))
+            if len(common) < 2:
+                continue
+            a = np.asarray([ids_g[k] for k in common])
+            b = np.asarray([ids_h[k] for k in common])
+            cov = float(np.cov(a, b, ddof=1)[0, 1])
+            cross += 2 * c * c2 * cov * len(common) / (len(g.per_session) * len(h.per_session))
+    var = max(independent, independent + cross)
+    varied = [(c, g) for c, g in parts if own[id(g)] > 0]
+    if not varied:
+        return var, 1.0
+    denom = math.fsum((c * c * own[id(g)]) ** 2 / (len(g.per_session) - 1) for c, g in varied)
+    ws = independent * independent / denom if denom > 0 else 1.0
+    return var, min(ws, min(len(g.per_session) for _, g in varied) - 1)
 
 
 def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
-    """Family subscores and the overall score, with bootstrap intervals (see the module docstring). A family
+    """Family subscores and the overall score, with Student-t intervals (see the module docstring). A family
     is scored when every one of its games has a score; the overall score when every weighted family has."""
-    rng = np.random.default_rng(suite.seed)
-    reps: dict[str, np.ndarray] = {}
+    level = suite.level
     for gs in games:
-        if gs.score is None:
+        if gs.score is None or len(gs.per_session) < 2:
             continue
         x = np.asarray(gs.per_session, dtype=float)
-        if len(x) < 2:
-            reps[gs.id] = np.full(suite.boot, gs.score)
-            continue
-        idx = rng.integers(0, len(x), size=(suite.boot, len(x)))
-        reps[gs.id] = x[idx].mean(axis=1)
-        gs.low, gs.high = _percentiles(reps[gs.id], suite.level, gs.score)
+        gs.low, gs.high = _t_interval(gs.score, float(np.var(x, ddof=1)) / len(x), len(x) - 1, level)
     subscores: dict[str, Any] = {}
-    fam_reps: dict[str, np.ndarray] = {}
+    fam_parts: dict[str, list[tuple[float, GameScore]]] = {}
     for name, fam in suite.families.items():
         mine = [gs for gs in games if gs.family == name]
         scored = [gs for gs in mine if gs.score is not None]
@@ -198,19 +270,42 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
                                  "high": None}
         if mine and len(scored) == len(mine):
             entry["score"] = math.fsum(gs.score for gs in scored) / len(scored)  # type: ignore[misc]
-            fam_reps[name] = np.mean([reps[gs.id] for gs in scored], axis=0)
+            fam_parts[name] = [(1.0 / len(scored), gs) for gs in scored]
             if any(gs.sessions >= 2 for gs in scored):
-                entry["low"], entry["high"] = _percentiles(fam_reps[name], suite.level, entry["score"])
+                entry["low"], entry["high"] = _t_interval(entry["score"], *_combined(fam_parts[name]), level)
         subscores[name] = entry
     weighted = {n: f.weight for n, f in suite.families.items() if f.weight > 0}
-    overall: dict[str, Any] = {"score": None, "low": None, "high": None, "level": suite.level}
+    overall: dict[str, Any] = {"score": None, "low": None, "high": None, "level": level, "method": INTERVAL_METHOD}
     if all(subscores[n]["score"] is not None for n in weighted):
         total = math.fsum(weighted.values())
         overall["score"] = math.fsum(subscores[n]["score"] * w for n, w in weighted.items()) / total
         if any(gs.sessions >= 2 for gs in games if gs.score is not None):
-            rep = sum(fam_reps[n] * w for n, w in weighted.items()) / total
-            overall["low"], overall["high"] = _percentiles(rep, suite.level, overall["score"])
+            parts = [(w / total * c, g) for n, w in weighted.items() for c, g in fam_parts[n]]
+            overall["low"], overall["high"] = _t_interval(overall["score"], *_combined(parts), level)
     return {"subscores": subscores, "overall": overall}
+
+
+def drop_intervals(games: list[GameScore], combined: dict[str, Any]) -> None:
+    """A tier whose intervals are not calibrated (one or two sessions a game) prints none: every bound None."""
+    for gs in games:
+        gs.low = gs.high = None
+    for entry in [*combined["subscores"].values(), combined["overall"]]:
+        entry["low"] = entry["high"] = None
+    combined["overall"]["method"] = "none: this tier is a smoke test (too few sessions for a calibrated interval)"
+
+
+def answered_by(run_dirs: Sequence[Path], label: str) -> list[str]:
+    """The model names the label's replies came with (what the server says answered: a dated snapshot, the
+    bundled model's name), from the decisions logs."""
+    from ..rundir import DECISIONS, iter_jsonl
+
+    names: set[str] = set()
+    for d in run_dirs:
+        if (d / DECISIONS).is_file():
+            for rec in iter_jsonl(d / DECISIONS):
+                if rec.get("label") == label and isinstance(rec.get("model"), str) and rec.get("agent") != "baseline":
+                    names.add(rec["model"])
+    return sorted(names)
 
 
 def usage(run_dirs: Sequence[Path], label: str) -> dict[str, int]:
@@ -231,11 +326,14 @@ def usage(run_dirs: Sequence[Path], label: str) -> dict[str, int]:
 
 def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Mapping[str, Path], *,
                  settings_digest: str, prices: Mapping[str, tuple[float, float]] | None = None,
-                 wall_s: float = 0.0, spent_usd: float | None = None, stopped: str | None = None) -> dict[str, Any]:
+                 wall_s: float = 0.0, spent_usd: float | None = None, stopped: str | None = None,
+                 comparability: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``bench.json`` holds (see the README): scores, intervals, usage, cost, provenance."""
     label = str(model["label"])
     games = [score_game(g, run_dirs[g.id], label, g.sessions[tier]) for g in suite.games]
     combined = combine(suite, games)
+    if not suite.intervals.get(tier, True):
+        drop_intervals(games, combined)
     use = usage(list(run_dirs.values()), label)
     llm = bool(model.get("llm"))
     price = price_of(prices or {}, label, [str(model["model"])] if model.get("model") else [])
@@ -248,7 +346,7 @@ def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Ma
         "suite": {"name": suite.name, "version": suite.version, "title": suite.title, "sha256": suite.digest},
         "tier": tier,
         "tier_description": suite.tiers[tier],
-        "model": dict(model),
+        "model": {**model, "answered_by": answered_by(list(run_dirs.values()), label) if llm else []},
         "complete": complete,
         "stopped": stopped if stopped else (None if complete else "unfinished"),
         "overall": combined["overall"],
@@ -264,9 +362,35 @@ def bench_result(suite: Suite, tier: str, model: Mapping[str, Any], run_dirs: Ma
         "spent_usd": spent_usd,
         "wall_s": round(wall_s, 3),
         "settings_digest": settings_digest,
+        "comparability": dict(comparability or {}),
+        "attainable": attainable(suite),
         "econarena_version": __version__,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def attainable(suite: Suite) -> dict[str, Any]:
+    """The best overall a known play reaches and what the overall means (printed wherever it is): 100 only
+    when every game's best known play scores 100; the exceptions named."""
+    weighted = {n: f.weight for n, f in suite.families.items() if f.weight > 0}
+    total = math.fsum(weighted.values())
+    known = True
+    best = 0.0
+    for name, w in weighted.items():
+        games = suite.games_of(name)
+        if any(g.attainable is None for g in games):
+            known = False
+        best += w / total * math.fsum(100.0 if g.attainable is None else g.attainable for g in games) / len(games)
+    exceptions = {g.id: {"attainable": g.attainable, "note": g.attainable_note} for g in suite.games
+                  if g.attainable != 100.0}
+    meaning = ("overall = the weighted mean of the family subscores (each the mean of its games' 0-100 scores, 100 "
+               "= the best play against the fixed opponents or the game's reference formula at its best). "
+               + ("No known play reaches 100 overall: " if exceptions else "")
+               + "; ".join(f"{gid} tops out at {'an unknown score' if e['attainable'] is None else e['attainable']} "
+                           f"({e['note']})" for gid, e in exceptions.items())
+               + (f". The best known overall is {'at most ' if not known else ''}{best:.1f}" if exceptions else "")
+               + ". The trivial policies' rows (constant, accept) and random are the floor.")
+    return {"overall": round(best, 4), "known": known, "exceptions": exceptions, "meaning": meaning}
 
 
 def write_bench(out: Path, result: Mapping[str, Any]) -> Path:
@@ -346,20 +470,38 @@ def find_results(paths: Sequence[str | Path]) -> list[Path]:
     return list(dict.fromkeys(q.resolve() for q in found))
 
 
+# suite versions whose results never rank beside a later one's, and why (said when they are mixed)
+RETIRED = {"v1": "suite v1's fixed opponents let always-accept score 100 in three seats and it claimed GAMA-Bench "
+                 "comparability it did not have; v2 changed both (and pins temperature, intervals and the rules' "
+                 "digest): play the model again with the current suite"}
+
+
+def comparability_key(r: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+    """What must match for two results to rank together: suite version and file, tier, econarena version and
+    the digest of the games' rules and prompt templates ("-" where a result predates recording it)."""
+    c = r.get("comparability") if isinstance(r.get("comparability"), dict) else {}
+    return (str(r["suite"].get("version")), str(r["suite"].get("sha256", "")), str(r["tier"]),
+            str(c.get("econarena") or "-"), str(c.get("rules_sha256") or "-"))
+
+
 def comparable_problem(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> str | None:
-    """Why these results cannot be ranked together (suite versions, edited suite files, tiers), or None."""
-    groups: dict[tuple[str, str, str], list[Path]] = {}
+    """Why these results cannot be ranked together (suite versions, edited suite files, tiers, econarena
+    versions, games' rules or prompt templates), or None."""
+    groups: dict[tuple[str, ...], list[Path]] = {}
     for path, r in results:
-        key = (str(r["suite"].get("version")), str(r["suite"].get("sha256", "")), str(r["tier"]))
-        groups.setdefault(key, []).append(path)
+        groups.setdefault(comparability_key(r), []).append(path)
     if len(groups) <= 1:
         return None
     lines = []
-    for (version, sha, tier), paths in sorted(groups.items()):
+    for (version, sha, tier, version_of, rules), paths in sorted(groups.items()):
         shown = ", ".join(str(p.parent) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        lines.append(f"suite {version} (file {sha[:12]}), tier {tier}: {shown}")
-    return ("results of different suite versions, suite files or tiers are not ranked together:\n  "
-            + "\n  ".join(lines) + "\nname the directories of one suite and tier (or pass --tier)")
+        lines.append(f"suite {version} (file {sha[:12]}), tier {tier}, econarena {version_of}, rules and prompts "
+                     f"{rules[:12]}: {shown}")
+    retired = sorted({k[0] for k in groups} & set(RETIRED))
+    why = "".join(f"\n{v}: {RETIRED[v]}" for v in retired if len({k[0] for k in groups}) > 1)
+    return ("results of different suite versions, suite files, tiers, econarena versions or game rules and prompts "
+            "are not ranked together:\n  " + "\n  ".join(lines) + why
+            + "\nname the directories of one suite and tier (or pass --tier)")
 
 
 def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
@@ -394,28 +536,69 @@ def _row_label(model: Mapping[str, Any]) -> Any:
     return label if said in label else f"{label} [{said}]"
 
 
+def _above(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether row a ranks above row b: its interval lies wholly above b's (both printed), else its point."""
+    if None not in (a["low"], a["high"], b["low"], b["high"]):
+        return a["low"] > b["high"]
+    return a["overall"] > b["overall"]
+
+
 def leaderboard(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """Rows, best first: complete results ranked by overall score; incomplete ones after them, unranked."""
+    """Rows, best first: complete results ranked by overall score, with ties where intervals overlap (a row's
+    rank is 1 + the rows whose interval lies wholly above its own: 90.7 [87.7, 93.7] and 92.9 [89.9, 95.9] share
+    rank 1); incomplete ones after them, unranked, with what they spent. Each row carries its per-family and
+    per-game scores with intervals, the suite version and file digest, the econarena version and the rules'
+    digest (what a paper's table needs to say what it compares)."""
     rows = []
     for path, r in results:
+        c = r.get("comparability") if isinstance(r.get("comparability"), dict) else {}
         rows.append({
             "label": _row_label(r["model"]), "kind": r["model"].get("kind", "model"),
-            "suite": r["suite"].get("version"), "tier": r["tier"], "complete": bool(r["complete"]),
+            "suite": r["suite"].get("version"), "suite_sha256": r["suite"].get("sha256"), "tier": r["tier"],
+            "econarena": c.get("econarena") or r.get("econarena_version"), "rules_sha256": c.get("rules_sha256"),
+            "complete": bool(r["complete"]), "stopped": r.get("stopped"),
             "overall": r["overall"].get("score"), "low": r["overall"].get("low"), "high": r["overall"].get("high"),
-            "cost_usd": r.get("cost_usd"), "score_per_usd": r.get("score_per_usd"), "calls": r.get("calls"),
+            "cost_usd": r.get("cost_usd"), "spent_usd": r.get("spent_usd"), "score_per_usd": r.get("score_per_usd"),
+            "calls": r.get("calls"), "cached": r.get("cached"),
             "tokens_in": r.get("tokens_in"), "tokens_out": r.get("tokens_out"), "wall_s": r.get("wall_s"),
+            "answered_by": " ".join(r["model"].get("answered_by") or []) or None,
+            "generation": c.get("generation"),
             "subscores": {k: v.get("score") for k, v in r["subscores"].items()},
+            "families": {k: {"score": v.get("score"), "low": v.get("low"), "high": v.get("high")}
+                         for k, v in r["subscores"].items()},
+            "games": {g["id"]: {"score": g.get("score"), "low": g.get("low"), "high": g.get("high")}
+                      for g in r["games"] if isinstance(g, dict) and "id" in g},
             "family_titles": {k: v.get("title", k) for k, v in r["subscores"].items()},
             "path": str(path),
         })
     ranked = sorted((x for x in rows if x["complete"] and x["overall"] is not None),
                     key=lambda x: (-x["overall"], str(x["label"])))
     rest = sorted((x for x in rows if not (x["complete"] and x["overall"] is not None)), key=lambda x: str(x["label"]))
-    for i, x in enumerate(ranked, 1):
-        x["rank"] = i
+    for x in ranked:
+        x["rank"] = 1 + sum(_above(y, x) for y in ranked if y is not x)
+    for x in ranked:
+        x["tied"] = sum(y["rank"] == x["rank"] for y in ranked) > 1
     for x in rest:
-        x["rank"] = None
+        x["rank"], x["tied"] = None, False
     return ranked + rest
+
+
+def generation_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Rows that played with other generation settings than the rest (any setting the suite leaves to the
+    model: max_tokens, structured output, a reasoning effort...), named: flagged beside the table, not hidden."""
+    seen: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("generation"):
+            seen.setdefault(json.dumps(r["generation"], sort_keys=True), []).append(str(r["label"]))
+    if len(seen) <= 1:
+        return None
+    parts = []
+    for key, labels in seen.items():
+        g = json.loads(key)
+        flat = sorted({f"{k}={v}" for per in g.values() for k, v in per.items()})
+        parts.append(f"{', '.join(labels)}: {' '.join(flat)}")
+    return "generation settings differ between rows (each model played with its own; compare with care):\n  " + \
+        "\n  ".join(parts)
 
 
 def _f(x: Any, digits: int = 1) -> str:
@@ -433,13 +616,15 @@ def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
             "status"]
     body = []
     for r in rows:
-        body.append([_f(r["rank"]) if r["rank"] else "-", str(r["label"]) + (" (baseline)" if r["kind"] == "baseline"
-                                                                          else ""),
+        rank = (_f(r["rank"]) + ("=" if r.get("tied") else "")) if r["rank"] else "-"
+        status = ("complete" if r["overall"] is not None else "complete, no overall score: not ranked") \
+            if r["complete"] else "incomplete, not ranked" + (
+                f" (spent ${r['spent_usd']:.4f})" if r.get("spent_usd") is not None else "")
+        body.append([rank, str(r["label"]) + (" (baseline)" if r["kind"] == "baseline"
+                                              else ""),
                      _f(r["overall"]), _interval(r["low"], r["high"]), *(_f(r["subscores"].get(f)) for f in families),
                      "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
-                     "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}",
-                     ("complete" if r["overall"] is not None else "complete, no overall score: not ranked")
-                     if r["complete"] else "incomplete, not ranked"])
+                     "-" if r["score_per_usd"] is None else f"{r['score_per_usd']:.4g}", status])
     return head, body
 
 
@@ -454,11 +639,24 @@ def format_rows(head: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """The leaderboard as CSV, through the project's one CSV writer (a label such as ``=HYPERLINK(...)`` is
-    written as text, never as a formula)."""
+    written as text, never as a formula): the row's columns, then per family its score (the column named as
+    the family, as before), low and high, then per game the same."""
     families = list(dict.fromkeys(k for r in rows for k in r["subscores"]))
-    return csv_text([*LEADERBOARD_COLUMNS, *families],
-                    [["" if x is None else x for x in [*(r.get(c) for c in LEADERBOARD_COLUMNS),
-                                                       *(r["subscores"].get(f) for f in families)]] for r in rows])
+    games = list(dict.fromkeys(k for r in rows for k in r.get("games", {})))
+    head = [*LEADERBOARD_COLUMNS, *(c for f in families for c in (f, f"{f}_low", f"{f}_high")),
+            *(c for g in games for c in (f"game:{g}", f"game:{g}_low", f"game:{g}_high"))]
+
+    def triple(x: Mapping[str, Any] | None) -> list[Any]:
+        x = x or {}
+        return [x.get("score"), x.get("low"), x.get("high")]
+
+    body = []
+    for r in rows:
+        cells = [*(r.get(c) for c in LEADERBOARD_COLUMNS),
+                 *(v for f in families for v in triple(r.get("families", {}).get(f))),
+                 *(v for g in games for v in triple(r.get("games", {}).get(g)))]
+        body.append(["" if x is None else x for x in cells])
+    return csv_text(head, body)
 
 
 def leaderboard_json(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -521,13 +719,32 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
              f"<p class='meta'>{_e(result['tier_description'])}</p>"]
     o = result["overall"]
     if result["complete"]:
+        how = (f"{round(100 * o['level'])}% interval from the sessions" if o.get("low") is not None
+               else "no interval: a smoke tier")
         parts.append(f"<p><span class='big'>{_cell(o['score'], o['low'], o['high'])}</span> overall "
-                     f"(0-100; {round(100 * o['level'])}% interval from the sessions)</p>")
+                     f"(0-100; {how})</p>")
     else:
         parts.append(f"<p class='warn'>Incomplete ({_e(result.get('stopped'))}): scores below cover the sessions "
                      "played so far and are not ranked; run the same command again to finish.</p>"
                      + (f"<p>overall so far: {_cell(o['score'], o['low'], o['high'])}</p>" if o["score"] is not None
                         else ""))
+    best = result.get("attainable") or {}
+    if best.get("meaning"):
+        parts.append(f"<p class='meta'>{_e(best['meaning'])}</p>")
+    if o.get("method"):
+        parts.append(f"<p class='meta'>Intervals: {_e(o['method'])}.</p>")
+    played = [*([model["played_by"]["model"] + (f" (weights {model['played_by']['weights']}, sha256 "
+                                                 f"{str(model['played_by']['weights_sha256'])[:16]})"
+                                                 if model["played_by"].get("weights") else "")]
+                if isinstance(model.get("played_by"), dict) else [])]
+    answered = [m for m in model.get("answered_by") or [] if m not in played]
+    if played or answered:
+        parts.append(f"<p class='meta'>Played by {_e(', '.join(played + answered))}"
+                     + (f" (the server answered as {_e(', '.join(answered))})" if answered and played else "")
+                     + ".</p>")
+    if result.get("cached"):
+        parts.append(f"<p class='warn'>{result['cached']:,} of {result.get('decisions', 0):,} replies came from the "
+                     "response cache: answered before, by whichever run asked first, not by this invocation.</p>")
     single = [g["id"] for g in result["games"] if g["sessions"] == 1]
     if single and o["low"] is not None:
         parts.append(f"<p class='meta'>{len(single)} game(s) played one session ({_e(', '.join(single))}): they "
@@ -541,6 +758,11 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
         f"wall time {result.get('wall_s', 0):.0f} s", f"settings digest {_e(result['settings_digest'][:16])}"] if x)
         + "</p>")
     others = list(baselines)
+    floor = [str(b["model"]["label"]) for b in others if b["model"]["label"] in ("random", "constant", "accept")]
+    if floor:
+        parts.append(f"<p class='meta'>The floor: {_e(', '.join(floor))} (baselines). constant answers 50 and the "
+                     "first option everywhere, accept accepts every offer: a score near theirs measures no "
+                     "understanding of the game.</p>")
     head = ["family", label, *(str(b["model"]["label"]) + " (baseline)" for b in others)]
     rows = []
     for name, s in result["subscores"].items():
@@ -558,9 +780,9 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
         parts.append(f"<h2>{_e(fam.title)}</h2><p class='meta'>Subscore: {_e(fam.subscore)}.</p>")
         if fam.published:
             parts.append(_published_block(suite, name, result, games))
-        head = ["game", "rule", label, *(str(b["model"]["label"]) for b in others), "sessions", "rule breaks %",
-                "deal rate"]
-        rows = [("", [_e(g["id"]), _e(g["rule"]), _cell(g["score"], g["low"], g["high"]),
+        head = ["game", "rule", label, "best known", *(str(b["model"]["label"]) for b in others), "sessions",
+                "rule breaks %", "deal rate"]
+        rows = [("", [_e(g["id"]), _e(g["rule"]), _cell(g["score"], g["low"], g["high"]), _best_known(best, g["id"]),
                       *(_cell(bg.get(g["id"], {}).get("score")) for bg in base_games),
                       f"{g['sessions']}/{g['planned']}", _f(g["rule_break_pct"]),
                       "-" if g["deal_rate"] is None else f"{100 * g['deal_rate']:.0f}%"]) for g in games]
@@ -574,6 +796,15 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
                  f"{_e(result.get('econarena_version'))}, written {_e(result.get('written_at'))}.</p>")
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
             + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+
+
+def _best_known(best: Mapping[str, Any], gid: str) -> str:
+    """A game's best known score for the scorecard: 100, or the exception's and why."""
+    exceptions = best.get("exceptions") or {}
+    if gid not in exceptions:
+        return "100"
+    x = exceptions[gid]["attainable"]
+    return ("unknown" if x is None else f"{x:g}") + f"<small>{_e(exceptions[gid]['note'])}</small>"
 
 
 def _published_block(suite: Suite, family: str, result: Mapping[str, Any], games: Sequence[Mapping[str, Any]]) -> str:
@@ -592,10 +823,14 @@ def _published_block(suite: Suite, family: str, result: Mapping[str, Any], games
             if same else
             f"<p class='warn'>Tier {_e(result['tier'])} does not play the published protocol (published tiers: "
             f"{_e(', '.join(fam.published_tiers) or 'none')}): the published rows ({_e(table.source)}) are shown for "
-            "orientation only; this row does not rank among them.</p>")
+            "orientation only; this row does not rank among them. What differs: the prompts are our own wording "
+            "(GAMA-Bench's paper shows scores move with the template), an unusable reply is asked again at most 3 "
+            "times (GAMA-Bench asks until it parses), and the quick tier plays one round without re-asks.</p>")
     titles = {g.game: GAMES[g.game].info.title if g.game in GAMES else g.game for g in suite.games_of(family)}
     head = ["model", "Overall", *(titles.get(x, x) for x in order)]
     tag = "<span class='tag'>published</span>"
+    if not same:  # our row first, apart: the published rows keep their own order and no place is implied
+        every = [mine, *rows]
     body = [("me" if r.get("me") else "pub", [_e(r["model"]) + ("" if r.get("me") else tag), _cell(r.get("overall")),
                                              *(_cell(r.get(x)) for x in order)]) for r in every]
     return note + _table(head, body)

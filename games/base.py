@@ -338,6 +338,16 @@ class Game(abc.ABC):
     def policies(self) -> tuple[str, ...]:
         return self.info.policies
 
+    def reference(self, state: Any, player: int, kind: str, rng: np.random.Generator | None = None,
+                  **kw: Any) -> dict[str, Any]:
+        """The action of baseline ``kind``: a trivial policy every game offers (games/trivial.py), read from
+        the action's shape alone, or the game's own :meth:`strategy`."""
+        from .trivial import TRIVIAL_POLICIES, trivial_action
+
+        if kind in TRIVIAL_POLICIES:
+            return trivial_action(self.action_spec(state, player), kind)
+        return self.strategy(state, player, kind, rng, **kw)
+
     @staticmethod
     def summary_action(values: Sequence[Any]) -> Any:
         """One seat's run as one value, from its per-round values (None = no valid reply): the mean of

@@ -1,4 +1,4 @@
-"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v1.toml``) turned into ordinary
+"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v2.toml``) turned into ordinary
 experiments for one model, planned (calls and a cost bound per tier) and played side by side.
 
 Why experiments: every game of the suite is an experiment built from TOML data by ``parse_experiment``, the same
@@ -13,6 +13,8 @@ player table (or a models file of aliases: one model per alias).
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -44,8 +46,16 @@ from .prompts import Template
 # its numbers within the rules (a 135M model at temperature 1 guesses 28139 in Guess 2/3), so it is asked
 # once instead of four times. Any other model is taken as the user gives it.
 SHORTHAND = {"hf": {"structured": "strict", "max_tokens": 160}}
-PLAYABLE_BASELINES = ("rational", "random")  # baselines that play every game of the suite
+PLAYABLE_BASELINES = ("rational", "random", "constant", "accept")  # baselines that play every game of the suite
+# the trivial policies every game offers (games/trivial.py): the floor shown beside `random` on every scorecard
+TRIVIAL = {"constant": {"agent": "policy", "policy": "constant"}, "accept": {"agent": "policy", "policy": "accept"}}
 CHARS_PER_TOKEN = 3.0  # a bound: English runs about 4 characters per token
+# The dry run's expected cost beside its bound: English at 4 characters per token, a reply of a structured
+# JSON answer (capped by max_tokens), a round's report between two calls of a conversation, no re-asks.
+TYPICAL_CHARS_PER_TOKEN = 4.0
+TYPICAL_REPLY_TOKENS = 60
+TYPICAL_REPORT_TOKENS = 40
+SCHEMA_TOKENS = 2000  # a reply schema sent with a call, at most (the largest, the pirate plan's, is ~1,700 bytes)
 MESSAGE_TOKENS = 8  # per message: role and separators
 
 
@@ -130,7 +140,7 @@ def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:
         entry = {"agent": agent, **({"model": model} if model else SHORTHAND.get(agent, {}))}
         return [ModelSpec(label or _default_label(entry), entry, shown)]
     if agent in PLAYABLE_BASELINES and not colon:
-        return [ModelSpec(label or agent, {"agent": agent}, shown)]
+        return [ModelSpec(label or agent, dict(TRIVIAL.get(agent, {"agent": agent})), shown)]
     known = ", ".join(sorted(PROVIDERS))
     others = sorted(b for b in BASELINES if b not in PLAYABLE_BASELINES)
     raise ConfigError(f"{shown!r}: not a model; expected PROVIDER[:MODEL] ({known}; e.g. openai:gpt-4o-mini, hf), "
@@ -217,13 +227,86 @@ def score_rule_problems(g: GameEntry, exp: Experiment) -> list[str]:
     return []
 
 
+# What decides a score beyond the suite file: the games' rules and the prompt templates (their digest is in
+# every result's comparability key, so results of other rules or wording are never ranked beside each other).
+PINNED_CODE = ("games", "hosts/templates")
+# LLM settings that decide how a call travels, not what the model answers: left out of the generation settings
+# a result records (any other setting, a future one included, is recorded as it is).
+TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_connections", "requests_per_minute",
+                            "max_retries", "retry_max_wait_s", "device", "threads", "max_batch_size"})
+
+
+@functools.lru_cache(maxsize=1)
+def rules_digest() -> str:
+    """sha256 over the files of PINNED_CODE (path and bytes, sorted): the rules and prompts as played."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for top in PINNED_CODE:
+        for f in sorted((root / top).rglob("*")):
+            if f.is_file() and f.suffix in (".py", ".toml") and "__pycache__" not in f.parts:
+                h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def generation(exps: list[Experiment], label: str) -> dict[str, dict[str, Any]]:
+    """Per game, the LLM settings the model played with (every setting but TRANSPORT_KEYS; none for a
+    baseline): the decoding a result depends on, recorded whatever the settings are called."""
+    out = {}
+    for e in exps:
+        p = next((p for p in e.players if p.label == label and p.llm is not None), None)
+        if p is not None:
+            out[e.name] = {k: v for k, v in sorted(p.llm.model_dump().items()) if k not in TRANSPORT_KEYS}
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def played_by(spec: ModelSpec) -> dict[str, Any] | None:
+    """The model that plays, named: the bundled model (bare ``hf``) by its name and its weights' file and
+    sha256 (the row of ``bench hf`` said only ``hf``); a provider's model by the name asked for (the names the
+    server answered with are read from the decisions, analysis/benchmark.py)."""
+    agent = spec.entry.get("agent")
+    if agent not in PROVIDERS:
+        return None
+    if agent == "hf" and not spec.entry.get("model"):
+        from ..agents.providers.hf import DEFAULT_MODEL, bundled_gguf
+
+        try:
+            gguf = bundled_gguf()
+        except Exception:  # noqa: BLE001 - not installed: the run itself says so
+            return {"model": DEFAULT_MODEL, "weights": None, "weights_sha256": None}
+        return {"model": DEFAULT_MODEL, "weights": gguf.name, "weights_sha256": _file_sha256(str(gguf))}
+    return {"model": spec.entry.get("model") or PROVIDERS[agent].default_model}
+
+
 def settings(suite: Suite, tier: str, spec: ModelSpec, exps: list[Experiment]) -> dict[str, Any]:
-    """What a result depends on, as written to the bench directory: the suite, the tier, every experiment
-    resolved (no key: only variable names; URLs masked). ``digest`` is computed over it."""
+    """What a result depends on, as written to the bench directory: the suite, the tier, the rules and
+    prompts (their digest), the econarena version, the model that plays, every experiment resolved (no key:
+    only variable names; URLs masked). ``digest`` is computed over it; ``comparability`` is the part that
+    must match for two results to rank together (the model's generation settings are recorded beside)."""
+    from .. import __version__
+
     experiments = {e.name: resolved_data(e) for e in exps}
     doc = {"suite": suite.name, "version": suite.version, "suite_sha256": suite.digest, "tier": tier,
-           "label": spec.label, "experiments": experiments}
-    return {**doc, "digest": digest(doc)}
+           "label": spec.label, "econarena": __version__, "rules_sha256": rules_digest(),
+           "played_by": played_by(spec), "experiments": experiments}
+    return {**doc, "digest": digest(doc), "comparability": comparability(suite, tier, exps, spec)}
+
+
+def comparability(suite: Suite, tier: str, exps: list[Experiment], spec: ModelSpec) -> dict[str, Any]:
+    """The comparability key of a result (``econarena leaderboard`` ranks together only results whose key
+    matches, generation settings aside) and the generation settings it played with."""
+    from .. import __version__
+
+    return {"suite": suite.version, "suite_sha256": suite.digest, "tier": tier, "econarena": __version__,
+            "rules_sha256": rules_digest(), "generation": generation(exps, spec.label)}
 
 
 # ---------------------------------------------------------------------------------------------------- plan
@@ -241,6 +324,9 @@ class TierPlan:
     tokens_out_no_reask: int
     cost: float | None  # USD at most; None without a price
     cost_no_reask: float | None
+    tokens_in_expected: int = 0  # what a typical run takes (see TYPICAL_*)
+    tokens_out_expected: int = 0
+    cost_expected: float | None = None
 
 
 def _first_prompt_tokens(x: Experiment, lineup: Any, seat: int) -> float:
@@ -256,7 +342,27 @@ def _first_prompt_tokens(x: Experiment, lineup: Any, seat: int) -> float:
         return 2000.0
 
 
-def token_bound(exp: Experiment, label: str, reask: bool = True) -> tuple[int, int]:
+def token_expect(exp: Experiment, label: str) -> tuple[int, int]:
+    """(input, output) tokens the label's calls take in a typical run (TYPICAL_*): every game to its round
+    limit, no re-asks, the first prompt at 4 characters per token, each later call reading the conversation
+    grown by a report and a typical reply."""
+    tin = tout = 0.0
+    for lineup, x in exp.tables():
+        rounds, _ = x.game.max_moves(x.params, len(lineup.seats))
+        runs = x.experiment.sessions * x.runs_per_session()
+        for seat, entry in enumerate(lineup.seats):
+            p = x.players[entry]
+            if p.llm is None or p.label != label:
+                continue
+            p0 = _first_prompt_tokens(x, lineup, seat) * CHARS_PER_TOKEN / TYPICAL_CHARS_PER_TOKEN
+            r = min(p.llm.max_tokens, TYPICAL_REPLY_TOKENS)
+            tout += runs * rounds * r
+            tin += runs * (rounds * p0 + rounds * (rounds - 1) / 2 * (r + TYPICAL_REPORT_TOKENS))
+    return math.ceil(tin), math.ceil(tout)
+
+
+def token_bound(exp: Experiment, label: str, reask: bool = True, chars_per_token: float = CHARS_PER_TOKEN,
+                per_call: float = 0.0) -> tuple[int, int]:
     """(input, output) tokens the label's calls can take at most. Each call is at most ``max_tokens`` long;
     a conversation grows by at most the first prompt's size plus a reply per call (a report and the next
     request are shorter than the rules), so call k of a run reads at most p0 + k (p0 + max_tokens)."""
@@ -269,11 +375,22 @@ def token_bound(exp: Experiment, label: str, reask: bool = True) -> tuple[int, i
             p = x.players[entry]
             if p.llm is None or p.label != label:
                 continue
-            p0 = _first_prompt_tokens(x, lineup, seat)
+            p0 = _first_prompt_tokens(x, lineup, seat) * CHARS_PER_TOKEN / chars_per_token + per_call
             mt = p.llm.max_tokens
             tout += runs * m * mt
             tin += runs * (m * p0 + m * (m - 1) / 2 * (p0 + mt))
     return math.ceil(tin), math.ceil(tout)
+
+
+def session_cost_bound(exp: Experiment, spec: ModelSpec, prices: dict[str, tuple[float, float]]) -> float:
+    """The most one session of ``exp`` can cost the model's calls (``--max-cost --ray`` holds it before the
+    session is handed out): token_bound's rule with every character a token (a byte-level tokenizer's token
+    covers at least one byte) and the reply schema's size on every call, per session; 0 without a price."""
+    price = price_of(prices, spec.label, [str(spec.entry["model"])] if spec.entry.get("model") else [])
+    if price is None or not spec.is_llm:
+        return 0.0
+    tin, tout = token_bound(exp, spec.label, chars_per_token=1.0, per_call=SCHEMA_TOKENS)
+    return cost_usd(price, tin, tout) / max(1, exp.experiment.sessions)
 
 
 def plan(suite: Suite, spec: ModelSpec, prices: dict[str, tuple[float, float]],
@@ -292,10 +409,15 @@ def plan(suite: Suite, spec: ModelSpec, prices: dict[str, tuple[float, float]],
             a, b = token_bound(e, spec.label)
             c, d = token_bound(e, spec.label, reask=False)
             tin, tout, tin0, tout0 = tin + a, tout + b, tin0 + c, tout0 + d
+        ein = eout = 0
+        for e in exps:
+            a, b = token_expect(e, spec.label)
+            ein, eout = ein + a, eout + b
         cost = cost_usd(price, tin, tout) if price is not None and spec.is_llm else None
         cost0 = cost_usd(price, tin0, tout0) if price is not None and spec.is_llm else None
+        expected = cost_usd(price, ein, eout) if price is not None and spec.is_llm else None
         out.append(TierPlan(tier, len(exps), sum(e.experiment.sessions for e in exps), calls, plain, tin, tout,
-                            tin0, tout0, cost, cost0))
+                            tin0, tout0, cost, cost0, ein, eout, expected))
     return out
 
 

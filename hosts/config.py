@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..games import GAMES
+from ..games.trivial import TRIVIAL_POLICIES
 from .experiment import (
     AGENT_KEYS,
     BASELINES,
@@ -388,7 +389,7 @@ def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environm
     to fail every decision at run time, reported as API errors)."""
     offered = [k for k in game.policies() if k in POLICY_AGENTS]
     known = ", ".join(offered) or "none"
-    own = [k for k in game.policies() if k not in POLICY_AGENTS]
+    own = [k for k in game.policies() if k not in POLICY_AGENTS] + list(TRIVIAL_POLICIES)  # every game's
     out = []
     for i, p in enumerate(players):
         if p.agent in POLICY_AGENTS and p.agent not in offered:

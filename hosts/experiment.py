@@ -26,7 +26,7 @@ BASELINES = {
     "level_k": "level-k reasoning with k (default 1) where the game has a rule: beauty contest, guessing game, "
                "auctions",
     "policy": "a strategy the game itself declares (policy = \"tit_for_tat\"; `econarena list` shows each "
-              "game's)",
+              "game's), or a trivial one every game offers (\"constant\", \"accept\": games/trivial.py)",
     "human": "a person at the terminal: reads the prompt a model reads, types the reply (--human-input FILE "
              "scripts it)",
 }

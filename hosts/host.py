@@ -21,6 +21,7 @@ import numpy as np
 
 from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
 from ..agents.baselines import StrategyAgent
+from ..agents.calls import SPEND
 from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
 from ..games.base import TRUNCATED, ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
@@ -51,6 +52,9 @@ class HostOptions:
     # reached, no further call starts; the runs that wanted one end incomplete (their error says why) and
     # --resume plays them again
     budget: Any = None
+    # with an engine (Ray), the worst-case USD of one session's capped calls: held against ``budget`` before the
+    # session is handed out and freed once its replies are charged (the calls run where the budget is not)
+    session_cost: float = 0.0
     # several Hosts side by side in one process (``bench``) share their providers (one local model, one
     # connection pool): the caller closes them once all are done, not each Host when it ends
     keep_providers: bool = False
@@ -432,7 +436,7 @@ class Host:
         async def ask(seat: int, fields: dict[str, Any]) -> Reply:
             messages = self.template.judge(fields)
             coords = {"lineup": lineup.name, "session": session, "run": run, "judge": seat}
-            request = DecisionRequest(messages, seat, seat, functools.partial(self.game.strategy, state, seat),
+            request = DecisionRequest(messages, seat, seat, functools.partial(self.game.reference, state, seat),
                                       self.exp.experiment.seed, (4, session, run, seat), coords, None,
                                       self.game.name)
             reply = self._kept(await self._ask(judge, request))
@@ -505,7 +509,7 @@ class Host:
         ctx, seat, state = d.ctx, d.seat, d.state
         e = self.exps[ctx.table].experiment
         agent: StrategyAgent = self.agents[ctx.table][d.entry]  # type: ignore[assignment]
-        strategy = functools.partial(self.game.strategy, state, seat)
+        strategy = functools.partial(self.game.reference, state, seat)
         first_ok = True
         for attempt in range(e.reask + 1):
             index = ctx.counters[seat]
@@ -546,7 +550,7 @@ class Host:
             index = ctx.counters[seat]
             ctx.counters[seat] += 1
             seed_key = (2, ctx.table, ctx.session, seat, ctx.run, d.rnd) + ((attempt,) if attempt else ())
-            request = DecisionRequest(messages, seat, index, functools.partial(self.game.strategy, state, seat),
+            request = DecisionRequest(messages, seat, index, functools.partial(self.game.reference, state, seat),
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
@@ -609,10 +613,15 @@ class Host:
             if budget is not None and isinstance(agent, LLMAgent) and not budget.allows():
                 return Reply(text="", model=agent.model, error=f"budget reached: ${budget.spent:.4f} spent of the "
                              f"${budget.limit:g} allowed (--max-cost); resume with a higher limit to go on")
+            # the call layer reserves each attempt's worst case against the cap before sending it
+            token = SPEND.set((budget, agent.label)) if budget is not None and isinstance(agent, LLMAgent) else None
             try:
                 return await agent.decide(request)
             except Exception as exc:  # an agent bug must not take the whole experiment down
                 return Reply(text="", model=agent.model, error=storable(f"{type(exc).__name__}: {exc}"))
+            finally:
+                if token is not None:
+                    SPEND.reset(token)
 
     @staticmethod
     def _kept(reply: Reply) -> Reply:

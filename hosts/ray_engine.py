@@ -884,11 +884,13 @@ class RayEngine:
         host.dir.write_manifest(engine=self.describe())
         stop = asyncio.Event()
         finished: list[tuple[Any, ...]] = []  # sessions whose calls returned: the ledger may forget them
+        held: list[float] = []  # budget holds of sessions whose calls returned, freed once their replies are charged
         watch = _Watch(self)
 
         async def drain() -> None:
             while True:
                 final = stop.is_set()
+                ready = len(held)  # sessions that returned before this take: their last batches come with it
                 try:
                     batches = await self.ledger.take.remote(exp_id, 0.0 if final else 0.2)
                 except ray.exceptions.RayError as exc:  # the ledger's node is this driver's: it went away
@@ -897,6 +899,9 @@ class RayEngine:
                     return
                 for b in batches:
                     _write(host, b)
+                if ready and host.options.budget is not None:
+                    host.options.budget.release(sum(held[:ready]))
+                    del held[:ready]
                 if batches:
                     watch.progress()
                 if finished:
@@ -911,14 +916,22 @@ class RayEngine:
                 if host.session_finished(li, s, resume):
                     continue
                 budget = host.options.budget
-                if budget is not None and not budget.allows():  # spent: the session is left for --resume
-                    host.incomplete += 1
-                    continue
+                cost = host.options.session_cost
+                if budget is not None:  # the session's worst case is held before it is handed out: a cap is a cap
+                    ok = budget.hold(cost)
+                    while not ok and budget.busy:  # sessions in flight may leave room when they are charged
+                        await asyncio.sleep(0.05)
+                        ok = budget.hold(cost)
+                    if not ok:  # spent: the session is left for --resume
+                        host.incomplete += 1
+                        continue
                 lineup = host.lineups[li]
                 try:
                     await self._session(watch, host, exp_id, spec, li, s, resume.session_runs(lineup.name, s))
                 finally:
                     finished.append((exp_id, lineup.name, s))
+                    if budget is not None:
+                        held.append(cost)
                     watch.progress()
 
         drainer = asyncio.create_task(drain())

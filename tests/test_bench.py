@@ -8,6 +8,7 @@ import csv
 import importlib.util
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def bench_args(server: Any, suite: Path, out: Path, *extra: str) -> list[str]:
 
 def test_the_shipped_suite_builds_for_every_tier_and_baseline() -> None:
     suite = load_suite(DEFAULT)
-    assert suite.version == "v1" and len(suite.games) == 19
+    assert suite.version == "v2" and len(suite.games) == 19
     assert set(suite.families) == {"gamabench", "econarena", "glee", "negotiationarena", "steering"}
     for tier in TIERS:
         for name in H.PLAYABLE_BASELINES:
@@ -158,12 +159,13 @@ def test_the_shipped_suite_builds_for_every_tier_and_baseline() -> None:
         assert me.llm.temperature == g.protocol.get("temperature")
 
 
-def test_standard_tier_plays_gamabench_as_published() -> None:
+def test_standard_tier_plays_gamabench_with_the_published_parameters() -> None:
     """The standard tier's GAMA-Bench games are the shipped leaderboard experiments (configs/gamabench/): the
-    games' default parameters, ten copies of the model, temperature 1, 5 runs: the published protocol."""
+    games' default parameters, ten copies of the model, temperature 1, 5 runs. The prompts are our wording and
+    the re-asks stop at 3, so no tier claims the published protocol (suite v2): never ranked among its rows."""
     suite = load_suite(DEFAULT)
-    assert "standard" in suite.families["gamabench"].published_tiers
-    assert "quick" not in suite.families["gamabench"].published_tiers
+    assert suite.families["gamabench"].published_tiers == ()
+    assert "directly comparable" not in suite.text
     games = suite.games_of("gamabench")
     assert sorted(g.game for g in games) == sorted(gamabench.leaderboard_games())
     spec = H.model_specs("openai:gpt-4o-mini")[0]
@@ -245,10 +247,18 @@ def test_combine_means_and_intervals_by_hand(tmp_path: Path) -> None:
     out = B.combine(suite, games)
     assert out["overall"]["score"] == pytest.approx((60 + 80 + 2 * 90) / 4)
     assert out["subscores"]["gamabench"]["score"] == 60.0
-    # only Guess 2/3 varies: the interval is 50..70 for it, (50 + 80 + 180) / 4 .. (70 + 80 + 180) / 4 overall
-    assert 50.0 <= games[0].low <= games[0].high <= 70.0
-    assert 77.5 <= out["overall"]["low"] <= out["overall"]["high"] <= 82.5
+    # only Guess 2/3 varies: Student's t with 1 degree of freedom (12.706) x its standard error sqrt(200 / 2) = 10
+    # covers 0-100 (clipped); overall: the same error x 1/4 (its weight share) = 2.5, still 1 degree of freedom
+    assert (games[0].low, games[0].high) == (0.0, 100.0)
+    assert out["overall"]["low"] == pytest.approx(80.0 - 12.7062047 * 2.5)  # (60 + 80 + 2 x 90) / 4 = 80
+    assert out["overall"]["high"] == 100.0
+    assert B.t_quantile(0.95, 4) == pytest.approx(2.7764451) and B.t_quantile(0.95, 9) == pytest.approx(2.2621572)
     assert games[1].low is None  # one session: no interval of its own
+    five = B.GameScore("guess", "gamabench", "guessing_game", "game", 60.0, None, None, 5, 5, 5, 0, 0, None,
+                       [40.0, 50.0, 60.0, 70.0, 80.0])
+    B.combine(suite, [five, games[1], games[2]])
+    # by hand: s^2 = 250, standard error sqrt(250 / 5) = 7.0711, t(4) = 2.7764: 60 -+ 19.632
+    assert (five.low, five.high) == pytest.approx((60 - 19.6322, 60 + 19.6322), abs=1e-3)
     games[2].score = None  # a family without its game: no subscore, no overall
     out = B.combine(suite, games)
     assert out["subscores"]["negotiationarena"]["score"] is None and out["overall"]["score"] is None
@@ -318,16 +328,21 @@ def test_budget_stop_resume_and_leaderboard(server: Any, tmp_path: Path, capsys)
     server.reply = scripted_reply
     suite = small_suite(tmp_path)
     prices = prices_file(tmp_path)  # a dollar a token
+    whole = tmp_path / "whole" / "runs"  # its own cache: what the whole bench costs
+    assert main(bench_args(server, suite, whole, "--prices", str(prices))) == 0
+    cost = json.loads((whole / "fake" / "bench.json").read_text(encoding="utf-8"))["cost_usd"]
+    cap = round(cost / 2)
     out = tmp_path / "runs"
-    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", "300",
-                           "--concurrency", "1")) == 3
+    n0 = server.count()
+    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", str(cap))) == 3
     stopped = json.loads((out / "fake" / "bench.json").read_text(encoding="utf-8"))
     assert not stopped["complete"] and stopped["stopped"] == "budget"
-    assert stopped["spent_usd"] >= 300
+    assert 0 < stopped["spent_usd"] <= cap  # a cap is a cap: v1 passed it by the calls in flight
+    assert served_usd(server, n0) == pytest.approx(stopped["spent_usd"])  # what the server served
     assert "--max-cost" in capsys.readouterr().err
     calls = server.count()
-    # the same limit again: spent already, so no call at all
-    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", "300")) == 3
+    # the same limit again: what is left cannot pay for the next call's worst case, so no call at all
+    assert main(bench_args(server, suite, out, "--prices", str(prices), "--max-cost", str(cap))) == 3
     assert server.count() == calls
     # the leaderboard lists it, unranked
     assert main(["leaderboard", str(out)]) == 0
@@ -345,11 +360,45 @@ def test_budget_stop_resume_and_leaderboard(server: Any, tmp_path: Path, capsys)
     outputs = [x for k, p in files.items() for x in (f"--{k}", str(p))]
     assert main(["leaderboard", str(out), "--baselines", *outputs]) == 0
     rows = list(csv.DictReader(io.StringIO(files["csv"].read_text(encoding="utf-8"))))
-    # best overall first: the rational baseline plays every equilibrium here (100), random last
-    assert [r["label"] for r in rows] == ["rational", "fake", "random"]
+    # best overall first: the rational baseline plays every equilibrium here (100), then random, then the trivial
+    # floor (accept and constant answer 50 and split 50/50 everywhere: by hand (50 + 50 + 2 x 0) / 4 = 25)
+    assert [r["label"] for r in rows] == ["rational", "fake", "random", "accept", "constant"]
+    assert float(rows[3]["overall"]) == float(rows[4]["overall"]) == 25.0
     assert rows[1]["rank"] == "2" and float(rows[1]["overall"]) == pytest.approx(OVERALL)
     assert json.loads(files["json"].read_text(encoding="utf-8"))[1]["label"] == "fake"
     assert "<table>" in files["html"].read_text(encoding="utf-8")
+
+
+def served_usd(server: Any, since: int = 0) -> float:
+    """The cost of what the loopback server served since request ``since``, at a dollar a token, counted by
+    the server (its own usage numbers: the prompt's words and the scripted reply's), not by the bench."""
+    from fakeservers import _words
+
+    return float(sum(server._prompt_tokens(s.protocol, s.body) + _words(scripted_reply(s.protocol, s.body))
+                     for s in server.seen[since:]))
+
+
+@pytest.mark.parametrize("share", [0.1, 0.35, 0.7])
+def test_a_cap_is_a_cap_measured_at_the_server(server: Any, tmp_path: Path, share: float) -> None:
+    """Many calls in flight (16 at a time, each answered after 20 ms) and a cap at a share of the whole
+    bench's cost: what the server served never passes the cap (v1 spent up to 6x it: only money already spent
+    was checked, so a wave of calls in flight overshot)."""
+    server.reset()
+    server.reply = scripted_reply
+    server.latency = 0.02
+    suite = small_suite(tmp_path)
+    prices = prices_file(tmp_path)
+    assert main(bench_args(server, suite, tmp_path / "whole" / "runs", "--prices", str(prices))) == 0
+    cost = json.loads((tmp_path / "whole" / "runs" / "fake" / "bench.json").read_text(encoding="utf-8"))["cost_usd"]
+    assert served_usd(server) == pytest.approx(cost)  # the server's count and the bench's agree
+    cap = share * cost
+    n0 = server.count()
+    assert main(bench_args(server, suite, tmp_path / "runs", "--prices", str(prices), "--max-cost", str(cap),
+                           "--concurrency", "16")) == 3
+    result = json.loads((tmp_path / "runs" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert server.count() > n0 or share < 0.2  # some calls fit under all but the smallest cap
+    assert served_usd(server, n0) <= cap
+    assert result["spent_usd"] <= cap and result["stopped"] == "budget"
 
 
 def test_max_cost_needs_a_price(server: Any, tmp_path: Path, capsys) -> None:
@@ -392,6 +441,11 @@ def test_dry_run_counts_calls_by_hand(server: Any, tmp_path: Path, capsys) -> No
     for tier, calls in (("quick", 18), ("standard", 27), ("full", 36)):
         line = next(x for x in out.splitlines() if x.startswith(tier))
         assert f" {calls} ({calls})" in line and "$" in line
+        # the expected cost beside the bound, below it
+        (bin_, bout), (ein, eout) = [(int(a.replace(",", "")), int(b.replace(",", "")))
+                                     for a, b in re.findall(r"([\d,]+) / ([\d,]+)", line)]
+        assert 0 < ein < bin_ and 0 < eout <= bout
+        assert line.count("$") == 3  # expected, at most, at most without re-asks
     assert not (tmp_path / "d").exists()  # nothing was run or written
 
 
@@ -450,7 +504,7 @@ def test_reask_may_differ_per_tier(tmp_path: Path) -> None:
 
 def test_validate_checks_a_suite_file(tmp_path: Path, capsys) -> None:
     assert main(["validate", str(DEFAULT)]) == 0
-    assert "ok (bench suite v1: 19 games in 5 families" in capsys.readouterr().out
+    assert "ok (bench suite v2: 19 games in 5 families" in capsys.readouterr().out
     bad = small_suite(tmp_path, SMALL.replace('total = 100, turns = 4', 'total = -5, turns = 4'))
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
@@ -475,3 +529,48 @@ def test_api_errors_leave_it_incomplete_and_a_rerun_finishes(server: Any, tmp_pa
     assert main(args) == 0
     assert json.loads((tmp_path / "o" / "fake" / "bench.json").read_text(encoding="utf-8"))["overall"]["score"] == \
         pytest.approx(OVERALL)
+
+
+def test_a_cap_holds_with_ray_measured_at_the_server(server: Any, tmp_path: Path, ray_cluster: Any) -> None:
+    """With --ray the calls run in session workers, away from the budget: each session's worst case is held
+    before it is handed out (v1 checked only the money already spent, so every session of a wave started).
+    Measured at the server: a cap below a session's worst case serves nothing; a cap above the whole bench's
+    worst case plays it all; neither passes the cap."""
+    server.reset()
+    server.reply = scripted_reply
+    suite = small_suite(tmp_path)
+    prices = prices_file(tmp_path)
+    assert main(bench_args(server, suite, tmp_path / "whole" / "runs", "--prices", str(prices))) == 0
+    cost = json.loads((tmp_path / "whole" / "runs" / "fake" / "bench.json").read_text(encoding="utf-8"))["cost_usd"]
+    n0 = server.count()
+    assert main(bench_args(server, suite, tmp_path / "low", "--prices", str(prices), "--max-cost", str(cost / 2),
+                           "--ray", "--ray-workers", "1")) == 3
+    assert served_usd(server, n0) <= cost / 2 and server.count() == n0
+    result = json.loads((tmp_path / "low" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert result["stopped"] == "budget"
+    n1 = server.count()
+    assert main(bench_args(server, suite, tmp_path / "high", "--prices", str(prices), "--max-cost", "1e7",
+                           "--ray", "--ray-workers", "1")) == 0
+    assert served_usd(server, n1) == pytest.approx(cost)
+
+
+def test_replies_from_the_cache_are_said_and_the_model_that_played_is_named(server: Any, tmp_path: Path,
+                                                                            capsys) -> None:
+    server.reset()
+    server.reply = scripted_reply
+    suite = small_suite(tmp_path)
+    assert main(bench_args(server, suite, tmp_path / "a")) == 0
+    first = json.loads((tmp_path / "a" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert first["cached"] == 0 and first["model"]["answered_by"] == ["fake-model"]
+    assert first["model"]["played_by"] == {"model": "fake-model"}
+    gen = first["comparability"]["generation"]
+    assert set(gen) == {"guess", "beauty", "ultimatum"} and gen["guess"]["temperature"] == 1.0
+    assert gen["beauty"]["max_tokens"] == 64 and "base_url" not in gen["beauty"]  # transport keys left out
+    capsys.readouterr()
+    assert main(bench_args(server, suite, tmp_path / "b")) == 0  # a fresh directory, the same cache
+    again = json.loads((tmp_path / "b" / "fake" / "bench.json").read_text(encoding="utf-8"))
+    assert again["cached"] == again["decisions"] > 0
+    assert f"from the response cache: {again['cached']:,} of {again['decisions']:,} replies" in capsys.readouterr().out
+    assert "came from the response cache" in (tmp_path / "b" / "fake" / "scorecard.html").read_text(encoding="utf-8")
+    assert "came from the response cache" not in (tmp_path / "a" / "fake" / "scorecard.html").read_text(
+        encoding="utf-8")

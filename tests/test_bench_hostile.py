@@ -141,7 +141,7 @@ def test_one_row_per_model(tmp_path: Path, capsys) -> None:
     assert main(["leaderboard", str(tmp_path / "a"), str(tmp_path / "b"), "--baselines",
                  "--json", str(tmp_path / "lb.json")]) == 0
     rows = json.loads((tmp_path / "lb.json").read_text(encoding="utf-8"))
-    assert sorted(r["label"] for r in rows) == ["random", "rational"]  # random twice, both baselines twice
+    assert sorted(r["label"] for r in rows) == ["accept", "constant", "random", "rational"]  # each baseline twice
     path = tmp_path / "b" / "random" / "bench.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["overall"]["score"] = 50.0

@@ -133,6 +133,14 @@ def proposer_share(setup: Setup, t: int) -> float:
     return p if proposer(t) == 0 else stationary_share(db, da) or 0.0
 
 
+# The ``anchor`` opponent: at its first offer it keeps all but ANCHOR_LEFT of the money with probability
+# ANCHOR_P, else (and afterwards) it plays ``rational``. Rejecting the anchor costs the responder nothing in the
+# SPE (its continuation is worth what the equilibrium offer gives), accepting it loses most of its share: the
+# fixed opponent of the bench (suite v2) against which always-accepting is not the best reply.
+ANCHOR_P = 0.75
+ANCHOR_LEFT = 0.1
+
+
 def rational_offer(setup: Setup, t: int) -> dict[str, float]:
     money = float(setup["money"])
     me = proposer(t)
@@ -208,7 +216,8 @@ class Bargaining(AlternatingOffers):
                  ("market", {"complete_information": True, "messages_allowed": False, "max_rounds": 99})),
         n_players=2, scale_key="money", action_axis="share of the money",
         equilibrium_note="SPE: immediate agreement, Alice p* = (1 - dB) / (1 - dA dB) or backward induction",
-        deviation_note="|payoff - SPE payoff| / M", round_curve="alice_share")
+        deviation_note="|payoff - SPE payoff| / M", round_curve="alice_share",
+        policies=("rational", "random", "anchor"))
 
     def action_spec(self, state: BargainingState, player: int) -> ActionSpec:
         if state.phase == "respond":
@@ -361,6 +370,15 @@ class Bargaining(AlternatingOffers):
         s = state.setup
         t = state.round
         rival = NAMES[1 - player]
+        if kind == "anchor" and state.phase == "offer" and t <= 2:
+            assert rng is not None
+            if rng.random() < ANCHOR_P:  # a greedy opening a best reply rejects (the bench's trap for accepting)
+                money = float(s["money"])
+                mine = round(money * (1 - ANCHOR_LEFT), 2)
+                return {"alice_gain": mine, "bob_gain": money - mine} if player == 0 else \
+                    {"alice_gain": money - mine, "bob_gain": mine}
+        if kind == "anchor":
+            kind = "rational"
         if kind == "rational" and state.phase == "offer":
             out: dict[str, Any] = rational_offer(s, t)
             if s["messages_allowed"]:

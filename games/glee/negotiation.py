@@ -103,6 +103,13 @@ class NegotiationState:
     opening_missed: bool = False  # round 1 had no usable offer: Bob, who has not spoken yet, is told so
 
 
+# The ``anchor`` opponent: its first price leaves the other side ANCHOR_LEFT of the surplus between the two
+# valuations with probability ANCHOR_P, else (and afterwards) it plays ``rational`` (truthful, accepts any
+# gain): the bench's fixed opponent (suite v2) against which accepting its opening is not the best reply.
+ANCHOR_P = 0.75
+ANCHOR_LEFT = 0.1
+
+
 def values(setup: Setup) -> tuple[float, float]:
     """(V_A, V_B) in money."""
     m = float(setup["money"])
@@ -141,7 +148,7 @@ class Negotiation(AlternatingOffers):
                  ("market", {"complete_information": True, "messages_allowed": False, "max_rounds": 1})),
         n_players=2, scale_key="money", action_axis="price / money",
         equilibrium_note="no unique SPE; baseline: truthful prices, accept if gain >= 0",
-        round_curve="price_share")
+        round_curve="price_share", policies=("rational", "random", "anchor"))
 
     def action_spec(self, state: NegotiationState, player: int) -> ActionSpec:
         if state.phase == "respond":
@@ -297,6 +304,14 @@ class Negotiation(AlternatingOffers):
                  **kw: Any) -> dict[str, Any]:
         s = state.setup
         own = values(s)[player]
+        if kind == "anchor" and state.phase == "offer" and state.round <= 2:
+            assert rng is not None
+            if rng.random() < ANCHOR_P:  # a price that leaves the other side ANCHOR_LEFT of the surplus
+                sv, bv = values(s)
+                price = bv - ANCHOR_LEFT * (bv - sv) if player == 0 else sv + ANCHOR_LEFT * (bv - sv)
+                return {"product_price": round(price, 2)}
+        if kind == "anchor":
+            kind = "rational"
         if kind == "rational" and state.phase == "offer":
             out: dict[str, Any] = {"product_price": round(own, 2)}
             if s["messages_allowed"]:

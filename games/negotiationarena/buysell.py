@@ -34,6 +34,11 @@ from ..base import ActionField, GameInfo, GameParams, Setup, whole_number
 from .common import BLUE, FAMILY, PROPOSE, RED, NAState, NegotiationGame, Trade, log_resources, thaw
 
 GOOD, MONEY = "X", "ZUP"
+# The ``anchor`` opponent: its first message proposes a price that leaves the other side ANCHOR_LEFT of the
+# surplus with probability ANCHOR_P, else (and afterwards) it plays ``rational``: the bench's fixed opponent
+# (suite v2) against which accepting its opening is not the best reply.
+ANCHOR_P = 0.75
+ANCHOR_LEFT = 0.1
 
 
 class BuySellParams(GameParams):
@@ -62,7 +67,8 @@ class BuySell(NegotiationGame):
     info: ClassVar[GameInfo] = GameInfo(
         title="Seller and buyer", moves="sequential", rounds=True, messages="public+secret", n_players=2, family=FAMILY,
         action_axis="price (ZUP)", round_curve="price",
-        equilibrium_note="none declared; any price between cost and value is a deal both gain from")
+        equilibrium_note="none declared; any price between cost and value is a deal both gain from",
+        policies=("rational", "random", "anchor"))
 
     def setup(self, params: BuySellParams, n_players: int, rng: np.random.Generator) -> Setup:
         self._two(n_players)
@@ -105,6 +111,16 @@ class BuySell(NegotiationGame):
                  **kw: Any) -> dict[str, Any]:
         s = state.setup
         own = s["seller_cost"] if player == RED else min(s["buyer_value"], s["buyer_money"])
+        if kind == "anchor" and state.turn < 2:
+            assert rng is not None
+            if rng.random() < ANCHOR_P:  # a price that leaves the other side ANCHOR_LEFT of the surplus
+                cost, value = s["seller_cost"], min(s["buyer_value"], s["buyer_money"])
+                gap = ANCHOR_LEFT * (value - cost)
+                price = int(round(value - gap if player == RED else cost + gap))
+                return {"reason": "anchor", "message": f"My price is {price} ZUP.", "decision": "propose",
+                        "price": price}
+        if kind == "anchor":
+            kind = "rational"
         if kind == "rational":
             if state.table is not None:
                 t = thaw(state.table)
