@@ -111,9 +111,11 @@ def _runs_text(exp: Any) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from .agents.baselines import POLICY_AGENTS
     from .agents.llm import PROVIDERS
-    from .games import GAMES
+    from .games import GAMES, plugins
     from .hosts.config import BASELINES
 
+    for problem in plugins.load_entry_points(GAMES):  # the games of installed packages join the list
+        err(problem)
     print("games (with the baselines each has a rule for, and its own policies for agent = \"policy\"; scripted "
           "and human seats play every game):")
     for name, g in sorted(GAMES.items()):
@@ -128,6 +130,41 @@ def cmd_list(args: argparse.Namespace) -> int:
         keys = f" [key: {' or '.join(info.key_envs)}]" if info.key_envs else ""
         print(f"  {name:<22} {info.description}; pip install 'econarena[{info.extra}]'{keys}")
     return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .games import GAMES, plugins
+    from .hosts.contract import check_game
+
+    target = args.game
+    if target.endswith(".toml"):  # an experiment file: check the game it plays
+        from .hosts.config import ConfigError, load_experiment
+
+        try:
+            game = load_experiment(target).game
+        except ConfigError as exc:
+            err(str(exc))
+            return EXIT_CONFIG
+    else:
+        try:
+            game = GAMES[target] if not plugins.is_spec(target) else plugins.resolve(GAMES, target)
+        except KeyError:
+            err(f"unknown game {target!r}; known: {', '.join(sorted(GAMES))}, or a path 'package.module:Class' "
+                "or an experiment file FILE.toml")
+            return EXIT_CONFIG
+        except plugins.PluginError as exc:
+            err(str(exc))
+            return EXIT_CONFIG
+    if args.seeds < 1:
+        err(f"--seeds {args.seeds}: expected at least 1")
+        return EXIT_CONFIG
+    results = check_game(game, args.seeds)
+    for c in results:
+        print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+    failed = [c for c in results if not c.ok]
+    print(f"{game.name}: {len(results) - len(failed)} of {len(results)} contract checks pass"
+          + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
+    return EXIT_OK if not failed else 1
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -374,6 +411,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="experiment files, models files or bench suites")
     v.add_argument("--check-keys", action="store_true", help="also require SDKs and API keys to be present")
     v.set_defaults(func=cmd_validate)
+
+    c = sub.add_parser("check", help="run the contract checks of our games on a game (your own included)",
+                       description="Check a game against the contract every built-in game passes: declaration, "
+                                   "prompt template, random play within bounds, every baseline to the end, "
+                                   "determinism, JSON round trips, equilibrium where declared. Exit 1 when a "
+                                   "check fails.")
+    c.add_argument("game", metavar="GAME",
+                   help="a game name, a path package.module:Class to a game of your own, or an experiment FILE.toml")
+    c.add_argument("--seeds", type=int, default=20, help="draws per check (default 20)")
+    c.set_defaults(func=cmd_check)
 
     ls = sub.add_parser("list", help="list games and agents")
     ls.set_defaults(func=cmd_list)

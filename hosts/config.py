@@ -2,7 +2,8 @@
 
 Everything is checked before any game starts: syntax (file, line, column), unknown keys, types, game and
 agent names (listing the valid ones), game parameters, prompt-template overrides. Nothing from a config
-is ever evaluated or imported by name.
+is ever evaluated; the one thing imported by name is a game path (``game = "my_games.duopoly:Duopoly"``,
+``games/plugins.py``), which must lead to a Game.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
-from ..games import GAMES
+from ..games import GAMES, plugins
 from .experiment import (
     AGENT_KEYS,
     BASELINES,
@@ -195,9 +196,18 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         exp = ExperimentSection(**exp_raw)
     except ValidationError as err:
         raise ConfigError("\n".join(errors + _pyd_errors(where, "experiment", err))) from None
+    if path is not None and plugins.is_spec(exp.game):
+        plugins.add_search_dir(path.parent)  # a game module beside the experiment file
     if exp.game not in GAMES:
-        raise ConfigError("\n".join(errors + [f"{where}: experiment.game: unknown game {exp.game!r}; "
-                                               f"known: {', '.join(sorted(GAMES))}"]))
+        if plugins.is_spec(exp.game):  # the user's own game (games/plugins.py): say why it was not found
+            try:
+                plugins.resolve(GAMES, exp.game)
+            except plugins.PluginError as exc:
+                raise ConfigError("\n".join(errors + [f"{where}: experiment.game: {exc}"])) from None
+        else:
+            raise ConfigError("\n".join(errors + [f"{where}: experiment.game: unknown game {exp.game!r}; "
+                                                   f"known: {', '.join(sorted(GAMES))}, or a path "
+                                                   "'package.module:Class' to a game of your own"]))
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._\-]*", exp.name) or len(exp.name) > 200:
         errors.append(f"{where}: experiment.name {exp.name!r}: a plain file name (letters, digits, '.', '_' "
                       "or '-', not starting with '.' or '-', at most 200 characters): it names the run directory")
