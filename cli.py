@@ -168,6 +168,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
+    from .analysis.findings import LEGEND, summary_findings, wrapped
     from .analysis.metrics import format_table, summarize, summary_cells
     from .terminal import show
 
@@ -184,8 +185,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
+            if sentences := summary_findings(summary):  # the finding in words first, then the table
+                print(wrapped(sentences) + "\n")
             head, rows, footer = summary_cells(summary)
             show(head, rows, format_table(summary), footer=footer)
+            print(wrapped([LEGEND]))
     return status
 
 
