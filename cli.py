@@ -167,6 +167,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if not failed else 1
 
 
+def _environment_of(run_dir: Path) -> str:
+    """The run directory's environment (melee, rational, self) from its config.toml; "" when unreadable."""
+    from .hosts.config import ConfigError, read_toml
+
+    try:
+        exp = read_toml(run_dir / "config.toml").get("experiment")
+    except ConfigError:
+        return ""
+    return str(exp.get("environment", "")) if isinstance(exp, dict) else ""
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from .analysis.findings import LEGEND, summary_findings, wrapped
     from .analysis.metrics import format_table, summarize, summary_cells
@@ -185,7 +196,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
-            if sentences := summary_findings(summary):  # the finding in words first, then the table
+            if sentences := summary_findings(summary, _environment_of(path)):  # the finding in words, then the table
                 print(wrapped(sentences) + "\n")
             head, rows, footer = summary_cells(summary)
             show(head, rows, format_table(summary), footer=footer)

@@ -516,6 +516,10 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
     est = rule_break_table(frames, n_boot, seed)
     if est.empty:
         raise Skip("no complete runs.")
+    if (est["value"] == 0).all():  # a heat map and two tables of zeros would say "nothing" three times
+        labels = sorted(est["label"].unique())
+        raise Skip(f"no player broke a rule: every player-run of {', '.join(short(x) for x in labels[:8])}"
+                   f"{' ...' if len(labels) > 8 else ''} gave only valid replies, so there is nothing to draw.")
     est = est.assign(column=[f"{game_title(g)}\nhistory: {h}" for g, h in zip(est["game"], est["history_given"])])
     cols = sorted(est["column"].unique())
     labels = sorted(est["label"].unique())

@@ -236,9 +236,11 @@ def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 6) ->
     return out
 
 
-def summary_findings(summary: Mapping[str, Any]) -> list[str]:
-    """The sentences that open ``econarena summary`` for one run directory."""
+def summary_findings(summary: Mapping[str, Any], environment: str = "") -> list[str]:
+    """The sentences that open ``econarena summary`` for one run directory (``environment``: the
+    experiment's, when known: melee, rational or self)."""
     s = setting_from_summary(summary)
+    s.environment = environment
     if not s.labels:
         return []
     return [*setting_sentences(s), uncertainty_sentence([s])]

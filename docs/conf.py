@@ -9,6 +9,7 @@ from econarena import __version__  # noqa: E402
 
 project = "EconArena"
 author = "the EconArena authors"
+copyright = "the EconArena authors, MIT License"  # noqa: A001 - Sphinx's name; shown in every page's footer
 version = release = __version__
 extensions = ["myst_parser", "econarena_docs"]
 source_suffix = {".md": "markdown"}
