@@ -115,7 +115,12 @@ def _apart(a: Value, b: Value) -> bool | None:
     return a.high < b.low  # type: ignore[operator]
 
 
+MAX_NAMED = 4  # a sentence names at most this many players (a [grid] has a label per cell)
+
+
 def _names(labels: list[str]) -> str:
+    if len(labels) > MAX_NAMED:
+        return ", ".join(labels[:MAX_NAMED - 1]) + f" and {len(labels) - MAX_NAMED + 1} more"
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
@@ -134,7 +139,7 @@ def equilibrium_sentence(s: Setting) -> str | None:
             f"({dev[worst].shown(3)}).")
     ties = [k for k in order[1:] if dev[k].value == dev[best].value]
     if ties:
-        return text + f" {_names([best, *ties])} are level."
+        return text + f" {_names([best, *ties])} are level ({len(ties) + 1} players)."
     missing = sorted(k for k, m in s.labels.items() if k not in dev and "payoff_ratio" in m)
     if missing:
         text += f" {_names(missing)} {'has' if len(missing) == 1 else 'have'} no deviation: no valid reply to measure."
@@ -175,8 +180,10 @@ def ratio_sentences(s: Setting) -> list[str]:
     if above:
         clear = [k for k in above if ratio[k].low is not None and ratio[k].low > 1]
         unsure = [k for k in above if ratio[k].low is not None and ratio[k].low <= 1]
+        shown = [f"{k} {ratio[k].shown()}" for k in above[:MAX_NAMED]]
+        more = f" and {len(above) - MAX_NAMED} more" if len(above) > MAX_NAMED else ""
         text = (f"A payoff ratio above 1 means earning more than the equilibrium pays, at the expense of players "
-                f"who left it: {', '.join(f'{k} {ratio[k].shown()}' for k in above)}.")
+                f"who left it: {', '.join(shown)}{more}.")
         if clear and not unsure:
             text += " The intervals lie above 1."
         elif unsure:
@@ -185,13 +192,14 @@ def ratio_sentences(s: Setting) -> list[str]:
     eq = [k for k, v in dev.items() if v.value <= EQUILIBRIUM_TOLERANCE and k in ratio and ratio[k].value < 1
           and not (k in rules and rules[k].value > 0)]
     off = [k for k, v in dev.items() if v.value > EQUILIBRIUM_TOLERANCE]
-    for k in sorted(eq):
-        if not off:
-            continue
+    eq = sorted(eq, key=lambda k: (ratio[k].value, k))
+    if eq and off:
         where = ENVIRONMENTS.get(s.environment, ANY_TABLE)
-        out.append(f"{k} played the equilibrium yet earned {ratio[k].shown()} times the equilibrium payoff: in "
-                   f"{where} whose other players leave the equilibrium, it is no longer the best reply, so a low "
-                   "ratio (even 0) is no mistake of its own.")
+        earned = (f"{eq[0]} played the equilibrium yet earned {ratio[eq[0]].shown()} times the equilibrium payoff"
+                  if len(eq) == 1 else f"{_names(eq)} played the equilibrium yet earned as little as "
+                  f"{ratio[eq[0]].shown()} times the equilibrium payoff")
+        out.append(f"{earned}: in {where} whose other players leave the equilibrium, it is no longer the best "
+                   "reply, so a low ratio (even 0) is no mistake of its own.")
     zero = sorted(k for k, v in ratio.items() if v.value == 0 and k in rules and rules[k].value >= 100)
     if zero:
         out.append(f"{_names(zero)}: ratio 0 because every run broke a rule.")

@@ -108,7 +108,7 @@ def test_study_3_a_summary_without_intervals_and_no_equilibrium() -> None:
 def test_a_tie_and_a_single_label() -> None:
     both = rows({"experiment": "x", "environment": "self", "history": "none"}, {
         "a": {"mean_deviation": (0.0, 0.0, 0.0, 4)}, "b": {"mean_deviation": (0.0, 0.0, 0.0, 4)}})
-    assert F.report_findings(both)[0][1][0].endswith("a and b are level.")
+    assert F.report_findings(both)[0][1][0].endswith("a and b are level (2 players).")
     one = rows({"experiment": "x", "environment": "self", "history": "none"}, {"a": {"mean_deviation": (0.5, 0.4,
                                                                                                        0.6, 4)}})
     assert F.report_findings(one)[0][1][0] == "a's mean deviation from the equilibrium is 0.500 [0.400, 0.600]."
