@@ -282,3 +282,53 @@ def wrapped(sentences: Iterable[str], width: int = 100) -> str:
 LEGEND = ("ratio: mean payoff / the equilibrium's payoff (above 1: gained from players who left the "
           "equilibrium; a run with a rule break scores 0). deviation: distance from the equilibrium action "
           "(0: played it; '-': no valid reply).")
+
+
+def _interval_of(d: Mapping[str, Any]) -> str:
+    s = _num(d.get("score"))
+    lo, hi = _num(d.get("low")), _num(d.get("high"))
+    return "-" if s is None else f"{s:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")
+
+
+def bench_findings(result: Mapping[str, Any], baselines: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+    """The sentences that open a bench scorecard (``bench.json`` and the baselines' results)."""
+    label = str(result.get("model", {}).get("label", "the model"))
+    o = result.get("overall", {})
+    score, low, high = _num(o.get("score")), _num(o.get("low")), _num(o.get("high"))
+    out = []
+    if score is None:
+        return [f"{label} has no overall score yet: a weighted family is missing a game's score."]
+    first = f"{label} scores {_interval_of(o)} out of 100"
+    if not result.get("complete", True):
+        first += " so far (incomplete: not ranked)"
+    out.append(first + ".")
+    for b in baselines:
+        name = str(b.get("model", {}).get("label", "baseline"))
+        bo = b.get("overall", {})
+        bs, bl, bh = _num(bo.get("score")), _num(bo.get("low")), _num(bo.get("high"))
+        if bs is None:
+            continue
+        if low is not None and bh is not None and low > bh:
+            verdict = "above it, and the intervals do not overlap"
+        elif high is not None and bl is not None and high < bl:
+            verdict = "below it, and the intervals do not overlap"
+        elif low is not None and high is not None and low <= bs <= high:
+            verdict = "not clearly apart from it: its score lies in the model's interval"
+        else:
+            verdict = "above it" if score > bs else "below it" if score < bs else "level with it"
+        out.append(f"The {name} baseline scores {_interval_of(bo)}; {label} is {verdict}.")
+    subs = {k: v for k, v in result.get("subscores", {}).items() if _num(v.get("score")) is not None}
+    if len(subs) >= 2:
+        order = sorted(subs, key=lambda k: float(subs[k]["score"]))
+        best, worst = subs[order[-1]], subs[order[0]]
+        out.append(f"Best family: {best.get('title', order[-1])} ({_interval_of(best)}); weakest: "
+                   f"{worst.get('title', order[0])} ({_interval_of(worst)}).")
+    games = [g for g in result.get("games", []) if _num(g.get("rule_break_pct")) is not None]
+    broke = sorted((g for g in games if float(g["rule_break_pct"]) > 0), key=lambda g: -float(g["rule_break_pct"]))
+    if broke:
+        top = broke[0]
+        out.append(f"It broke a rule in {len(broke)} of {len(games)} games, most in {top.get('id')} "
+                   f"({float(top['rule_break_pct']):.0f}% of its runs); a run with a rule break scores 0.")
+    elif games:
+        out.append(f"It broke no rule in any of the {len(games)} games.")
+    return out

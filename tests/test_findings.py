@@ -149,3 +149,27 @@ responses = ["no idea"]
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert page.index("What the numbers say") < page.index("<table")
     assert "at the expense of players who left it: rational 2.00 [2.00, 2.00]. The intervals lie above 1." in page
+
+
+def test_bench_scorecard_sentences_by_hand() -> None:
+    """A bench result (bench.json's shape) against its baselines: the overall score, each baseline's verdict,
+    the best and weakest family, and rule breaks."""
+    result = {"model": {"label": "my-model"}, "complete": True,
+              "overall": {"score": 55.0, "low": 50.0, "high": 60.0},
+              "subscores": {"econarena": {"title": "EconArena", "score": 70.0, "low": 65.0, "high": 75.0},
+                            "glee": {"title": "GLEE", "score": 40.0, "low": None, "high": None}},
+              "games": [{"id": "beauty_contest", "rule_break_pct": 0.0},
+                        {"id": "bargaining", "rule_break_pct": 12.5}, {"id": "persuasion", "rule_break_pct": 25.0}]}
+    baselines = [{"model": {"label": "random"}, "overall": {"score": 30.0, "low": 28.0, "high": 32.0}},
+                 {"model": {"label": "rational"}, "overall": {"score": 58.0, "low": 55.0, "high": 61.0}}]
+    assert F.bench_findings(result, baselines) == [
+        "my-model scores 55.0 [50.0, 60.0] out of 100.",
+        "The random baseline scores 30.0 [28.0, 32.0]; my-model is above it, and the intervals do not overlap.",
+        "The rational baseline scores 58.0 [55.0, 61.0]; my-model is not clearly apart from it: its score lies "
+        "in the model's interval.",
+        "Best family: EconArena (70.0 [65.0, 75.0]); weakest: GLEE (40.0).",
+        "It broke a rule in 2 of 3 games, most in persuasion (25% of its runs); a run with a rule break scores 0.",
+    ]
+    unfinished = {**result, "complete": False, "games": []}
+    assert F.bench_findings(unfinished)[0] == "my-model scores 55.0 [50.0, 60.0] out of 100 so far (incomplete: " \
+                                              "not ranked)."
