@@ -269,12 +269,32 @@ def cli_reference() -> str:
            "(one message per problem, no traceback), 3 some runs stopped on API errors (resume later), "
            "130 interrupted (Ctrl-C, SIGTERM, SIGHUP).", "",
            "```text", parser.format_usage().strip(), "```", ""]
-    for name, sub in sorted(_subcommands(parser).items()):
-        out += [f"## `econarena {name}`", ""]
-        if sub.description:
-            out += [sub.description.replace("%%", "%"), ""]
-        out += ["```text", sub.format_usage().strip(), "```", "", *_flags(sub), ""]
+    subs = _subcommands(parser)  # in the order of `econarena --help`
+    grouped = [(title, [n for n in subs if n in names]) for title, names in CLI_TASKS]
+    rest = [n for n in subs if not any(n in names for _, names in CLI_TASKS)]
+    if rest:  # a new command is never left out: it shows here until it joins a task
+        grouped.append(("Other commands", rest))
+    groups = [(title, names) for title, names in grouped if names]
+    groups.sort(key=lambda g: list(subs).index(g[1][0]))  # tasks in the order their first command appears
+    for title, names in groups:
+        out += [f"## {title}", ""]
+        for name in names:
+            sub = subs[name]
+            out += [f"### `econarena {name}`", ""]
+            if sub.description:
+                out += [sub.description.replace("%%", "%"), ""]
+            out += ["```text", sub.format_usage().strip(), "```", "", *_flags(sub), ""]
     return "\n".join(out)
+
+
+# The CLI reference's sections: what a user wants to do, then the commands that do it
+CLI_TASKS = (
+    ("Run experiments", ("run", "steer", "merge", "suite")),
+    ("Check before you run", ("validate", "check", "list")),
+    ("Read the results", ("summary", "report", "compare", "analyze")),
+    ("Import other tools' released results", ("import",)),
+    ("Score a model: the benchmark", ("bench", "leaderboard")),
+)
 
 
 # ---------------------------------------------------------------- games and agents
