@@ -154,8 +154,10 @@ def equilibrium_sentence(s: Setting) -> str | None:
                    f"overlap" + (f" (next closest: {runner})." if len(close) > 1 else "."))
 
 
-def rule_sentence(s: Setting) -> str:
-    """Who breaks rules, how often, and mostly how."""
+def rule_sentence(s: Setting, said: set[str] | None = None) -> str:
+    """Who breaks rules, how often, and mostly how. ``said``: the explanations given already on this page
+    (each is given once: the first setting that needs it)."""
+    said = set() if said is None else said
     rates = s.metric("rule_break_rate_pct")
     breakers = sorted((k for k, v in rates.items() if v.value > 0), key=lambda k: (-rates[k].value, k))
     if not breakers:
@@ -169,11 +171,15 @@ def rule_sentence(s: Setting) -> str:
         parts.append(f"{k} broke a rule in {v.shown(0, pct=True)}{runs}" + (f", mostly {top}" if top else ""))
     clean = sorted(k for k in rates if k not in breakers)
     tail = f"; {_names(clean)} broke none" if clean else ""
-    return "; ".join(parts) + tail + ". A run with a rule break scores 0, whatever the game paid."
+    why = "" if "zero" in said else " A run with a rule break scores 0, whatever the game paid."
+    said.add("zero")
+    return "; ".join(parts) + tail + "." + why
 
 
-def ratio_sentences(s: Setting) -> list[str]:
-    """What the payoff ratios mean here: above 1, and the equilibrium player's below 1 (or 0)."""
+def ratio_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
+    """What the payoff ratios mean here: above 1, and the equilibrium player's below 1 (or 0); each meaning
+    is explained once per page (``said``, as for :func:`rule_sentence`)."""
+    said = set() if said is None else said
     ratio, dev, rules = s.metric("payoff_ratio"), s.metric("mean_deviation"), s.metric("rule_break_rate_pct")
     out = []
     above = sorted((k for k, v in ratio.items() if v.value > 1), key=lambda k: -ratio[k].value)
@@ -182,8 +188,9 @@ def ratio_sentences(s: Setting) -> list[str]:
         unsure = [k for k in above if ratio[k].low is not None and ratio[k].low <= 1]
         shown = [f"{k} {ratio[k].shown()}" for k in above[:MAX_NAMED]]
         more = f" and {len(above) - MAX_NAMED} more" if len(above) > MAX_NAMED else ""
-        text = (f"A payoff ratio above 1 means earning more than the equilibrium pays, at the expense of players "
-                f"who left it: {', '.join(shown)}{more}.")
+        text = ("Payoff ratio above 1" if "above" in said else "A payoff ratio above 1 means earning more than "
+                "the equilibrium pays, at the expense of players who left it") + f": {', '.join(shown)}{more}."
+        said.add("above")
         if clear and not unsure:
             text += " The intervals lie above 1."
         elif unsure:
@@ -198,19 +205,22 @@ def ratio_sentences(s: Setting) -> list[str]:
         earned = (f"{eq[0]} played the equilibrium yet earned {ratio[eq[0]].shown()} times the equilibrium payoff"
                   if len(eq) == 1 else f"{_names(eq)} played the equilibrium yet earned as little as "
                   f"{ratio[eq[0]].shown()} times the equilibrium payoff")
-        out.append(f"{earned}: in {where} whose other players leave the equilibrium, it is no longer the best "
-                   "reply, so a low ratio (even 0) is no mistake of its own.")
+        out.append(f"{earned}" + (" (see above)." if "eq" in said else f": in {where} whose other players leave "
+                   "the equilibrium, it is no longer the best reply, so a low ratio (even 0) is no mistake of its "
+                   "own."))
+        said.add("eq")
     zero = sorted(k for k, v in ratio.items() if v.value == 0 and k in rules and rules[k].value >= 100)
     if zero:
         out.append(f"{_names(zero)}: ratio 0 because every run broke a rule.")
     return out
 
 
-def setting_sentences(s: Setting) -> list[str]:
-    """The findings of one setting, most telling first."""
+def setting_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
+    """The findings of one setting, most telling first (``said``: explanations already given)."""
+    said = set() if said is None else said
     out = [x for x in (equilibrium_sentence(s),) if x]
-    out.append(rule_sentence(s))
-    out += ratio_sentences(s)
+    out.append(rule_sentence(s, said))
+    out += ratio_sentences(s, said)
     return out
 
 
@@ -231,14 +241,15 @@ def uncertainty_sentence(settings: list[Setting]) -> str:
     return "[brackets]: 95% bootstrap intervals over sessions."
 
 
-def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 6) -> list[tuple[str, list[str]]]:
+def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) -> list[tuple[str, list[str]]]:
     """(setting title, sentences) for the report's opening, at most ``max_settings`` settings (the rest are
     in the tables below); the last item is the uncertainty sentence under an empty title."""
     settings = settings_from_table(rows)
-    out = [(s.title + (f" ({s.environment})" if s.environment else ""), setting_sentences(s))
+    said: set[str] = set()
+    out = [(s.title + (f" ({s.environment})" if s.environment else ""), setting_sentences(s, said))
            for s in settings[:max_settings] if s.labels]
     if len(settings) > max_settings:
-        out.append(("", [f"{len(settings) - max_settings} more setting(s): see the tables below."]))
+        out.append(("", [f"{len(settings) - max_settings} more setting(s): the tables below."]))
     if settings:
         out.append(("", [uncertainty_sentence(settings)]))
     return out
@@ -254,7 +265,7 @@ def summary_findings(summary: Mapping[str, Any], environment: str = "") -> list[
     return [*setting_sentences(s), uncertainty_sentence([s])]
 
 
-def findings_html(rows: Iterable[Mapping[str, Any]], max_settings: int = 6) -> str:
+def findings_html(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) -> str:
     """The report's opening: the findings of :func:`report_findings` as HTML (empty when there are none)."""
     import html
     import re
@@ -263,13 +274,13 @@ def findings_html(rows: Iterable[Mapping[str, Any]], max_settings: int = 6) -> s
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
     parts = []
-    for title, sentences in report_findings(rows, max_settings):
-        items = "".join(f"<li>{inline(x)}</li>" for x in sentences)
-        parts.append(f"<h3>{html.escape(title)}</h3><ul>{items}</ul>" if title else
-                     "".join(f"<p class='meta'>{inline(x)}</p>" for x in sentences))
+    for title, sentences in report_findings(rows, max_settings):  # a paragraph per setting: one screen
+        text = " ".join(inline(x) for x in sentences)
+        parts.append(f"<p><b>{html.escape(title)}.</b> {text}</p>" if title else f"<p class='meta'>{text}</p>")
     if not parts:
         return ""
-    return "<section class='findings' id='findings'><h2>What the numbers say</h2>" + "".join(parts) + "</section>"
+    return ("<section class='scorecard findings' id='findings'><h2>What the numbers say</h2>" + "".join(parts)
+            + "</section>")
 
 
 def wrapped(sentences: Iterable[str], width: int = 100) -> str:

@@ -173,3 +173,17 @@ def test_bench_scorecard_sentences_by_hand() -> None:
     unfinished = {**result, "complete": False, "games": []}
     assert F.bench_findings(unfinished)[0] == "my-model scores 55.0 [50.0, 60.0] out of 100 so far (incomplete: " \
                                               "not ranked)."
+
+
+def test_each_meaning_is_explained_once_per_page() -> None:
+    """Two settings that both need the ratio and rule-break explanations: the second names the players only."""
+    table = {"winner": {"payoff_ratio": (2.0, 1.5, 2.5, 10), "rule_break_rate_pct": (0.0, 0.0, 0.0, 10)},
+             "breaker": {"payoff_ratio": (0.0, 0.0, 0.0, 10), "rule_break_rate_pct": (100.0, 100.0, 100.0, 10)}}
+    got = F.report_findings(rows({"experiment": "a", "environment": "melee", "history": "none"}, table)
+                            + rows({"experiment": "b", "environment": "melee", "history": "none"}, table))
+    first, second = got[0][1], got[1][1]
+    assert first[0] == "breaker broke a rule in 100% [100, 100] of 10 runs; winner broke none. A run with a rule " \
+                       "break scores 0, whatever the game paid."
+    assert second[0] == "breaker broke a rule in 100% [100, 100] of 10 runs; winner broke none."
+    assert first[1].startswith("A payoff ratio above 1 means earning more than the equilibrium pays")
+    assert second[1] == "Payoff ratio above 1: winner 2.00 [1.50, 2.50]. The intervals lie above 1."
