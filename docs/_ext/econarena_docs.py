@@ -360,4 +360,34 @@ def setup(app: Any) -> dict[str, Any]:
 
     for name, generate in GENERATORS.items():
         app.add_directive(name, directive(generate))
+    app.add_js_file("econarena-search.js", priority=100)  # before searchtools.js: its Scorer is ours
+    app.connect("build-finished", write_page_texts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+MAX_PAGE_TEXT = 60_000  # characters of a page kept for search snippets
+
+
+def page_texts(env: Any) -> dict[str, str]:
+    """Every page's plain text (whitespace folded), for the search page's snippets."""
+    import re
+
+    out = {}
+    for docname in sorted(env.found_docs):
+        text = env.get_doctree(docname).astext()
+        out[docname] = re.sub(r"\s+", " ", text).strip()[:MAX_PAGE_TEXT]
+    return out
+
+
+def write_page_texts(app: Any, exception: Exception | None) -> None:
+    """``_static/econarena-pages.js``: the texts the search page cuts snippets from (see
+    ``_static/econarena-search.js``: a browser refuses the page fetches Sphinx uses from file://)."""
+    import json
+    from pathlib import Path
+
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(page_texts(app.env), ensure_ascii=True).replace("</", "<\\/")
+    (static / "econarena-pages.js").write_text(f"window.ECONARENA_PAGES = {data};\n", encoding="utf-8")
