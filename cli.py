@@ -158,6 +158,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         err(f"--seeds {args.seeds}: expected at least 1")
         return EXIT_CONFIG
+    if args.agent is not None:  # a player of the user's own, played in this game
+        from .agents import plugins as agent_plugins
+        from .hosts.contract import check_agent
+
+        try:
+            cls = agent_plugins.load_agent_class(args.agent)
+        except agent_plugins.PluginError as exc:
+            err(f"--agent: {exc}")
+            return EXIT_CONFIG
+        results = check_agent(cls, game, args.seeds)
+        for c in results:
+            print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        failed = [c for c in results if not c.ok]
+        print(f"{args.agent} in {game.name}: {len(results) - len(failed)} of {len(results)} checks pass"
+              + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
+        return EXIT_OK if not failed else 1
     results = check_game(game, args.seeds)
     for c in results:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
@@ -435,6 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("game", metavar="GAME",
                    help="a game name, a path package.module:Class to a game of your own, or an experiment FILE.toml")
     c.add_argument("--seeds", type=int, default=20, help="draws per check (default 20)")
+    c.add_argument("--agent", metavar="MODULE:CLASS",
+                   help="check a player of your own (a CustomAgent subclass) in GAME instead of the game itself")
     c.set_defaults(func=cmd_check)
 
     ls = sub.add_parser("list", help="list games and agents")

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..agents import plugins as agent_plugins
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..games import GAMES, plugins
@@ -190,6 +191,8 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     exp_raw.update(overrides or {})
     if seed is not None:
         exp_raw["seed"] = seed
+    if path is not None:  # a game's or a player's module of the user's own, beside the experiment file
+        agent_plugins.add_search_dir(path.parent)
     if "name" not in exp_raw and path is not None:
         exp_raw["name"] = path.stem
     try:
@@ -506,8 +509,15 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if not isinstance(agent, str):
         errors.append(f"{where}: {key}.agent is missing; choose one of {', '.join(agent_names())}")
         return None
-    if agent not in BASELINES and agent not in PROVIDERS:
-        errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}")
+    if agent_plugins.is_spec(agent):  # a strategy of the user's own (agents/plugins.py)
+        try:
+            agent_plugins.load_agent_class(agent)
+        except agent_plugins.PluginError as exc:
+            errors.append(f"{where}: {key}.agent: {exc}")
+            return None
+    elif agent not in BASELINES and agent not in PROVIDERS:
+        errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}, or a "
+                      "path 'package.module:Class' to a strategy of your own")
         return None
     # alias was replaced by its table before (resolve_aliases)
     allowed = {k for k in PLAYER_KEYS if k != "alias"} | set(
@@ -537,7 +547,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         return None
     label = raw.get("label")
     if label is None:
-        label = policy if agent == "policy" else agent if llm is None or not llm.model else f"{agent}/{llm.model}"
+        label = policy if agent == "policy" else agent.split(":")[-1] if agent_plugins.is_spec(agent) else \
+            agent if llm is None or not llm.model else f"{agent}/{llm.model}"
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None

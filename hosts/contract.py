@@ -272,3 +272,76 @@ def check_game(game: Game, seeds: int = 20) -> list[Check]:
         except Exception as exc:  # the game's own code raised: that is the finding
             out.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
     return out
+
+
+# ---- a player of the user's own (agents/plugins.py): econarena check --agent module:Class GAME ----
+
+
+def _agent_runs(game: Game, agent: Any, seeds: range) -> list[tuple[list[str], list[bool]]]:
+    """Per seed, one run with ``agent`` in seat 0 and the game's random baseline elsewhere: the agent's
+    reply texts and whether each was valid. The agent sees what an LLM would (the rendered messages) and
+    what a baseline would (the game's reference strategies, a seeded generator)."""
+    import asyncio
+
+    from ..agents.base import DecisionRequest
+
+    tpl = Template(game)
+
+    async def one(seed: int) -> tuple[list[str], list[bool]]:
+        setup = game.setup(game.Params(), _seats(game, seed), np.random.default_rng(seed))
+        rng, chance = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
+        state, texts, valid = game.initial_state(setup), [], []
+        for step in range(MAX_STEPS):
+            movers = game.to_move(state)
+            if not movers:
+                return texts, valid
+            actions: dict[int, dict[str, Any] | None] = {}
+            for seat in movers:
+                if seat != 0:
+                    actions[seat] = game.judge_action(state, seat, game.strategy(state, seat, "random", rng=rng)).action
+                    continue
+
+                def strategy(kind: str, state: Any = state, seat: int = seat, **kw: Any) -> dict[str, Any]:
+                    return game.strategy(state, seat, kind, **kw)
+
+                request = DecisionRequest(tpl.render(state, seat, "melee", "default"), seat, len(texts), strategy,
+                                          seed, (seed, step, seat), game=game.name)
+                reply = await agent.decide(request)
+                if not isinstance(reply.text, str):
+                    raise Failed(f"seed {seed}, step {step}: decide() returned {type(reply.text).__name__} text, "
+                                 "expected a string")
+                judged = game.judge(state, seat, reply.text)
+                texts.append(reply.text)
+                valid.append(judged.valid)
+                actions[seat] = judged.action
+            state = game.apply(state, actions, chance)
+        raise Failed(f"seed {seed}: no end after {MAX_STEPS} moves")
+
+    async def every() -> list[tuple[list[str], list[bool]]]:
+        return [await one(seed) for seed in seeds]
+
+    return asyncio.run(every())
+
+
+def check_agent(agent_cls: type, game: Game, seeds: int = 20) -> list[Check]:
+    """A player of the user's own in ``game``: it answers every decision to the end of each run, the same
+    seeds give the same replies, and (what a person reads) how many of its replies the game accepts."""
+    out = []
+    try:
+        first = _agent_runs(game, agent_cls("check"), range(seeds))
+    except Failed as exc:
+        return [Check("plays to the end", False, str(exc))]
+    except Exception as exc:  # the agent's own code raised: that is the finding
+        return [Check("plays to the end", False, f"{type(exc).__name__}: {exc}")]
+    decisions = sum(len(t) for t, _ in first)
+    out.append(Check("plays to the end", decisions > 0, f"{seeds} runs of {game.name}, {decisions} decisions"
+                     if decisions else "it was never asked (seat 0 never moved)"))
+    again = _agent_runs(game, agent_cls("check"), range(seeds))
+    same = [t for t, _ in first] == [t for t, _ in again]
+    out.append(Check("determinism", same, "the same seeds give the same replies" if same else
+                     "the same seeds gave different replies: draw from request.rng, not a global generator"))
+    ok = sum(sum(v) for _, v in first)
+    out.append(Check("replies the game accepts", ok > 0, f"{ok} of {decisions} valid" + (
+        "" if ok else ": every reply broke a rule or could not be read (see the game's reply keys: "
+        "request.strategy('random') shows one valid reply)")))
+    return out

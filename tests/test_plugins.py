@@ -57,7 +57,8 @@ def documented_files() -> dict[str, str]:
     """The game module and its template exactly as docs/own-games.md shows them (``save`` blocks)."""
     from test_docs import blocks
 
-    saved = {b.says["save"]: b.text + "\n" for b in blocks(ROOT / "docs" / "own-games.md") if "save" in b.says}
+    saved = {b.says["save"]: b.text + "\n" for b in blocks(ROOT / "docs" / "own-games.md")
+             if b.says.get("save", "").startswith("my_games/")}
     assert set(saved) == {"my_games/duopoly.py", "my_games/duopoly.toml"}
     return saved
 
@@ -187,3 +188,80 @@ def test_check_fails_a_game_that_breaks_the_contract(tmp_path: Path) -> None:
     out = cli("check", "my_games.narrow:Duopoly", "--seeds", "5", cwd=tmp_path, code=1).stdout
     assert "FAIL random play within bounds: seed " in out and "outside the declared bounds [0.0, 1000.0]" in out
     assert "ok   equilibrium" in out  # 900 lies within [0, 1000]: only what is broken fails
+
+
+# ---- a player of one's own (agents/plugins.py) ----
+
+NOISY = '''import random
+
+from econarena.agents.plugins import CustomAgent
+
+
+class Noisy(CustomAgent):
+    def act(self, request):
+        return {"bid": random.random()}  # the global generator: not reproducible
+'''
+
+BABBLE = '''from econarena.agents.plugins import CustomAgent
+
+
+class Babble(CustomAgent):
+    def act(self, request):
+        return "I would rather not say"
+'''
+
+
+def documented_agent() -> str:
+    from test_docs import blocks
+
+    [text] = [b.text + "\n" for b in blocks(ROOT / "docs" / "own-games.md")
+              if b.says.get("save") == "my_agents/shade.py"]
+    return text
+
+
+def test_a_documented_agent_plays_by_its_path_and_its_moves_follow_its_code(tmp_path: Path) -> None:
+    (tmp_path / "my_agents").mkdir()
+    (tmp_path / "my_agents" / "shade.py").write_text(documented_agent(), encoding="utf-8")
+    (tmp_path / "shade.toml").write_text("""[experiment]
+name = "shade"
+game = "second_price_auction"
+sessions = 4
+runs = 1
+seed = 2
+
+[[players]]
+agent = "my_agents.shade:Shade"
+
+[[players]]
+agent = "rational"
+""", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cli("run", str(tmp_path / "shade.toml"), "--out", str(tmp_path / "runs"), "--quiet", cwd=elsewhere)
+    runs = [json.loads(x) for x in (tmp_path / "runs" / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 4
+    for r in runs:  # the rational bidder bids its value (second price); Shade bids half of its own value
+        shade = r["labels"].index("Shade")
+        rational = 1 - shade
+        assert r["actions"][shade] == pytest.approx(0.5 * r["private_values"][shade])
+        assert r["actions"][rational] == pytest.approx(r["private_values"][rational])
+    decisions = [json.loads(x) for x in (tmp_path / "runs" / "decisions.jsonl").read_text().splitlines()]
+    assert {d["agent"] for d in decisions} == {"custom", "rational"}  # the kind; config.toml keeps the path
+    assert all(d["valid"] for d in decisions)
+    out = cli("check", "--agent", "my_agents.shade:Shade", "second_price_auction", "--seeds", "5", cwd=tmp_path).stdout
+    assert "my_agents.shade:Shade in second_price_auction: 3 of 3 checks pass" in out
+
+
+def test_check_fails_an_agent_that_is_not_reproducible_or_never_valid(tmp_path: Path) -> None:
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "noisy.py").write_text(NOISY, encoding="utf-8")
+    (tmp_path / "bad" / "babble.py").write_text(BABBLE, encoding="utf-8")
+    out = cli("check", "--agent", "bad.noisy:Noisy", "second_price_auction", "--seeds", "3", cwd=tmp_path,
+              code=1).stdout
+    assert "FAIL determinism: the same seeds gave different replies" in out
+    out = cli("check", "--agent", "bad.babble:Babble", "beauty_contest", "--seeds", "3", cwd=tmp_path, code=1).stdout
+    assert "FAIL replies the game accepts: 0 of 3 valid" in out
+    (tmp_path / "x.toml").write_text(EXPERIMENT.format(game="beauty_contest").replace(
+        'agent = "random"', 'agent = "bad.noisy:random"'), encoding="utf-8")
+    err = cli("validate", "x.toml", cwd=tmp_path, code=2).stderr
+    assert "players[1].agent: bad.noisy:random: expected a subclass of econarena.agents.plugins.CustomAgent" in err
