@@ -49,9 +49,16 @@ def _builtin(name: str) -> dict[str, Any]:
 
 def game_template(game: Game) -> dict[str, Any]:
     """The game's own template: a built-in one (``hosts/templates/<name>.toml``), or for a game of the
-    user's own (``games/plugins.py``) the file ``<name>.toml`` beside the module that defines it."""
+    user's own (``games/plugins.py``) the file ``<name>.toml`` beside the module that defines it; a subclass
+    of a built-in game without a file of its own (a scorer of one's own) keeps its parent's."""
     if type(game).__module__.startswith("econarena."):
         return _builtin(game.name)
+    beside = Path(inspect.getfile(type(game))).with_name(f"{game.name}.toml")
+    if not beside.exists():  # a built-in game subclassed (its own score or metrics): the parent's template
+        parent = next((c for c in type(game).__mro__[1:] if c.__module__.startswith("econarena.games.")
+                       and isinstance(getattr(c, "name", None), str)), None)
+        if parent is not None:
+            return _builtin(parent.name)  # type: ignore[attr-defined]
     return _beside(inspect.getfile(type(game)), game.name)
 
 

@@ -265,3 +265,23 @@ def test_check_fails_an_agent_that_is_not_reproducible_or_never_valid(tmp_path: 
         'agent = "random"', 'agent = "bad.noisy:random"'), encoding="utf-8")
     err = cli("validate", "x.toml", cwd=tmp_path, code=2).stderr
     assert "players[1].agent: bad.noisy:random: expected a subclass of econarena.agents.plugins.CustomAgent" in err
+
+
+def test_a_scorer_of_ones_own_subclasses_a_built_in_game_and_scores_by_hand(tmp_path: Path) -> None:
+    from test_docs import blocks
+
+    [code] = [b.text + "\n" for b in blocks(ROOT / "docs" / "own-games.md")
+              if b.says.get("save") == "my_scores/closeness.py"]
+    write_game(tmp_path, {"my_scores/closeness.py": code})  # no template file: the parent's is used
+    (tmp_path / "c.toml").write_text(EXPERIMENT.format(game="my_scores.closeness:Closeness")
+                                     .replace('agent = "rational"', 'agent = "level_k"'), encoding="utf-8")
+    out = cli("check", "my_scores.closeness:Closeness", "--seeds", "5", cwd=tmp_path).stdout
+    assert "closeness: 7 of 7 contract checks pass" in out and "prompt template: beauty_contest/v1" in out
+    cli("run", "c.toml", "--out", "runs/c", "--quiet", cwd=tmp_path)
+    runs = [json.loads(x) for x in (tmp_path / "runs/c/runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 6
+    for r in runs:  # 100 - 100 x |closest answer - 2/3 x mean| / upper bound, from the logged answers
+        answers = [a for a, ok in zip(r["actions"], r["valid"]) if ok]
+        target = 2 / 3 * sum(answers) / len(answers)
+        assert r["score"] == pytest.approx(100 * (1 - min(abs(a - target) for a in answers) / 100))
+    assert "score (std)" in cli("summary", "runs/c", cwd=tmp_path).stdout
