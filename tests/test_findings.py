@@ -187,3 +187,51 @@ def test_each_meaning_is_explained_once_per_page() -> None:
     assert second[0] == "breaker broke a rule in 100% [100, 100] of 10 runs; winner broke none."
     assert first[1].startswith("A payoff ratio above 1 means earning more than the equilibrium pays")
     assert second[1] == "Payoff ratio above 1: winner 2.00 [1.50, 2.50]. The intervals lie above 1."
+
+
+def test_figure_labels_never_collide_and_a_figure_of_zeros_is_a_sentence(tmp_path: Path) -> None:
+    """The demo's labels (SmolLM2-135M among short ones) collided in Figure 1: the crowded-label check
+    looked for a formatter matplotlib 3.11 no longer uses. Measured here on the saved figure's layout; and
+    a rule-break heat map with nothing but zeros is replaced by its sentence."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure as MplFigure
+
+    from econarena.analysis import figures
+
+    fig = MplFigure(figsize=(6.5, 3.4), layout="constrained")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    labels = ["level-2", "random", "SmolLM2-135M", "level-1", "rational"]
+    ax.bar(range(5), [4.4, 0.6, 0, 0, 0])
+    figures._xticks(ax, labels, range(5))
+    ax.legend(handles=[], title="quickstart (history: actions) and a long experiment name", loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
+    fig.canvas.draw()
+    assert figures._labels_overlap(ax)  # side by side in the final layout they collide...
+    figures._save(fig, tmp_path, "labels", [])
+    assert all(t.get_rotation() == 30 for t in ax.get_xticklabels())  # ...so the saved figure rotates them
+
+    exe = str(Path(sys.executable).with_name("econarena"))
+    (tmp_path / "clean.toml").write_text("""[experiment]
+name = "clean"
+game = "beauty_contest"
+sessions = 3
+runs = 1
+seed = 1
+
+[[players]]
+agent = "rational"
+
+[[players]]
+agent = "random"
+""", encoding="utf-8")
+    subprocess.run([exe, "run", "clean.toml", "--out", "runs/clean", "--quiet"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    subprocess.run([exe, "report", "runs/clean", "--out", "rep"], cwd=tmp_path, check=True, capture_output=True)
+    page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert not (tmp_path / "rep" / "figures" / "fig5_rule_breaking.png").exists()
+    assert "no player broke a rule: every player-run of random, rational gave only valid replies" in page
