@@ -19,6 +19,7 @@ is code loading, not I/O of data.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.metadata
 import inspect
 import re
@@ -165,8 +166,27 @@ def _file(registry: dict[str, Game], key: str, game: Game, where: str) -> None:
     dict.__setitem__(registry, key, game)
 
 
+def _near(module: str) -> bool:
+    """Whether ``module``'s top package is imported already or lies in the current folder or an experiment's
+    folder: found without running any of its code (``PathFinder`` only looks at the files)."""
+    top = module.split(".")[0]
+    if top in sys.modules:
+        return True
+    return any(importlib.machinery.PathFinder.find_spec(top, [folder]) is not None
+               for folder in [*_search, str(Path.cwd())])
+
+
 def find(registry: dict[str, Game], key: str) -> Game | None:
-    """:func:`resolve`, or None where there is no such game (a lookup that only asks)."""
+    """:func:`resolve`, or None where there is no such game (a lookup that only asks).
+
+    A lookup that only asks comes from anywhere (a report reading a run directory someone sent), so a
+    path is imported here only when its module sits in the current folder or an experiment's folder (or
+    was imported already): a run directory never makes this process import an installed module by
+    name. The experiment's own reading (``resolve``) and ``econarena check`` look on sys.path too."""
+    if is_spec(key) and not _near(key.split(":")[0]):
+        if _entry_points is None:
+            load_entry_points(registry)
+        return dict.get(registry, key)
     try:
         return resolve(registry, key)
     except PluginError:

@@ -285,3 +285,24 @@ def test_a_scorer_of_ones_own_subclasses_a_built_in_game_and_scores_by_hand(tmp_
         target = 2 / 3 * sum(answers) / len(answers)
         assert r["score"] == pytest.approx(100 * (1 - min(abs(a - target) for a in answers) / 100))
     assert "score (std)" in cli("summary", "runs/c", cwd=tmp_path).stdout
+
+
+def test_reading_a_run_directory_never_imports_an_installed_module_it_names(tmp_path: Path) -> None:
+    """A run directory may come from someone else: `report` and `summary` import a game path only from the
+    current folder (or an experiment's), never a module found elsewhere on sys.path by the name it holds."""
+    site, study = tmp_path / "site", tmp_path / "study"
+    files = documented_files()
+    marker = tmp_path / "imported.txt"
+    code = files["my_games/duopoly.py"].replace(
+        "from __future__ import annotations\n",
+        f"from __future__ import annotations\n\nimport pathlib\n\npathlib.Path({str(marker)!r}).write_text('x')\n", 1)
+    write_game(site, {"my_games/duopoly.py": code, "my_games/duopoly.toml": files["my_games/duopoly.toml"]})
+    study.mkdir()
+    (study / "d.toml").write_text(EXPERIMENT.format(game="my_games.duopoly:Duopoly"), encoding="utf-8")
+    cli("run", "d.toml", "--out", "runs/d", "--quiet", cwd=study, site=site)  # the user runs it: imported
+    assert marker.exists()
+    marker.unlink()
+    cli("summary", "runs/d", cwd=study, site=site)
+    cli("report", "runs/d", "--out", "rep", cwd=study, site=site)
+    assert not marker.exists()
+    assert (study / "rep" / "report.html").is_file()  # the report is built from the records alone
