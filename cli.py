@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .hosts.contract import check_game
 
     target = args.game
+    if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
+        target = f"{m.group(1).replace('/', '.')}:{m.group(2)}"
     if target.endswith(".toml"):  # an experiment file: check the game it plays
         from .hosts.config import ConfigError, load_experiment
 
@@ -449,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "determinism, JSON round trips, equilibrium where declared. Exit 1 when a "
                                    "check fails.")
     c.add_argument("game", metavar="GAME",
-                   help="a game name, a path package.module:Class to a game of your own, or an experiment FILE.toml")
+                   help="a game name, a path package.module:Class (or folder/file.py:Class, from the current "
+                        "folder) to a game of your own, or an experiment FILE.toml")
     c.add_argument("--seeds", type=int, default=20, help="draws per check (default 20)")
     c.add_argument("--agent", metavar="MODULE:CLASS",
                    help="check a player of your own (a CustomAgent subclass) in GAME instead of the game itself")

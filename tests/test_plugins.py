@@ -136,6 +136,8 @@ def test_a_module_path_beside_the_experiment_is_found(tmp_path: Path) -> None:
     assert len(decisions) == 12 and all(d["valid"] for d in decisions)
     out = cli("check", "my_games.duopoly:Duopoly", cwd=study).stdout  # from its own folder
     assert "7 of 7 contract checks pass" in out
+    out = cli("check", "my_games/duopoly.py:Duopoly", "--seeds", "3", cwd=study).stdout  # the file's path
+    assert "duopoly: 7 of 7 contract checks pass" in out
     cli("report", "runs/duopoly", "--out", "report", cwd=study)
     assert "Cournot duopoly" in (study / "report" / "report.html").read_text(encoding="utf-8")
 
