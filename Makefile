@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint install clean browser docs
+.PHONY: demo test bench perf lint install clean browser docs
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,9 @@ demo: $(STAMP)
 	$(VENV)/bin/econarena run configs/quickstart.toml --out runs/quickstart-demo $(if $(wildcard runs/quickstart-demo/manifest.json),--resume,)
 	@echo
 	@echo "Results: runs/quickstart-demo/ (decisions.jsonl, runs.jsonl, summary.csv, summary.json)"
-	@echo "Table again: $(VENV)/bin/econarena summary runs/quickstart-demo"
+	@echo "Next, the report (figures, intervals, the findings in words; about 10 s):"
+	@echo "  $(VENV)/bin/econarena report runs/quickstart-demo --out runs/quickstart-demo/report --open"
+	@echo "Then this table read line by line: docs/tutorial/rational.md (or make docs, then site/tutorial/rational.html)"
 
 # One test renders the HTML report in headless Chromium. As root on Debian/Ubuntu (CI, containers) it is
 # installed here, as .ci/run does; otherwise a missing browser is announced, never skipped in silence.
@@ -43,15 +45,27 @@ test: $(STAMP) browser
 	$(PY) -m pytest
 
 # The documentation site, strict: a broken link, a missing page or an undocumented TOML key fails the build
-docs: $(STAMP)
+# It needs the package and the [docs] extra only (no torch, no providers): a venv of its own stamp.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
 	$(PY) -m sphinx -W --keep-going -n -q -b html docs site
 	@echo "Site: site/index.html"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-bench: $(STAMP)
+# Performance benchmarks of the code itself (the bench/ folder: ratios against bench/previous.json). Not
+# `econarena bench`, the model benchmark (a scorecard of models): `make perf` is the name the docs use;
+# `make bench` stays as its alias for existing scripts.
+perf: $(STAMP)
 	$(PY) bench/run_all.py
+
+bench: perf
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info site

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,9 +112,11 @@ def _runs_text(exp: Any) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from .agents.baselines import POLICY_AGENTS
     from .agents.llm import PROVIDERS
-    from .games import GAMES
+    from .games import GAMES, plugins
     from .hosts.config import BASELINES
 
+    for problem in plugins.load_entry_points(GAMES):  # the games of installed packages join the list
+        err(problem)
     print("games (with the baselines each has a rule for, and its own policies for agent = \"policy\"; scripted "
           "and human seats play every game):")
     for name, g in sorted(GAMES.items()):
@@ -130,7 +133,72 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from .games import GAMES, plugins
+    from .hosts.contract import check_game
+
+    target = args.game
+    if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
+        target = f"{m.group(1).replace('/', '.')}:{m.group(2)}"
+    if target.endswith(".toml"):  # an experiment file: check the game it plays
+        from .hosts.config import ConfigError, load_experiment
+
+        try:
+            game = load_experiment(target).game
+        except ConfigError as exc:
+            err(str(exc))
+            return EXIT_CONFIG
+    else:
+        try:
+            game = GAMES[target] if not plugins.is_spec(target) else plugins.resolve(GAMES, target)
+        except KeyError:
+            err(f"unknown game {target!r}; known: {', '.join(sorted(GAMES))}, or a path 'package.module:Class' "
+                "or an experiment file FILE.toml")
+            return EXIT_CONFIG
+        except plugins.PluginError as exc:
+            err(str(exc))
+            return EXIT_CONFIG
+    if args.seeds < 1:
+        err(f"--seeds {args.seeds}: expected at least 1")
+        return EXIT_CONFIG
+    if args.agent is not None:  # a player of the user's own, played in this game
+        from .agents import plugins as agent_plugins
+        from .hosts.contract import check_agent
+
+        try:
+            cls = agent_plugins.load_agent_class(args.agent)
+        except agent_plugins.PluginError as exc:
+            err(f"--agent: {exc}")
+            return EXIT_CONFIG
+        results = check_agent(cls, game, args.seeds)
+        for c in results:
+            print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        failed = [c for c in results if not c.ok]
+        print(f"{args.agent} in {game.name}: {len(results) - len(failed)} of {len(results)} checks pass"
+              + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
+        return EXIT_OK if not failed else 1
+    results = check_game(game, args.seeds)
+    for c in results:
+        print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+    failed = [c for c in results if not c.ok]
+    print(f"{game.name}: {len(results) - len(failed)} of {len(results)} contract checks pass"
+          + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
+    return EXIT_OK if not failed else 1
+
+
+def _environment_of(run_dir: Path) -> str:
+    """The run directory's environment (melee, rational, self) from its config.toml; "" when unreadable."""
+    from .hosts.config import ConfigError, read_toml
+
+    try:
+        exp = read_toml(run_dir / "config.toml").get("experiment")
+    except ConfigError:
+        return ""
+    return str(exp.get("environment", "")) if isinstance(exp, dict) else ""
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
+    from .analysis.findings import LEGEND, summary_findings, wrapped
     from .analysis.metrics import format_table, summarize, summary_cells
     from .terminal import show
 
@@ -147,8 +215,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
+            if sentences := summary_findings(summary, _environment_of(path)):  # the finding in words, then the table
+                print(wrapped(sentences) + "\n")
             head, rows, footer = summary_cells(summary)
             show(head, rows, format_table(summary), footer=footer)
+            print(wrapped([LEGEND]))
     return status
 
 
@@ -374,6 +445,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="experiment files, models files or bench suites")
     v.add_argument("--check-keys", action="store_true", help="also require SDKs and API keys to be present")
     v.set_defaults(func=cmd_validate)
+
+    c = sub.add_parser("check", help="run the contract checks of our games on a game (your own included)",
+                       description="Check a game against the contract every built-in game passes: declaration, "
+                                   "prompt template, random play within bounds, every baseline to the end, "
+                                   "determinism, JSON round trips, equilibrium where declared. Exit 1 when a "
+                                   "check fails.")
+    c.add_argument("game", metavar="GAME",
+                   help="a game name, a path package.module:Class (or folder/file.py:Class, from the current "
+                        "folder) to a game of your own, or an experiment FILE.toml")
+    c.add_argument("--seeds", type=int, default=20, help="draws per check (default 20)")
+    c.add_argument("--agent", metavar="MODULE:CLASS",
+                   help="check a player of your own (a CustomAgent subclass) in GAME instead of the game itself")
+    c.set_defaults(func=cmd_check)
 
     ls = sub.add_parser("list", help="list games and agents")
     ls.set_defaults(func=cmd_list)

@@ -492,8 +492,13 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     result = run_until_signalled(host.run())
     summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
+        from .analysis.findings import LEGEND, summary_findings, wrapped
+
+        if sentences := summary_findings(summary, exp.experiment.environment):  # the finding in words, then the table
+            print(wrapped(sentences) + "\n")
         head, rows, footer = summary_cells(summary)
         show(head, rows, format_table(summary), title=exp.name, footer=footer)
+        print(wrapped([LEGEND]))
         if exp.steer is not None:
             print_steering(out)
     print(outcome_line(exp, result, out))

@@ -1,4 +1,5 @@
-"""Builds agents from validated player entries; a fixed table of names, no dynamic imports by name."""
+"""Builds agents from validated player entries: a fixed table of names, plus the user's own strategies by a
+``module:Class`` path (``plugins.py``, the one place an agent is imported by name)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from .base import Agent, AgentError
 from .baselines import LevelKAgent, PolicyAgent, RandomAgent, RationalAgent, ScriptedAgent
 from .human import HumanAgent
 from .llm import PROVIDERS, LLMSettings, RuntimeOptions, build_llm_agent
+from .plugins import PluginError, is_spec, load_agent_class
 
 
 def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: int = 1, policy: str | None = None,
@@ -34,4 +36,9 @@ def create_agent(agent: str, label: str, *, responses: Sequence[str] = (), k: in
         return HumanAgent(label, *human_io)
     if agent in PROVIDERS:
         return build_llm_agent(agent, label, llm or LLMSettings(), options or RuntimeOptions())
+    if is_spec(agent):  # a strategy of the user's own, checked when the experiment was read
+        try:
+            return load_agent_class(agent)(label)
+        except PluginError as exc:
+            raise AgentError(f"{label}: {exc}") from None
     raise AgentError(f"unknown agent {agent!r}")

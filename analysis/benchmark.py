@@ -37,6 +37,7 @@ from ..csvcells import csv_text
 from ..games import GAMES
 from ..prices import cost_usd, price_of
 from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
+from .findings import bench_findings
 from .metrics import summarize
 
 FORMAT = "econarena-bench/1"
@@ -728,6 +729,8 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
                      "played so far and are not ranked; run the same command again to finish.</p>"
                      + (f"<p>overall so far: {_cell(o['score'], o['low'], o['high'])}</p>" if o["score"] is not None
                         else ""))
+    parts.append("<ul class='findings'>" + "".join(f"<li>{_e(x)}</li>" for x in bench_findings(result, baselines))
+                 + "</ul>")  # the answer in words (analysis/findings.py)
     best = result.get("attainable") or {}
     if best.get("meaning"):
         parts.append(f"<p class='meta'>{_e(best['meaning'])}</p>")

@@ -25,7 +25,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedFormatter, MaxNLocator
+from matplotlib.ticker import FixedLocator, MaxNLocator
 
 from ..games import GAMES
 from ..games.base import GameInfo
@@ -176,17 +176,23 @@ def sources_text(sources: Sequence[str]) -> str:
     return ", ".join(map(str, sources))
 
 
-def _rotate_crowded_ticks(fig: MplFigure) -> None:
+def _rotate_crowded_ticks(fig: MplFigure) -> bool:
     """After the final layout (legends shrink the axes), rotate x labels that now overlap. Only axes with
-    text categories can overlap, and measuring needs a full draw: skipped for plots without them."""
-    if not any(isinstance(ax.xaxis.get_major_formatter(), FixedFormatter) for ax in fig.axes):
-        return
+    text categories can overlap, and measuring needs a full draw: skipped for plots without them. Returns
+    whether any axis was rotated."""
+    # text categories: ticks at fixed places (set_xticks). Not the formatter's class: matplotlib 3.11 labels
+    # them with a FuncFormatter, so testing for FixedFormatter skipped every figure and labels collided
+    if not any(isinstance(ax.xaxis.get_major_locator(), FixedLocator) for ax in fig.axes):
+        return False
     fig.canvas.draw()
+    rotated = False
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_text()]
         if len(labels) > 1 and labels[0].get_rotation() == 0 and _labels_overlap(ax):
             ax.set_xticks(ax.get_xticks(), [t.get_text() for t in ax.get_xticklabels()], rotation=30,
                           ha="right", rotation_mode="anchor")
+            rotated = True
+    return rotated
 
 
 def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
@@ -516,6 +522,10 @@ def figure_rule_breaking(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: 
     est = rule_break_table(frames, n_boot, seed)
     if est.empty:
         raise Skip("no complete runs.")
+    if (est["value"] == 0).all():  # a heat map and two tables of zeros would say "nothing" three times
+        labels = sorted(est["label"].unique())
+        raise Skip(f"no player broke a rule: every player-run of {', '.join(short(x) for x in labels[:8])}"
+                   f"{' ...' if len(labels) > 8 else ''} gave only valid replies, so there is nothing to draw.")
     est = est.assign(column=[f"{game_title(g)}\nhistory: {h}" for g, h in zip(est["game"], est["history_given"])])
     cols = sorted(est["column"].unique())
     labels = sorted(est["label"].unique())

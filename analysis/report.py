@@ -39,6 +39,7 @@ from . import figures as F
 from .compare import compare, setting_pairs
 from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
+from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .reasoning import reasoning_section
@@ -384,6 +385,7 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
             + ("<a href='#transcripts'>Conversations</a>" if talk is not None else "")
             + "<a href='#details'>Details</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#provenance'>Provenance</a></nav>"]
+    body.append(findings_html(table.to_dict("records")))  # the finding in words, before any table
     body += [_card_html(c) for _, c in cards]
     if not cards:
         body.append("<p class='note'>No complete runs to score yet; the detail below shows what was found.</p>")

@@ -9,6 +9,7 @@ from econarena import __version__  # noqa: E402
 
 project = "EconArena"
 author = "the EconArena authors"
+copyright = "the EconArena authors, MIT License"  # noqa: A001 - Sphinx's name; shown in every page's footer
 version = release = __version__
 extensions = ["myst_parser", "econarena_docs"]
 source_suffix = {".md": "markdown"}
@@ -17,5 +18,5 @@ myst_heading_anchors = 3  # links to a page's sections by their titles: [text](p
 myst_enable_extensions = ["colon_fence"]
 html_theme = "furo"
 html_title = f"EconArena {__version__}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]  # econarena-search.js: snippets from file:// and the ranking (see the file)
 suppress_warnings: list[str] = []

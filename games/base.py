@@ -294,6 +294,11 @@ class Game(abc.ABC):
         """Distance from equilibrium for one seat (see the module docstrings for the formula)."""
         return None
 
+    def payoff_bounds(self, setup: Setup) -> tuple[float, float] | None:
+        """(lowest, highest) payoff any seat can end a run with under this draw, for the contract checks
+        (``econarena check``); None: not declared (the built-in games' bounds sit in the conformance tests)."""
+        return None
+
     def strategy(self, state: Any, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:
         """Reference actions for baseline agents (``rational``, ``random``, ...); see ``info.policies``."""

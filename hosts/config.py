@@ -2,7 +2,8 @@
 
 Everything is checked before any game starts: syntax (file, line, column), unknown keys, types, game and
 agent names (listing the valid ones), game parameters, prompt-template overrides. Nothing from a config
-is ever evaluated or imported by name.
+is ever evaluated; the one thing imported by name is a game path (``game = "my_games.duopoly:Duopoly"``,
+``games/plugins.py``), which must lead to a Game.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..agents import plugins as agent_plugins
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
-from ..games import GAMES
+from ..games import GAMES, plugins
 from ..games.trivial import TRIVIAL_POLICIES
 from .experiment import (
     AGENT_KEYS,
@@ -190,15 +192,26 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     exp_raw.update(overrides or {})
     if seed is not None:
         exp_raw["seed"] = seed
+    if path is not None:  # a game's or a player's module of the user's own, beside the experiment file
+        agent_plugins.add_search_dir(path.parent)
     if "name" not in exp_raw and path is not None:
         exp_raw["name"] = path.stem
     try:
         exp = ExperimentSection(**exp_raw)
     except ValidationError as err:
         raise ConfigError("\n".join(errors + _pyd_errors(where, "experiment", err))) from None
+    if path is not None and plugins.is_spec(exp.game):
+        plugins.add_search_dir(path.parent)  # a game module beside the experiment file
     if exp.game not in GAMES:
-        raise ConfigError("\n".join(errors + [f"{where}: experiment.game: unknown game {exp.game!r}; "
-                                               f"known: {', '.join(sorted(GAMES))}"]))
+        if plugins.is_spec(exp.game):  # the user's own game (games/plugins.py): say why it was not found
+            try:
+                plugins.resolve(GAMES, exp.game)
+            except plugins.PluginError as exc:
+                raise ConfigError("\n".join(errors + [f"{where}: experiment.game: {exc}"])) from None
+        else:
+            raise ConfigError("\n".join(errors + [f"{where}: experiment.game: unknown game {exp.game!r}; "
+                                                   f"known: {', '.join(sorted(GAMES))}, or a path "
+                                                   "'package.module:Class' to a game of your own"]))
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._\-]*", exp.name) or len(exp.name) > 200:
         errors.append(f"{where}: experiment.name {exp.name!r}: a plain file name (letters, digits, '.', '_' "
                       "or '-', not starting with '.' or '-', at most 200 characters): it names the run directory")
@@ -497,8 +510,15 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if not isinstance(agent, str):
         errors.append(f"{where}: {key}.agent is missing; choose one of {', '.join(agent_names())}")
         return None
-    if agent not in BASELINES and agent not in PROVIDERS:
-        errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}")
+    if agent_plugins.is_spec(agent):  # a strategy of the user's own (agents/plugins.py)
+        try:
+            agent_plugins.load_agent_class(agent)
+        except agent_plugins.PluginError as exc:
+            errors.append(f"{where}: {key}.agent: {exc}")
+            return None
+    elif agent not in BASELINES and agent not in PROVIDERS:
+        errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}, or a "
+                      "path 'package.module:Class' to a strategy of your own")
         return None
     # alias was replaced by its table before (resolve_aliases)
     allowed = {k for k in PLAYER_KEYS if k != "alias"} | set(
@@ -528,7 +548,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
         return None
     label = raw.get("label")
     if label is None:
-        label = policy if agent == "policy" else agent if llm is None or not llm.model else f"{agent}/{llm.model}"
+        label = policy if agent == "policy" else agent.split(":")[-1] if agent_plugins.is_spec(agent) else \
+            agent if llm is None or not llm.model else f"{agent}/{llm.model}"
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None

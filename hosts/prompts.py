@@ -9,12 +9,14 @@ so (``.../v1+custom-<hash>``), so results made with different wording never mix 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 import string
 import sys
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +47,41 @@ def _builtin(name: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+def game_template(game: Game) -> dict[str, Any]:
+    """The game's own template: a built-in one (``hosts/templates/<name>.toml``), or for a game of the
+    user's own (``games/plugins.py``) the file ``<name>.toml`` beside the module that defines it; a subclass
+    of a built-in game without a file of its own (a scorer of one's own) keeps its parent's."""
+    if type(game).__module__.startswith("econarena."):
+        return _builtin(game.name)
+    beside = Path(inspect.getfile(type(game))).with_name(f"{game.name}.toml")
+    if not beside.exists():  # a built-in game subclassed (its own score or metrics): the parent's template
+        parent = next((c for c in type(game).__mro__[1:] if c.__module__.startswith("econarena.games.")
+                       and isinstance(getattr(c, "name", None), str)), None)
+        if parent is not None:
+            return _builtin(parent.name)  # type: ignore[attr-defined]
+    return _beside(inspect.getfile(type(game)), game.name)
+
+
+@cache
+def _beside(module_file: str, name: str) -> dict[str, Any]:
+    path = Path(module_file).with_name(f"{name}.toml")
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise TemplateError(f"the game {name!r} has no prompt template: expected {path} (the keys of "
+                            "hosts/templates/prisoners_dilemma.toml: id, system, rules, status, private, keys_*, ...)"
+                            ) from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TemplateError(f"{path}: cannot read the prompt template ({exc})") from None
+    if not isinstance(data.get("id"), str):
+        raise TemplateError(f"{path}: the template needs an id, e.g. id = \"{name}/v1\" (logged with each decision)")
+    unknown = sorted(k for k in data if k != "id" and k not in PROMPT_KEYS and not k.startswith("describe_"))
+    if unknown:
+        raise TemplateError(f"{path}: unknown template key(s) {', '.join(unknown)}; known: "
+                            f"{', '.join(sorted(PROMPT_KEYS))} and describe_<field>")
+    return data
+
+
 class TemplateError(ValueError):
     """A template that cannot be filled; names the template key and the placeholder."""
 
@@ -58,9 +95,10 @@ class Template:
     """A merged template for one game: built-in common + game text, then the experiment's overrides."""
 
     def __init__(self, game: Game, overrides: dict[str, Any] | None = None) -> None:
-        base = {**_builtin("common"), **_builtin(game.name)}
+        own = game_template(game)
+        base = {**_builtin("common"), **own}
         self.parts: dict[str, Any] = {**base, **(overrides or {})}
-        game_id = _builtin(game.name)["id"]
+        game_id = own["id"]
         if overrides:
             digest = hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:8]
             self.id = f"{game_id}+custom-{digest}"
@@ -204,7 +242,10 @@ def check_template_overrides(exp: Experiment) -> list[str]:
                                 "includes the string \"{action}\" where the action keys go")
     if problems:
         return problems
-    tpl = Template(exp.game, exp.prompts)
+    try:
+        tpl = Template(exp.game, exp.prompts)
+    except TemplateError as exc:  # a game of the user's own without its template file beside it
+        return [str(exc)]
     setup = exp.game.setup(exp.params, exp.n_players(), np.random.default_rng(0))
     state = exp.game.initial_state(setup)
     sample_history = [{"run": 1}]

@@ -176,7 +176,10 @@ def test_summary(toml: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["summary", str(out)]) == 0
     table = capsys.readouterr().out
     assert "label" in table and "win rate" in table and "complete runs: 6" in table
-    assert {ln.split()[0] for ln in table.splitlines()[3:6]} == {"S", "random", "L1"}
+    lines = table.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("label "))  # the findings in words come first
+    assert lines[0] == f"== {out}" and head > 1
+    assert {ln.split()[0] for ln in lines[head + 2:head + 5]} == {"S", "random", "L1"}
     assert main(["summary", "--json", str(out)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["labels"]["L1"]["player_runs"] == 6

@@ -11,7 +11,8 @@ How a page's code blocks are run (the line right above a fence may say otherwise
 - ``toml`` blocks are experiments: validated, then played in the page's folder (``validate only (why)``
   to stop after validation, e.g. for the bundled model); ``file NAME`` saves the block under NAME for the
   page's later shell blocks; ``fragment of configs/X.toml`` merges the block over that file first;
-  ``models`` and ``prices`` read it as a models or prices file.
+  ``models`` and ``prices`` read it as a models or prices file; ``save NAME`` (any language) only writes
+  the block under NAME, e.g. a game module and its prompt template (docs/own-games.md).
 - ``data SOURCE DIR`` writes small released results of another tool (``gamabench``, ``negotiationarena``,
   ``glee``, as the importer tests make them: never the real files) into DIR first, so import examples run.
 - ``parse only (why)``: shell commands are only parsed by the CLI's own parser (flags and commands must
@@ -66,13 +67,13 @@ def _instructions(body: str) -> dict[str, str]:
     parts = re.split(r";\s*(?![^()]*\))", body)  # a reason in parentheses may hold ';'
     for part in filter(None, (p.strip() for p in parts)):
         for key in ("skip", "parse only", "validate only", "file", "fragment of", "exit", "models", "prices",
-                    "data"):
+                    "data", "save"):
             if part == key or part.startswith(key + " "):
                 out[key] = part[len(key):].strip()
                 break
         else:
             raise AssertionError(f"unknown docs instruction {part!r} (expected skip, parse only, validate only, "
-                                 "file, fragment of, exit, models, prices, data)")
+                                 "file, fragment of, exit, models, prices, data, save)")
     return out
 
 
@@ -99,7 +100,7 @@ def blocks(page: Path) -> list[Block]:
 
 
 ALL = [b for p in PAGES for b in blocks(p)]
-TESTED = [b for b in ALL if b.lang in SHELL | {"toml"}]
+TESTED = [b for b in ALL if b.lang in SHELL | {"toml"} or "save" in b.says]
 
 
 def test_reasons_are_given_for_what_is_not_run():
@@ -156,7 +157,8 @@ def test_the_games_reference_has_every_game_and_agent():
 def test_the_changelog_leads_with_the_package_version():
     from econarena import __version__
 
-    first = re.search(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.M)
+    # an "Unreleased" section on top collects changes until the next version is numbered
+    first = re.search(r"^## (?!Unreleased\b)(\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.M)
     assert first and first.group(1) == __version__, "CHANGELOG.md's newest entry is not econarena.__version__"
 
 
@@ -285,12 +287,18 @@ def _run_toml(b: Block, box: Path, env: dict[str, str]) -> None:
 
         assert load_prices(path), f"{b.where}: no prices"
         return
-    cwd = Path.cwd()
-    try:
-        os.chdir(box)
-        load_experiment(path)
-    finally:
-        os.chdir(cwd)
+    game = tomllib.loads(text).get("experiment", {}).get("game", "")
+    if ":" in str(game):  # a game of the user's own: imported in a child, never into this test process's GAMES
+        proc = subprocess.run(["econarena", "validate", str(path)], cwd=box, env=env, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=budget(120))
+        assert proc.returncode == 0, f"{b.where}: econarena validate exited {proc.returncode}\n{proc.stderr[-3000:]}"
+    else:
+        cwd = Path.cwd()
+        try:
+            os.chdir(box)
+            load_experiment(path)
+        finally:
+            os.chdir(cwd)
     if "validate only" in b.says or "file" in b.says:
         return  # a saved file is played by the page's own commands
     proc = subprocess.run(["econarena", "run", str(path), "--out", str(box / "runs" / path.stem), "--quiet"],
@@ -379,7 +387,11 @@ def test_every_example_of_the_page_runs(page, tmp_path, server):
     for b in (b for b in TESTED if b.page == page):
         if "skip" in b.says:
             continue
-        if b.lang == "toml":
+        if "save" in b.says:  # a file the page's later commands use (a game module, its template): as written
+            target = box / b.says["save"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(b.text + "\n", encoding="utf-8")
+        elif b.lang == "toml":
             _run_toml(b, box, env)
         else:
             _run_shell(b, box, env)

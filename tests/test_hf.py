@@ -109,6 +109,10 @@ def test_concurrent_calls_become_one_generate_call(tiny_model: Path) -> None:
     assert sizes == [8]
     assert provider.stats.calls == 1 and list(provider.stats.sizes) == [8]
     assert all(g.raw["batch_size"] == 8 for g in gens)
+    # latency is per decision: an eighth of the one batch's generate() time, not the batch's wall time
+    assert len({g.raw["batch_wall_s"] for g in gens}) == 1
+    assert all(g.latency_s == pytest.approx(g.raw["batch_wall_s"] / 8) for g in gens)
+    assert all(g.raw["request_s"] >= g.raw["batch_wall_s"] > g.latency_s > 0 for g in gens)
 
 
 def test_a_staggered_burst_still_forms_one_batch(tiny_model: Path) -> None:

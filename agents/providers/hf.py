@@ -367,19 +367,23 @@ class HFProvider(Provider):
             think = (settings.reasoning_tokens, opened)
         temperature = settings.temperature if settings.temperature else None
         top_p = settings.top_p if temperature is not None else None
-        future: asyncio.Future[tuple[list[int], int]] = state.loop.create_future()
+        future: asyncio.Future[tuple[list[int], int, float]] = state.loop.create_future()
         text_schema = json.dumps(schema, sort_keys=False) if schema is not None else None
         state.pending.append(_Request(ids, (temperature, top_p, settings.max_tokens), settings.seed,
                                       future, start, text_schema, think))
         if state.worker is None or state.worker.done():
             state.worker = asyncio.create_task(self._drain(state))
-        tokens, batch_size = await future
+        tokens, batch_size, batch_wall = await future
         text = self._decode(tokens)
         # every token allowed spent and no end token: the reply was cut at max_tokens
+        # latency per decision: this reply's share of its batch's generate() time. The time from the request
+        # to its reply (the whole batch's wall time, plus its wait for a batch) is kept in raw: shown as
+        # the latency, it made a batch of eight look eight times slower per decision than it was.
         cut = len(tokens) >= settings.max_tokens and not any(t in self._eos for t in tokens)
         gen = Generation(text=text.strip(), model=self.model_name, tokens_in=len(ids),
-                         tokens_out=len(tokens), latency_s=time.perf_counter() - start,
-                         raw={"batch_size": batch_size}, truncated=cut)
+                         tokens_out=len(tokens), latency_s=batch_wall / batch_size,
+                         raw={"batch_size": batch_size, "batch_wall_s": batch_wall,
+                              "request_s": time.perf_counter() - start}, truncated=cut)
         parts = split_text(gen.text, end=settings.reasoning_end, opened=opened)
         if not (parts.reasoning or parts.unfinished or opened):
             return gen
@@ -440,7 +444,9 @@ class HFProvider(Provider):
             if not batch:
                 continue
             try:
+                t0 = time.perf_counter()
                 outputs = await asyncio.to_thread(self._run_batch, batch)
+                wall = time.perf_counter() - t0
             except BaseException as exc:  # every caller of the batch hears about it; none waits forever
                 for r in batch:
                     if r.future.done():
@@ -454,7 +460,7 @@ class HFProvider(Provider):
                 continue
             for r, tokens in zip(batch, outputs):
                 if not r.future.done():
-                    r.future.set_result((tokens, len(batch)))
+                    r.future.set_result((tokens, len(batch), wall))
 
     def _run_batch(self, batch: list[_Request]) -> list[list[int]]:
         """One ``generate()`` for requests that share sampling settings (runs in a worker thread).

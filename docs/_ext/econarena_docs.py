@@ -269,12 +269,32 @@ def cli_reference() -> str:
            "(one message per problem, no traceback), 3 some runs stopped on API errors (resume later), "
            "130 interrupted (Ctrl-C, SIGTERM, SIGHUP).", "",
            "```text", parser.format_usage().strip(), "```", ""]
-    for name, sub in sorted(_subcommands(parser).items()):
-        out += [f"## `econarena {name}`", ""]
-        if sub.description:
-            out += [sub.description.replace("%%", "%"), ""]
-        out += ["```text", sub.format_usage().strip(), "```", "", *_flags(sub), ""]
+    subs = _subcommands(parser)  # in the order of `econarena --help`
+    grouped = [(title, [n for n in subs if n in names]) for title, names in CLI_TASKS]
+    rest = [n for n in subs if not any(n in names for _, names in CLI_TASKS)]
+    if rest:  # a new command is never left out: it shows here until it joins a task
+        grouped.append(("Other commands", rest))
+    groups = [(title, names) for title, names in grouped if names]
+    groups.sort(key=lambda g: list(subs).index(g[1][0]))  # tasks in the order their first command appears
+    for title, names in groups:
+        out += [f"## {title}", ""]
+        for name in names:
+            sub = subs[name]
+            out += [f"### `econarena {name}`", ""]
+            if sub.description:
+                out += [sub.description.replace("%%", "%"), ""]
+            out += ["```text", sub.format_usage().strip(), "```", "", *_flags(sub), ""]
     return "\n".join(out)
+
+
+# The CLI reference's sections: what a user wants to do, then the commands that do it
+CLI_TASKS = (
+    ("Run experiments", ("run", "steer", "merge", "suite")),
+    ("Check before you run", ("validate", "check", "list")),
+    ("Read the results", ("summary", "report", "compare", "analyze")),
+    ("Import other tools' released results", ("import",)),
+    ("Score a model: the benchmark", ("bench", "leaderboard")),
+)
 
 
 # ---------------------------------------------------------------- games and agents
@@ -340,4 +360,34 @@ def setup(app: Any) -> dict[str, Any]:
 
     for name, generate in GENERATORS.items():
         app.add_directive(name, directive(generate))
+    app.add_js_file("econarena-search.js", priority=100)  # before searchtools.js: its Scorer is ours
+    app.connect("build-finished", write_page_texts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+MAX_PAGE_TEXT = 60_000  # characters of a page kept for search snippets
+
+
+def page_texts(env: Any) -> dict[str, str]:
+    """Every page's plain text (whitespace folded), for the search page's snippets."""
+    import re
+
+    out = {}
+    for docname in sorted(env.found_docs):
+        text = env.get_doctree(docname).astext()
+        out[docname] = re.sub(r"\s+", " ", text).strip()[:MAX_PAGE_TEXT]
+    return out
+
+
+def write_page_texts(app: Any, exception: Exception | None) -> None:
+    """``_static/econarena-pages.js``: the texts the search page cuts snippets from (see
+    ``_static/econarena-search.js``: a browser refuses the page fetches Sphinx uses from file://)."""
+    import json
+    from pathlib import Path
+
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(page_texts(app.env), ensure_ascii=True).replace("</", "<\\/")
+    (static / "econarena-pages.js").write_text(f"window.ECONARENA_PAGES = {data};\n", encoding="utf-8")

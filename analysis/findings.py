@@ -1,0 +1,345 @@
+"""Numbers that read themselves: the sentences that open ``summary``, ``report`` and the bench scorecard.
+
+Pure functions from the tables already computed (the report's long metric table, ``metrics.csv``: one row
+per setting, label and metric with its 95% interval; or a run directory's summary, which has no
+intervals), so each sentence can be tested against numbers worked out by hand. A sentence states a finding
+and its uncertainty in words: who is closest to the equilibrium, who breaks rules, what a payoff ratio
+above 1 or a 0 means in that setting, and whether a difference is clear of the noise.
+
+"Clear of the noise" is said only when the two 95% bootstrap intervals do not overlap, a conservative
+test (two overlapping intervals can still differ; the report's comparisons give the tests proper).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+EQUILIBRIUM_TOLERANCE = 0.05  # a mean deviation within this of 0 is "played the equilibrium" (tally.py's)
+SETTING_KEYS = ("run_dir", "experiment", "game", "environment", "history", "prompt", "group")
+KINDS = {"parse_error_pct": "unreadable replies (parse errors)", "schema_error_pct": "replies of the wrong shape",
+         "rule_violation_pct": "moves the rules forbid"}
+ENVIRONMENTS = {"melee": "a melee", "rational": "a table of rational agents", "self": "a table of its own copies"}
+ANY_TABLE = "a table"
+
+
+@dataclass(frozen=True)
+class Value:
+    """One metric of one label: the value, its 95% interval (None: not computed) and the player-runs."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+
+    def shown(self, digits: int = 2, pct: bool = False) -> str:
+        unit = "%" if pct else ""
+        text = f"{self.value:.{digits}f}{unit}"
+        if self.low is not None and self.high is not None:
+            text += f" [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+        return text
+
+
+@dataclass
+class Setting:
+    """The labels of one experiment setting and their metrics."""
+
+    title: str
+    environment: str = ""
+    sessions: int = 0
+    labels: dict[str, dict[str, Value]] = field(default_factory=dict)
+
+    def metric(self, name: str) -> dict[str, Value]:
+        return {label: m[name] for label, m in self.labels.items() if name in m}
+
+
+def _num(x: Any) -> float | None:
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def settings_from_table(rows: Iterable[Mapping[str, Any]]) -> list[Setting]:
+    """Settings from the long metric table (``metrics.csv`` rows, or the DataFrame's records)."""
+    out: dict[tuple[Any, ...], Setting] = {}
+    for r in rows:
+        value = _num(r.get("value"))
+        if value is None:
+            continue
+        key = tuple(str(r.get(k, "")) for k in SETTING_KEYS)
+        if key not in out:
+            parts = [str(r.get("experiment") or r.get("run_dir") or "")]
+            env = str(r.get("environment") or "")
+            if r.get("history") not in (None, "", "none"):
+                parts.append(f"history {r['history']}")
+            out[key] = Setting(" / ".join(p for p in parts if p), env)
+        s = out[key]
+        sessions = _num(r.get("sessions"))
+        if sessions is not None:
+            s.sessions = max(s.sessions, int(sessions))
+        n = _num(r.get("n"))
+        s.labels.setdefault(str(r["label"]), {})[str(r["metric"])] = Value(
+            value, _num(r.get("ci_low")), _num(r.get("ci_high")), int(n) if n is not None else 0)
+    return list(out.values())
+
+
+def setting_from_summary(summary: Mapping[str, Any], title: str = "") -> Setting:
+    """A setting from one run directory's summary (``summary.json``): values without intervals."""
+    s = Setting(title or str(summary.get("run_dir", "")))
+    for label, v in summary.get("labels", {}).items():
+        n = int(v.get("player_runs") or 0)
+        metrics = {}
+        for key in ("payoff_ratio", "mean_deviation", "rule_break_rate_pct", "win_rate", "score"):
+            x = _num(v.get(key))
+            if x is not None:
+                metrics[key] = Value(x, n=n)
+        counts = v.get("violations") or {}
+        total = sum(int(counts.get(k, 0)) for k in ("parse_error", "schema_error", "rule_violation"))
+        for k in ("parse_error", "schema_error", "rule_violation"):
+            if total:
+                metrics[f"{k}_pct"] = Value(100 * int(counts.get(k, 0)) / total, n=n)
+        s.labels[str(label)] = metrics
+    return s
+
+
+def _apart(a: Value, b: Value) -> bool | None:
+    """Whether a lies below b with non-overlapping intervals; None when either has no interval."""
+    if None in (a.low, a.high, b.low, b.high):
+        return None
+    return a.high < b.low  # type: ignore[operator]
+
+
+MAX_NAMED = 4  # a sentence names at most this many players (a [grid] has a label per cell)
+
+
+def _names(labels: list[str]) -> str:
+    if len(labels) > MAX_NAMED:
+        return ", ".join(labels[:MAX_NAMED - 1]) + f" and {len(labels) - MAX_NAMED + 1} more"
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def equilibrium_sentence(s: Setting) -> str | None:
+    """Who is closest to the equilibrium, and whether that is clear of the noise."""
+    dev = s.metric("mean_deviation")
+    if not dev:
+        return None
+    order = sorted(dev, key=lambda k: (dev[k].value, k))
+    best = order[0]
+    if len(order) == 1:
+        text = f"{best}'s mean deviation from the equilibrium is {dev[best].shown(3)}"
+        return text + (" (it played the equilibrium)." if dev[best].value <= EQUILIBRIUM_TOLERANCE else ".")
+    worst = order[-1]
+    text = (f"Closest to the equilibrium: {best} (mean deviation {dev[best].shown(3)}); furthest: {worst} "
+            f"({dev[worst].shown(3)}).")
+    ties = [k for k in order[1:] if dev[k].value == dev[best].value]
+    if ties:
+        return text + f" {_names([best, *ties])} are level ({len(ties) + 1} players)."
+    missing = sorted(k for k, m in s.labels.items() if k not in dev and "payoff_ratio" in m)
+    if missing:
+        text += f" {_names(missing)} {'has' if len(missing) == 1 else 'have'} no deviation: no valid reply to measure."
+    clear = [_apart(dev[best], dev[k]) for k in order[1:]]
+    if any(c is None for c in clear):
+        return text  # no intervals: the closing sentence says where they are
+    runner = order[1]
+    if all(clear):
+        return text + f" {best} is closer than every other player, and the 95% intervals do not overlap."
+    close = [k for k, c in zip(order[1:], clear) if not c]
+    return text + (f" {best} and {_names(close)} cannot be told apart at this sample size: their 95% intervals "
+                   f"overlap" + (f" (next closest: {runner})." if len(close) > 1 else "."))
+
+
+def rule_sentence(s: Setting, said: set[str] | None = None) -> str:
+    """Who breaks rules, how often, and mostly how. ``said``: the explanations given already on this page
+    (each is given once: the first setting that needs it)."""
+    said = set() if said is None else said
+    rates = s.metric("rule_break_rate_pct")
+    breakers = sorted((k for k, v in rates.items() if v.value > 0), key=lambda k: (-rates[k].value, k))
+    if not breakers:
+        return "No player broke a rule." if rates else "No rule-break rate was recorded."
+    parts = []
+    for k in breakers:
+        v = rates[k]
+        kinds = {name: s.labels[k][key].value for key, name in KINDS.items() if key in s.labels[k]}
+        top = max(kinds, key=lambda name: kinds[name]) if kinds and max(kinds.values()) > 0 else None
+        runs = f" of {v.n} runs" if v.n else " of its runs"
+        parts.append(f"{k} broke a rule in {v.shown(0, pct=True)}{runs}" + (f", mostly {top}" if top else ""))
+    clean = sorted(k for k in rates if k not in breakers)
+    tail = f"; {_names(clean)} broke none" if clean else ""
+    why = "" if "zero" in said else " A run with a rule break scores 0, whatever the game paid."
+    said.add("zero")
+    return "; ".join(parts) + tail + "." + why
+
+
+def ratio_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
+    """What the payoff ratios mean here: above 1, and the equilibrium player's below 1 (or 0); each meaning
+    is explained once per page (``said``, as for :func:`rule_sentence`)."""
+    said = set() if said is None else said
+    ratio, dev, rules = s.metric("payoff_ratio"), s.metric("mean_deviation"), s.metric("rule_break_rate_pct")
+    out = []
+    above = sorted((k for k, v in ratio.items() if v.value > 1), key=lambda k: -ratio[k].value)
+    if above:
+        clear = [k for k in above if ratio[k].low is not None and ratio[k].low > 1]
+        unsure = [k for k in above if ratio[k].low is not None and ratio[k].low <= 1]
+        shown = [f"{k} {ratio[k].shown()}" for k in above[:MAX_NAMED]]
+        more = f" and {len(above) - MAX_NAMED} more" if len(above) > MAX_NAMED else ""
+        text = ("Payoff ratio above 1" if "above" in said else "A payoff ratio above 1 means earning more than "
+                "the equilibrium pays, at the expense of players who left it") + f": {', '.join(shown)}{more}."
+        said.add("above")
+        if clear and not unsure:
+            text += " The intervals lie above 1."
+        elif unsure:
+            text += f" For {_names(unsure)} the interval reaches down to 1: it may be chance."
+        out.append(text)
+    eq = [k for k, v in dev.items() if v.value <= EQUILIBRIUM_TOLERANCE and k in ratio and ratio[k].value < 1
+          and not (k in rules and rules[k].value > 0)]
+    off = [k for k, v in dev.items() if v.value > EQUILIBRIUM_TOLERANCE]
+    eq = sorted(eq, key=lambda k: (ratio[k].value, k))
+    if eq and off:
+        where = ENVIRONMENTS.get(s.environment, ANY_TABLE)
+        earned = (f"{eq[0]} played the equilibrium yet earned {ratio[eq[0]].shown()} times the equilibrium payoff"
+                  if len(eq) == 1 else f"{_names(eq)} played the equilibrium yet earned as little as "
+                  f"{ratio[eq[0]].shown()} times the equilibrium payoff")
+        out.append(f"{earned}" + (" (see above)." if "eq" in said else f": in {where} whose other players leave "
+                   "the equilibrium, it is no longer the best reply, so a low ratio (even 0) is no mistake of its "
+                   "own."))
+        said.add("eq")
+    zero = sorted(k for k, v in ratio.items() if v.value == 0 and k in rules and rules[k].value >= 100)
+    if zero:
+        out.append(f"{_names(zero)}: ratio 0 because every run broke a rule.")
+    return out
+
+
+def setting_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
+    """The findings of one setting, most telling first (``said``: explanations already given)."""
+    said = set() if said is None else said
+    out = [x for x in (equilibrium_sentence(s),) if x]
+    out.append(rule_sentence(s, said))
+    out += ratio_sentences(s, said)
+    return out
+
+
+def uncertainty_sentence(settings: list[Setting]) -> str:
+    """How sure the numbers are, in one sentence."""
+    with_ci = any(v.low is not None for s in settings for m in s.labels.values() for v in m.values())
+    sessions = [s.sessions for s in settings if s.sessions]
+    if not with_ci:
+        runs = [v.n for s in settings for m in s.labels.values() for v in m.values() if v.n]
+        few = min(runs) if runs else 0
+        return (f"Means over {few}+ player-runs per label, without intervals: `econarena report` adds 95% "
+                "intervals and says which differences are clear of the noise.")
+    if sessions:
+        small = min(sessions)
+        note = " (few sessions: the intervals are wide)" if small < 10 else ""
+        return (f"[brackets]: 95% bootstrap intervals over sessions, {small}"
+                f"{'' if small == max(sessions) else f' to {max(sessions)}'} per setting{note}.")
+    return "[brackets]: 95% bootstrap intervals over sessions."
+
+
+def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) -> list[tuple[str, list[str]]]:
+    """(setting title, sentences) for the report's opening, at most ``max_settings`` settings (the rest are
+    in the tables below); the last item is the uncertainty sentence under an empty title."""
+    settings = settings_from_table(rows)
+    said: set[str] = set()
+    out = [(s.title + (f" ({s.environment})" if s.environment else ""), setting_sentences(s, said))
+           for s in settings[:max_settings] if s.labels]
+    if len(settings) > max_settings:
+        out.append(("", [f"{len(settings) - max_settings} more setting(s): the tables below."]))
+    if settings:
+        out.append(("", [uncertainty_sentence(settings)]))
+    return out
+
+
+def summary_findings(summary: Mapping[str, Any], environment: str = "") -> list[str]:
+    """The sentences that open ``econarena summary`` for one run directory (``environment``: the
+    experiment's, when known: melee, rational or self)."""
+    s = setting_from_summary(summary)
+    s.environment = environment
+    if not s.labels:
+        return []
+    return [*setting_sentences(s), uncertainty_sentence([s])]
+
+
+def findings_html(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) -> str:
+    """The report's opening: the findings of :func:`report_findings` as HTML (empty when there are none)."""
+    import html
+    import re
+
+    def inline(text: str) -> str:
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+    parts = []
+    for title, sentences in report_findings(rows, max_settings):  # a paragraph per setting: one screen
+        text = " ".join(inline(x) for x in sentences)
+        parts.append(f"<p><b>{html.escape(title)}.</b> {text}</p>" if title else f"<p class='meta'>{text}</p>")
+    if not parts:
+        return ""
+    return ("<section class='scorecard findings' id='findings'><h2>What the numbers say</h2>" + "".join(parts)
+            + "</section>")
+
+
+def wrapped(sentences: Iterable[str], width: int = 100) -> str:
+    """Sentences as a paragraph for the terminal, wrapped at ``width``."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(x, width) for x in sentences)
+
+
+LEGEND = ("ratio: mean payoff / the equilibrium's payoff (above 1: gained from players who left the "
+          "equilibrium; a run with a rule break scores 0). deviation: distance from the equilibrium action "
+          "(0: played it; '-': no valid reply).")
+
+
+def _interval_of(d: Mapping[str, Any]) -> str:
+    s = _num(d.get("score"))
+    lo, hi = _num(d.get("low")), _num(d.get("high"))
+    return "-" if s is None else f"{s:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")
+
+
+def bench_findings(result: Mapping[str, Any], baselines: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+    """The sentences that open a bench scorecard (``bench.json`` and the baselines' results)."""
+    label = str(result.get("model", {}).get("label", "the model"))
+    o = result.get("overall", {})
+    score, low, high = _num(o.get("score")), _num(o.get("low")), _num(o.get("high"))
+    out = []
+    if score is None:
+        return [f"{label} has no overall score yet: a weighted family is missing a game's score."]
+    first = f"{label} scores {_interval_of(o)} out of 100"
+    if not result.get("complete", True):
+        first += " so far (incomplete: not ranked)"
+    out.append(first + ".")
+    for b in baselines:
+        name = str(b.get("model", {}).get("label", "baseline"))
+        bo = b.get("overall", {})
+        bs, bl, bh = _num(bo.get("score")), _num(bo.get("low")), _num(bo.get("high"))
+        if bs is None:
+            continue
+        if low is not None and bh is not None and low > bh:
+            verdict = "above it, and the intervals do not overlap"
+        elif high is not None and bl is not None and high < bl:
+            verdict = "below it, and the intervals do not overlap"
+        elif low is not None and high is not None and low <= bs <= high:
+            verdict = "not clearly apart from it: its score lies in the model's interval"
+        else:
+            verdict = "above it" if score > bs else "below it" if score < bs else "level with it"
+        out.append(f"The {name} baseline scores {_interval_of(bo)}; {label} is {verdict}.")
+    subs = {k: v for k, v in result.get("subscores", {}).items() if _num(v.get("score")) is not None}
+    if len(subs) >= 2:
+        order = sorted(subs, key=lambda k: float(subs[k]["score"]))
+        best, worst = subs[order[-1]], subs[order[0]]
+        out.append(f"Best family: {best.get('title', order[-1])} ({_interval_of(best)}); weakest: "
+                   f"{worst.get('title', order[0])} ({_interval_of(worst)}).")
+    games = [g for g in result.get("games", []) if _num(g.get("rule_break_pct")) is not None]
+    broke = sorted((g for g in games if float(g["rule_break_pct"]) > 0), key=lambda g: -float(g["rule_break_pct"]))
+    if broke:
+        top = broke[0]
+        out.append(f"It broke a rule in {len(broke)} of {len(games)} games, most in {top.get('id')} "
+                   f"({float(top['rule_break_pct']):.0f}% of its runs); a run with a rule break scores 0.")
+    elif games:
+        out.append(f"It broke no rule in any of the {len(games)} games.")
+    return out

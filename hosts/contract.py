@@ -1,0 +1,347 @@
+"""``econarena check``: the contract our own games are held to, run on any game (a user's own included).
+
+The same guarantees ``tests/test_conformance.py`` asserts of every built-in game, as named checks a
+person reads: the declaration, the prompt template, random play (with garbage replies) ending within the
+declared payoff bounds, every baseline playing to the end, determinism, JSON round trips, and the
+equilibrium where one is declared. Each check reports its first failure with the seed and seat count that
+found it, so it can be replayed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
+from .prompts import Template, TemplateError, _check_round_texts
+
+MAX_STEPS = 10_000
+GARBAGE = ("", "no idea", "{", '{"x": 1}', '{"%s": "seven"}', '{"%s": 1e308}', '{"%s": -5}', '{"%s": true}')
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""  # what was checked, or the first failure
+
+
+class Failed(AssertionError):
+    """A broken guarantee; the message says which and where."""
+
+
+def _seats(game: Game, seed: int) -> int:
+    return game.info.n_players or 2 + seed % 5
+
+
+def _plain(x: Any) -> Any:
+    return json.loads(json.dumps(x, allow_nan=False))
+
+
+def _within(game: Game, setup: Setup, out: Outcome, where: str) -> None:
+    n = setup.n_players
+    if not (len(out.payoffs) == len(out.valid) == len(out.actions) == n):
+        raise Failed(f"{where}: the outcome has {len(out.payoffs)} payoffs, {len(out.valid)} valid flags and "
+                     f"{len(out.actions)} actions for {n} seats")
+    if not all(isinstance(p, float) and math.isfinite(p) for p in out.payoffs):
+        raise Failed(f"{where}: payoffs must be finite floats, got {out.payoffs!r}")
+    if not all(isinstance(w, int) and 0 <= w < n for w in out.winners) or len(set(out.winners)) != len(out.winners):
+        raise Failed(f"{where}: winners {out.winners!r} are not distinct seats 0..{n - 1}")
+    bounds = game.payoff_bounds(setup)
+    if bounds is not None:
+        lo, hi = bounds
+        bad = [p for p in out.payoffs if not lo - 1e-9 * max(1.0, abs(lo)) <= p <= hi + 1e-9 * max(1.0, abs(hi))]
+        if bad:
+            raise Failed(f"{where}: payoff {bad[0]!r} outside the declared bounds [{lo}, {hi}]")
+
+
+def play(game: Game, setup: Setup, seed: int, policy: Callable[[Any, int, np.random.Generator], str | None],
+         garbage: float = 0.0) -> tuple[Any, list[Any], list[dict[str, Any]]]:
+    """Play one run: ``policy`` gives a seat's reply text (None: the game's random strategy); a share
+    ``garbage`` of replies is replaced by unusable text. Returns (end state, states, round log)."""
+    rng, chance = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
+    state, states, log = game.initial_state(setup), [], []
+    states.append(state)
+    for step in range(MAX_STEPS):
+        movers = game.to_move(state)
+        if not movers:
+            return state, states, log
+        if len(set(movers)) != len(movers) or not all(0 <= m < setup.n_players for m in movers):
+            raise Failed(f"step {step}: to_move gave {movers!r} for {setup.n_players} seats")
+        actions: dict[int, dict[str, Any] | None] = {}
+        for seat in movers:
+            if rng.random() < garbage:
+                text = GARBAGE[int(rng.integers(len(GARBAGE)))].replace("%s", game.action_key)
+                judged = game.judge(state, seat, text)
+                if judged.violation not in (PARSE_ERROR, SCHEMA_ERROR, RULE_VIOLATION, None):
+                    raise Failed(f"step {step}: the garbage reply {text!r} was judged {judged.violation!r}")
+            else:
+                text = policy(state, seat, rng) or json.dumps(game.strategy(state, seat, "random", rng=rng))
+                judged = game.judge(state, seat, text)
+                if not judged.valid:
+                    raise Failed(f"step {step}, seat {seat}: the baseline's reply {text} was judged invalid: "
+                                 f"{judged.detail}")
+            actions[seat] = judged.action
+        snapshot = copy.deepcopy(state)
+        new = game.apply(state, actions, chance)
+        if state != snapshot:
+            raise Failed(f"step {step}: apply() changed the state it was given (states must be immutable)")
+        events = game.events(state, new, actions)
+        log.append(_plain({"round": len(log), "actions": [actions.get(i) for i in range(setup.n_players)],
+                           "events": events}))
+        if game.info.rounds:
+            for seat in range(setup.n_players):
+                _plain(game.report(state, new, actions, seat))
+        state = new
+        states.append(state)
+    raise Failed(f"no end after {MAX_STEPS} moves: to_move never came back empty")
+
+
+def _random(state: Any, seat: int, rng: np.random.Generator) -> str | None:
+    return None
+
+
+def _declaration(game: Game, seeds: range) -> str:
+    for attr in ("version", "description", "action_key", "history_key"):
+        if not getattr(game, attr, None):
+            raise Failed(f"{type(game).__name__}.{attr} is empty")
+    if not game.info.title:
+        raise Failed("info.title is empty (it heads the game's tables)")
+    if "random" not in game.policies():
+        raise Failed(f"policies {game.policies()!r} lack 'random': every game offers a random baseline")
+    doc = (sys.modules[type(game).__module__].__doc__ or "").lower()
+    missing = [w for w in ("rules", "parameters", "equilibrium") if w not in doc]
+    if missing:
+        raise Failed(f"the module docstring of {type(game).__module__} does not state its {', '.join(missing)}")
+    return f"{game.name} v{game.version}: {game.info.title}; policies {', '.join(game.policies())}"
+
+
+def _template(game: Game, seeds: range) -> str:
+    try:
+        tpl = Template(game)
+        setup = game.setup(game.Params(), _seats(game, 0), np.random.default_rng(0))
+        state = game.initial_state(setup)
+        for env in ("melee", "rational", "self"):
+            for variant in ("default", "cot"):
+                for hist in (None, [{"run": 1}]):
+                    tpl.render(state, 0, env, variant, hist, 1)
+        _check_round_texts(game, tpl, state)
+    except TemplateError as exc:
+        raise Failed(str(exc)) from None
+    return f"{tpl.id}: every environment and variant renders"
+
+
+def _random_play(game: Game, seeds: range) -> str:
+    moves = 0
+    for garbage in (0.0, 0.3):
+        for seed in seeds:
+            where = f"seed {seed}, {_seats(game, seed)} seats, garbage {garbage}"
+            setup = game.setup(game.Params(), _seats(game, seed), np.random.default_rng(seed))
+            try:
+                end, states, _ = play(game, setup, seed, _random, garbage)
+            except Failed as exc:
+                raise Failed(f"{where}: {exc}") from None
+            out = game.outcome(end)
+            _within(game, setup, out, where)
+            if not game.info.rounds and any(not out.valid[w] for w in out.winners):
+                raise Failed(f"{where}: a seat that broke a rule won")
+            moves = max(moves, len(states) - 1)
+    if moves < 1:
+        raise Failed("no run had a single move")
+    bounds = "within the declared payoff bounds" if game.payoff_bounds(
+        game.setup(game.Params(), _seats(game, 0), np.random.default_rng(0))) is not None else \
+        "finite payoffs (declare payoff_bounds to check a range)"
+    return f"{2 * len(seeds)} runs end (up to {moves} moves), {bounds}"
+
+
+def _baselines(game: Game, seeds: range) -> str:
+    kinds = [(p, {"k": k}) if p == "level_k" else (p, {}) for p in game.policies()
+             for k in ((1, 2) if p == "level_k" else (0,))]
+    for kind, kw in kinds:
+        for seed in seeds[:5]:
+            setup = game.setup(game.Params(), _seats(game, seed), np.random.default_rng(seed))
+
+            def policy(state: Any, seat: int, rng: np.random.Generator, kind: str = kind,
+                       kw: dict[str, Any] = kw) -> str:
+                return json.dumps(game.strategy(state, seat, kind, rng=rng, **kw))
+
+            try:
+                end, _, _ = play(game, setup, seed, policy)
+            except Failed as exc:
+                raise Failed(f"{kind} (seed {seed}): {exc}") from None
+            _within(game, setup, game.outcome(end), f"{kind} (seed {seed})")
+    names = [kind + (f" k={kw['k']}" if kw else "") for kind, kw in kinds]
+    return f"{', '.join(names)} play every seat to the end"
+
+
+def _determinism(game: Game, seeds: range) -> str:
+    for seed in seeds[:5]:
+        n = _seats(game, seed)
+        a = game.setup(game.Params(), n, np.random.default_rng(seed))
+        b = game.setup(game.Params(), n, np.random.default_rng(seed))
+        if a != b:
+            raise Failed(f"seed {seed}: two draws from the same generator differ (global random state?)")
+        end_a, _, log_a = play(game, a, seed, _random, 0.2)
+        end_b, _, log_b = play(game, b, seed, _random, 0.2)
+        if log_a != log_b or game.outcome(end_a) != game.outcome(end_b):
+            raise Failed(f"seed {seed}: the same seed played twice gave different runs")
+    return "the same seed draws and plays the same run"
+
+
+def _json(game: Game, seeds: range) -> str:
+    for seed in seeds[:10]:
+        setup = game.setup(game.Params(), _seats(game, seed), np.random.default_rng(seed))
+        if _plain(setup.to_dict()) != setup.to_dict():
+            raise Failed(f"seed {seed}: the setup does not survive JSON unchanged (tuples? numpy numbers?)")
+        end, states, log = play(game, setup, seed, _random, 0.3)
+        for state in states:
+            if not dataclasses.is_dataclass(state) or not state.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+                raise Failed(f"seed {seed}: the state {type(state).__name__} is not a frozen dataclass")
+            for seat in range(setup.n_players):
+                _plain(game.observation(state, seat))
+        for out in (game.outcome(end), game.equilibrium(setup)):
+            if out is not None:
+                d = dataclasses.asdict(out)
+                if _plain(d) != json.loads(json.dumps(d)):
+                    raise Failed(f"seed {seed}: the outcome {d} does not survive JSON")
+        _plain(game.metrics(setup, log))
+        score = game.score(setup, log)
+        if score is not None and not -1e-9 <= score <= 100 + 1e-9:
+            raise Failed(f"seed {seed}: score {score} is outside 0-100")
+        if game.score(setup, _plain(log)) != score:
+            raise Failed(f"seed {seed}: the score changes when its round log goes through JSON")
+    return "setups, observations, events, outcomes, metrics and scores are plain JSON"
+
+
+def _equilibrium(game: Game, seeds: range) -> str:
+    declared = 0
+    for seed in seeds:
+        n = _seats(game, seed)
+        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+        ne = game.equilibrium(setup)
+        if ne is None:
+            continue
+        declared += 1
+        where = f"seed {seed}, {n} seats"
+        if ne.valid != (True,) * n or not ne.winners:
+            raise Failed(f"{where}: the equilibrium must have every seat valid and a winner")
+        _within(game, setup, ne, f"{where}, equilibrium")
+        if game.equilibrium(setup) != ne:
+            raise Failed(f"{where}: the equilibrium differs when asked twice")
+        if "rational" in game.policies():
+            end, _, _ = play(game, setup, seed,
+                             lambda s, i, r: json.dumps(game.strategy(s, i, "rational", rng=r)))
+            got = game.outcome(end).payoffs
+            if not all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9) for a, b in zip(got, ne.payoffs)):
+                raise Failed(f"{where}: the rational baseline earns {got}, the declared equilibrium {ne.payoffs}")
+        bad = [i for i in range(n) if game.deviation(setup, ne, ne, i) not in (0, 0.0, None)]
+        if bad:
+            raise Failed(f"{where}: the equilibrium's own deviation is not 0 for seat {bad[0]}")
+    if not declared:
+        return "no equilibrium declared (payoff ratio and deviation stay empty)"
+    return f"declared in {declared} of {len(seeds)} draws; the rational baseline reaches it; its deviation is 0"
+
+
+CHECKS: tuple[tuple[str, Callable[[Game, range], str]], ...] = (
+    ("declaration", _declaration),
+    ("prompt template", _template),
+    ("random play within bounds", _random_play),
+    ("every baseline plays to the end", _baselines),
+    ("determinism", _determinism),
+    ("JSON round trips", _json),
+    ("equilibrium", _equilibrium),
+)
+
+
+def check_game(game: Game, seeds: int = 20) -> list[Check]:
+    """Every contract check on ``game``; a check that raises anything fails with what it raised."""
+    out = []
+    for name, fn in CHECKS:
+        try:
+            out.append(Check(name, True, fn(game, range(seeds))))
+        except Failed as exc:
+            out.append(Check(name, False, str(exc)))
+        except Exception as exc:  # the game's own code raised: that is the finding
+            out.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+# ---- a player of the user's own (agents/plugins.py): econarena check --agent module:Class GAME ----
+
+
+def _agent_runs(game: Game, agent: Any, seeds: range) -> list[tuple[list[str], list[bool]]]:
+    """Per seed, one run with ``agent`` in seat 0 and the game's random baseline elsewhere: the agent's
+    reply texts and whether each was valid. The agent sees what an LLM would (the rendered messages) and
+    what a baseline would (the game's reference strategies, a seeded generator)."""
+    import asyncio
+
+    from ..agents.base import DecisionRequest
+
+    tpl = Template(game)
+
+    async def one(seed: int) -> tuple[list[str], list[bool]]:
+        setup = game.setup(game.Params(), _seats(game, seed), np.random.default_rng(seed))
+        rng, chance = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
+        state, texts, valid = game.initial_state(setup), [], []
+        for step in range(MAX_STEPS):
+            movers = game.to_move(state)
+            if not movers:
+                return texts, valid
+            actions: dict[int, dict[str, Any] | None] = {}
+            for seat in movers:
+                if seat != 0:
+                    actions[seat] = game.judge_action(state, seat, game.strategy(state, seat, "random", rng=rng)).action
+                    continue
+
+                def strategy(kind: str, state: Any = state, seat: int = seat, **kw: Any) -> dict[str, Any]:
+                    return game.strategy(state, seat, kind, **kw)
+
+                request = DecisionRequest(tpl.render(state, seat, "melee", "default"), seat, len(texts), strategy,
+                                          seed, (seed, step, seat), game=game.name)
+                reply = await agent.decide(request)
+                if not isinstance(reply.text, str):
+                    raise Failed(f"seed {seed}, step {step}: decide() returned {type(reply.text).__name__} text, "
+                                 "expected a string")
+                judged = game.judge(state, seat, reply.text)
+                texts.append(reply.text)
+                valid.append(judged.valid)
+                actions[seat] = judged.action
+            state = game.apply(state, actions, chance)
+        raise Failed(f"seed {seed}: no end after {MAX_STEPS} moves")
+
+    async def every() -> list[tuple[list[str], list[bool]]]:
+        return [await one(seed) for seed in seeds]
+
+    return asyncio.run(every())
+
+
+def check_agent(agent_cls: type, game: Game, seeds: int = 20) -> list[Check]:
+    """A player of the user's own in ``game``: it answers every decision to the end of each run, the same
+    seeds give the same replies, and (what a person reads) how many of its replies the game accepts."""
+    out = []
+    try:
+        first = _agent_runs(game, agent_cls("check"), range(seeds))
+    except Failed as exc:
+        return [Check("plays to the end", False, str(exc))]
+    except Exception as exc:  # the agent's own code raised: that is the finding
+        return [Check("plays to the end", False, f"{type(exc).__name__}: {exc}")]
+    decisions = sum(len(t) for t, _ in first)
+    out.append(Check("plays to the end", decisions > 0, f"{seeds} runs of {game.name}, {decisions} decisions"
+                     if decisions else "it was never asked (seat 0 never moved)"))
+    again = _agent_runs(game, agent_cls("check"), range(seeds))
+    same = [t for t, _ in first] == [t for t, _ in again]
+    out.append(Check("determinism", same, "the same seeds give the same replies" if same else
+                     "the same seeds gave different replies: draw from request.rng, not a global generator"))
+    ok = sum(sum(v) for _, v in first)
+    out.append(Check("replies the game accepts", ok > 0, f"{ok} of {decisions} valid" + (
+        "" if ok else ": every reply broke a rule or could not be read (see the game's reply keys: "
+        "request.strategy('random') shows one valid reply)")))
+    return out
