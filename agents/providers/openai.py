@@ -10,18 +10,27 @@ orjson) and the reply returned as bytes (``cast_to=bytes``) that we read ourselv
 with its headers, auth, timeouts and error classes, but no longer builds a typed ``ChatCompletion`` (a
 fifth of its per-call CPU) for the three fields we keep. One TLS context serves every client of the
 process: building one reads the certificate store (about 80 ms), and a client is made per experiment.
+
+That is the path to OpenAI's own API. A ``base_url`` server (vLLM, SGLang, Ollama...) gets the lean path
+instead (:mod:`.openai_lean`: aiohttp and orjson, no SDK object per call, the SDK not even imported), where
+the server answers fast enough for our CPU per call to matter: both paths build the same body and read the
+reply with the same :func:`completion`, and everything else (retries, failover, cache, masking) is above
+the client. Official endpoints keep the SDK: their calls are bounded by the network and rate limits, not by
+our CPU, and the SDK reads OpenAI's own variables (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``) for them.
+``ECONARENA_OPENAI_CLIENT=sdk`` (or ``lean``) forces one path for every endpoint.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import ssl
+import sys
 from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import openai
 import orjson
 
 from ..base import Message
@@ -35,6 +44,17 @@ from ..calls import (
 )
 from ..settings import Generation, LLMSettings
 
+CLIENT_ENV = "ECONARENA_OPENAI_CLIENT"  # "sdk" or "lean": one path for every endpoint (default: by URL)
+
+
+def lean_path(base_url: str | None) -> bool:
+    """Whether calls to ``base_url`` go through the lean path: any server but OpenAI's own, unless
+    ``ECONARENA_OPENAI_CLIENT`` names a path."""
+    forced = os.environ.get(CLIENT_ENV, "").strip().lower()
+    if forced in ("sdk", "lean"):
+        return forced == "lean"
+    return not _official(base_url)
+
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
@@ -47,6 +67,8 @@ def _tls_context() -> ssl.SSLContext:
 
 def _http_client(settings: LLMSettings) -> Any | None:
     """The aiohttp-backed client sized to our connection limit, or None for the SDK's default."""
+    import openai
+
     try:
         import httpx2
 
@@ -122,13 +144,34 @@ class OpenAIProvider(RemoteProvider):
     sdk_modules: ClassVar[tuple[str, ...]] = ("openai",)
     key_envs: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
 
-    def _make_client(self, settings: LLMSettings, key: str) -> openai.AsyncOpenAI:
+    def _make_client(self, settings: LLMSettings, key: str) -> Any:
         base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        if base_url and lean_path(base_url):
+            from .openai_lean import LeanClient
+
+            tls = _tls_context() if base_url.lower().startswith("https:") else None  # the SDK's trust store
+            return LeanClient(base_url, query, key, settings.max_connections, settings.timeout_s, tls)
+        import openai
+
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
                                   timeout=settings.timeout_s, http_client=_http_client(settings))
 
-    async def _attempt(self, client: openai.AsyncOpenAI, messages: Sequence[Message],
+    async def _attempt(self, client: Any, messages: Sequence[Message],
                        settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:
+        body = self._body(messages, settings, schema)
+        chat = getattr(client, "chat_bytes", None)
+        if chat is not None:  # the lean path (openai_lean.LeanClient)
+            return completion(await chat(orjson.dumps(body), settings.timeout_s))
+        # The SDK's documented generic request (client.post): the same wire call as
+        # chat.completions.create without re-walking our already plain-JSON params through its TypedDict
+        # transforms (a third of its per-call CPU), the body encoded by orjson, the reply read as bytes.
+        raw = await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes,
+                                options={"timeout": settings.timeout_s})
+        return completion(raw)
+
+    def _body(self, messages: Sequence[Message], settings: LLMSettings,
+              schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The request body, the same on both paths."""
         body: dict[str, Any] = {"model": self._model(settings), "messages": [m.to_dict() for m in messages]}
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
@@ -141,22 +184,33 @@ class OpenAIProvider(RemoteProvider):
         body["max_completion_tokens" if _official(settings.base_url) else "max_tokens"] = settings.max_tokens
         if schema is not None:
             body["response_format"] = response_format(schema, settings)
-        # The SDK's documented generic request (client.post): the same wire call as
-        # chat.completions.create without re-walking our already plain-JSON params through its TypedDict
-        # transforms (a third of its per-call CPU), the body encoded by orjson, the reply read as bytes.
-        raw = await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes,
-                                options={"timeout": settings.timeout_s})
-        return completion(raw)
+        return body
 
     def _judge(self, exc: BaseException) -> Failure | None:
-        if isinstance(exc, openai.APIStatusError):
-            detail = server_detail(exc.body)
-            message = exc.message if detail is None or detail in exc.message else f"{exc.message}: {detail}"
-            return status_failure(exc.status_code, message, exc.response.headers)
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(True, "timed out", down=True)
-        if isinstance(exc, openai.APIConnectionError):
-            return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
-        if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+        lean = sys.modules.get(f"{__package__}.openai_lean")
+        if lean is not None:
+            if isinstance(exc, lean.LeanStatusError):  # worded as the SDK words it, judged by the same lines
+                return _status(exc.status_code, exc.message, exc.body, exc.headers)
+            if isinstance(exc, lean.aiohttp.ClientError):  # refusals and drops were named before this
+                return Failure(True, f"connection error: {exc}", down=True)
+        openai = sys.modules.get("openai")
+        if openai is not None:  # else the SDK was never imported, so this is none of its exceptions
+            if isinstance(exc, openai.APIStatusError):
+                return _status(exc.status_code, exc.message, exc.body, exc.response.headers)
+            if isinstance(exc, openai.APITimeoutError):
+                return Failure(True, "timed out", down=True)
+            if isinstance(exc, openai.APIConnectionError):
+                return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
+            if isinstance(exc, openai.APIResponseValidationError):
+                return Failure(False, f"malformed response: {exc}")
+        if isinstance(exc, ValueError):
             return Failure(False, f"malformed response: {exc}")
         return None
+
+
+def _status(code: int, message: str, body: Any, headers: Any) -> Failure:
+    """An HTTP error judged as the SDK path always judged it: its message, with the server's own explanation
+    added when the message does not hold it yet."""
+    detail = server_detail(body)
+    return status_failure(code, message if detail is None or detail in message else f"{message}: {detail}",
+                          headers)
