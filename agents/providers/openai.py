@@ -188,11 +188,11 @@ class OpenAIProvider(RemoteProvider):
 
     def _judge(self, exc: BaseException) -> Failure | None:
         lean = sys.modules.get(f"{__package__}.openai_lean")
-        if lean is not None:
-            if isinstance(exc, lean.LeanStatusError):  # worded as the SDK words it, judged by the same lines
-                return _status(exc.status_code, exc.message, exc.body, exc.headers)
-            if isinstance(exc, lean.aiohttp.ClientError):  # refusals and drops were named before this
-                return Failure(True, f"connection error: {exc}", down=True)
+        if lean is not None and isinstance(exc, lean.LeanStatusError):  # worded as the SDK words it
+            return _status(exc.status_code, exc.message, exc.body, exc.headers)
+        aiohttp = sys.modules.get("aiohttp")  # the lean path's proxies and redirects; refusals and drops were
+        if aiohttp is not None and isinstance(exc, aiohttp.ClientError):  # named before this
+            return Failure(True, f"connection error: {exc}", down=True)
         openai = sys.modules.get("openai")
         if openai is not None:  # else the SDK was never imported, so this is none of its exceptions
             if isinstance(exc, openai.APIStatusError):

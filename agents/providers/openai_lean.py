@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
-import aiohttp
 import yarl
 
 from ... import __version__
+from .http11 import Origin
 
 
 class LeanStatusError(Exception):
@@ -66,34 +67,92 @@ def chat_url(base_url: str, query: dict[str, str]) -> yarl.URL:
     return url.with_query(query) if query else url
 
 
+def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, Any]:
+    """The environment's proxy for ``url`` and its credentials, or (None, None): none set, or NO_PROXY names
+    the host. Found once per client, as the SDK's httpx client did; aiohttp's own ``trust_env`` looks it up,
+    and reads ~/.netrc, in a worker thread on every request (two thread hops per call)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    if url.scheme not in proxies or (url.host is not None and urllib.request.proxy_bypass(url.host)):
+        return None, None
+    from aiohttp.helpers import get_env_proxy_for_url
+
+    try:
+        return get_env_proxy_for_url(url)
+    except LookupError:
+        return None, None
+
+
 class LeanClient:
-    """One endpoint's connection pool and its fixed request parts (URL, headers, timeouts)."""
+    """One endpoint's connection pool and its fixed request parts (URL, headers, timeouts).
+
+    A direct connection (no proxy in the environment for this URL) goes through :class:`.http11.Origin`, the
+    request's head rendered once here; a proxied one, and a request the server redirects, through an aiohttp
+    session made on first need (aiohttp follows redirects and speaks to proxies as the SDK's client did)."""
 
     def __init__(self, base_url: str, query: dict[str, str], key: str, max_connections: int, timeout_s: float,
                  ssl_context: Any = None) -> None:
         self.url = chat_url(base_url, query)
+        self.key, self.max_connections, self.timeout_s, self.ssl_context = key, max_connections, timeout_s, ssl_context
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                         "Accept": "application/json", "User-Agent": f"econarena/{__version__}"}
-        # the SDK's Timeout(timeout_s) as its aiohttp transport maps it: connect, pool and each read
-        self.timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=timeout_s,
-                                             sock_read=timeout_s)
-        connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0,
-                                         ssl=ssl_context if ssl_context is not None else True,
-                                         keepalive_timeout=5.0)  # httpx's keep-alive expiry, as the SDK set it
-        self.session = aiohttp.ClientSession(connector=connector, trust_env=True, auto_decompress=True,
-                                             skip_auto_headers=("User-Agent",))
+        self.session: Any = None  # the aiohttp session, when needed
+        self.proxy, self.proxy_auth = _env_proxy(self.url)
+        self.origin: Origin | None = None
+        self.head = b""
+        https = self.url.scheme == "https"
+        if self.proxy is None and self.url.scheme in ("http", "https") and self.url.host:
+            netloc = urlsplit(str(self.url)).netloc.rpartition("@")[2]
+            lines = [f"POST {self.url.raw_path_qs} HTTP/1.1", f"Host: {netloc}",
+                     *(f"{k}: {v}" for k, v in self.headers.items()), "Content-Length: "]
+            try:
+                self.head = "\r\n".join(lines).encode("latin-1")
+            except UnicodeEncodeError:  # a key no header can carry: aiohttp reports it, as the SDK did
+                pass
+            else:
+                self.origin = Origin(self.url.host, self.url.port or (443 if https else 80),
+                                     (ssl_context or _default_tls()) if https else None, max_connections,
+                                     timeout_s)
 
     async def chat_bytes(self, body: bytes, timeout_s: float | None = None) -> bytes:
         """POST one encoded chat completion; the reply's bytes, or :class:`LeanStatusError` for a 4xx/5xx."""
-        timeout = self.timeout
-        if timeout_s is not None and timeout_s != timeout.sock_read:
-            timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=timeout_s,
-                                            sock_read=timeout_s)
-        async with self.session.post(self.url, data=body, headers=self.headers, timeout=timeout) as resp:
+        if self.origin is None:
+            return await self._via_aiohttp(body, timeout_s)
+        status, headers, raw = await self.origin.post(self.head + b"%d\r\n\r\n" % len(body), body)
+        if 300 <= status < 400 and "location" in headers:
+            return await self._via_aiohttp(body, timeout_s)  # followed, as the SDK's client follows them
+        if status >= 400:
+            raise status_error(status, raw, headers)
+        return raw
+
+    async def _via_aiohttp(self, body: bytes, timeout_s: float | None) -> bytes:
+        import aiohttp
+
+        t = self.timeout_s if timeout_s is None else timeout_s
+        if self.session is None:
+            connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0,
+                                             ssl=self.ssl_context if self.ssl_context is not None else True,
+                                             keepalive_timeout=5.0)  # httpx's keep-alive expiry, as the SDK's
+            self.session = aiohttp.ClientSession(connector=connector, trust_env=False,
+                                                 skip_auto_headers=("User-Agent",))
+        # the SDK's Timeout(timeout_s) as its aiohttp transport maps it: connect, pool and each read
+        timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_connect=t, sock_read=t)
+        async with self.session.post(self.url, data=body, headers=self.headers, timeout=timeout, proxy=self.proxy,
+                                     proxy_auth=self.proxy_auth) as resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise status_error(resp.status, raw, resp.headers)
             return raw
 
     async def close(self) -> None:
-        await self.session.close()
+        if self.origin is not None:
+            self.origin.close()
+        if self.session is not None:
+            await self.session.close()
+
+
+def _default_tls() -> Any:
+    import ssl
+
+    return ssl.create_default_context()
