@@ -20,6 +20,8 @@ Each rate is the median of ``--repeat`` runs after a warm-up.
    (a 5-player beauty contest). ``--against DIR`` (DIR holds an ``econarena`` folder, e.g. made with
    ``git archive 7886629``) measures that copy of the package the same way, alternating process by process
    with this one, so both see the same load on a shared machine; the spread over ``--repeat`` is printed.
+   ``--lm-eval PYTHON`` adds lm-evaluation-harness's own aiohttp loop (bench/lmeval_loop.py, run by an
+   interpreter that has lm-eval, e.g. a throwaway venv) on the same server, measured the same way.
 """
 
 from __future__ import annotations
@@ -223,8 +225,9 @@ def _worker(level: str, port: int, sizes: tuple[int, ...]) -> None:
     print("MARGIN " + json.dumps(out), flush=True)
 
 
-def _margin_once(level: str, port: int, tree: str | None) -> tuple[float, float]:
-    """(CPU us per call at the margin, calls/s of the larger batch) of one fresh process."""
+def _margin_once(level: str, port: int, tree: str | None, python: str | None = None) -> tuple[float, float]:
+    """(CPU us per call at the margin, calls/s of the larger batch) of one fresh process; ``python``: run
+    lm-eval's loop with that interpreter instead of ours."""
     import json
     import subprocess
 
@@ -232,8 +235,9 @@ def _margin_once(level: str, port: int, tree: str | None) -> tuple[float, float]
     env.pop("PYTHONPATH", None)
     if tree:
         env["PYTHONPATH"] = tree
-    proc = subprocess.run([sys.executable, __file__, "--worker", level, "--port", str(port)],
-                          capture_output=True, text=True, env=env, cwd=REPO)
+    cmd = ([python, str(Path(__file__).with_name("lmeval_loop.py")), str(port)] if python else
+           [sys.executable, __file__, "--worker", level, "--port", str(port)])
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("MARGIN ")), None)
     if proc.returncode != 0 or line is None:
         raise RuntimeError(f"margin worker failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
@@ -242,9 +246,15 @@ def _margin_once(level: str, port: int, tree: str | None) -> tuple[float, float]
     return 1e6 * (c2 - c1) / (n2 - n1), n2 / w2
 
 
-def margin_table(port: int, repeat: int, against: str | None) -> None:
-    """The margin figures of this tree (and of ``against``), interleaved, with their spread."""
+def margin_table(port: int, repeat: int, against: str | None, lm_eval: str | None = None) -> None:
+    """The margin figures of this tree (and of ``against``, and lm-eval's loop), interleaved, with their spread."""
     trees: list[str | None] = [None] + ([str(Path(against).resolve())] if against else [])
+    if lm_eval:
+        runs = [_margin_once("agent", port, None, lm_eval) for _ in range(repeat)]
+        us = [r[0] for r in runs]
+        print(f"lm-evaluation-harness's loop (LocalChatCompletion, aiohttp, 64 at once): {median(us):.0f} us CPU "
+              f"per call at the margin (spread {min(us):.0f}-{max(us):.0f}; {median([r[1] for r in runs]):,.0f} "
+              "calls/s wall)", flush=True)
     for level, what in (("agent", "LLMAgent.decide, 64 in flight"),
                         ("host", "the Host, 5-player beauty contest, 64 in flight")):
         cpu: dict[str | None, list[float]] = {t: [] for t in trees}
@@ -272,6 +282,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--margin", action="store_true", help="only the CPU per call at the margin (item 4)")
     ap.add_argument("--against", metavar="DIR", help="also measure the package in DIR/econarena (item 4)")
+    ap.add_argument("--lm-eval", metavar="PYTHON", help="also lm-eval's loop, run by this interpreter (item 4)")
     ap.add_argument("--worker", choices=("agent", "host"), help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -279,12 +290,12 @@ def main() -> int:
         _worker(args.worker, args.port, MARGIN_N)
         return 0
     os.environ["FAKE_KEY"] = "sk-bench-not-a-real-key"
-    if args.margin or args.against:
+    if args.margin or args.against or args.lm_eval:
         print(f"(instant fake server in its own process; CPU per call at the margin: calls {MARGIN_N[0]} to "
               f"{MARGIN_N[1]} of a fresh process; medians of {args.repeat}; {load_average()})")
         server, port = start_server(0.0)
         try:
-            margin_table(port, args.repeat, args.against)
+            margin_table(port, args.repeat, args.against, args.lm_eval)
         finally:
             server.terminate()
             server.wait(5)

@@ -45,7 +45,7 @@ class _Conn(asyncio.Protocol):
         self.closed = False
         self.reusable = True
         self.idle_since = 0.0
-        self.received = False  # any byte of a reply came on this connection
+        self.received = False  # any byte of a reply to the request in flight came
         self._reset()
 
     def _reset(self) -> None:
@@ -220,6 +220,7 @@ class Origin:
         assert transport is not None
         waiter = asyncio.get_running_loop().create_future()
         conn.waiter = waiter
+        conn.received = False
         transport.write(head + body)
         try:
             reply = await waiter
