@@ -86,6 +86,12 @@ class Reply:
     cached: bool = False
     error: str | None = None
     truncated: bool = False  # cut at the token limit (max_tokens): not the model's own end of reply
+    # a reasoning model's thinking, kept apart from ``text`` (the answer): stored, never judged, never in a
+    # prompt; ``unfinished``: the reply ended inside its reasoning, so it is cut (``truncated``) and no move
+    reasoning: str = ""
+    reasoning_hidden: bool = False
+    reasoning_tokens: int | None = None
+    unfinished: bool = False
 
 
 @runtime_checkable

@@ -106,6 +106,9 @@ class ResponseCache:
         if "truncated" not in columns:  # a cache written before replies cut at max_tokens were marked
             with contextlib.suppress(sqlite3.OperationalError):  # another process added it just now
                 self._db.execute("ALTER TABLE responses ADD COLUMN truncated INTEGER")
+        if "reasoning" not in columns:  # a reasoning model's thinking (JSON), kept apart from the answer
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._db.execute("ALTER TABLE responses ADD COLUMN reasoning TEXT")
         self.hits = 0
         self.misses = 0
 
@@ -122,7 +125,8 @@ class ResponseCache:
                 return None
             try:
                 row = self._db.execute(
-                    "SELECT text, model, tokens_in, tokens_out, latency_s, truncated FROM responses WHERE key = ?",
+                    "SELECT text, model, tokens_in, tokens_out, latency_s, truncated, reasoning FROM responses "
+                    "WHERE key = ?",
                     (key,)).fetchone()
             except sqlite3.Error as exc:
                 self._disable(exc)
@@ -131,20 +135,31 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        out = dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s", "truncated"), row))
+        out = dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s", "truncated", "reasoning"), row))
         out["truncated"] = bool(out["truncated"])
+        try:
+            reasoning = json.loads(out["reasoning"]) if out["reasoning"] else None
+        except ValueError:
+            reasoning = None
+        if isinstance(reasoning, dict):  # only then: a reply without reasoning reads back as before
+            out["reasoning"] = reasoning
+        else:
+            del out["reasoning"]
         if isinstance(out["text"], bytes):  # stored as bytes by put(): the reply exactly as it came
             out["text"] = out["text"].decode("utf-8", "surrogatepass")
         return out
 
     def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None,
-            tokens_out: int | None, latency_s: float, truncated: bool = False) -> None:
+            tokens_out: int | None, latency_s: float, truncated: bool = False,
+            reasoning: dict[str, Any] | None = None) -> None:
+        """``reasoning``: the reply's reasoning fields (text, hidden, tokens, unfinished), when it has any."""
         with self._lock:
             if self._db is None:
                 return
-            row = (key, text, model, tokens_in, tokens_out, latency_s, time.time(), int(truncated))
+            row = (key, text, model, tokens_in, tokens_out, latency_s, time.time(), int(truncated),
+                   json.dumps(reasoning) if reasoning else None)
             insert = ("INSERT OR REPLACE INTO responses (key, text, model, tokens_in, tokens_out, latency_s, created, "
-                      "truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                      "truncated, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
             try:
                 try:
                     self._db.execute(insert, row)

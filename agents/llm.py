@@ -88,6 +88,10 @@ class LLMAgent:
             provider=self.kind, model=self.model, base_url=s.base_url, messages=messages,
             settings={"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens,
                       "seed": s.seed, "system": s.system,
+                      # a reasoning setting asks another question; keys without one stay as they were
+                      **{k: v for k, v in (("reasoning_effort", s.reasoning_effort),
+                                            ("reasoning_tokens", s.reasoning_tokens),
+                                            ("reasoning_end", s.reasoning_end)) if v is not None},
                       # a constrained reply is another sample than a free one; old keys stay valid when off
                       **({"structured": s.structured, "schema": request.schema,
                           "response_format": s.response_format} if request.schema is not None else {})},
@@ -105,9 +109,13 @@ class LLMAgent:
             if inspect.isawaitable(hit):  # the cluster's cache answers from another process (agents/cluster.py)
                 hit = await hit
             if hit is not None:
+                r = hit.get("reasoning") or {}
                 return Reply(text=self._masked(hit["text"]), model=self._masked(hit["model"]) or self.model,
                              latency_s=time.perf_counter() - start, tokens_in=hit["tokens_in"],
-                             tokens_out=hit["tokens_out"], cached=True, truncated=bool(hit.get("truncated")))
+                             tokens_out=hit["tokens_out"], cached=True, truncated=bool(hit.get("truncated")),
+                             reasoning=self._masked(r.get("text")) or "", reasoning_hidden=bool(r.get("hidden")),
+                             reasoning_tokens=r.get("tokens") if type(r.get("tokens")) is int else None,
+                             unfinished=bool(r.get("unfinished")))
         settings = self.settings
         if settings.seed is not None:  # one reproducible seed per decision, so seats do not echo each other
             settings = settings.model_copy(update={"seed": decision_seed(settings.seed, request)})
@@ -128,11 +136,20 @@ class LLMAgent:
         # a server (a proxy, a debugging endpoint) may echo the key in a 200 reply: the reply is stored in
         # decisions.jsonl and the cache, so the key's value is masked as in an error's text
         text, model = self._masked(gen.text), self._masked(gen.model)
+        reasoning = self._masked(gen.reasoning) or ""
+        # a reply that ended inside its reasoning is cut, whatever the provider's finish reason said
+        truncated = gen.truncated or gen.unfinished
         if key is not None and self.cache is not None and not gen.cached:
             self.cache.put(key, text=text, model=model, tokens_in=gen.tokens_in,
-                           tokens_out=gen.tokens_out, latency_s=latency, truncated=gen.truncated)
+                           tokens_out=gen.tokens_out, latency_s=latency, truncated=truncated,
+                           **({"reasoning": {"text": reasoning, "hidden": gen.reasoning_hidden,
+                                             "tokens": gen.reasoning_tokens, "unfinished": gen.unfinished}}
+                              if (reasoning or gen.reasoning_hidden or gen.reasoning_tokens is not None
+                                  or gen.unfinished) else {}))
         return Reply(text=text, model=model or self.model, latency_s=latency,
-                     tokens_in=gen.tokens_in, tokens_out=gen.tokens_out, cached=gen.cached, truncated=gen.truncated)
+                     tokens_in=gen.tokens_in, tokens_out=gen.tokens_out, cached=gen.cached, truncated=truncated,
+                     reasoning=reasoning, reasoning_hidden=gen.reasoning_hidden,
+                     reasoning_tokens=gen.reasoning_tokens, unfinished=gen.unfinished)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from .effort import reasoning_problems
 from .keys import api_key, key_envs
 from .providers import PROVIDERS
 from .settings import LLMSettings
@@ -89,6 +90,7 @@ def settings_problems(provider: str, settings: LLMSettings, where: str) -> list[
                         f"'{provider}' ({info.structured_note}); use structured = {modes}")
     if provider == "hf":
         problems += local_model_problems(settings, where)
+    problems += reasoning_problems(provider, settings, where)
     urls = settings.base_url if isinstance(settings.base_url, list) else [settings.base_url or ""]
     if provider == "openai" and any("@" in urlsplit(u).netloc for u in urls):
         # aiohttp refuses URL credentials beside the Authorization header the SDK sends: every call failed as a

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .base import Message
 
 if TYPE_CHECKING:
-    pass
+    from .reasoning import ReplyParts
 
 
 class LLMSettings(BaseModel):
@@ -68,6 +68,22 @@ class LLMSettings(BaseModel):
     """`hf` only: the most decisions batched into one `generate()` call."""
     threads: int | None = Field(default=None, gt=0)
     """`hf` only: torch's CPU threads. Default: half the cores, at least 1, at most 4."""
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    """How hard a reasoning model thinks before it answers (`none` switches thinking off), mapped to each
+    provider's own form (docs/reasoning.md); unset: the model's default. Refused where a provider has no such
+    level."""
+    reasoning_tokens: int | None = Field(default=None, gt=0)
+    """A budget of reasoning tokens (Anthropic `budget_tokens`, Gemini `thinking_budget`, `hf`: a cap on the
+    thinking tokens); it must be below `max_tokens`. Refused by providers that take no budget."""
+    reasoning_end: str | None = Field(default=None, min_length=1)
+    """The marker that ends a model's reasoning in its text, for templates without `<think>` tags (gpt-oss:
+    `<|channel|>final<|message|>`): before it is reasoning, after it the answer; a reply without it ended
+    inside its reasoning and is recorded as truncated."""
+
+    @property
+    def reasoning_on(self) -> bool:
+        """Whether a reasoning setting asks the model to think (``reasoning_effort = "none"`` does not)."""
+        return self.reasoning_tokens is not None or self.reasoning_effort not in (None, "none")
 
     def merged(self, *layers: dict[str, Any]) -> LLMSettings:
         data = self.model_dump(exclude_unset=True)
@@ -93,6 +109,19 @@ class Generation:
     # the provider says it stopped at the token limit (finish reason "length", Anthropic "max_tokens", Gemini
     # MAX_TOKENS; a local model that used all max_tokens without its end token): the reply is cut, not finished
     truncated: bool = False
+    # the model's reasoning, apart from ``text`` (the answer, all the game judges): its text, whether it was
+    # withheld (encrypted, redacted, only counted), the provider's count of its tokens, and whether the reply
+    # ended inside it (agents/reasoning.py); such a reply is cut, never a move
+    reasoning: str = ""
+    reasoning_hidden: bool = False
+    reasoning_tokens: int | None = None
+    unfinished: bool = False
+
+    def reasoned(self, parts: ReplyParts) -> Generation:
+        """This generation with the reasoning of ``parts``, its answer as the text."""
+        self.text, self.reasoning, self.reasoning_hidden = parts.answer, parts.reasoning, parts.hidden
+        self.reasoning_tokens, self.unfinished = parts.tokens, parts.unfinished
+        return self
 
 
 class Provider(abc.ABC):

@@ -41,6 +41,7 @@ from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
 from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
+from .reasoning import reasoning_section
 from .stats import N_BOOT
 from .tables import METRICS, metric_table, wide
 from .transcripts import Collector as TalkCollector
@@ -352,6 +353,9 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
         cards = [(i, c) for i, m in enumerate(FAMILY_MODULES) if (c := m.scorecard(ctx)) is not None]
         sections = [s for m in FAMILY_MODULES if m is not econarena and (s := m.section(ctx)) is not None]
         spread = distributions.report_sections(dirs, figdir, collectors["distributions"])
+        thinking = reasoning_section(store, figdir, out, load_prices(prices))  # None without reasoning
+        if thinking is not None:
+            sections.append(thinking)
     for family, fig, why in spread:
         if fig is not None:
             sections.append(Section(family, f"Metrics by player ({family})", [fig]))

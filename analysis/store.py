@@ -67,6 +67,13 @@ _DECISION_TYPES = {
     "detail": "string", "latency_s": "float64", "tokens_in": "float64", "tokens_out": "float64", "cached": "bool",
     "error": "string", "structured": "string",
 }
+# a reasoning model's decisions (agents/reasoning.py): kept beside the decisions, joined into them (and into
+# decisions.parquet) only when a study has any, so every other export keeps its columns
+_REASONING_TYPES = {
+    "row": "int64", "reasoning_effort": "string", "reasoning_budget": "float64", "reasoning_tokens": "float64",
+    "reasoning_hidden": "bool", "reasoning_chars": "int64",
+}
+REASONING_COLUMNS = tuple(c for c in _REASONING_TYPES if c != "row")
 _SQL = {"int64": "BIGINT", "int32": "INTEGER", "string": "VARCHAR", "float64": "DOUBLE", "bool": "BOOLEAN"}
 
 
@@ -166,6 +173,10 @@ class Store(Base):
                 cols += (", decisions BIGINT DEFAULT 0, violations BIGINT DEFAULT 0, tokens_in BIGINT DEFAULT 0,"
                          " tokens_out BIGINT DEFAULT 0, latency_s DOUBLE DEFAULT 0.0, structured VARCHAR")
             self.con.execute(f"CREATE TABLE {name} ({cols})")
+        self.con.execute("CREATE TABLE reasoning (" + ", ".join(f'"{c}" {_SQL[t]}' for c, t in
+                                                                _REASONING_TYPES.items()) + ")")
+        self.reasoning = _Buffer(self, "reasoning", _REASONING_TYPES)
+        self.has_reasoning = False
         self.players = _Buffer(self, "players", _PLAYER_TYPES)
         self.runs = _Buffer(self, "runs", _RUN_TYPES)
         self.decisions = _Buffer(self, "decisions", dec_types)
@@ -273,6 +284,13 @@ class Store(Base):
                bool(rec.get("cached")), _text(rec.get("error")), _text(rec.get("structured")))
         if self.messages:
             row = (*row, json.dumps(rec.get("messages")))
+        if ("reasoning" in rec or "reasoning_tokens" in rec or "reasoning_effort" in rec
+                or "reasoning_budget" in rec):
+            text = rec.get("reasoning")
+            effort = rec.get("reasoning_effort")
+            self.reasoning.add((self.decisions.rows, effort if isinstance(effort, str) else None,
+                                _f(rec.get("reasoning_budget")), _f(rec.get("reasoning_tokens")),
+                                rec.get("reasoning_hidden") is True, len(text) if isinstance(text, str) else 0))
         self.decisions.add(row)
 
     def end(self, d: Dir) -> None:
@@ -284,8 +302,14 @@ class Store(Base):
     def finish(self) -> Store:
         """After the scan: the last batches in, the directories' table and the player-runs' decision counts."""
 
-        for b in (self.players, self.runs, self.decisions):
+        for b in (self.players, self.runs, self.decisions, self.reasoning):
             b.flush()
+        if self.reasoning.rows:  # the reasoning columns join the decisions only in a study that has them
+            self.has_reasoning = True
+            for c in REASONING_COLUMNS:
+                self.con.execute(f'ALTER TABLE decisions ADD COLUMN "{c}" {_SQL[_REASONING_TYPES[c]]}')
+            self.con.execute("UPDATE decisions SET " + ", ".join(f'"{c}" = r."{c}"' for c in REASONING_COLUMNS)
+                             + " FROM reasoning r WHERE decisions.row = r.row")
         # per player-run: decisions, rule breaks, tokens and latency in log order (the loop of load() added
         # latencies one by one: the engine adds them in that order too), the last constrained mode; written
         # into the players' own rows (an UPDATE keeps their order: no join or sort left for the exports).
@@ -348,7 +372,8 @@ class Store(Base):
         return self._sql("runs", "", "complete, void, rounds, n_players, scale, params", where)
 
     def _decisions_sql(self, where: str = "") -> str:
-        extra = ", messages" if self.messages else ""
+        extra = (", messages" if self.messages else "") + (
+            "".join(f", {c}" for c in REASONING_COLUMNS) if self.has_reasoning else "")
         return self._sql("decisions", '"round", ', f"""player, label, agent, model, role, template, response,
             action, valid, violation, detail, latency_s, tokens_in, tokens_out, cached, error,
             structured{extra}""", where)

@@ -75,6 +75,15 @@ def _llm_problems(exp: Experiment, check: Any) -> list[str]:
             problems += check(p.agent, p.llm, f"players[{i}] ({p.label})")
     if exp.judge is not None and exp.judge.llm is not None:
         problems += check(exp.judge.agent, exp.judge.llm, "judge")
+    # a [grid.llm] cell sets what the file alone does not (reasoning_effort = ["low", "minimal"]): what only a
+    # cell's settings make a problem is found here too, naming the cell
+    seen = set(problems)
+    for cell in exp.cells() if exp.axes else ():
+        sub = exp.for_cell(cell)
+        for i, p in enumerate(sub.players):
+            if p.llm is not None:
+                found = check(p.agent, p.llm, f"players[{i}] ({p.label})")
+                problems += [f"{x} in grid cell {cell.index} ({cell.label})" for x in found if x not in seen]
     return problems
 
 
@@ -95,6 +104,17 @@ def preflight_experiment(exp: Experiment) -> list[str]:
 def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> dict[str, Any]:
     """Schemas repeat across decisions (same spec, same mode): build each once."""
     return json_schema(spec, mode, reasoning, chars)  # type: ignore[arg-type]
+
+
+def reasoning_fields(reply: Reply) -> dict[str, Any]:
+    """A decision record's reasoning keys, only for a reply that has reasoning (other records keep their
+    shape): the text, whether it was withheld, and the provider's count of its tokens."""
+    if not (reply.reasoning or reply.reasoning_hidden or reply.reasoning_tokens is not None):
+        return {}
+    out: dict[str, Any] = {"reasoning": storable(reply.reasoning), "reasoning_tokens": reply.reasoning_tokens}
+    if reply.reasoning_hidden:
+        out["reasoning_hidden"] = True
+    return out
 
 
 def settings_problems_of(exp: Experiment) -> list[str]:
@@ -422,7 +442,7 @@ class Host:
                 "messages": [m.to_dict() for m in messages], "response": reply.text, "error": reply.error,
                 "latency_s": round(reply.latency_s, 6), "tokens_in": reply.tokens_in,
                 "tokens_out": reply.tokens_out, "cached": reply.cached,
-                **({"truncated": True} if reply.truncated else {})})
+                **({"truncated": True} if reply.truncated else {}), **reasoning_fields(reply)})
             return reply
 
         seats = sorted(requests)
@@ -530,8 +550,9 @@ class Host:
                                       e.seed, seed_key, coords, schema, self.game.name)
             reply = await self._ask(agent, request)
             judgement = Judgement(None, None, None) if reply.error else self._judge(state, seat, reply.text)
-            if reply.truncated and not reply.error and not judgement.valid:
-                judgement = self._cut(judgement, d)
+            # a reply cut at the limit is no rule break; one that ended inside its reasoning is never a move
+            if reply.truncated and not reply.error and (not judgement.valid or reply.unfinished):
+                judgement = self._cut(judgement, d, reply.unfinished)
             reply = self._kept(reply)
             if attempt == 0:  # a reply cut at the token limit is no rule break of the model's
                 first_ok = judgement.valid or bool(reply.error) or judgement.violation == TRUNCATED
@@ -562,14 +583,15 @@ class Host:
             messages = (*messages[:-1], Message(last.role, f"{last.content}\n\n{d.steer}"))
         return messages
 
-    def _cut(self, judgement: Judgement, d: Decision) -> Judgement:
+    def _cut(self, judgement: Judgement, d: Decision, unfinished: bool = False) -> Judgement:
         """An unusable reply the provider cut at the token limit: recorded as ``truncated``, not as the model's
         parse or schema error (the model was stopped before it could finish), with what was unusable."""
         llm = self.exps[d.ctx.table].players[d.entry].llm
         limit = f" (max_tokens = {llm.max_tokens})" if llm is not None else ""
         # the detail is also what a re-ask tells the model: no advice meant for the researcher (the CLI warns)
+        why = "it ended inside its reasoning, before any answer" if unfinished else judgement.detail
         return Judgement(None, TRUNCATED, f"the reply was cut at the token limit{limit} before it ended, so it could "
-                         f"not be used ({judgement.detail})", judgement.extras)
+                         f"not be used ({why})", judgement.extras)
 
     def _schema(self, d: Decision) -> dict[str, Any] | None:
         """The reply's JSON Schema for an LLM seat with structured output on, else None."""
@@ -645,4 +667,9 @@ class Host:
             "tokens_out": reply.tokens_out, "cached": reply.cached, "error": reply.error,
             "structured": structured, "persona": player.persona,
             **({"truncated": True} if reply.truncated else {}),  # the provider stopped it at max_tokens
+            **reasoning_fields(reply),  # a reasoning model's thinking, apart from the judged response
+            # the reasoning settings the seat played with: the analysis's axis (only when set)
+            **({k: v for k, v in (("reasoning_effort", player.llm.reasoning_effort),
+                                  ("reasoning_budget", player.llm.reasoning_tokens)) if v is not None}
+               if player.llm is not None else {}),
         })

@@ -11,6 +11,14 @@ CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
     "{% if add_generation_prompt %}<|im_start|> assistant{% endif %}"
 )
+# a thinking template in Qwen3's manner: the generation prompt opens <think> (the reply starts inside its
+# reasoning) unless enable_thinking is false, when it writes an empty block the reply starts after
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|> assistant"
+    "{% if enable_thinking is defined and enable_thinking is false %} <think> </think>{% else %} <think>{% endif %}"
+    "{% endif %}"
+)
 SPECIALS = ["<pad>", "<unk>", "<|im_start|>", "<|im_end|>"]
 CORPUS = [
     "system user assistant you are a player in an economic game",
@@ -22,11 +30,13 @@ CORPUS = [
 
 
 def build_tiny_llama(path: Path, *, hidden: int = 32, layers: int = 2, seed: int = 0,
-                     byte_level: bool = False) -> Path:
+                     byte_level: bool = False, thinking: bool = False, special_think: bool = False) -> Path:
     """Save a tokenizer with a chat template and a random Llama into ``path``.
 
     The default word-level tokenizer is quick and readable; ``byte_level=True`` trains a byte-level BPE
-    instead, which can spell any text (JSON keys included), as constrained decoding needs.
+    instead, which can spell any text (JSON keys included), as constrained decoding needs. ``thinking=True``
+    adds ``<think>`` and ``</think>`` as single tokens (marked special with ``special_think``, as some
+    tokenizers do) and a chat template that opens a reasoning block, so the model's replies start inside it.
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -48,6 +58,9 @@ def build_tiny_llama(path: Path, *, hidden: int = 32, layers: int = 2, seed: int
         eos_token="<|im_end|>",
     )
     tokenizer.chat_template = CHAT_TEMPLATE
+    if thinking:
+        tokenizer.add_tokens(["<think>", "</think>"], special_tokens=special_think)
+        tokenizer.chat_template = THINKING_TEMPLATE
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden,
         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,

@@ -24,6 +24,7 @@ from ..calls import (
     split_system,
     status_failure,
 )
+from ..reasoning import ReplyParts, split_text
 from ..settings import Generation, LLMSettings
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,20 @@ def anthropic_schema(schema: Any) -> Any:
     return schema
 
 
+def thinking_params(settings: LLMSettings) -> dict[str, Any]:
+    """The Messages API's form of the reasoning settings: ``reasoning_tokens`` is extended thinking's
+    ``budget_tokens`` (at least 1024 and below ``max_tokens``, checked at validate), ``reasoning_effort``
+    ``output_config.effort``, and ``none`` switches thinking off."""
+    out: dict[str, Any] = {}
+    if settings.reasoning_tokens is not None:
+        out["thinking"] = {"type": "enabled", "budget_tokens": settings.reasoning_tokens}
+    if settings.reasoning_effort == "none":
+        out["thinking"] = {"type": "disabled"}
+    elif settings.reasoning_effort is not None:
+        out["effort"] = settings.reasoning_effort
+    return out
+
+
 class AnthropicProvider(RemoteProvider):
     name: ClassVar[str] = "anthropic"
     extra: ClassVar[str] = "anthropic"
@@ -78,6 +93,11 @@ class AnthropicProvider(RemoteProvider):
             kwargs["system"] = system
         if schema is not None:
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": anthropic_schema(schema)}}
+        thinking = thinking_params(settings)
+        if "effort" in thinking:
+            kwargs["output_config"] = {**kwargs.get("output_config", {}), "effort": thinking["effort"]}
+        if "thinking" in thinking:
+            kwargs["thinking"] = thinking["thinking"]
         if not self._warned and (settings.temperature is not None or settings.top_p is not None
                                  or settings.seed is not None):
             self._warned = True
@@ -92,12 +112,28 @@ class AnthropicProvider(RemoteProvider):
             raise MalformedResponse("no content blocks in the message")
         text = "".join(b.text for b in blocks
                        if getattr(b, "type", None) == "text" and isinstance(getattr(b, "text", None), str))
+        # thinking blocks are the reasoning; redacted_thinking blocks (encrypted) and signed blocks whose
+        # text was omitted are reasoning withheld
+        thoughts = [b.thinking for b in blocks if getattr(b, "type", None) == "thinking"
+                    and isinstance(getattr(b, "thinking", None), str) and b.thinking.strip()]
+        hidden = any(getattr(b, "type", None) == "redacted_thinking"
+                     or (getattr(b, "type", None) == "thinking" and not (getattr(b, "thinking", None) or "").strip())
+                     for b in blocks)
         usage = getattr(resp, "usage", None)
         model = getattr(resp, "model", None)
-        return Generation(text=text, model=model if isinstance(model, str) else None,
-                          tokens_in=getattr(usage, "input_tokens", None),
-                          tokens_out=getattr(usage, "output_tokens", None),
-                          truncated=getattr(resp, "stop_reason", None) == "max_tokens")
+        details = getattr(usage, "output_tokens_details", None)
+        count = getattr(details, "thinking_tokens", None)
+        parts = split_text(text, end=settings.reasoning_end, opened=settings.reasoning_end is not None,
+                           tokens=count if isinstance(count, int) and count >= 0 else None)
+        reasoning = "\n".join([t.strip() for t in thoughts] + ([parts.reasoning] if parts.reasoning else []))
+        gen = Generation(text=text, model=model if isinstance(model, str) else None,
+                         tokens_in=getattr(usage, "input_tokens", None),
+                         tokens_out=getattr(usage, "output_tokens", None),
+                         truncated=getattr(resp, "stop_reason", None) == "max_tokens")
+        # a reply stopped at the token limit before any text block ended inside its thinking
+        unfinished = parts.unfinished or (gen.truncated and bool(thoughts or hidden) and not text.strip())
+        return gen.reasoned(ReplyParts(parts.answer, reasoning, hidden or bool(parts.tokens and not reasoning),
+                                       unfinished, parts.tokens))
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, anthropic.APIStatusError):

@@ -23,6 +23,7 @@ from ..calls import (
     split_system,
     status_failure,
 )
+from ..reasoning import ReplyParts, split_text
 from ..settings import Generation, LLMSettings
 
 
@@ -37,6 +38,23 @@ def _retry_info(details: Any) -> float | None:
             m = re.fullmatch(r"\s*([0-9.]+)s\s*", str(entry.get("retryDelay", "")))
             if m:
                 return float(m.group(1))
+    return None
+
+
+_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
+
+
+def thinking_config(settings: LLMSettings) -> types.ThinkingConfig | None:
+    """Gemini's form of the reasoning settings: ``reasoning_tokens`` is ``thinking_budget``, an effort
+    ``thinking_level`` (``none``: a budget of 0, thinking off); thoughts are asked for whenever a reasoning
+    setting is set, so they can be stored. None when neither is set (the model's default)."""
+    if settings.reasoning_tokens is not None:
+        return types.ThinkingConfig(thinking_budget=settings.reasoning_tokens, include_thoughts=True)
+    if settings.reasoning_effort == "none":
+        return types.ThinkingConfig(thinking_budget=0)
+    if settings.reasoning_effort is not None:
+        return types.ThinkingConfig(thinking_level=_LEVELS[settings.reasoning_effort],  # type: ignore[arg-type]
+                                    include_thoughts=True)
     return None
 
 
@@ -65,6 +83,9 @@ class GoogleProvider(RemoteProvider):
         structured: dict[str, Any] = {}
         if schema is not None:  # Gemini takes plain JSON Schema here, bounds and lengths included
             structured = {"response_mime_type": "application/json", "response_json_schema": schema}
+        thinking = thinking_config(settings)
+        if thinking is not None:
+            structured["thinking_config"] = thinking
         config = types.GenerateContentConfig(**structured,
             system_instruction=system, temperature=settings.temperature, top_p=settings.top_p,
             max_output_tokens=settings.max_tokens, seed=settings.seed,
@@ -77,6 +98,8 @@ class GoogleProvider(RemoteProvider):
             model=self._model(settings), contents=contents, config=config)
         candidates = resp.candidates
         truncated = False
+        thoughts: list[str] = []
+        signed = False
         if not candidates:
             feedback = getattr(resp, "prompt_feedback", None)
             if feedback is not None and getattr(feedback, "block_reason", None):
@@ -90,12 +113,26 @@ class GoogleProvider(RemoteProvider):
                 raise MalformedResponse("candidate has neither content nor finishReason")
             parts = (content.parts if content is not None else None) or []
             text = "".join(p.text for p in parts if isinstance(p.text, str) and not p.thought)
+            thoughts = [p.text.strip() for p in parts if p.thought and isinstance(p.text, str) and p.text.strip()]
+            signed = any(p.thought_signature for p in parts)
             truncated = str(getattr(candidates[0].finish_reason, "value", candidates[0].finish_reason)) == "MAX_TOKENS"
         usage = resp.usage_metadata
-        return Generation(
+        count = usage.thoughts_token_count if usage else None
+        # Gemini counts the thinking apart from the answer's tokens but bills both as output: tokens_out is
+        # their sum, so costs and the token columns see what was billed
+        out = usage.candidates_token_count if usage else None
+        if isinstance(count, int) and count > 0:
+            out = (out or 0) + count
+        gen = Generation(
             text=text, model=resp.model_version or settings.model,
-            tokens_in=usage.prompt_token_count if usage else None,
-            tokens_out=usage.candidates_token_count if usage else None, truncated=truncated)
+            tokens_in=usage.prompt_token_count if usage else None, tokens_out=out, truncated=truncated)
+        parts_ = split_text(text, end=settings.reasoning_end, opened=settings.reasoning_end is not None,
+                            tokens=count if isinstance(count, int) and count >= 0 else None)
+        reasoning = "\n".join(thoughts + ([parts_.reasoning] if parts_.reasoning else []))
+        # thought tokens spent with no thought text shown (include_thoughts off, or only a signature): hidden
+        hidden = not reasoning and (bool(parts_.tokens) or signed)
+        unfinished = parts_.unfinished or (truncated and bool(thoughts or parts_.tokens) and not text.strip())
+        return gen.reasoned(ReplyParts(parts_.answer, reasoning, hidden, unfinished, parts_.tokens))
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, errors.UnknownApiResponseError):

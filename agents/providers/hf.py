@@ -44,6 +44,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -52,11 +53,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..base import AgentError, Message
+from ..reasoning import split_text
 from ..settings import Generation, LLMSettings, Provider
 
 log = logging.getLogger(__name__)
@@ -206,6 +208,7 @@ class _Request:
     future: asyncio.Future[tuple[list[int], int]]
     start: float
     schema: str | None = None  # JSON text of the reply schema; rows with different schemas may share a batch
+    think: tuple[int, bool] | None = None  # (reasoning_tokens, opened by the prompt): a cap on the row's thinking
 
 
 @dataclass
@@ -257,6 +260,8 @@ class HFProvider(Provider):
         self._tokenizer: Any = None
         self._eos: list[int] = []
         self._pad = 0
+        self._think_ids: tuple[int | None, int | None] = (None, None)  # single-token <think> and </think>
+        self._special_think = False  # whether decoding with skip_special_tokens would drop them
         self._load_lock = threading.Lock()
         self._state: _LoopState | None = None
 
@@ -295,6 +300,10 @@ class HFProvider(Provider):
             pad = tokenizer.pad_token_id
             self._eos = eos_ids
             self._pad = pad if pad is not None else (eos_ids[0] if eos_ids else 0)
+            self._think_ids = (_single_token(tokenizer, "<think>"), _single_token(tokenizer, "</think>"))
+            # a tag that decoding with skip_special_tokens drops (some tokenizers mark them special)
+            self._special_think = any(t is not None and not tokenizer.decode([t], skip_special_tokens=True).strip()
+                                      for t in self._think_ids)
             self._tokenizer = tokenizer
             self._model = model
             self.load_s = time.perf_counter() - start
@@ -316,21 +325,31 @@ class HFProvider(Provider):
 
     # -- prompts -------------------------------------------------------------------------------------
 
-    def encode(self, messages: Sequence[Message]) -> list[int]:
+    def encode(self, messages: Sequence[Message], settings: LLMSettings | None = None) -> list[int]:
         """Token ids of the chat prompt; without a chat template, a plain role-prefixed transcript."""
+        return self._prompt(messages, settings)[0]
+
+    def _prompt(self, messages: Sequence[Message], settings: LLMSettings | None = None) -> tuple[list[int], bool]:
+        """Token ids of the chat prompt, and whether the template opened a reasoning block the reply starts
+        inside (Qwen3's thinking templates, the DeepSeek-R1 distills). The reasoning settings reach the
+        template as its own switches: ``enable_thinking`` (Qwen3 and most thinking templates) and
+        ``reasoning_effort`` (gpt-oss); a template that knows neither ignores them."""
         tok = self._tokenizer
         chat = [m.to_dict() for m in messages]
+        kwargs = template_switches(settings) if settings is not None else {}
         if getattr(tok, "chat_template", None):
             try:
-                text = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+                text = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True, **kwargs)
             except Exception:
                 if not any(m["role"] == "system" for m in chat):
                     raise
                 # some templates (Gemma, Mistral) reject a system role: fold it into the first user turn
-                text = tok.apply_chat_template(_fold_system(chat), tokenize=False, add_generation_prompt=True)
-            return list(tok(text, add_special_tokens=False)["input_ids"])
+                text = tok.apply_chat_template(_fold_system(chat), tokenize=False, add_generation_prompt=True,
+                                               **kwargs)
+            opened = settings is not None and settings.reasoning_end is not None or _OPENED.search(text) is not None
+            return list(tok(text, add_special_tokens=False)["input_ids"]), opened
         text = "".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant:"
-        return list(tok(text)["input_ids"])
+        return list(tok(text)["input_ids"]), settings is not None and settings.reasoning_end is not None
 
     # -- the Provider interface ---------------------------------------------------------------------
 
@@ -339,22 +358,64 @@ class HFProvider(Provider):
         start = time.perf_counter()
         state = self._loop_state()
         await self._ensure_loaded(state)
-        ids = self.encode(messages)
+        ids, opened = self._prompt(messages, settings)
+        think = None
+        if settings.reasoning_tokens is not None:
+            if self._think_ids[1] is None:
+                raise AgentError(f"hf model {self.model_name!r} has no single </think> token, so reasoning_tokens "
+                                 "cannot cap its thinking; remove reasoning_tokens")
+            think = (settings.reasoning_tokens, opened)
         temperature = settings.temperature if settings.temperature else None
         top_p = settings.top_p if temperature is not None else None
         future: asyncio.Future[tuple[list[int], int]] = state.loop.create_future()
         text_schema = json.dumps(schema, sort_keys=False) if schema is not None else None
         state.pending.append(_Request(ids, (temperature, top_p, settings.max_tokens), settings.seed,
-                                      future, start, text_schema))
+                                      future, start, text_schema, think))
         if state.worker is None or state.worker.done():
             state.worker = asyncio.create_task(self._drain(state))
         tokens, batch_size = await future
-        text = self._tokenizer.decode([t for t in tokens if t not in self._eos], skip_special_tokens=True)
+        text = self._decode(tokens)
         # every token allowed spent and no end token: the reply was cut at max_tokens
         cut = len(tokens) >= settings.max_tokens and not any(t in self._eos for t in tokens)
-        return Generation(text=text.strip(), model=self.model_name, tokens_in=len(ids),
-                          tokens_out=len(tokens), latency_s=time.perf_counter() - start,
-                          raw={"batch_size": batch_size}, truncated=cut)
+        gen = Generation(text=text.strip(), model=self.model_name, tokens_in=len(ids),
+                         tokens_out=len(tokens), latency_s=time.perf_counter() - start,
+                         raw={"batch_size": batch_size}, truncated=cut)
+        parts = split_text(gen.text, end=settings.reasoning_end, opened=opened)
+        if not (parts.reasoning or parts.unfinished or opened):
+            return gen
+        return gen.reasoned(replace(parts, tokens=self._thinking_tokens(tokens, opened, parts.unfinished)))
+
+    def _decode(self, tokens: list[int]) -> str:
+        """The reply's text; think tags the tokenizer marks special are kept (skip_special_tokens would drop
+        them, and the reasoning would pass for the answer)."""
+        body = [t for t in tokens if t not in self._eos]
+        if not self._special_think:
+            return self._tokenizer.decode(body, skip_special_tokens=True)
+        tags = {t: tag for t, tag in zip(self._think_ids, ("<think>", "</think>")) if t is not None}
+        out: list[str] = []
+        segment: list[int] = []
+        for t in body:  # each stretch between tags decoded as usual, the tags written back as text
+            if t in tags:
+                out += [self._tokenizer.decode(segment, skip_special_tokens=True), tags[t]]
+                segment = []
+            else:
+                segment.append(t)
+        out.append(self._tokenizer.decode(segment, skip_special_tokens=True))
+        return "".join(out)
+
+    def _thinking_tokens(self, tokens: list[int], opened: bool, unfinished: bool) -> int | None:
+        """Generated tokens spent thinking: those before the first ``</think>`` (from the first ``<think>``
+        when the prompt did not open it); all of them when the reply ended inside; None when the tags are no
+        single tokens (the count would be a guess)."""
+        start_id, end_id = self._think_ids
+        if end_id is None:
+            return None
+        body = [t for t in tokens if t not in self._eos]
+        first = 0 if opened else next((i + 1 for i, t in enumerate(body) if t == start_id), None)
+        if first is None:
+            return 0
+        end = next((i for i, t in enumerate(body) if t == end_id and i >= first), None)
+        return len(body) - first if end is None or unfinished else end - first
 
     async def aclose(self) -> None:
         """Drop the model so its memory can go; a later call would load it again."""
@@ -425,6 +486,8 @@ class HFProvider(Provider):
         processors = LogitsProcessorList()
         if any(r.schema is not None for r in batch):  # the mask comes first: sampling sees only legal tokens
             processors.append(GrammarMask([self._grammar(r.schema) for r in batch], self.stats))
+        if any(r.think is not None for r in batch):  # before sampling: a forced </think> is what gets picked
+            processors.append(ThinkBudget([r.think for r in batch], *self._think_ids))
         if temperature is not None:
             processors.append(RowSampler(
                 [_generator(r.seed) for r in batch], temperature, 1.0 if top_p is None else top_p))
@@ -645,6 +708,71 @@ class GrammarMask:
                                                   indices=rows)
             self.stats.grammar_steps += 1
         self.stats.grammar_s += time.perf_counter() - t0
+        return scores
+
+
+_OPENED = re.compile(r"<think\b[^<>]*>\s*$", re.IGNORECASE)  # a prompt ending in an open reasoning block
+
+
+def template_switches(settings: LLMSettings) -> dict[str, Any]:
+    """The chat template's thinking switches for the reasoning settings (none when neither is set, so the
+    prompt of every other player stays byte for byte what it was)."""
+    if settings.reasoning_effort is None and settings.reasoning_tokens is None:
+        return {}
+    out: dict[str, Any] = {"enable_thinking": settings.reasoning_effort != "none"}
+    if settings.reasoning_effort not in (None, "none"):
+        out["reasoning_effort"] = settings.reasoning_effort
+    return out
+
+
+def _single_token(tokenizer: Any, tag: str) -> int | None:
+    """The id of ``tag`` when the tokenizer has it as one token, else None."""
+    try:
+        ids = tokenizer.convert_tokens_to_ids([tag])
+    except (KeyError, ValueError, TypeError):
+        return None
+    tid = ids[0] if ids else None
+    return tid if isinstance(tid, int) and tid != getattr(tokenizer, "unk_token_id", None) else None
+
+
+class ThinkBudget:
+    """Caps each row's thinking at its ``reasoning_tokens``: a row still inside its reasoning block after
+    that many tokens gets ``</think>`` forced as its next token, and goes on to its answer (the answer keeps
+    the rest of ``max_tokens``), and no second ``<think>`` may open after it. Rows without a budget (None)
+    are left alone.
+
+    A row is inside from the start when the prompt opened the block, else from its own ``<think>``; the
+    first call sees the prompt, every later one the token each row just got (as GrammarMask does).
+    """
+
+    def __init__(self, rows: list[tuple[int, bool] | None], start_id: int | None, end_id: int | None) -> None:
+        self.rows = rows
+        self.start_id, self.end_id = start_id, end_id
+        self.inside = [bool(r and r[1]) for r in rows]
+        self.spent = [0] * len(rows)
+        self.closed = [False] * len(rows)
+        self.first = True
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if not self.first:
+            for i, token in enumerate(input_ids[:, -1].tolist()):
+                if self.rows[i] is None or self.closed[i]:
+                    continue
+                if token == self.end_id:
+                    self.inside[i], self.closed[i] = False, True
+                elif token == self.start_id and not self.inside[i]:
+                    self.inside[i] = True
+                elif self.inside[i]:
+                    self.spent[i] += 1
+        self.first = False
+        for i, row in enumerate(self.rows):
+            if row is None:
+                continue
+            if self.inside[i] and not self.closed[i] and self.spent[i] >= row[0]:
+                scores[i, :] = float("-inf")
+                scores[i, self.end_id] = 0.0
+            elif self.closed[i] and self.start_id is not None:  # the budget is the reply's: no second block
+                scores[i, self.start_id] = float("-inf")
         return scores
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import ssl
 import sys
@@ -42,7 +43,10 @@ from ..calls import (
     split_query,
     status_failure,
 )
+from ..reasoning import split_message
 from ..settings import Generation, LLMSettings
+
+log = logging.getLogger(__name__)
 
 CLIENT_ENV = "ECONARENA_OPENAI_CLIENT"  # "sdk" or "lean": one path for every endpoint (default: by URL)
 
@@ -112,9 +116,11 @@ def _int(x: Any) -> int | None:
     return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 
-def completion(raw: bytes) -> Generation:
+def completion(raw: bytes, end: str | None = None) -> Generation:
     """The reply text, model and token counts of a chat completion's JSON body; MalformedResponse when the
-    body is not one (not JSON, no ``choices[0].message``, content that is not text)."""
+    body is not one (not JSON, no ``choices[0].message``, content that is not text). The reasoning, in a
+    field of its own or inline (``<think>``, or the template's ``end`` marker), is kept apart from the
+    answer (agents/reasoning.py)."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -133,9 +139,12 @@ def completion(raw: bytes) -> Generation:
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     model = data.get("model")
-    return Generation(text=text or "", model=model if isinstance(model, str) else None,
-                      tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")),
-                      truncated=isinstance(choice, dict) and choice.get("finish_reason") == "length")
+    gen = Generation(text=text or "", model=model if isinstance(model, str) else None,
+                     tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")),
+                     truncated=isinstance(choice, dict) and choice.get("finish_reason") == "length")
+    if not isinstance(message, dict):
+        return gen
+    return gen.reasoned(split_message(message, usage, end=end, opened=end is not None))
 
 
 class OpenAIProvider(RemoteProvider):
@@ -143,6 +152,8 @@ class OpenAIProvider(RemoteProvider):
     extra: ClassVar[str] = "openai"
     sdk_modules: ClassVar[tuple[str, ...]] = ("openai",)
     key_envs: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+
+    _warned = False
 
     def _make_client(self, settings: LLMSettings, key: str) -> Any:
         base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
@@ -161,22 +172,31 @@ class OpenAIProvider(RemoteProvider):
         body = self._body(messages, settings, schema)
         chat = getattr(client, "chat_bytes", None)
         if chat is not None:  # the lean path (openai_lean.LeanClient)
-            return completion(await chat(orjson.dumps(body), settings.timeout_s))
+            return completion(await chat(orjson.dumps(body), settings.timeout_s), settings.reasoning_end)
         # The SDK's documented generic request (client.post): the same wire call as
         # chat.completions.create without re-walking our already plain-JSON params through its TypedDict
         # transforms (a third of its per-call CPU), the body encoded by orjson, the reply read as bytes.
         raw = await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes,
                                 options={"timeout": settings.timeout_s})
-        return completion(raw)
+        return completion(raw, settings.reasoning_end)
 
     def _body(self, messages: Sequence[Message], settings: LLMSettings,
               schema: dict[str, Any] | None) -> dict[str, Any]:
         """The request body, the same on both paths."""
         body: dict[str, Any] = {"model": self._model(settings), "messages": [m.to_dict() for m in messages]}
-        if settings.temperature is not None:
+        # OpenAI's reasoning models take no sampling settings (only the default temperature 1): left out for
+        # them, with one warning; compatible servers get what the player set
+        fixed = settings.reasoning_on and _official(settings.base_url)
+        if fixed and not self._warned and (settings.temperature is not None or settings.top_p is not None):
+            self._warned = True
+            log.warning("openai: reasoning models take no temperature or top_p; they are not sent "
+                        "(reasoning_effort = %r)", settings.reasoning_effort)
+        if settings.temperature is not None and not fixed:
             body["temperature"] = settings.temperature
-        if settings.top_p is not None:
+        if settings.top_p is not None and not fixed:
             body["top_p"] = settings.top_p
+        if settings.reasoning_effort is not None:
+            body["reasoning_effort"] = settings.reasoning_effort
         if settings.seed is not None:
             body["seed"] = settings.seed
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); most

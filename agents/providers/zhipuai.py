@@ -32,6 +32,7 @@ from ..calls import (
     status_failure,
 )
 from ..keys import api_key_source
+from ..reasoning import split_message
 from ..settings import Generation, LLMSettings
 
 
@@ -79,6 +80,12 @@ class ZhipuAIProvider(RemoteProvider):
             kwargs["top_p"] = settings.top_p
         if settings.seed is not None:
             kwargs["seed"] = settings.seed
+        # GLM's thinking switch, and the SDK's reasoning_effort for the models that grade it (glm-5.2 on)
+        if settings.reasoning_effort == "none":
+            kwargs["thinking"] = {"type": "disabled"}
+        elif settings.reasoning_effort is not None:
+            kwargs["thinking"] = {"type": "enabled"}
+            kwargs["reasoning_effort"] = settings.reasoning_effort
         return client.chat.completions.create(model=model, messages=messages, max_tokens=settings.max_tokens,
                                               stream=False, timeout=settings.timeout_s, **kwargs)
 
@@ -88,7 +95,8 @@ class ZhipuAIProvider(RemoteProvider):
                                  settings, schema)
         resp = await asyncio.get_running_loop().run_in_executor(self._executor(), call)
         try:
-            text = resp.choices[0].message.content
+            message = resp.choices[0].message
+            text = message.content
             truncated = getattr(resp.choices[0], "finish_reason", None) == "length"
         except (AttributeError, IndexError, TypeError, KeyError):
             raise MalformedResponse("no choices[0].message in the chat completion") from None
@@ -96,9 +104,14 @@ class ZhipuAIProvider(RemoteProvider):
             raise MalformedResponse(f"message content is {type(text).__name__}, not text")
         usage = getattr(resp, "usage", None)
         model = getattr(resp, "model", None)
-        return Generation(text=text or "", model=model if isinstance(model, str) else None,
-                          tokens_in=getattr(usage, "prompt_tokens", None),
-                          tokens_out=getattr(usage, "completion_tokens", None), truncated=truncated)
+        gen = Generation(text=text or "", model=model if isinstance(model, str) else None,
+                         tokens_in=getattr(usage, "prompt_tokens", None),
+                         tokens_out=getattr(usage, "completion_tokens", None), truncated=truncated)
+        # the same split as an OpenAI-compatible message: reasoning_content beside the content, or inline
+        count = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
+        return gen.reasoned(split_message(
+            {"content": text, "reasoning_content": getattr(message, "reasoning_content", None)},
+            {"reasoning_tokens": count}, end=settings.reasoning_end, opened=settings.reasoning_end is not None))
 
     def _judge(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, APIStatusError):

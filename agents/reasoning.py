@@ -1,0 +1,181 @@
+"""Keeping a reasoning model's thinking apart from its answer, for every form a reply arrives in.
+
+Why a module of its own, pure and provider-independent: the answer is what the game judges, the reasoning
+is what we store and count, and mixing them changes numbers in silence (a draft ``{"answer": 90}`` inside
+``<think>`` judged as the move). Every provider (and any lean HTTP path reading a raw JSON message) calls
+the same two functions on plain strings and dicts and gets one small frozen :class:`ReplyParts` back.
+
+Forms understood:
+
+- an OpenAI-compatible message dict: ``content`` beside ``reasoning_content`` (DeepSeek, SGLang, older
+  vLLM), ``reasoning`` (vLLM, Ollama, OpenRouter, Groq) or ``thinking`` (Ollama's own API), and
+  OpenRouter's ``reasoning_details`` list (``reasoning.text``, ``reasoning.summary``, and
+  ``reasoning.encrypted``, which is hidden reasoning);
+- reasoning inline in the text: ``<think>...</think>`` (also ``<thinking>``), in any case, with attributes
+  or self-closed; a closing tag with no opening one (the chat template opened it in the prompt, as Qwen3's
+  and the DeepSeek-R1 distills' do); several blocks (a second ``<think>`` after an answer); or a
+  configurable end marker for other templates (gpt-oss: ``<|channel|>final<|message|>``).
+
+The rules, chosen so that nothing written inside reasoning can ever be judged as the move:
+
+- every reasoning block is removed from the answer, wherever it stands;
+- a reply that ends inside a reasoning block (an opening tag never closed, or, with ``opened=True`` or an
+  end marker, no end at all) is ``unfinished``: the caller records it as truncated, never as a move;
+- an answer left empty after the reasoning stays empty (the game then judges it unreadable);
+- with a server-side reasoning parser, ``content`` of ``null`` beside reasoning text means the parser
+  never saw the reasoning end: unfinished; an empty string ``""`` is an empty answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ReplyParts", "reasoning_tokens", "split_message", "split_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyParts:
+    """A reply split into what the game judges and what the model thought first.
+
+    ``reasoning`` is the reasoning as text ("" when there is none or it was not shown); ``hidden`` says the
+    model reasoned but the text was withheld (encrypted, redacted, or only counted in tokens);
+    ``unfinished`` says the reply ended inside its reasoning; ``tokens`` is the provider's count of
+    reasoning tokens, when it gives one.
+    """
+
+    answer: str
+    reasoning: str = ""
+    hidden: bool = False
+    unfinished: bool = False
+    tokens: int | None = None
+
+    @property
+    def reasoned(self) -> bool:
+        """Whether any reasoning happened (shown, hidden or counted)."""
+        return bool(self.reasoning) or self.hidden or bool(self.tokens)
+
+
+# an opening tag: <think>, <THINK>, <think type="x">, <thinking>, and self-closed <think/>; a closing tag
+_TAG = re.compile(r"<(/?)\s*(?:think|thinking)\b[^<>]*?(/?)>", re.IGNORECASE)
+# what must be in a text for a tag to be possible (cheap test before the regex)
+_HINT = re.compile(r"think", re.IGNORECASE)
+
+
+def _int(x: Any) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None
+
+
+def split_text(text: str | None, *, end: str | None = None, opened: bool = False,
+               tokens: int | None = None) -> ReplyParts:
+    """Split a reply whose reasoning, if any, is inline in its text.
+
+    ``end``: a template's own end-of-reasoning marker (case-sensitive, literal); everything before its
+    first occurrence is reasoning, everything after it the answer; with no marker in the text the reply is
+    unfinished when ``opened`` (the template started the reply inside its reasoning), else all answer.
+    Without ``end``: ``<think>`` tags as described in the module's docstring; ``opened`` says the prompt
+    already opened a block, so the text starts inside it.
+    """
+    if not text:
+        return ReplyParts("", "", False, opened, tokens)
+    if end:
+        at = text.find(end)
+        if at < 0:
+            return ReplyParts("", text.strip(), False, True, tokens) if opened else ReplyParts(text, tokens=tokens)
+        return ReplyParts(text[at + len(end):].strip(), text[:at].strip(), False, False, tokens)
+    if not opened and _HINT.search(text) is None:  # the common case: no tag at all
+        return ReplyParts(text, tokens=tokens)
+    answer: list[str] = []
+    thought: list[str] = []
+    inside = opened
+    pos = 0
+    for m in _TAG.finditer(text):
+        closing, selfclosed = m.group(1), m.group(2)
+        chunk = text[pos:m.start()]
+        if closing:
+            # a closing tag ends a block; one with no block open means the text up to here was reasoning
+            # (the template opened it), so it is never answer either
+            thought.append(chunk)
+            inside = False
+        elif selfclosed:  # <think/>: an empty block
+            (thought if inside else answer).append(chunk)
+        elif inside:  # an opening tag inside a block: the block goes on (nested tags are its text)
+            thought.append(chunk)
+        else:
+            answer.append(chunk)
+            inside = True
+        pos = m.end()
+    (thought if inside else answer).append(text[pos:])
+    reasoning = "\n".join(t.strip() for t in thought if t.strip())
+    return ReplyParts("".join(answer).strip(), reasoning, False, inside, tokens)
+
+
+def reasoning_tokens(usage: Mapping[str, Any] | None) -> int | None:
+    """The reasoning tokens an OpenAI-style ``usage`` reports: ``completion_tokens_details.reasoning_tokens``
+    (OpenAI, vLLM, DeepSeek) or a top-level ``reasoning_tokens``; None when it says nothing."""
+    if not isinstance(usage, Mapping):
+        return None
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, Mapping):
+        n = _int(details.get("reasoning_tokens"))
+        if n is not None:
+            return n
+    return _int(usage.get("reasoning_tokens"))
+
+
+_FIELDS = ("reasoning_content", "reasoning", "thinking")
+
+
+def _details(items: Any) -> tuple[list[str], bool]:
+    """OpenRouter's ``reasoning_details``: the texts and summaries it shows, and whether some were encrypted."""
+    texts: list[str] = []
+    hidden = False
+    if not isinstance(items, list):
+        return texts, hidden
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "reasoning.encrypted":
+            hidden = True
+        elif kind == "reasoning.summary" and isinstance(item.get("summary"), str):
+            texts.append(item["summary"])
+            hidden = True  # a summary stands for reasoning that was not shown
+        elif isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    return texts, hidden
+
+
+def split_message(message: Mapping[str, Any], usage: Mapping[str, Any] | None = None, *,
+                  end: str | None = None, opened: bool = False) -> ReplyParts:
+    """Split an OpenAI-compatible chat message (the JSON ``choices[0].message`` as a dict).
+
+    Reasoning may come in a separate field (see the module docstring), inline in ``content`` (a server with
+    no reasoning parser), or both: all of it is kept, in that order. ``usage`` (the completion's, if given)
+    supplies the reasoning token count; reasoning counted there but shown nowhere is ``hidden`` (OpenAI's
+    own reasoning models never return the text). Non-string fields are ignored, never judged.
+    """
+    content = message.get("content")
+    separate: list[str] = []
+    for name in _FIELDS:
+        value = message.get(name)
+        # a server may fill two aliases with the same text: kept once
+        if isinstance(value, str) and value.strip() and value.strip() not in separate:
+            separate.append(value.strip())
+    texts, hidden = _details(message.get("reasoning_details"))
+    for t in texts:
+        if t.strip() and t.strip() not in separate:
+            separate.append(t.strip())
+    tokens = reasoning_tokens(usage)
+    if not isinstance(content, str):
+        content = None
+    inline = split_text(content, end=end, opened=opened and not separate, tokens=tokens)
+    reasoning = "\n".join([*separate, inline.reasoning] if inline.reasoning else separate)
+    # a parser that never saw the reasoning end leaves content null beside the reasoning
+    unfinished = inline.unfinished or (content is None and bool(separate) and not hidden)
+    hidden = hidden or (not reasoning and bool(tokens))
+    if not separate and not hidden:
+        return inline
+    return ReplyParts(inline.answer, reasoning, hidden, unfinished, tokens)

@@ -1,0 +1,153 @@
+"""Reasoning as an experiment axis: what thinking effort and budget buy, per model, in the report.
+
+The EconArena paper compared chain-of-thought on and off; a reasoning model's effort or budget is the same
+question asked with a dial. For each player that played with a reasoning setting, or whose replies carried
+reasoning (decision records' ``reasoning_*`` keys, hosts/host.py), one row per experiment, label, model,
+effort and budget: reasoning tokens spent per decision, deviation from Nash, payoff ratio, rule breaks,
+replies cut inside their reasoning, and cost (reasoning tokens are billed as output, and the logged
+``tokens_out`` already holds them). The figure sets each outcome against reasoning tokens per decision, one
+line per model through its efforts. Present only when a study has such decisions: every other report keeps
+its shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..csvcells import frame_csv
+from ..prices import cost_usd, price_of
+from . import figures as F
+from .page import Section, esc, table_html
+
+KEY = "reasoning_axis"
+COLUMNS = ("experiment", "game", "label", "model", "effort", "budget", "player-runs", "decisions",
+           "reasoning tokens / decision", "hidden %", "cut inside reasoning", "tokens out / decision",
+           "deviation from NE", "payoff ratio", "rule breaks %", "cost (USD)")
+
+
+def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+    """One row per experiment, label, model, effort and budget of the players that reasoned (opponents in a
+    rational environment left out); empty when the study has no reasoning decisions."""
+    if not getattr(store, "has_reasoning", False):
+        return pd.DataFrame(columns=list(COLUMNS))
+    dec = store.con.execute("""
+        SELECT dir, lineup, session, run, player AS seat, label, any_value(model) AS model,
+               coalesce(any_value(reasoning_effort), '') AS effort, any_value(reasoning_budget) AS budget,
+               count(*) AS decisions, sum(reasoning_tokens) AS rtok, count(reasoning_tokens) AS rtok_n,
+               count(*) FILTER (WHERE reasoning_hidden) AS hidden,
+               count(*) FILTER (WHERE violation = 'truncated' AND detail LIKE '%inside its reasoning%') AS cut,
+               sum(tokens_in) AS tin, sum(tokens_out) AS tout
+        FROM decisions WHERE role <> 'opponent'
+        GROUP BY dir, lineup, session, run, player, label
+        HAVING count(reasoning_effort) + count(reasoning_budget) + count(reasoning_tokens) > 0
+            OR sum(reasoning_chars) > 0""").df()
+    if dec.empty:
+        return pd.DataFrame(columns=list(COLUMNS))
+    players = store.con.execute("""SELECT dir, lineup, session, run, seat, payoff, ne_payoff, deviation,
+                                   broke FROM players WHERE role <> 'opponent'""").df()
+    rows = dec.merge(players, on=["dir", "lineup", "session", "run", "seat"], how="left")
+    exps = {i: e for i, e in enumerate(store.experiments)}
+    rows["experiment"] = [str(exps[int(d)]["experiment"]) for d in rows["dir"]]
+    rows["game"] = [str(exps[int(d)]["game"]) for d in rows["dir"]]
+    rows["budget"] = rows["budget"].astype(float)
+    out = []
+    keys = ["experiment", "game", "label", "model", "effort", "budget"]
+    for key, part in rows.groupby(keys, sort=True, dropna=False):
+        decisions = int(part["decisions"].sum())
+        both = part["payoff"].notna() & part["ne_payoff"].notna()
+        den = float(part.loc[both, "ne_payoff"].sum())
+        rtok_n = int(part["rtok_n"].sum())
+        price = price_of(prices or {}, str(key[2]), [str(key[3])])
+        tin, tout = float(part["tin"].sum()), float(part["tout"].sum())
+        out.append({
+            **dict(zip(keys, key)), "player-runs": len(part), "decisions": decisions,
+            "reasoning tokens / decision": float(part["rtok"].sum()) / rtok_n if rtok_n else math.nan,
+            "hidden %": 100.0 * float(part["hidden"].sum()) / decisions if decisions else math.nan,
+            "cut inside reasoning": int(part["cut"].sum()),
+            "tokens out / decision": tout / decisions if decisions else math.nan,
+            "deviation from NE": float(part["deviation"].mean()) if part["deviation"].notna().any() else math.nan,
+            "payoff ratio": float(part.loc[both, "payoff"].sum()) / den if den else math.nan,
+            "rule breaks %": 100.0 * float(part["broke"].astype(float).mean()) if part["broke"].notna().any()
+            else math.nan,
+            "cost (USD)": cost_usd(price, tin, tout) if price is not None else math.nan,
+        })
+    return pd.DataFrame(out, columns=list(COLUMNS))
+
+
+def _setting(row: Mapping[str, Any]) -> str:
+    """How a row's reasoning setting reads on an axis: the effort, the budget, or the model's default."""
+    parts = []
+    if row["effort"]:
+        parts.append(str(row["effort"]))
+    if isinstance(row["budget"], float) and not math.isnan(row["budget"]):
+        parts.append(f"{int(row['budget'])} tok")
+    return " + ".join(parts) or "default"
+
+
+def reasoning_figure(table: pd.DataFrame, out: Path, sources: list[str]) -> F.Figure:
+    """Outcome against reasoning tokens per decision, one line per model (label) through its settings."""
+    panels = [("deviation from NE", "deviation from NE (lower is closer)"), ("payoff ratio", "payoff ratio"),
+              ("rule breaks %", "rule breaks (% of player-runs)")]
+    cost = "cost (USD)" if table["cost (USD)"].notna().any() else "tokens out / decision"
+    panels.append((cost, cost if cost != "cost (USD)" else "cost (USD, with --prices)"))
+    x = table["reasoning tokens / decision"].fillna(0.0)
+    fig, axes = F._subplots(1, len(panels), (3.2 * len(panels), 3.2))
+    groups = list(table.groupby(["experiment", "label", "model"], sort=True, dropna=False))
+    colors = F._palette(len(groups))
+    for ax, (col, title) in zip(np.ravel(axes), panels):
+        for color, ((_exp, label, _model), part) in zip(colors, groups):
+            order = x[part.index].sort_values().index
+            ax.plot(x[order], part.loc[order, col], marker="o", color=color, label=str(label))
+            for i in order:
+                ax.annotate(_setting(part.loc[i]), (x[i], part.loc[i, col]), fontsize=7,
+                            textcoords="offset points", xytext=(3, 3))
+        ax.set_title(title)
+        ax.set_xlabel("reasoning tokens / decision")
+    handles, labels = np.ravel(axes)[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", title="player")
+    png, svg = F._save(fig, out, KEY, sources)
+    return F.Figure(KEY, "What reasoning buys", "Each point is one player at one reasoning setting (its effort or "
+                    "budget, annotated); x: reasoning tokens per decision as the provider counted them (0 where it "
+                    "gave no count); panels: deviation from the Nash equilibrium, payoff ratio to it, rule breaks "
+                    "and cost (reasoning tokens are billed as output). A line joins one player's settings.",
+                    png, svg, sources)
+
+
+def reasoning_section(store: Any, figdir: Path, out: Path,
+                      prices: Mapping[str, tuple[float, float]] | None = None) -> Section | None:
+    """The report's reasoning section (figure, table, ``reasoning.csv``), or None without reasoning."""
+    table = reasoning_table(store, prices)
+    if table.empty:
+        return None
+    sources = sorted({str(e["run_dir"]) for e in store.experiments if str(e["experiment"]) in
+                      set(table["experiment"])})
+    section = Section("reasoning", "Reasoning: effort and budget")
+    try:
+        section.figures.append(reasoning_figure(table, figdir, sources))
+    except (ValueError, TypeError) as exc:  # a table with nothing drawable: said, never a failed report
+        section.skipped.append(("What reasoning buys", f"could not be drawn ({exc})"))
+    csv = out / "reasoning.csv"
+    frame_csv(table, csv)
+    section.files.append(csv)
+    shown = table.copy()
+    shown["setting"] = [_setting(r) for _, r in table.iterrows()]
+    shown = shown.drop(columns=["effort", "budget"])
+    for col in ("reasoning tokens / decision", "tokens out / decision", "deviation from NE", "payoff ratio",
+                "hidden %", "rule breaks %"):
+        shown[col] = [("-" if math.isnan(v) else f"{v:.3f}" if col in ("deviation from NE", "payoff ratio")
+                       else f"{v:.1f}") for v in shown[col]]
+    shown["cost (USD)"] = ["-" if math.isnan(v) else f"{v:.4f}" for v in shown["cost (USD)"]]
+    lead = ["experiment", "game", "label", "model", "setting"]
+    shown = shown[lead + [c for c in shown.columns if c not in lead]]
+    section.detail = ("<p>One row per player and reasoning setting. <i>Cut inside reasoning</i>: replies that "
+                      "ended inside their reasoning (recorded as truncated, never as moves); <i>hidden %</i>: "
+                      "decisions whose reasoning the provider withheld (encrypted, redacted or only counted). "
+                      f"Also in <code>{esc(csv.name)}</code>.</p>" + table_html(shown, False))
+    return section
