@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urlsplit
-
-import yarl
+from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 from ... import __version__
 from .http11 import Origin
@@ -59,27 +57,28 @@ def status_error(status: int, raw: bytes, headers: Any) -> LeanStatusError:
     return LeanStatusError(status, message, body.get("error", body) if isinstance(body, dict) else body, headers)
 
 
-def chat_url(base_url: str, query: dict[str, str]) -> yarl.URL:
-    """``base_url`` + ``chat/completions`` joined as the SDK joins them (one slash between), with the query.
-    Built once per client: aiohttp takes a ready URL without parsing it again."""
-    url = yarl.URL(base_url if base_url.endswith("/") else base_url + "/")
-    url = url.join(yarl.URL("chat/completions"))
-    return url.with_query(query) if query else url
+def chat_url(base_url: str, query: dict[str, str]) -> str:
+    """``base_url`` + ``chat/completions`` joined as the SDK joins them (one slash between), with the query
+    typed in the base_url encoded as the SDK encodes its default query."""
+    url = (base_url if base_url.endswith("/") else base_url + "/") + "chat/completions"
+    return f"{url}?{urlencode(query)}" if query else url
 
 
-def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, Any]:
+def _env_proxy(url: str) -> tuple[Any, Any]:
     """The environment's proxy for ``url`` and its credentials, or (None, None): none set, or NO_PROXY names
     the host. Found once per client, as the SDK's httpx client did; aiohttp's own ``trust_env`` looks it up,
     and reads ~/.netrc, in a worker thread on every request (two thread hops per call)."""
     import urllib.request
 
+    parts = urlsplit(url)
     proxies = urllib.request.getproxies()
-    if url.scheme not in proxies or (url.host is not None and urllib.request.proxy_bypass(url.host)):
+    if parts.scheme not in proxies or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
         return None, None
+    import yarl
     from aiohttp.helpers import get_env_proxy_for_url
 
     try:
-        return get_env_proxy_for_url(url)
+        return get_env_proxy_for_url(yarl.URL(url))
     except LookupError:
         return None, None
 
@@ -101,19 +100,22 @@ class LeanClient:
         self.proxy, self.proxy_auth = _env_proxy(self.url)
         self.origin: Origin | None = None
         self.head = b""
-        https = self.url.scheme == "https"
-        if self.proxy is None and self.url.scheme in ("http", "https") and self.url.host:
-            netloc = urlsplit(str(self.url)).netloc.rpartition("@")[2]
-            lines = [f"POST {self.url.raw_path_qs} HTTP/1.1", f"Host: {netloc}",
+        parts: SplitResult = urlsplit(self.url)
+        https = parts.scheme == "https"
+        if self.proxy is None and parts.scheme in ("http", "https") and parts.hostname:
+            path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")  # as typed; what is not URL-safe, encoded
+            host = parts.netloc.rpartition("@")[2]
+            lines = [f"POST {path}?{parts.query}" if parts.query else f"POST {path}", f"Host: {host}",
                      *(f"{k}: {v}" for k, v in self.headers.items()), "Content-Length: "]
+            lines[0] += " HTTP/1.1"
             try:
                 self.head = "\r\n".join(lines).encode("latin-1")
-            except UnicodeEncodeError:  # a key no header can carry: aiohttp reports it, as the SDK did
-                pass
+                port = parts.port or (443 if https else 80)
+            except (UnicodeEncodeError, ValueError):  # a key no header can carry, a bad port: aiohttp reports
+                pass                                   # it, as the SDK's client did
             else:
-                self.origin = Origin(self.url.host, self.url.port or (443 if https else 80),
-                                     (ssl_context or _default_tls()) if https else None, max_connections,
-                                     timeout_s)
+                self.origin = Origin(parts.hostname, port, (ssl_context or _default_tls()) if https else None,
+                                     max_connections, timeout_s)
 
     async def chat_bytes(self, body: bytes, timeout_s: float | None = None) -> bytes:
         """POST one encoded chat completion; the reply's bytes, or :class:`LeanStatusError` for a 4xx/5xx."""
@@ -138,8 +140,8 @@ class LeanClient:
                                                  skip_auto_headers=("User-Agent",))
         # the SDK's Timeout(timeout_s) as its aiohttp transport maps it: connect, pool and each read
         timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_connect=t, sock_read=t)
-        async with self.session.post(self.url, data=body, headers=self.headers, timeout=timeout, proxy=self.proxy,
-                                     proxy_auth=self.proxy_auth) as resp:
+        async with self.session.post(_yarl(self.url), data=body, headers=self.headers, timeout=timeout,
+                                     proxy=self.proxy, proxy_auth=self.proxy_auth) as resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise status_error(resp.status, raw, resp.headers)
@@ -156,3 +158,10 @@ def _default_tls() -> Any:
     import ssl
 
     return ssl.create_default_context()
+
+
+def _yarl(url: str) -> Any:
+    """The URL as aiohttp's fallback sends it: already encoded, so it is not quoted twice."""
+    import yarl
+
+    return yarl.URL(url, encoded=True)
