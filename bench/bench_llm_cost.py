@@ -9,7 +9,8 @@ its own process, so its CPU is not ours), with 64 calls in flight:
    its aiohttp transport, the event loop, and the rest (builtins are charged to whoever called them);
 3. the layers below the Host on their own: our provider (``LLMAgent.decide``), the SDK's
    ``chat.completions.create``, its generic ``client.post`` with a typed reply, ``client.post`` with the body
-   and reply as bytes (what our provider sends), and plain aiohttp posting the same body.
+   and reply as bytes (what our provider sends to api.openai.com; a ``base_url`` server gets the lean path,
+   measured by items 1 and 4), and plain aiohttp posting the same body.
 
 Each rate is the median of ``--repeat`` runs after a warm-up.
 
@@ -290,17 +291,17 @@ def main() -> int:
         _worker(args.worker, args.port, MARGIN_N)
         return 0
     os.environ["FAKE_KEY"] = "sk-bench-not-a-real-key"
-    if args.margin or args.against or args.lm_eval:
-        print(f"(instant fake server in its own process; CPU per call at the margin: calls {MARGIN_N[0]} to "
-              f"{MARGIN_N[1]} of a fresh process; medians of {args.repeat}; {load_average()})")
-        server, port = start_server(0.0)
-        try:
-            margin_table(port, args.repeat, args.against, args.lm_eval)
-        finally:
-            server.terminate()
-            server.wait(5)
-        if args.margin:
-            return 0
+    # item 4 first (this tree alone unless --against/--lm-eval); --margin stops after it
+    print(f"(instant fake server in its own process; CPU per call at the margin: calls {MARGIN_N[0]} to "
+          f"{MARGIN_N[1]} of a fresh process; medians of {args.repeat}; {load_average()})")
+    server, port = start_server(0.0)
+    try:
+        margin_table(port, args.repeat, args.against, args.lm_eval)
+    finally:
+        server.terminate()
+        server.wait(5)
+    if args.margin:
+        return 0
     print(f"(instant fake server in its own process, {INFLIGHT} in flight, medians of {args.repeat}; "
           f"{load_average()})")
     server, port = start_server(0.0)
@@ -334,7 +335,7 @@ def main() -> int:
             show("llm_agent", agent, "calls/s", "our provider alone (LLMAgent.decide, no Host)")
             for mode, what in (("create", "chat.completions.create"),
                                ("post", "client.post, typed ChatCompletion (our provider before issue 19)"),
-                               ("post_bytes", "client.post, body and reply as bytes (our provider now)")):
+                               ("post_bytes", "client.post, body and reply as bytes (our SDK path)")):
                 r = median([asyncio.run(sdk_rate(port, args.decisions, mode)) for _ in range(args.repeat)])
                 show(f"llm_sdk_{mode}", r, "requests/s", f"the OpenAI SDK alone, {what}")
             r = median([asyncio.run(aiohttp_rate(port, args.decisions)) for _ in range(args.repeat)])

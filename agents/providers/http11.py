@@ -218,6 +218,8 @@ class Origin:
     async def _send(self, conn: _Conn, head: bytes, body: bytes) -> tuple[int, dict[str, str], bytes]:
         transport = conn.transport
         assert transport is not None
+        if conn.closed:  # lost between the connect and now: a write would vanish and the reply never come
+            raise ServerDisconnected("Server disconnected before the request was sent")
         waiter = asyncio.get_running_loop().create_future()
         conn.waiter = waiter
         conn.received = False
