@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,7 +43,7 @@ class RawServer:
     """A TCP server in a thread whose every connection is handed to ``handler``; counts connections and keeps
     each request it read (request line, headers, body)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, ssl: Any = None) -> None:
         self.handler = handler
         self.connections = 0
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
@@ -54,7 +55,7 @@ class RawServer:
             asyncio.set_event_loop(self._loop)
 
             async def start() -> None:
-                srv = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+                srv = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=ssl)
                 self.port = srv.sockets[0].getsockname()[1]
 
             self._loop.run_until_complete(start())
@@ -136,7 +137,7 @@ def calls_in_one_loop(s: LLMSettings, n: int = 1) -> list[Any]:
     return asyncio.run(go())
 
 
-def serve(*answers: bytes, close_after: int = 0) -> RawServer:
+def serve(*answers: bytes, close_after: int = 0, ssl: Any = None) -> RawServer:
     """A server that answers the requests of each connection with ``answers`` in turn (the last one repeated);
     ``close_after``: closes a connection, silently, when it sees that many requests on it plus one."""
 
@@ -150,7 +151,7 @@ def serve(*answers: bytes, close_after: int = 0) -> RawServer:
             writer.write(answers[k])
             await writer.drain()
 
-    return RawServer(handler)
+    return RawServer(handler, ssl)
 
 
 # -- which path, and what it imports ------------------------------------------------------------------
@@ -267,6 +268,51 @@ def test_a_reply_that_is_not_http_is_a_connection_error() -> None:
         with pytest.raises(CallError, match="connection error: not an HTTP/1.x status line") as err:
             calls_in_one_loop(settings(srv.url, max_retries=1))
         assert err.value.attempts == 2
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, made by the openssl command."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed: no certificate for the TLS test")
+    d = tmp_path_factory.mktemp("tls")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "key.pem"),
+                    "-out", str(d / "cert.pem"), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    return d / "cert.pem", d / "key.pem"
+
+
+def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[Path, Path]) -> None:
+    """A TLS server that would take HTTP/2 gets HTTP/1.1 (the one protocol the client speaks); a certificate
+    the trust store does not know is refused, as the SDK refuses it."""
+    import ssl
+
+    from econarena.agents.providers.openai_lean import LeanClient
+
+    cert, key = certificate
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    server_ctx.set_alpn_protocols(["h2", "http/1.1"])
+    srv = serve(reply(), ssl=server_ctx)
+    url = f"https://127.0.0.1:{srv.port}/v1"
+    try:
+        trusting = ssl.create_default_context(cafile=str(cert))
+        trusting.set_alpn_protocols(["http/1.1"])
+
+        async def go() -> bytes:
+            client = LeanClient(url, {}, "sk-x", 4, 5.0, trusting)
+            try:
+                return await client.chat_bytes(b"{}")
+            finally:
+                await client.close()
+
+        assert json.loads(asyncio.run(go()))["model"] == "m-raw"
+        with pytest.raises(CallError, match="(?i)certificate verify failed"):
+            calls_in_one_loop(settings(url, max_retries=0))  # the provider's own context: the system store
     finally:
         srv.stop()
 

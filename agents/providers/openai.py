@@ -69,6 +69,17 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+@functools.cache
+def _lean_tls_context() -> ssl.SSLContext:
+    """The lean path's TLS context: the SDK's trust store and checks, offering HTTP/1.1 only (ALPN), since that
+    is the one protocol its client speaks; its own, so no other client's settings reach it."""
+    import httpx2
+
+    context = httpx2.create_ssl_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 def _http_client(settings: LLMSettings) -> Any | None:
     """The aiohttp-backed client sized to our connection limit, or None for the SDK's default."""
     import openai
@@ -160,7 +171,7 @@ class OpenAIProvider(RemoteProvider):
         if base_url and lean_path(base_url):
             from .openai_lean import LeanClient
 
-            tls = _tls_context() if base_url.lower().startswith("https:") else None  # the SDK's trust store
+            tls = _lean_tls_context() if base_url.lower().startswith("https:") else None
             return LeanClient(base_url, query, key, settings.max_connections, settings.timeout_s, tls)
         import openai
 
