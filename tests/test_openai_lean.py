@@ -262,10 +262,15 @@ def test_a_fresh_connection_closed_without_a_reply_is_a_lost_connection() -> Non
         srv.stop()
 
 
-def test_a_reply_that_is_not_http_is_a_connection_error() -> None:
-    srv = serve(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+@pytest.mark.parametrize(("answer", "why"), [
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "not an HTTP/1.x status line"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", "bad Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
+], ids=["ssh", "negative-length", "chunk-size"])
+def test_a_reply_that_is_not_http_is_a_connection_error(answer: bytes, why: str) -> None:
+    srv = serve(answer)
     try:
-        with pytest.raises(CallError, match="connection error: not an HTTP/1.x status line") as err:
+        with pytest.raises(CallError, match=f"connection error: {why}") as err:
             calls_in_one_loop(settings(srv.url, max_retries=1))
         assert err.value.attempts == 2
     finally:

@@ -114,10 +114,10 @@ class _Conn(asyncio.Protocol):
             if "chunked" in headers.get("transfer-encoding", "").lower():
                 self.chunked = True
             elif "content-length" in headers:
-                try:
-                    self.length = int(headers["content-length"])
-                except ValueError:
-                    raise BadReply(f"bad Content-Length {headers['content-length']!r}") from None
+                text = headers["content-length"]
+                if not text.isdigit():  # also refuses "-5", "+5" and a list of two lengths
+                    raise BadReply(f"bad Content-Length {text[:40]!r}")
+                self.length = int(text)
             elif status in (204, 304):
                 self.length = 0
             if headers.get("connection", "").lower() == "close" or parts[0] == "HTTP/1.0":
