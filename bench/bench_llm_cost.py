@@ -95,7 +95,8 @@ OURS = _ours()
 
 
 def category(filename: str) -> str:
-    """Whose code a profiled function is: ours, the SDK's, its transport's, the event loop's, or other."""
+    """Whose code a profiled function is: ours, the SDK's, its transport's (aiohttp, or our own HTTP client on
+    the lean path, kept apart so "ours" means the same as before it), the event loop's, or other."""
     path = filename.replace("\\", "/")
     if "site-packages/" in path:
         top = path.split("site-packages/", 1)[1].split("/", 1)[0]
@@ -104,6 +105,8 @@ def category(filename: str) -> str:
         if top in TRANSPORT_PACKAGES:
             return "aiohttp transport"
         return "other packages"
+    if path.startswith(OURS + "/agents/providers/http11.py"):  # the lean path's client: the transport's share
+        return "HTTP client (ours, agents/providers/http11.py)"
     if path.startswith(OURS + "/") and "/bench/" not in path:
         return "econarena (ours)"
     if "/asyncio/" in path or path.endswith(("selectors.py", "socket.py", "events.py")):
