@@ -12,7 +12,8 @@ fifth of its per-call CPU) for the three fields we keep. One TLS context serves 
 process: building one reads the certificate store (about 80 ms), and a client is made per experiment.
 
 That is the path to OpenAI's own API. A ``base_url`` server (vLLM, SGLang, Ollama...) gets the lean path
-instead (:mod:`.openai_lean`: aiohttp and orjson, no SDK object per call, the SDK not even imported), where
+instead (:mod:`.openai_lean`: our own keep-alive HTTP/1.1 client, orjson, no SDK object per call, the SDK
+not even imported), where
 the server answers fast enough for our CPU per call to matter: both paths build the same body and read the
 reply with the same :func:`completion`, and everything else (retries, failover, cache, masking) is above
 the client. Official endpoints keep the SDK: their calls are bounded by the network and rate limits, not by

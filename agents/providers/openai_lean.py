@@ -1,16 +1,18 @@
-"""The lean request path to OpenAI-compatible servers (vLLM, SGLang, Ollama, llama.cpp, gateways): one aiohttp
-connection pool per endpoint, the body encoded once by orjson, the reply read as bytes, nothing of the SDK.
+"""The lean request path to OpenAI-compatible servers (vLLM, SGLang, Ollama, llama.cpp, gateways): one pool of
+keep-alive connections per endpoint (:mod:`.http11`), the body encoded once by orjson, the reply read as
+bytes, nothing of the SDK.
 
 Why: against a fast server the SDK's request machinery (httpx2's request and response objects, its options
-and header merging, pydantic) was most of a call's CPU in this process (docs/performance.md), so a study
-against replicas of a small model waited on us. Everything the SDK did for us that a run can see is done
-here the same way, and the rest of the behaviour (retries, Retry-After, failover, the cache, masking) lives
-above the client in ``agents/calls.py`` and ``agents/llm.py``, shared by both paths:
+and header merging, pydantic) was most of a call's CPU in this process, and aiohttp's session machinery
+most of what was left (docs/performance.md), so a study against replicas of a small model waited on us.
+Everything the SDK did for us that a run can see is done here the same way, and the rest of the behaviour
+(retries, Retry-After, failover, the cache, masking) lives above the client in ``agents/calls.py`` and
+``agents/llm.py``, shared by both paths:
 
 - the URL the SDK would build (base_url with a trailing slash, then ``chat/completions``; a query typed in
   the base_url on every request), the ``Authorization: Bearer`` header, JSON in and out;
-- the SDK's timeouts (connect, pool and each read bounded by ``timeout_s``; the attempt's hard deadline is
-  the caller's), proxies from the environment (``trust_env``), redirects followed;
+- the SDK's timeouts (the connect bounded by ``timeout_s``, the whole attempt by the caller's deadline of the
+  same length), proxies from the environment and redirects (both sent through aiohttp);
 - an HTTP error worded as the SDK words it (``Error code: 429 - <the server's error.message>``), with the
   body and headers kept for the judgement (:func:`status_error`), so ``Retry-After`` and the server's
   explanation reach the same code.
