@@ -212,6 +212,35 @@ def test_a_chunked_reply_in_pieces_and_a_reused_connection() -> None:
         srv.stop()
 
 
+def test_a_burst_opens_at_most_max_connections_and_a_second_reuses_them() -> None:
+    async def handler(srv: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await srv.read_request(reader) is not None:
+            await asyncio.sleep(0.01)  # long enough for the burst to pile up on every connection
+            writer.write(reply())
+            await writer.drain()
+
+    srv = RawServer(handler)
+    s = settings(srv.url, max_connections=6)
+
+    async def bursts() -> list[int]:
+        p = OpenAIProvider(s)
+        seen = []
+        try:
+            for _ in range(2):
+                gens = await asyncio.gather(*(p.generate(MESSAGES, s) for _ in range(40)))
+                assert [g.text for g in gens] == ["7"] * 40
+                seen.append(srv.connections)
+        finally:
+            await p.aclose()
+        return seen
+
+    try:
+        first, second = asyncio.run(bursts())
+        assert 1 < first <= 6 and second == first  # the pool is kept between bursts
+    finally:
+        srv.stop()
+
+
 def test_gzip_interim_replies_and_connection_close() -> None:
     packed = gzip.compress(BODY)
     first = (b"HTTP/1.1 100 Continue\r\n\r\n"
