@@ -334,7 +334,10 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         wall = _log_invocation(job, stopped)
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
                  "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
-                 "settings": _public(job.spec.entry)}
+                 "settings": _public(job.spec.entry),
+                 # the reasoning settings: part of what makes a row (one model at two efforts is two rows)
+                 "reasoning": {k: job.spec.entry[k] for k in ("reasoning_effort", "reasoning_tokens")
+                               if job.spec.entry.get(k) is not None} or None}
         try:
             result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
                                   settings_digest=job.settings["digest"], prices=prices, wall_s=wall,

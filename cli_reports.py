@@ -125,12 +125,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     from .analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
     from .analysis.load import load
+    from .analysis.reasoning import REASONING_METRICS, has_reasoning
     from .analysis.tables import METRICS
     from .csvcells import frame_csv
 
     for m in args.metrics or ():
-        if m not in METRICS:
-            err(f"unknown metric {m!r}; known: {', '.join(METRICS)}")
+        if m not in METRICS and m not in REASONING_METRICS:
+            err(f"unknown metric {m!r}; known: {', '.join([*METRICS, *REASONING_METRICS])}")
             return EXIT_CONFIG
     frames = []
     for d in (args.dir_a, args.dir_b):
@@ -143,21 +144,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if games[0] != games[1] or len(games[0]) > 1:
         # a beauty-contest payoff ratio and an auction's are different quantities: only behaviour that
         # means the same in every game (rule breaking, tokens, latency) may be set side by side
-        bad = [m for m in metrics if m not in GAME_FREE_METRICS]
+        bad = [m for m in metrics if m not in GAME_FREE_METRICS and m not in REASONING_METRICS]
         if args.metrics and bad:
             err(f"A ({', '.join(games[0])}) and B ({', '.join(games[1])}) are different games: "
                  f"{', '.join(bad)} cannot be compared across games; comparable: {', '.join(GAME_FREE_METRICS)}")
             return EXIT_CONFIG
-        metrics = tuple(m for m in metrics if m in GAME_FREE_METRICS) or GAME_FREE_METRICS
+        metrics = tuple(m for m in metrics if m in GAME_FREE_METRICS or m in REASONING_METRICS) or GAME_FREE_METRICS
         print(f"warning: A ({', '.join(games[0])}) and B ({', '.join(games[1])}) are different games; payoff, "
               f"deviation and win rate mean different things in each, so only {', '.join(metrics)} are "
               "compared", file=sys.stderr)
-    table = compare(a, b, metrics, n_boot=args.boot, seed=args.seed)
+    if not args.metrics and (has_reasoning(a) or has_reasoning(b)):  # reasoning models: their tokens too
+        metrics = (*metrics, *REASONING_METRICS)
+    extra = REASONING_METRICS
+    table = compare(a, b, metrics, n_boot=args.boot, seed=args.seed, extra=extra)
     names = []
     for f, d in zip(frames, (args.dir_a, args.dir_b)):
         names.append(", ".join(f.experiments["experiment"]) if len(f.experiments) <= 2 else str(d))
     print(f"A = {args.dir_a}\nB = {args.dir_b}\n")
-    print(format_compare(table, names[0], names[1]))
+    print(format_compare(table, names[0], names[1], extra=extra))
     if args.csv:
         flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
                                for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})

@@ -60,8 +60,8 @@ def reasoning_problems(provider: str, settings: LLMSettings, where: str) -> list
             problems.append(f"{where}: reasoning_tokens = {budget} with reasoning_effort = \"none\": a budget for "
                             "thinking that is switched off; set one of them")
         elif effort is not None and provider in ("anthropic", "google"):
-            problems.append(f"{where}: agent '{provider}' takes reasoning_effort or reasoning_tokens, not both "
-                            f"({accepts.note})")
+            problems.append(f"{where}: agent '{provider}' takes reasoning_effort or reasoning_tokens, not both; "
+                            "remove one of them")
         if budget >= settings.max_tokens:
             problems.append(f"{where}: reasoning_tokens = {budget} must be below max_tokens = {settings.max_tokens} "
                             "(the reasoning counts toward max_tokens and the answer needs room after it); "

@@ -36,9 +36,10 @@ from typing import Any
 __all__ = ["ReplyParts", "reasoning_tokens", "split_message", "split_text"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReplyParts:
-    """A reply split into what the game judges and what the model thought first.
+    """A reply split into what the game judges and what the model thought first (read-only by convention:
+    not frozen, because a frozen dataclass's constructor costs four times as much, on every call).
 
     ``reasoning`` is the reasoning as text ("" when there is none or it was not shown); ``hidden`` says the
     model reasoned but the text was withheld (encrypted, redacted, or only counted in tokens);
@@ -115,10 +116,10 @@ def split_text(text: str | None, *, end: str | None = None, opened: bool = False
 def reasoning_tokens(usage: Mapping[str, Any] | None) -> int | None:
     """The reasoning tokens an OpenAI-style ``usage`` reports: ``completion_tokens_details.reasoning_tokens``
     (OpenAI, vLLM, DeepSeek) or a top-level ``reasoning_tokens``; None when it says nothing."""
-    if not isinstance(usage, Mapping):
+    if type(usage) is not dict and not isinstance(usage, Mapping):  # dict first: the ABC check is slow
         return None
     details = usage.get("completion_tokens_details")
-    if isinstance(details, Mapping):
+    if details is not None and (type(details) is dict or isinstance(details, Mapping)):
         n = _int(details.get("reasoning_tokens"))
         if n is not None:
             return n
@@ -126,6 +127,7 @@ def reasoning_tokens(usage: Mapping[str, Any] | None) -> int | None:
 
 
 _FIELDS = ("reasoning_content", "reasoning", "thinking")
+_EXTRA = frozenset((*_FIELDS, "reasoning_details"))
 
 
 def _details(items: Any) -> tuple[list[str], bool]:
@@ -158,6 +160,10 @@ def split_message(message: Mapping[str, Any], usage: Mapping[str, Any] | None = 
     own reasoning models never return the text). Non-string fields are ignored, never judged.
     """
     content = message.get("content")
+    if not _EXTRA.intersection(message) and (not isinstance(usage, Mapping) or "reasoning_tokens" not in usage
+                                             and "completion_tokens_details" not in usage):
+        # the common case, a message with no reasoning field and usage without details
+        return split_text(content if isinstance(content, str) else None, end=end, opened=opened)
     separate: list[str] = []
     for name in _FIELDS:
         value = message.get(name)

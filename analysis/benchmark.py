@@ -368,8 +368,9 @@ def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
     digest and scores: a directory copied, the baselines of two --out folders) count once; two different
     results under one label are refused, naming the files (they were ranked as two rows of one model)."""
     groups: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
-    for path, r in results:
-        groups.setdefault(str(r["model"]["label"]).strip().casefold(), []).append((path, r))
+    for path, r in results:  # a model at two reasoning settings is two rows, even under one label
+        reasoning = json.dumps(r["model"].get("reasoning"), sort_keys=True)
+        groups.setdefault(str(r["model"]["label"]).strip().casefold() + "|" + reasoning, []).append((path, r))
 
     def fingerprint(r: Mapping[str, Any]) -> Any:
         return (r.get("settings_digest"), r["complete"], r["overall"].get("score"),
@@ -384,12 +385,21 @@ def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
     return [(p, r) for p, r in results if id(r) in firsts], None
 
 
+def _row_label(model: Mapping[str, Any]) -> Any:
+    """A row's label, with its reasoning settings when the label does not say them already."""
+    label, reasoning = model.get("label"), model.get("reasoning")
+    if not isinstance(reasoning, Mapping) or not reasoning or not isinstance(label, str):
+        return label
+    said = ", ".join(f"{'effort' if k == 'reasoning_effort' else k}={v}" for k, v in sorted(reasoning.items()))
+    return label if said in label else f"{label} [{said}]"
+
+
 def leaderboard(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """Rows, best first: complete results ranked by overall score; incomplete ones after them, unranked."""
     rows = []
     for path, r in results:
         rows.append({
-            "label": r["model"].get("label"), "kind": r["model"].get("kind", "model"),
+            "label": _row_label(r["model"]), "kind": r["model"].get("kind", "model"),
             "suite": r["suite"].get("version"), "tier": r["tier"], "complete": bool(r["complete"]),
             "overall": r["overall"].get("score"), "low": r["overall"].get("low"), "high": r["overall"].get("high"),
             "cost_usd": r.get("cost_usd"), "score_per_usd": r.get("score_per_usd"), "calls": r.get("calls"),

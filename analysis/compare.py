@@ -9,14 +9,14 @@ difference is bootstrapped PAIRED on the session; otherwise the two sides are re
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .load import Frames
 from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
-from .tables import METRICS, rows_for
+from .tables import METRICS, Metric
 
 COMPARE_METRICS = ("payoff_ratio", "mean_payoff", "mean_deviation", "win_rate", "rule_break_rate_pct")
 # What means the same in every game, so may be compared between experiments of different games: how often
@@ -42,13 +42,17 @@ def is_paired(a: Frames, b: Frames) -> bool:
 
 
 def compare(a: Frames, b: Frames, metrics: Sequence[str] = COMPARE_METRICS, *, by: str = "label",
-            n_boot: int = N_BOOT, seed: int = 0, paired: bool | None = None) -> pd.DataFrame:
-    """One row per label (present on either side) and metric: a, b, diff (a - b) with intervals."""
+            n_boot: int = N_BOOT, seed: int = 0, paired: bool | None = None,
+            extra: Mapping[str, Metric] | None = None) -> pd.DataFrame:
+    """One row per label (present on either side) and metric: a, b, diff (a - b) with intervals. ``extra``:
+    metrics beyond the report's table (reasoning tokens, analysis/reasoning.py) that may be named too."""
     paired = is_paired(a, b) if paired is None else paired
+    known = {**METRICS, **(extra or {})}
     out = []
     for metric in metrics:
-        m = METRICS[metric]
-        ra, rb = rows_for(a, metric), rows_for(b, metric)
+        m = known[metric]
+        ra, rb = ((f.players if m.frame == "players" else f.decisions) for f in (a, b))
+        ra, rb = ra[ra["role"] != "opponent"], rb[rb["role"] != "opponent"]
         sides = []
         for r in (ra, rb):
             num, den = m.num(r).to_numpy(dtype=float), m.den(r).to_numpy(dtype=float)
@@ -72,14 +76,16 @@ def _significant(d: Estimate) -> str:
     return "*" if d.low > 0 or d.high < 0 else ""
 
 
-def format_compare(table: pd.DataFrame, name_a: str, name_b: str, digits: int = 3) -> str:
+def format_compare(table: pd.DataFrame, name_a: str, name_b: str, digits: int = 3,
+                   extra: Mapping[str, Metric] | None = None) -> str:
     """A plain-text side-by-side table, one block per metric; * marks an interval that excludes 0."""
     if table.empty:
         return "nothing to compare (no labels with complete runs)"
     lines = []
     paired = bool(table["paired"].iloc[0])
+    known = {**METRICS, **(extra or {})}
     for metric, part in table.groupby("metric", sort=False):
-        m = METRICS[str(metric)]
+        m = known[str(metric)]
         head = ["label", f"A: {name_a}", f"B: {name_b}", "A - B", ""]
         rows = [[str(r["label"]), r["a"].fmt(digits), r["b"].fmt(digits), r["diff"].fmt(digits),
                  _significant(r["diff"])] for _, r in part.iterrows()]

@@ -24,8 +24,24 @@ from ..csvcells import frame_csv
 from ..prices import cost_usd, price_of
 from . import figures as F
 from .page import Section, esc, table_html
+from .tables import Metric
 
 KEY = "reasoning_axis"
+
+
+def _reasoning_tokens(d: pd.DataFrame) -> pd.Series:
+    return d["reasoning_tokens"] if "reasoning_tokens" in d else pd.Series(math.nan, index=d.index)
+
+
+# for `econarena compare`: not in the report's metrics.csv (whose columns every other study keeps)
+REASONING_METRICS = {"reasoning_tokens_per_decision": Metric(
+    "reasoning_tokens_per_decision", "reasoning tokens per decision", "tokens", "decisions", _reasoning_tokens,
+    lambda d: _reasoning_tokens(d).notna().astype(float).where(_reasoning_tokens(d).notna()))}
+
+
+def has_reasoning(frames: Any) -> bool:
+    """Whether loaded frames hold reasoning decisions (the columns exist only then)."""
+    return "reasoning_tokens" in frames.decisions and bool(frames.decisions["reasoning_tokens"].notna().any())
 COLUMNS = ("experiment", "game", "label", "model", "effort", "budget", "player-runs", "decisions",
            "reasoning tokens / decision", "hidden %", "cut inside reasoning", "tokens out / decision",
            "deviation from NE", "payoff ratio", "rule breaks %", "cost (USD)")

@@ -43,6 +43,8 @@ CSS = """
 .transcript .act{display:inline-block;background:#eef4fb;border-radius:3px;padding:0 .35rem;margin-left:.3rem}
 .transcript .secret{background:#fbeff2;border-left:3px solid #b0306a;padding:.15rem .5rem;margin:.2rem 0 .2rem 1.2rem;
 white-space:pre-wrap} .transcript .secret b{color:#8a1f50}
+.transcript details.reasoning{margin:.2rem 0 0;font-size:.8rem;color:#444;white-space:pre-wrap}
+.transcript details.reasoning>summary{font-weight:400;color:#6b46c1}
 """
 
 
@@ -92,7 +94,8 @@ def _who(labels: Sequence[str], seat: Any) -> str:
     return f"{_esc(name)} <span class='seat'>(seat {_esc(seat)})</span>"
 
 
-def _turn(rnd: Any, labels: Sequence[str], seat: Any, message: Any, public: Mapping[str, Any]) -> str:
+def _turn(rnd: Any, labels: Sequence[str], seat: Any, message: Any, public: Mapping[str, Any],
+          folded: str = "") -> str:
     side = " s1" if isinstance(seat, int) and seat % 2 == 1 else ""
     parts = [f"<div class='turn{side}'><span class='rnd'>round {_esc(rnd)}</span><span class='who'>"
              f"{_who(labels, seat)}</span>:&nbsp;"]
@@ -101,13 +104,30 @@ def _turn(rnd: Any, labels: Sequence[str], seat: Any, message: Any, public: Mapp
     for k, v in public.items():
         if v is not None:
             parts.append(f"<span class='act'>{_esc(k)}: {_esc(_cut(_value(v)))}</span>")
-    return "".join(parts) + "</div>"
+    return "".join(parts) + folded + "</div>"
 
 
-def transcript_html(round_log: Iterable[Mapping[str, Any]], labels: Sequence[str], secret: Iterable[str]) -> str:
+def _reasoning(thought: tuple[str, bool, Any] | None) -> str:
+    """A decision's reasoning, folded under its turn (a reasoning model's thinking, never shown to anyone
+    in the game); hidden reasoning is said to be hidden."""
+    if thought is None:
+        return ""
+    text, hidden, tokens = thought
+    count = f", {int(tokens):,} tokens" if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) else ""
+    if not text:
+        return (f"<details class='reasoning'><summary>reasoning{count}</summary><i>withheld by the provider "
+                "(encrypted, redacted or only counted)</i></details>") if hidden or count else ""
+    return (f"<details class='reasoning'><summary>reasoning{count}{', partly withheld' if hidden else ''}</summary>"
+            f"{_esc(_cut(text))}</details>")
+
+
+def transcript_html(round_log: Iterable[Mapping[str, Any]], labels: Sequence[str], secret: Iterable[str],
+                    reasoning: Mapping[tuple[Any, Any], tuple[str, bool, Any]] | None = None) -> str:
     """One run's transcript: per round each public move (message + structured part), then the secret
-    notes of that round, each marked as never shown to the opponent."""
+    notes of that round, each marked as never shown to the opponent. ``reasoning``: per (round, seat), a
+    reasoning model's thinking before that move, folded under it."""
     secret = frozenset(secret)
+    reasoning = reasoning or {}
     out = ["<div class='transcript'>"]
     for entry in round_log:
         rnd = entry.get("round", "?")
@@ -119,12 +139,14 @@ def transcript_html(round_log: Iterable[Mapping[str, Any]], labels: Sequence[str
         if says:
             for s in says:
                 public = {k: v for k, v in s.items() if k not in ("player", "message") and k not in secret}
-                out.append(_turn(rnd, labels, s.get("player"), s.get("message"), public))
+                out.append(_turn(rnd, labels, s.get("player"), s.get("message"), public,
+                                 _reasoning(reasoning.get((rnd, s.get("player"))))))
         else:  # no public transcript entry: the seats' public reply fields
             for seat, act in enumerate(actions):
                 if isinstance(act, Mapping):
                     public = {k: v for k, v in act.items() if k not in secret and k != "message"}
-                    out.append(_turn(rnd, labels, seat, act.get("message"), public))
+                    out.append(_turn(rnd, labels, seat, act.get("message"), public,
+                                     _reasoning(reasoning.get((rnd, seat)))))
         for seat, act in enumerate(actions):
             if not isinstance(act, Mapping):
                 continue
@@ -190,16 +212,35 @@ class Collector(Base):
     count and the first ``max_runs`` in (lineup, session, run) order, kept in a heap while the log streams
     (the page shows a sample: a study of 500,000 games holds as many records here as one of 5,000)."""
 
+    wants_decisions = True  # a reasoning model's thinking, folded under its moves, is in decisions.jsonl
+
     def __init__(self, max_runs: int = 50) -> None:
         self.max_runs = max_runs
         self.found: list[tuple[Dir, Game, int, list[dict[str, Any]]]] = []
+        self.thoughts: dict[tuple[str, Any, Any], dict[tuple[Any, Any], tuple[str, bool, Any]]] = {}
+        self._keys: set[tuple[str, Any, Any]] | None = None
 
     def begin(self, d: Dir) -> bool:
         game = GAMES.get(d.exp.get("game", ""))
         if self.max_runs <= 0 or game is None or game.info.messages == "none" or not d.config:
             return False
         self.game, self.total, self.heap, self.count = game, 0, [], 0
+        self.thoughts, self._keys = {}, None
         return True
+
+    def decision(self, d: Dir, rec: dict[str, Any]) -> None:
+        """Keep the reasoning of the kept runs' decisions (the last attempt of a move wins, as on the page)."""
+        if "reasoning" not in rec and "reasoning_hidden" not in rec:
+            return
+        if self._keys is None:  # the runs are all read before the decisions: the sample is final
+            self._keys = {x[0].key for x in self.heap}
+        key = (str(rec.get("lineup", "")), rec.get("session", 0), rec.get("run", 0))
+        if key not in self._keys:
+            return
+        text = rec.get("reasoning")
+        self.thoughts.setdefault(key, {})[(rec.get("round"), rec.get("player"))] = (
+            text[:MAX_CHARS + 1] if isinstance(text, str) else "", rec.get("reasoning_hidden") is True,
+            rec.get("reasoning_tokens"))
 
     def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
         if not (r.get("complete", True) and r.get("round_log")):
@@ -216,6 +257,10 @@ class Collector(Base):
     def end(self, d: Dir) -> None:
         if self.total:
             runs = [r for _, r in sorted(self.heap, key=lambda x: x[0], reverse=True)]
+            for r in runs:
+                found = self.thoughts.get((str(r.get("lineup", "")), r.get("session", 0), r.get("run", 0)))
+                if found:
+                    r["_reasoning"] = found
             self.found.append((d, self.game, self.total, runs))
         self.heap = []
 
@@ -257,7 +302,7 @@ def conversations_section(run_dirs: Iterable[str | Path], max_runs: int = 50,
         for run in runs[:max_runs]:
             labels = [str(x) for x in run.get("labels") or []]
             pair, outcome, moves = " vs ".join(labels), outcome_of(run, labels), len(run["round_log"])
-            chat = transcript_html(run["round_log"], labels, secret)
+            chat = transcript_html(run["round_log"], labels, secret, run.get("_reasoning"))
             if size + len(chat) > BUDGET:
                 left_out += 1
                 continue

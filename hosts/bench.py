@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +70,15 @@ class ModelSpec:
 
 def _default_label(entry: dict[str, Any]) -> str:
     agent, model = entry.get("agent"), entry.get("model")
-    return f"{agent}/{model}" if model else str(agent)
+    # one model at two reasoning settings is two rows of a leaderboard: the default label says which
+    return (f"{agent}/{model}" if model else str(agent)) + reasoning_suffix(entry)
+
+
+def reasoning_suffix(entry: Mapping[str, Any]) -> str:
+    """`` [effort=high, reasoning_tokens=2048]`` for a player table with reasoning settings, else ""."""
+    parts = [f"{'effort' if k == 'reasoning_effort' else k}={entry[k]}"
+             for k in ("reasoning_effort", "reasoning_tokens") if entry.get(k) is not None]
+    return f" [{', '.join(parts)}]" if parts else ""
 
 
 def _file_label(table: dict[str, Any], where: str) -> str | None:

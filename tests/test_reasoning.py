@@ -111,3 +111,10 @@ def test_message_odd_content(content: object) -> None:
 ])
 def test_reasoning_tokens(usage: object, n: int | None) -> None:
     assert reasoning_tokens(usage) == n  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("usage", [7, "x", ["reasoning_tokens"], None])
+def test_message_odd_usage(usage: object) -> None:
+    """Whatever a caller passes as usage, no count is invented and nothing raises."""
+    assert split_message({"content": "a"}, usage) == ReplyParts("a")  # type: ignore[arg-type]
+    assert split_message({"content": "a", "reasoning": "r"}, usage) == ReplyParts("a", "r")  # type: ignore[arg-type]

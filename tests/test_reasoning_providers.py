@@ -270,3 +270,29 @@ def test_validate_headroom_and_accepts() -> None:
     for name, kw in [("openai", {"reasoning_effort": "minimal"}), ("anthropic", {"reasoning_tokens": 1024}),
                      ("google", {"reasoning_tokens": 1}), ("zhipuai", {"reasoning_effort": "low"})]:
         assert settings_problems(name, LLMSettings(model="m", max_tokens=2048, **kw), "p") == [], name
+
+
+# -- the issue's own cases, end to end through the Host ----------------------------------------------
+
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
+def test_host_never_takes_a_draft_from_inside_the_reasoning(server: FakeLLMServer, tmp_path: Path) -> None:
+    """The reply `<think>... {"answer": 90}</think>` with nothing after it was judged a valid 90; cut while
+    still thinking it was a valid 90 too. Now: an unreadable empty answer, and a truncated reply."""
+    from conftest import experiment_dict, read_jsonl, run_experiment
+
+    server.script(chat({"content": '<think>I could say {"answer": 90}</think>'}),
+                  chat({"content": '<think>I could say {"answer": 90}'}, finish="length"),
+                  chat({"content": '<think>a</think>{"answer": 4}<think>or {"answer": 90}'}),
+                  chat({"content": '<THINK type="x">{"answer": 90}</THINK>{"answer": 12}'}))
+    doc = experiment_dict("beauty_contest", [
+        {"agent": "openai", "model": "fake-1", "base_url": server.url + "/v1", "label": "T", "max_tokens": 64,
+         "max_retries": 0, "count": 4}], {"upper_bound": 100, "prize": 100}, sessions=1)
+    run_experiment(doc, tmp_path / "run", concurrency=1)
+    records = sorted(read_jsonl(tmp_path / "run" / "decisions.jsonl"), key=lambda d: d["player"])
+    empty, cut, second, odd = records
+    assert (empty["valid"], empty["violation"], empty["response"], empty["action"]) == (False, "parse_error", "", None)
+    assert empty["reasoning"] == 'I could say {"answer": 90}'
+    assert (cut["violation"], cut["truncated"], cut["action"]) == ("truncated", True, None)
+    assert (second["violation"], second["action"]) == ("truncated", None)  # ended inside a second block
+    assert (odd["valid"], odd["action"]) == (True, 12)
+    assert all(r["action"] != 90 for r in records)

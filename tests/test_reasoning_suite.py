@@ -88,3 +88,11 @@ def test_effort_suite_end_to_end(thinking_server: ThinkingServer, tmp_path: Path
     assert "data-figure='reasoning_axis'" in html and "Reasoning: effort and budget" in html
     exported = pd.read_parquet(out / "report" / "decisions.parquet")
     assert set(exported.loc[exported["label"] == "Reasoner", "reasoning_tokens"]) == {10.0, 30.0, 90.0}
+    # compare: reasoning tokens per decision join the metrics when a side has reasoning
+    # (the three efforts share one label here: (10 + 30 + 90) / 3 per decision)
+    c = subprocess.run([ECONARENA, "compare", str(out / "bc-effort"), str(out / "bc-effort"), "--boot", "20"],
+                       env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert c.returncode == 0, c.stderr[-2000:]
+    block = c.stdout.split("== reasoning tokens per decision")[1]
+    reasoner = next(line for line in block.splitlines() if line.startswith("Reasoner"))
+    assert reasoner.split()[1] == "43.333"
