@@ -1,15 +1,16 @@
 """OpenAI chat completions, and through ``base_url`` any compatible server (vLLM, SGLang, Ollama,
 llama.cpp, DeepSeek, Together...), which is how local models scale past one machine.
 
-The client uses the aiohttp transport when the ``openai[aiohttp]`` extra is present: the default httpx
+The SDK's client uses the aiohttp transport when the ``openai[aiohttp]`` extra is present: the default httpx
 transport costs about 2 ms of CPU per call and degrades past ~128 calls in flight.
 
 What the SDK costs per call is most of a call's CPU in this process (``bench/bench_llm_cost.py``), so the
 request goes through its documented generic ``client.post`` with the body already encoded (``content=``,
 orjson) and the reply returned as bytes (``cast_to=bytes``) that we read ourselves: the SDK still sends it,
 with its headers, auth, timeouts and error classes, but no longer builds a typed ``ChatCompletion`` (a
-fifth of its per-call CPU) for the three fields we keep. One TLS context serves every client of the
-process: building one reads the certificate store (about 80 ms), and a client is made per experiment.
+fifth of its per-call CPU) for the three fields we keep. One TLS context serves every SDK client of the
+process (and one more every lean client): building one reads the certificate store (about 80 ms), and a
+client is made per experiment.
 
 That is the path to OpenAI's own API. A ``base_url`` server (vLLM, SGLang, Ollama...) gets the lean path
 instead (:mod:`.openai_lean`: our own keep-alive HTTP/1.1 client, orjson, no SDK object per call, the SDK
