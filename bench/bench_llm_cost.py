@@ -9,9 +9,20 @@ its own process, so its CPU is not ours), with 64 calls in flight:
    its aiohttp transport, the event loop, and the rest (builtins are charged to whoever called them);
 3. the layers below the Host on their own: our provider (``LLMAgent.decide``), the SDK's
    ``chat.completions.create``, its generic ``client.post`` with a typed reply, ``client.post`` with the body
-   and reply as bytes (what our provider sends), and plain aiohttp posting the same body.
+   and reply as bytes (what our provider sends to api.openai.com; a ``base_url`` server gets the lean path,
+   measured by items 1 and 4), and plain aiohttp posting the same body.
 
 Each rate is the median of ``--repeat`` runs after a warm-up.
+
+4. CPU per call at the margin (``--margin``, what issue 36's goal is stated in): a fresh process per
+   measurement plays a warm-up, then N1 and N2 calls, and the CPU of the extra N2 - N1 calls divided by
+   their number is the figure: imports, first connections and a run's fixed costs (directories, summary)
+   fall out. Measured through ``LLMAgent.decide`` (the provider layer, 64 in flight) and through the Host
+   (a 5-player beauty contest). ``--against DIR`` (DIR holds an ``econarena`` folder, e.g. made with
+   ``git archive 7886629``) measures that copy of the package the same way, alternating process by process
+   with this one, so both see the same load on a shared machine; the spread over ``--repeat`` is printed.
+   ``--lm-eval PYTHON`` adds lm-evaluation-harness's own aiohttp loop (bench/lmeval_loop.py, run by an
+   interpreter that has lm-eval, e.g. a throwaway venv) on the same server, measured the same way.
 """
 
 from __future__ import annotations
@@ -84,7 +95,8 @@ OURS = _ours()
 
 
 def category(filename: str) -> str:
-    """Whose code a profiled function is: ours, the SDK's, its transport's, the event loop's, or other."""
+    """Whose code a profiled function is: ours, the SDK's, its transport's (aiohttp, or our own HTTP client on
+    the lean path, kept apart so "ours" means the same as before it), the event loop's, or other."""
     path = filename.replace("\\", "/")
     if "site-packages/" in path:
         top = path.split("site-packages/", 1)[1].split("/", 1)[0]
@@ -93,6 +105,8 @@ def category(filename: str) -> str:
         if top in TRANSPORT_PACKAGES:
             return "aiohttp transport"
         return "other packages"
+    if path.startswith(OURS + "/agents/providers/http11.py"):  # the lean path's client: the transport's share
+        return "HTTP client (ours, agents/providers/http11.py)"
     if path.startswith(OURS + "/") and "/bench/" not in path:
         return "econarena (ours)"
     if "/asyncio/" in path or path.endswith(("selectors.py", "socket.py", "events.py")):
@@ -189,12 +203,108 @@ async def aiohttp_rate(port: int, n: int) -> float:
         return n / (time.perf_counter() - start)
 
 
+MARGIN_N = (500, 2500)  # calls in the two measured batches: the margin is their difference
+
+
+def _worker(level: str, port: int, sizes: tuple[int, ...]) -> None:
+    """In a fresh process (the package under test first on PYTHONPATH): a warm-up, then one batch per size;
+    prints JSON: [cpu seconds, wall seconds] per batch."""
+    import json
+    import time
+
+    os.environ["FAKE_KEY"] = "sk-bench-not-a-real-key"
+    out = []
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        for i, n in enumerate((200, *sizes)):  # the first: warm-up (imports, connections), not reported
+            cpu, start = time.process_time(), time.perf_counter()
+            if level == "agent":
+                done, _ = via_agent(port, INFLIGHT, n)
+                if done != n:
+                    raise RuntimeError(f"{n - done} of {n} calls failed")
+            else:
+                host_once(port, n, tmp)
+            if i:
+                out.append([time.process_time() - cpu, time.perf_counter() - start])
+    print("MARGIN " + json.dumps(out), flush=True)
+
+
+def _margin_once(level: str, port: int, tree: str | None, python: str | None = None) -> tuple[float, float]:
+    """(CPU us per call at the margin, calls/s of the larger batch) of one fresh process; ``python``: run
+    lm-eval's loop with that interpreter instead of ours."""
+    import json
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.pop("PYTHONPATH", None)
+    if tree:
+        env["PYTHONPATH"] = tree
+    cmd = ([python, str(Path(__file__).with_name("lmeval_loop.py")), str(port)] if python else
+           [sys.executable, __file__, "--worker", level, "--port", str(port)])
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("MARGIN ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"margin worker failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    (c1, _w1), (c2, w2) = json.loads(line[7:])
+    n1, n2 = MARGIN_N
+    return 1e6 * (c2 - c1) / (n2 - n1), n2 / w2
+
+
+def margin_table(port: int, repeat: int, against: str | None, lm_eval: str | None = None) -> None:
+    """The margin figures of this tree (and of ``against``, and lm-eval's loop), interleaved, with their spread."""
+    trees: list[str | None] = [None] + ([str(Path(against).resolve())] if against else [])
+    if lm_eval:
+        runs = [_margin_once("agent", port, None, lm_eval) for _ in range(repeat)]
+        us = [r[0] for r in runs]
+        print(f"lm-evaluation-harness's loop (LocalChatCompletion, aiohttp, 64 at once): {median(us):.0f} us CPU "
+              f"per call at the margin (spread {min(us):.0f}-{max(us):.0f}; {median([r[1] for r in runs]):,.0f} "
+              "calls/s wall)", flush=True)
+    for level, what in (("agent", "LLMAgent.decide, 64 in flight"),
+                        ("host", "the Host, 5-player beauty contest, 64 in flight")):
+        cpu: dict[str | None, list[float]] = {t: [] for t in trees}
+        rate: dict[str | None, list[float]] = {t: [] for t in trees}
+        for _ in range(repeat):
+            for t in trees:
+                us, r = _margin_once(level, port, t)
+                cpu[t].append(us)
+                rate[t].append(r)
+        mine = median(cpu[None])
+        show(f"llm_margin_{level}_us", mine, "us",
+             f"CPU per LLM call at the margin, {what} (spread {min(cpu[None]):.0f}-{max(cpu[None]):.0f}; "
+             f"{median(rate[None]):,.0f} calls/s wall)", higher_is_better=False)
+        for t in trees[1:]:
+            theirs = median(cpu[t])
+            print(f"   against {t}: {theirs:.0f} us (spread {min(cpu[t]):.0f}-{max(cpu[t]):.0f}; "
+                  f"{median(rate[t]):,.0f} calls/s wall): this tree x{theirs / mine:.2f} less CPU per call "
+                  f"(per-repeat ratios {', '.join(f'{b / a:.2f}' for a, b in zip(cpu[None], cpu[t]))})",
+                  flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--decisions", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--margin", action="store_true", help="only the CPU per call at the margin (item 4)")
+    ap.add_argument("--against", metavar="DIR", help="also measure the package in DIR/econarena (item 4)")
+    ap.add_argument("--lm-eval", metavar="PYTHON", help="also lm-eval's loop, run by this interpreter (item 4)")
+    ap.add_argument("--worker", choices=("agent", "host"), help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        _worker(args.worker, args.port, MARGIN_N)
+        return 0
     os.environ["FAKE_KEY"] = "sk-bench-not-a-real-key"
+    # item 4 first (this tree alone unless --against/--lm-eval); --margin stops after it
+    print(f"(instant fake server in its own process; CPU per call at the margin: calls {MARGIN_N[0]} to "
+          f"{MARGIN_N[1]} of a fresh process; medians of {args.repeat}; {load_average()})")
+    server, port = start_server(0.0)
+    try:
+        margin_table(port, args.repeat, args.against, args.lm_eval)
+    finally:
+        server.terminate()
+        server.wait(5)
+    if args.margin:
+        return 0
     print(f"(instant fake server in its own process, {INFLIGHT} in flight, medians of {args.repeat}; "
           f"{load_average()})")
     server, port = start_server(0.0)
@@ -228,7 +338,7 @@ def main() -> int:
             show("llm_agent", agent, "calls/s", "our provider alone (LLMAgent.decide, no Host)")
             for mode, what in (("create", "chat.completions.create"),
                                ("post", "client.post, typed ChatCompletion (our provider before issue 19)"),
-                               ("post_bytes", "client.post, body and reply as bytes (our provider now)")):
+                               ("post_bytes", "client.post, body and reply as bytes (our SDK path)")):
                 r = median([asyncio.run(sdk_rate(port, args.decisions, mode)) for _ in range(args.repeat)])
                 show(f"llm_sdk_{mode}", r, "requests/s", f"the OpenAI SDK alone, {what}")
             r = median([asyncio.run(aiohttp_rate(port, args.decisions)) for _ in range(args.repeat)])

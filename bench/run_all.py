@@ -20,8 +20,8 @@ sys.path.insert(0, str(HERE))
 from figures import PREVIOUS, RESULTS_ENV, load_average  # noqa: E402
 
 BENCHES = ["bench_e2e.py", "bench_host.py", "bench_gama.py", "bench_report.py", "bench_analysis.py",
-           "bench_concurrency.py", "bench_concurrency.py --via sdk", "bench_llm_cost.py", "bench_steering.py",
-           "bench_hf.py", "bench_ray.py", "bench_quick_tier.py", "bench_reasoning.py"]
+           "bench_concurrency.py", "bench_concurrency.py --via sdk", "bench_llm_cost.py", "bench_startup.py",
+           "bench_steering.py", "bench_hf.py", "bench_ray.py", "bench_quick_tier.py", "bench_reasoning.py"]
 
 
 def main() -> int:

@@ -103,6 +103,28 @@ def server() -> Iterator[Any]:
     srv.stop()
 
 
+@pytest.fixture(params=["lean", "sdk"])
+def openai_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An ``agent = "openai"`` test run on both request paths: the lean aiohttp client that base_url servers
+    get, and the OpenAI SDK that api.openai.com keeps (agents/providers/openai.py); no behaviour of one may
+    be missing from the other. A test parametrized over providers (``name``) runs the SDK variant for openai
+    only (see :func:`pytest_collection_modifyitems`)."""
+    monkeypatch.setenv("ECONARENA_OPENAI_CLIENT", request.param)
+    return str(request.param)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the ``openai_path=sdk`` variant of a test whose provider is not openai: it would repeat the lean one."""
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        other = params.get("openai_path") == "sdk" and params.get("name", "openai") != "openai"
+        (drop if other else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def experiment_dict(game: str, players: list[dict[str, Any]], params: dict[str, Any] | None = None,
                     **experiment: Any) -> dict[str, Any]:
     """A parsed TOML document: ``[experiment]`` from keywords, ``[game]`` from ``params``."""

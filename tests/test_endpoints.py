@@ -18,6 +18,9 @@ from fakeservers import FakeLLMServer
 from econarena.agents.endpoints import EndpointPool
 from econarena.hosts.config import ConfigError, parse_experiment
 
+# each test on the lean path and on the SDK path of agent "openai" (tests/conftest.py: openai_path)
+pytestmark = pytest.mark.usefixtures("openai_path")
+
 
 def test_a_session_stays_on_its_endpoint_and_new_ones_go_to_the_least_busy() -> None:
     pool = EndpointPool(["http://a/v1", "http://b/v1", "http://c/v1"])

@@ -568,6 +568,7 @@ def test_grid_llm_without_an_llm_player_is_refused(arena: SimpleNamespace, tmp_p
 # ---- 9. a reply cut by the token limit ----
 
 @pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+@pytest.mark.usefixtures("openai_path")  # openai: the lean path and the SDK path
 @pytest.mark.parametrize("name,suffix", [("openai", "/v1"), ("anthropic", ""), ("google", ""),
                                          ("zhipuai", "/api/paas/v4")])
 def test_each_provider_says_when_it_stopped_at_the_token_limit(name: str, suffix: str, server: FakeLLMServer,
@@ -593,6 +594,7 @@ def test_each_provider_says_when_it_stopped_at_the_token_limit(name: str, suffix
     assert cut.truncated and not whole.truncated, name
 
 
+@pytest.mark.usefixtures("openai_path")
 def test_a_cut_reply_is_recorded_as_truncated_and_counted_apart(server: FakeLLMServer, tmp_path: Path,
                                                                arena: SimpleNamespace,
                                                                capsys: pytest.CaptureFixture[str]) -> None:

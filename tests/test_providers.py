@@ -36,6 +36,7 @@ from econarena.agents.llm import (  # noqa: E402
 
 pytestmark = [
     pytest.mark.timeout(60),
+    pytest.mark.usefixtures("openai_path"),  # openai: the lean path and the SDK path, each test (conftest.py)
     pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning"),
 ]
 

@@ -74,6 +74,7 @@ def chat(message: dict[str, Any], usage: dict[str, Any] | None = None, finish: s
 
 # -- OpenAI and compatible servers ---------------------------------------------------------------
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
 def test_openai_effort_out_reasoning_content_in(server: FakeLLMServer) -> None:
     server.script(chat({"content": '{"bid": 8}', "reasoning_content": DRAFT},
                        {"completion_tokens_details": {"reasoning_tokens": 31}}))
@@ -85,6 +86,7 @@ def test_openai_effort_out_reasoning_content_in(server: FakeLLMServer) -> None:
     assert g.tokens_out == 40  # completion_tokens already include the reasoning: billed as output
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
 def test_openai_inline_think_and_cut_inside(server: FakeLLMServer) -> None:
     server.script(chat({"content": f"<think>{DRAFT}</think>"}),
                   chat({"content": f"<think>{DRAFT}"}, finish="length"),
@@ -97,6 +99,7 @@ def test_openai_inline_think_and_cut_inside(server: FakeLLMServer) -> None:
     assert "reasoning_effort" not in server.seen[-1].body  # unset: nothing new on the wire
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
 def test_openai_end_marker(server: FakeLLMServer) -> None:
     end = "<|channel|>final<|message|>"
     server.script(chat({"content": f"<|channel|>analysis<|message|>{DRAFT}<|end|>{end}" + '{"bid": 6}'}),
@@ -107,6 +110,7 @@ def test_openai_end_marker(server: FakeLLMServer) -> None:
     assert open_.text == "" and open_.unfinished
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
 def test_openai_official_reasoning_model_drops_sampling(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     """api.openai.com's reasoning models take no temperature: not sent, one warning; hidden reasoning counted."""
@@ -217,6 +221,7 @@ def test_zhipuai_switch_out_reasoning_content_in(server: FakeLLMServer) -> None:
 
 # -- through the agent: cache and masking -----------------------------------------------------------
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
 def test_agent_keeps_reasoning_through_the_cache(server: FakeLLMServer, tmp_path: Path) -> None:
     server.script(chat({"content": '{"bid": 8}', "reasoning_content": "key sk-test-key here"},
                        {"completion_tokens_details": {"reasoning_tokens": 5}}))
@@ -269,6 +274,7 @@ def test_validate_headroom_and_accepts() -> None:
 
 # -- the issue's own cases, end to end through the Host ----------------------------------------------
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path (conftest.py)
 def test_host_never_takes_a_draft_from_inside_the_reasoning(server: FakeLLMServer, tmp_path: Path) -> None:
     """The reply `<think>... {"answer": 90}</think>` with nothing after it was judged a valid 90; cut while
     still thinking it was a valid 90 too. Now: an unreadable empty answer, and a truncated reply."""

@@ -109,6 +109,7 @@ def _gen(name: str, server: FakeLLMServer, schema: dict[str, Any] | None, **kw: 
     return asyncio.run(go())
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path
 def test_openai_sends_a_strict_json_schema(server: FakeLLMServer) -> None:
     schema = json_schema(BID, "strict", reasoning=True, reasoning_chars=99)
     server.script(ok('{"reasoning":"x","bid":10}'))
@@ -117,6 +118,7 @@ def test_openai_sends_a_strict_json_schema(server: FakeLLMServer) -> None:
     assert rf == {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path
 def test_openai_json_object_setting_for_llama_cpp_style_servers(server: FakeLLMServer) -> None:
     schema = json_schema(BID, "format")
     _gen("openai", server, schema, structured="format", response_format="json_object")
@@ -132,6 +134,7 @@ def test_openai_official_endpoint_drops_max_length() -> None:
     assert rf["json_schema"]["schema"]["properties"]["bid"]["maximum"] == 999999.0
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path
 def test_no_schema_no_response_format(server: FakeLLMServer) -> None:
     _gen("openai", server, None)
     assert "response_format" not in server.seen[0].body
@@ -179,6 +182,7 @@ def test_structured_is_checked_by_the_config_schema() -> None:
 
 # -- errors that say what happened --------------------------------------------------------------------
 
+@pytest.mark.usefixtures("openai_path")
 @pytest.mark.parametrize("name", sorted(SUFFIX))
 def test_refused_connection_is_not_called_a_timeout(name: str) -> None:
     with pytest.raises(CallError) as err:
@@ -187,6 +191,7 @@ def test_refused_connection_is_not_called_a_timeout(name: str) -> None:
     assert "timed out" not in str(err.value)
 
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path
 def test_a_400_carries_the_servers_own_detail(server: FakeLLMServer) -> None:
     detail = "Model fake-1 is not available; the server has SmolLM2-135M-Instruct"
     server.script(status(400, body={"detail": detail}))
@@ -198,6 +203,7 @@ def test_a_400_carries_the_servers_own_detail(server: FakeLLMServer) -> None:
 
 # -- the Host: schema per decision, mode logged -------------------------------------------------------
 
+@pytest.mark.usefixtures("openai_path")  # the lean path and the SDK path
 def test_host_sends_the_games_schema_and_logs_the_mode(server: FakeLLMServer, tmp_path: Path) -> None:
     from econarena.agents.llm import RuntimeOptions
     from econarena.hosts.config import parse_experiment

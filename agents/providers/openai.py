@@ -1,15 +1,25 @@
 """OpenAI chat completions, and through ``base_url`` any compatible server (vLLM, SGLang, Ollama,
 llama.cpp, DeepSeek, Together...), which is how local models scale past one machine.
 
-The client uses the aiohttp transport when the ``openai[aiohttp]`` extra is present: the default httpx
+The SDK's client uses the aiohttp transport when the ``openai[aiohttp]`` extra is present: the default httpx
 transport costs about 2 ms of CPU per call and degrades past ~128 calls in flight.
 
 What the SDK costs per call is most of a call's CPU in this process (``bench/bench_llm_cost.py``), so the
 request goes through its documented generic ``client.post`` with the body already encoded (``content=``,
 orjson) and the reply returned as bytes (``cast_to=bytes``) that we read ourselves: the SDK still sends it,
 with its headers, auth, timeouts and error classes, but no longer builds a typed ``ChatCompletion`` (a
-fifth of its per-call CPU) for the three fields we keep. One TLS context serves every client of the
-process: building one reads the certificate store (about 80 ms), and a client is made per experiment.
+fifth of its per-call CPU) for the three fields we keep. One TLS context serves every SDK client of the
+process (and one more every lean client): building one reads the certificate store (about 80 ms), and a
+client is made per experiment.
+
+That is the path to OpenAI's own API. A ``base_url`` server (vLLM, SGLang, Ollama...) gets the lean path
+instead (:mod:`.openai_lean`: our own keep-alive HTTP/1.1 client, orjson, no SDK object per call, the SDK
+not even imported), where
+the server answers fast enough for our CPU per call to matter: both paths build the same body and read the
+reply with the same :func:`completion`, and everything else (retries, failover, cache, masking) is above
+the client. Official endpoints keep the SDK: their calls are bounded by the network and rate limits, not by
+our CPU, and the SDK reads OpenAI's own variables (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``) for them.
+``ECONARENA_OPENAI_CLIENT=sdk`` (or ``lean``) forces one path for every endpoint.
 """
 
 from __future__ import annotations
@@ -17,12 +27,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import ssl
+import sys
 from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import openai
 import orjson
 
 from ..base import Message
@@ -39,6 +50,17 @@ from ..settings import Generation, LLMSettings
 
 log = logging.getLogger(__name__)
 
+CLIENT_ENV = "ECONARENA_OPENAI_CLIENT"  # "sdk" or "lean": one path for every endpoint (default: by URL)
+
+
+def lean_path(base_url: str | None) -> bool:
+    """Whether calls to ``base_url`` go through the lean path: any server but OpenAI's own, unless
+    ``ECONARENA_OPENAI_CLIENT`` names a path."""
+    forced = os.environ.get(CLIENT_ENV, "").strip().lower()
+    if forced in ("sdk", "lean"):
+        return forced == "lean"
+    return not _official(base_url)
+
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
@@ -49,8 +71,21 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+@functools.cache
+def _lean_tls_context() -> ssl.SSLContext:
+    """The lean path's TLS context: the SDK's trust store and checks, offering HTTP/1.1 only (ALPN), since that
+    is the one protocol its client speaks; its own, so no other client's settings reach it."""
+    import httpx2
+
+    context = httpx2.create_ssl_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 def _http_client(settings: LLMSettings) -> Any | None:
     """The aiohttp-backed client sized to our connection limit, or None for the SDK's default."""
+    import openai
+
     try:
         import httpx2
 
@@ -133,13 +168,34 @@ class OpenAIProvider(RemoteProvider):
 
     _warned = False
 
-    def _make_client(self, settings: LLMSettings, key: str) -> openai.AsyncOpenAI:
+    def _make_client(self, settings: LLMSettings, key: str) -> Any:
         base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        if base_url and lean_path(base_url):
+            from .openai_lean import LeanClient
+
+            tls = _lean_tls_context() if base_url.lower().startswith("https:") else None
+            return LeanClient(base_url, query, key, settings.max_connections, settings.timeout_s, tls)
+        import openai
+
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
                                   timeout=settings.timeout_s, http_client=_http_client(settings))
 
-    async def _attempt(self, client: openai.AsyncOpenAI, messages: Sequence[Message],
+    async def _attempt(self, client: Any, messages: Sequence[Message],
                        settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:
+        body = self._body(messages, settings, schema)
+        chat = getattr(client, "chat_bytes", None)
+        if chat is not None:  # the lean path (openai_lean.LeanClient)
+            return completion(await chat(orjson.dumps(body), settings.timeout_s), settings.reasoning_end)
+        # The SDK's documented generic request (client.post): the same wire call as
+        # chat.completions.create without re-walking our already plain-JSON params through its TypedDict
+        # transforms (a third of its per-call CPU), the body encoded by orjson, the reply read as bytes.
+        raw = await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes,
+                                options={"timeout": settings.timeout_s})
+        return completion(raw, settings.reasoning_end)
+
+    def _body(self, messages: Sequence[Message], settings: LLMSettings,
+              schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The request body, the same on both paths."""
         body: dict[str, Any] = {"model": self._model(settings), "messages": [m.to_dict() for m in messages]}
         # OpenAI's reasoning models take no sampling settings (only the default temperature 1): left out for
         # them, with one warning; compatible servers get what the player set
@@ -161,22 +217,33 @@ class OpenAIProvider(RemoteProvider):
         body["max_completion_tokens" if _official(settings.base_url) else "max_tokens"] = settings.max_tokens
         if schema is not None:
             body["response_format"] = response_format(schema, settings)
-        # The SDK's documented generic request (client.post): the same wire call as
-        # chat.completions.create without re-walking our already plain-JSON params through its TypedDict
-        # transforms (a third of its per-call CPU), the body encoded by orjson, the reply read as bytes.
-        raw = await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes,
-                                options={"timeout": settings.timeout_s})
-        return completion(raw, settings.reasoning_end)
+        return body
 
     def _judge(self, exc: BaseException) -> Failure | None:
-        if isinstance(exc, openai.APIStatusError):
-            detail = server_detail(exc.body)
-            message = exc.message if detail is None or detail in exc.message else f"{exc.message}: {detail}"
-            return status_failure(exc.status_code, message, exc.response.headers)
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(True, "timed out", down=True)
-        if isinstance(exc, openai.APIConnectionError):
-            return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
-        if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+        lean = sys.modules.get(f"{__package__}.openai_lean")
+        if lean is not None and isinstance(exc, lean.LeanStatusError):  # worded as the SDK words it
+            return _status(exc.status_code, exc.message, exc.body, exc.headers)
+        aiohttp = sys.modules.get("aiohttp")  # the lean path's proxies and redirects; refusals and drops were
+        if aiohttp is not None and isinstance(exc, aiohttp.ClientError):  # named before this
+            return Failure(True, f"connection error: {exc}", down=True)
+        openai = sys.modules.get("openai")
+        if openai is not None:  # else the SDK was never imported, so this is none of its exceptions
+            if isinstance(exc, openai.APIStatusError):
+                return _status(exc.status_code, exc.message, exc.body, exc.response.headers)
+            if isinstance(exc, openai.APITimeoutError):
+                return Failure(True, "timed out", down=True)
+            if isinstance(exc, openai.APIConnectionError):
+                return Failure(True, f"connection error: {exc.__cause__ or exc}", down=True)
+            if isinstance(exc, openai.APIResponseValidationError):
+                return Failure(False, f"malformed response: {exc}")
+        if isinstance(exc, ValueError):
             return Failure(False, f"malformed response: {exc}")
         return None
+
+
+def _status(code: int, message: str, body: Any, headers: Any) -> Failure:
+    """An HTTP error judged as the SDK path always judged it: its message, with the server's own explanation
+    added when the message does not hold it yet."""
+    detail = server_detail(body)
+    return status_failure(code, message if detail is None or detail in message else f"{message}: {detail}",
+                          headers)
