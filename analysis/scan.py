@@ -17,6 +17,12 @@ siblings is marked as part of an experiment, never presented as the whole.
 Consumers see, per directory, ``begin(d)`` (return False to skip the directory), ``run(d, number, rec)``
 for each run record kept (complete or not, in file order), ``decision(d, rec)`` for each decision of a kept
 complete run when ``wants_decisions``, and ``end(d)``.
+
+A finished directory read whole and alone is read from its columnar copy when one is there
+(``analysis/columnar.py``): a consumer with a ``copy_name`` (and ``copy_version``) offers ``save(d, copy)``,
+called before ``end(d)`` when the directory was read from its logs, and ``restore(d, copy)``, called
+instead of ``run``, ``decision`` and ``end``. The copy is used only when every consumer that took the
+directory has its part there; else the logs are read, and the missing parts written.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any, Protocol
 from ..games import GAMES
 from ..games.base import Game
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
+from . import columnar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -173,42 +180,101 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     result = Scan(dirs)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
-        shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
-        inside = 0
-        first_dup: dict[int, int] = {}
-        for number, rec in iter_records(d.path / RUNS, "runs"):
-            if rec.get("complete", True):
-                key = key_of(rec)
-                if key in d.kept:
-                    inside += 1
-                    continue
-                if shared is not None:
-                    where = shared.get(key)
-                    if where is not None:
-                        first_dup[where] = first_dup.get(where, 0) + 1
-                        continue
-                    shared[key] = d.index
-                d.kept.add(key)
+        copy = columnar.open_copy(d.path, d.manifest) if counts[d.identity] == 1 and active else None
+        if copy is not None and not all(getattr(c, "copy_name", None) for c in active):
+            copy = None  # a consumer that cannot keep a copy: the logs are read, nothing written
+        if copy is not None and copy.has(SCAN_PART, SCAN_VERSION) and all(
+                copy.has(c.copy_name, c.copy_version) for c in active):
+            _restore(d, copy, active, result)
+            continue
+        with _Watch() as watch:
+            _read(d, dirs, active, counts, seen, result)
+        if copy is not None and not watch.said and copy.writable:
             for c in active:
-                c.run(d, number, rec)
-        d.duplicates = inside + sum(first_dup.values())
-        if inside:
-            result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
-                                   "first record)")
-        for where, n in first_dup.items():
-            result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path} (the same "
-                                   "experiment: a shard beside its merge?); each is counted once")
-        if d.part:
-            result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
-                                   "the other shards are not among the inputs, so its numbers cover part of it")
-        readers = [c for c in active if c.wants_decisions]
-        if readers:
-            kept = d.kept
-            for _, rec in iter_records(d.path / DECISIONS, "decisions"):
-                if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
-                    for c in readers:
-                        c.decision(d, rec)
+                if not copy.has(c.copy_name, c.copy_version):
+                    c.save(d, copy)
+            copy.put(SCAN_PART, SCAN_VERSION, {}, {"inside": d.duplicates})
         for c in active:
             c.end(d)
         d.kept = set()  # what the directory's decisions needed; nothing after it does
     return result
+
+
+SCAN_PART, SCAN_VERSION = "scan", "1"
+
+
+class _Watch:
+    """Whether anything was written to stderr while a directory was read (an unreadable line's warning):
+    such a directory gets no copy, so the warning shows on every read."""
+
+    def __enter__(self) -> _Watch:
+        self.said, self.real = False, sys.stderr
+        sys.stderr = self  # type: ignore[assignment]
+        return self
+
+    def write(self, text: str) -> int:
+        self.said = self.said or bool(text)
+        return self.real.write(text)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stderr = self.real
+
+
+def _restore(d: Dir, copy: columnar.Copy, active: list[Any], result: Scan) -> None:
+    """A directory from its copy: what the reading found, then each consumer's part."""
+    inside = int(copy.info(SCAN_PART)["inside"])
+    d.duplicates = inside
+    if inside:
+        result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
+                               "first record)")
+    if d.part:
+        result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
+                               "the other shards are not among the inputs, so its numbers cover part of it")
+    for c in active:
+        c.restore(d, copy)
+
+
+def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
+          seen: dict[str, dict[tuple[str, int, int], int]], result: Scan) -> None:
+    """A directory from its logs: each run and decision to the consumers that took it."""
+    shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
+    inside = 0
+    first_dup: dict[int, int] = {}
+    for number, rec in iter_records(d.path / RUNS, "runs"):
+        if rec.get("complete", True):
+            key = key_of(rec)
+            if key in d.kept:
+                inside += 1
+                continue
+            if shared is not None:
+                where = shared.get(key)
+                if where is not None:
+                    first_dup[where] = first_dup.get(where, 0) + 1
+                    continue
+                shared[key] = d.index
+            d.kept.add(key)
+        for c in active:
+            c.run(d, number, rec)
+    d.duplicates = inside + sum(first_dup.values())
+    if inside:
+        result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
+                               "first record)")
+    for where, n in first_dup.items():
+        result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path} (the same "
+                               "experiment: a shard beside its merge?); each is counted once")
+    if d.part:
+        result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
+                               "the other shards are not among the inputs, so its numbers cover part of it")
+    readers = [c for c in active if c.wants_decisions]
+    if readers:
+        kept = d.kept
+        for _, rec in iter_records(d.path / DECISIONS, "decisions"):
+            if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
+                for c in readers:
+                    c.decision(d, rec)
