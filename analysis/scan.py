@@ -180,7 +180,7 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     result = Scan(dirs)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
-        copy = columnar.open_copy(d.path, d.manifest) if counts[d.identity] == 1 and active else None
+        copy = columnar.open_copy(d.path, d.manifest) if counts[d.identity] == 1 else None
         if copy is not None and not all(getattr(c, "copy_name", None) for c in active):
             copy = None  # a consumer that cannot keep a copy: the logs are read, nothing written
         if copy is not None and copy.has(SCAN_PART, SCAN_VERSION) and all(

@@ -138,10 +138,17 @@ def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.rand
         for j, c in enumerate(const[i]):
             if c is not None:
                 out[j] += c * len(part)
+        # a stratum whose sessions lie side by side (the common case: sessions sorted by stratum) is
+        # gathered from its slice with the draws as they come: the same indices without a pass over them
+        if len(part) and part[-1] - part[0] + 1 == len(part):
+            sub, where = [vectors[j][part[0]:part[-1] + 1] for j in range(len(vectors))], None
+        else:
+            sub, where = vectors, part
         for start, rows in _blocks(n_boot, len(part)):
-            idx = part[rng.integers(0, len(part), size=(rows, len(part)))]
+            draws = rng.integers(0, len(part), size=(rows, len(part)))
+            idx = draws if where is None else where[draws]
             for j in gather:
-                out[j][start:start + rows] += vectors[j][idx].sum(axis=1)
+                out[j][start:start + rows] += sub[j][idx].sum(axis=1)
     for i in range(last + 1, len(parts)):
         for j, c in enumerate(const[i]):
             out[j] += c * len(parts[i])  # type: ignore[operator]
