@@ -203,7 +203,7 @@ def _replicate_sums_before(vectors: list[np.ndarray], stratum: np.ndarray, rng: 
     array, every stratum gathered): the reference the faster code must equal to the bit."""
     from econarena.analysis.stats import _blocks
 
-    out = [np.zeros(n_boot) for _ in vectors]
+    out = [np.zeros(n_boot) for _ in vectors]  # (_blocks: as the code under test splits them)
     for s in np.unique(stratum):
         part = np.flatnonzero(stratum == s)
         for start, rows in _blocks(n_boot, len(part)):
@@ -213,9 +213,15 @@ def _replicate_sums_before(vectors: list[np.ndarray], stratum: np.ndarray, rng: 
     return out
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("layout", ["one", "sorted", "interleaved"])
-def test_bootstrap_draws_and_sums_unchanged(layout: str) -> None:
+def test_bootstrap_draws_and_sums_unchanged(layout: str, threads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from econarena.analysis import stats
     from econarena.analysis.stats import _replicate_sums
+
+    if threads:  # the gathers on threads, blocks small enough that several wait at once
+        monkeypatch.setattr(stats, "THREADED", 1)
+        monkeypatch.setattr(stats, "BLOCK", 20_000)
 
     g = np.random.default_rng(11)
     k = 3000
