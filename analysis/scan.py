@@ -178,9 +178,10 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         counts[d.identity] = counts.get(d.identity, 0) + 1
     seen: dict[str, dict[tuple[str, int, int], int]] = {}  # runs of experiments met in several directories
     result = Scan(dirs)
+    copies = _copies(dirs, counts)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
-        copy = columnar.open_copy(d.path, d.manifest) if counts[d.identity] == 1 else None
+        copy = copies.get(d.index)
         if copy is not None and not all(getattr(c, "copy_name", None) for c in active):
             copy = None  # a consumer that cannot keep a copy: the logs are read, nothing written
         if copy is not None and copy.has(SCAN_PART, SCAN_VERSION) and all(
@@ -188,19 +189,71 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
             _restore(d, copy, active, result)
             continue
         with _Watch() as watch:
-            _read(d, dirs, active, counts, seen, result)
-        if copy is not None and not watch.said and copy.writable:
+            # a shard of a group whose copies showed no shared run reads as if alone
+            alone = d.index in copies and not getattr(copies[d.index], "grouped", False)
+            others = _read(d, dirs, active, {**counts, d.identity: 1} if alone else counts, seen, result)
+        # a copy holds what this directory gives alone: none for one that shared runs with another read
+        # before it (its part depends on that one)
+        if copy is not None and not watch.said and not others and copy.writable:
             for c in active:
                 if not copy.has(c.copy_name, c.copy_version):
                     c.save(d, copy)
-            copy.put(SCAN_PART, SCAN_VERSION, {}, {"inside": d.duplicates})
+            copy.put(SCAN_PART, SCAN_VERSION, {"keys": _keys_table(d.kept)}, {"inside": d.duplicates})
         for c in active:
             c.end(d)
         d.kept = set()  # what the directory's decisions needed; nothing after it does
     return result
 
 
-SCAN_PART, SCAN_VERSION = "scan", "1"
+SCAN_PART, SCAN_VERSION = "scan", "2"
+
+
+def _copies(dirs: list[Dir], counts: dict[str, int]) -> dict[int, columnar.Copy]:
+    """The copies the scan may use or write, by directory index. A directory alone in its experiment has
+    one. The shards of one experiment (several directories with one identity) may each use theirs only
+    when every one of them has its scan part and no run is in two of them (checked on the kept runs'
+    keys); then no run can be met twice, and each shard reads as if alone. Otherwise the group is read
+    from its logs with the usual check, and a shard that shared no run with one read before it gets its
+    copy written."""
+    out: dict[int, columnar.Copy] = {}
+    groups: dict[str, list[Dir]] = {}
+    for d in dirs:
+        copy = columnar.open_copy(d.path, d.manifest)
+        if copy is None:
+            return {}
+        out[d.index] = copy
+        if counts[d.identity] > 1:
+            groups.setdefault(d.identity, []).append(d)
+    for group in groups.values():
+        found = [out[d.index] for d in group]
+        if not all(c.has(SCAN_PART, SCAN_VERSION) for c in found) or _overlap(found):
+            for d in group:  # read from the logs with the check; copies written where no run was shared
+                out[d.index].meta = {}
+                out[d.index].grouped = True  # type: ignore[attr-defined]
+    return out
+
+
+def _overlap(found: list[columnar.Copy]) -> bool:
+    """Whether a run (lineup, session, run) is kept in two of these directories' copies."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = [c.table(SCAN_PART, "keys") for c in found]
+    t = pa.concat_tables(tables)
+    if not len(t):
+        return False
+    lineup = pc.dictionary_encode(t.column("lineup")).combine_chunks().indices.to_numpy(zero_copy_only=False)
+    keys = np.stack([lineup.astype(np.int64), t.column("session").to_numpy(), t.column("run").to_numpy()], axis=1)
+    return len(np.unique(keys, axis=0)) != len(keys)
+
+
+def _keys_table(kept: set[tuple[str, int, int]]) -> Any:
+    import pyarrow as pa
+
+    lineups, sessions, runs = zip(*kept) if kept else ((), (), ())
+    return pa.table({"lineup": pa.array(lineups, pa.string()), "session": pa.array(sessions, pa.int64()),
+                     "run": pa.array(runs, pa.int64())})
 
 
 class _Watch:
@@ -241,8 +294,9 @@ def _restore(d: Dir, copy: columnar.Copy, active: list[Any], result: Scan) -> No
 
 
 def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
-          seen: dict[str, dict[tuple[str, int, int], int]], result: Scan) -> None:
-    """A directory from its logs: each run and decision to the consumers that took it."""
+          seen: dict[str, dict[tuple[str, int, int], int]], result: Scan) -> int:
+    """A directory from its logs: each run and decision to the consumers that took it. Returns how many of
+    its runs another directory read before it already held."""
     shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
     inside = 0
     first_dup: dict[int, int] = {}
@@ -278,3 +332,4 @@ def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
             if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
                 for c in readers:
                     c.decision(d, rec)
+    return sum(first_dup.values())

@@ -232,3 +232,32 @@ def test_bootstrap_draws_and_sums_unchanged(layout: str, threads: bool, monkeypa
     want = _replicate_sums_before(vectors, stratum, np.random.default_rng(4), 300)
     for a, b in zip(got, want):
         assert a.tobytes() == b.tobytes()
+
+
+def test_shards_read_together_use_their_copies(tmp_path: Path, copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shards of one experiment (one config, runs split by session) each keep a copy; read together again,
+    none is parsed, and the tables equal the first read's."""
+    import shutil
+
+    import pandas as pd
+
+    from econarena.analysis.load import load
+
+    whole = _grid(tmp_path / "runs")
+    shards = []
+    for k in (0, 1):
+        d = tmp_path / "runs" / f"shard-{k}"
+        shutil.copytree(whole, d)
+        for name in ("runs.jsonl", "decisions.jsonl"):
+            lines = (whole / name).read_text(encoding="utf-8").splitlines(keepends=True)
+            (d / name).write_text("".join(x for x in lines if json.loads(x)["session"] % 2 == k), encoding="utf-8")
+        shards.append(d)
+    first = load(shards)
+    assert {p.name for p in copies.glob("*/scan.keys.parquet")} == {"scan.keys.parquet"}
+    assert len(list(copies.glob("*/store.players.parquet"))) == 2
+    with monkeypatch.context() as m:
+        _NoLogs(m)
+        second = load(shards)
+    for a, b in ((first.players, second.players), (first.runs, second.runs), (first.decisions, second.decisions)):
+        pd.testing.assert_frame_equal(a, b)
+    assert sorted(first.players["session"].unique()) == sorted(load(whole).players["session"].unique())
