@@ -139,8 +139,10 @@ class Copy:
                 os.replace(tmp, target)
             self.meta["parts"][name] = {"version": version, "info": info}
             write_atomic(self.folder / META, json.dumps(self.meta))
-        except (OSError, ValueError, TypeError):  # a full disk, a read-only cache: read from the logs next time
-            self.meta.get("parts", {}).pop(name, None)
+        except Exception:  # noqa: BLE001 - a full disk, a read-only cache, the engine's own I/O error: a copy
+            self.meta.get("parts", {}).pop(name, None)  # must never fail a read; the logs are read next time
+            for tmp in self.folder.glob(f"{name}.*.{os.getpid()}.tmp"):
+                tmp.unlink(missing_ok=True)
 
 
 def open_copy(run_dir: Path, manifest: dict[str, Any]) -> Copy | None:

@@ -261,3 +261,14 @@ def test_shards_read_together_use_their_copies(tmp_path: Path, copies: Path, mon
     for a, b in ((first.players, second.players), (first.runs, second.runs), (first.decisions, second.decisions)):
         pd.testing.assert_frame_equal(a, b)
     assert sorted(first.players["session"].unique()) == sorted(load(whole).players["session"].unique())
+
+
+def test_a_copy_that_cannot_be_written_fails_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache folder that is a file (or a full disk): the read gives its numbers and writes no copy."""
+    from econarena.analysis.load import load
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x", encoding="utf-8")
+    monkeypatch.setenv("ECONARENA_COLUMNS", str(blocker))
+    run = _grid(tmp_path / "runs")
+    assert len(load(run).players) == len(load(run).players) > 0
