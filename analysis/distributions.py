@@ -60,7 +60,35 @@ class Collector(Base):
             return False
         self.game = game
         self.panels = self.out.setdefault(GAMES[game].info.family, {})
+        self._mark = {(key, group): len(xs) for key, groups in self.panels.items() for group, xs in groups.items()}
         return True
+
+    # ------------------------------------------------------ the columnar copy (analysis/columnar.py)
+
+    copy_name, copy_version = "distributions", "1"
+
+    def save(self, d: Dir, copy: Any) -> None:
+        """The values this directory added, panel by panel and group by group in the order they were met."""
+        import pyarrow as pa
+
+        entries, parts = [], []
+        for key, groups in self.panels.items():
+            for group, xs in groups.items():
+                start = self._mark.get((key, group), 0)
+                if len(xs) > start:
+                    entries.append([key[1], group, len(xs) - start])
+                    parts.append(np.frombuffer(xs, dtype=float)[start:])
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        copy.put(self.copy_name, self.copy_version, {"values": pa.table({"value": pa.array(values)})},
+                 {"entries": entries})
+
+    def restore(self, d: Dir, copy: Any) -> None:
+        values = copy.table(self.copy_name, "values").column("value").to_numpy()
+        at = 0
+        for metric, group, n in copy.info(self.copy_name)["entries"]:
+            self.panels.setdefault((self.game, metric), {}).setdefault(group, array("d")).frombytes(
+                values[at:at + n].tobytes())
+            at += n
 
     def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
         if not rec.get("complete", True):

@@ -17,6 +17,12 @@ siblings is marked as part of an experiment, never presented as the whole.
 Consumers see, per directory, ``begin(d)`` (return False to skip the directory), ``run(d, number, rec)``
 for each run record kept (complete or not, in file order), ``decision(d, rec)`` for each decision of a kept
 complete run when ``wants_decisions``, and ``end(d)``.
+
+A finished directory read whole and alone is read from its columnar copy when one is there
+(``analysis/columnar.py``): a consumer with a ``copy_name`` (and ``copy_version``) offers ``save(d, copy)``,
+called before ``end(d)`` when the directory was read from its logs, and ``restore(d, copy)``, called
+instead of ``run``, ``decision`` and ``end``. The copy is used only when every consumer that took the
+directory has its part there; else the logs are read, and the missing parts written.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any, Protocol
 from ..games import GAMES
 from ..games.base import Game
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
+from . import columnar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -171,44 +178,158 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         counts[d.identity] = counts.get(d.identity, 0) + 1
     seen: dict[str, dict[tuple[str, int, int], int]] = {}  # runs of experiments met in several directories
     result = Scan(dirs)
+    copies = _copies(dirs, counts)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
-        shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
-        inside = 0
-        first_dup: dict[int, int] = {}
-        for number, rec in iter_records(d.path / RUNS, "runs"):
-            if rec.get("complete", True):
-                key = key_of(rec)
-                if key in d.kept:
-                    inside += 1
-                    continue
-                if shared is not None:
-                    where = shared.get(key)
-                    if where is not None:
-                        first_dup[where] = first_dup.get(where, 0) + 1
-                        continue
-                    shared[key] = d.index
-                d.kept.add(key)
+        copy = copies.get(d.index)
+        if copy is not None and not all(getattr(c, "copy_name", None) for c in active):
+            copy = None  # a consumer that cannot keep a copy: the logs are read, nothing written
+        if copy is not None and copy.has(SCAN_PART, SCAN_VERSION) and all(
+                copy.has(c.copy_name, c.copy_version) for c in active):
+            _restore(d, copy, active, result)
+            continue
+        with _Watch() as watch:
+            # a shard of a group whose copies showed no shared run reads as if alone
+            alone = d.index in copies and not getattr(copies[d.index], "grouped", False)
+            others = _read(d, dirs, active, {**counts, d.identity: 1} if alone else counts, seen, result)
+        # a copy holds what this directory gives alone: none for one that shared runs with another read
+        # before it (its part depends on that one)
+        if copy is not None and not watch.said and not others and copy.writable:
             for c in active:
-                c.run(d, number, rec)
-        d.duplicates = inside + sum(first_dup.values())
-        if inside:
-            result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
-                                   "first record)")
-        for where, n in first_dup.items():
-            result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path} (the same "
-                                   "experiment: a shard beside its merge?); each is counted once")
-        if d.part:
-            result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
-                                   "the other shards are not among the inputs, so its numbers cover part of it")
-        readers = [c for c in active if c.wants_decisions]
-        if readers:
-            kept = d.kept
-            for _, rec in iter_records(d.path / DECISIONS, "decisions"):
-                if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
-                    for c in readers:
-                        c.decision(d, rec)
+                if not copy.has(c.copy_name, c.copy_version):
+                    c.save(d, copy)
+            copy.put(SCAN_PART, SCAN_VERSION, {"keys": _keys_table(d.kept)}, {"inside": d.duplicates})
         for c in active:
             c.end(d)
         d.kept = set()  # what the directory's decisions needed; nothing after it does
     return result
+
+
+SCAN_PART, SCAN_VERSION = "scan", "2"
+
+
+def _copies(dirs: list[Dir], counts: dict[str, int]) -> dict[int, columnar.Copy]:
+    """The copies the scan may use or write, by directory index. A directory alone in its experiment has
+    one. The shards of one experiment (several directories with one identity) may each use theirs only
+    when every one of them has its scan part and no run is in two of them (checked on the kept runs'
+    keys); then no run can be met twice, and each shard reads as if alone. Otherwise the group is read
+    from its logs with the usual check, and a shard that shared no run with one read before it gets its
+    copy written."""
+    out: dict[int, columnar.Copy] = {}
+    groups: dict[str, list[Dir]] = {}
+    for d in dirs:
+        copy = columnar.open_copy(d.path, d.manifest)
+        if copy is None:
+            return {}
+        out[d.index] = copy
+        if counts[d.identity] > 1:
+            groups.setdefault(d.identity, []).append(d)
+    for group in groups.values():
+        found = [out[d.index] for d in group]
+        if not all(c.has(SCAN_PART, SCAN_VERSION) for c in found) or _overlap(found):
+            for d in group:  # read from the logs with the check; copies written where no run was shared
+                out[d.index].meta = {}
+                out[d.index].grouped = True  # type: ignore[attr-defined]
+    return out
+
+
+def _overlap(found: list[columnar.Copy]) -> bool:
+    """Whether a run (lineup, session, run) is kept in two of these directories' copies."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = [c.table(SCAN_PART, "keys") for c in found]
+    t = pa.concat_tables(tables)
+    if not len(t):
+        return False
+    lineup = pc.dictionary_encode(t.column("lineup")).combine_chunks().indices.to_numpy(zero_copy_only=False)
+    keys = np.stack([lineup.astype(np.int64), t.column("session").to_numpy(), t.column("run").to_numpy()], axis=1)
+    return len(np.unique(keys, axis=0)) != len(keys)
+
+
+def _keys_table(kept: set[tuple[str, int, int]]) -> Any:
+    import pyarrow as pa
+
+    lineups, sessions, runs = zip(*kept) if kept else ((), (), ())
+    return pa.table({"lineup": pa.array(lineups, pa.string()), "session": pa.array(sessions, pa.int64()),
+                     "run": pa.array(runs, pa.int64())})
+
+
+class _Watch:
+    """Whether anything was written to stderr while a directory was read (an unreadable line's warning):
+    such a directory gets no copy, so the warning shows on every read."""
+
+    def __enter__(self) -> _Watch:
+        self.said, self.real = False, sys.stderr
+        sys.stderr = self  # type: ignore[assignment]
+        return self
+
+    def write(self, text: str) -> int:
+        self.said = self.said or bool(text)
+        return self.real.write(text)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stderr = self.real
+
+
+def _restore(d: Dir, copy: columnar.Copy, active: list[Any], result: Scan) -> None:
+    """A directory from its copy: what the reading found, then each consumer's part."""
+    inside = int(copy.info(SCAN_PART)["inside"])
+    d.duplicates = inside
+    if inside:
+        result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
+                               "first record)")
+    if d.part:
+        result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
+                               "the other shards are not among the inputs, so its numbers cover part of it")
+    for c in active:
+        c.restore(d, copy)
+
+
+def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
+          seen: dict[str, dict[tuple[str, int, int], int]], result: Scan) -> int:
+    """A directory from its logs: each run and decision to the consumers that took it. Returns how many of
+    its runs another directory read before it already held."""
+    shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
+    inside = 0
+    first_dup: dict[int, int] = {}
+    for number, rec in iter_records(d.path / RUNS, "runs"):
+        if rec.get("complete", True):
+            key = key_of(rec)
+            if key in d.kept:
+                inside += 1
+                continue
+            if shared is not None:
+                where = shared.get(key)
+                if where is not None:
+                    first_dup[where] = first_dup.get(where, 0) + 1
+                    continue
+                shared[key] = d.index
+            d.kept.add(key)
+        for c in active:
+            c.run(d, number, rec)
+    d.duplicates = inside + sum(first_dup.values())
+    if inside:
+        result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
+                               "first record)")
+    for where, n in first_dup.items():
+        result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path} (the same "
+                               "experiment: a shard beside its merge?); each is counted once")
+    if d.part:
+        result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
+                               "the other shards are not among the inputs, so its numbers cover part of it")
+    readers = [c for c in active if c.wants_decisions]
+    if readers:
+        kept = d.kept
+        for _, rec in iter_records(d.path / DECISIONS, "decisions"):
+            if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
+                for c in readers:
+                    c.decision(d, rec)
+    return sum(first_dup.values())

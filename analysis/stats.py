@@ -19,8 +19,10 @@ removes the draw-to-draw noise from the difference.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -122,6 +124,35 @@ def _exact_constant(v: np.ndarray, k: int) -> float | None:
     return c if c.is_integer() and abs(c) * k < 2**53 else None
 
 
+THREADED = 20_000_000  # draws (sessions x replicates) from which the gathers run on threads
+IN_FLIGHT = 3  # blocks whose gathers may wait on the threads at once (each ~4 MB of indices)
+_POOL: Any = None
+
+
+def _pool() -> Any:
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
+                                   thread_name_prefix="bootstrap")
+    return _POOL
+
+
+class _Done:
+    """A result computed at once, read like a future's."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+    def result(self) -> np.ndarray:
+        return self.value
+
+
+def _gathered(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return v[idx].sum(axis=1)
+
+
 def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.random.Generator,
                     n_boot: int) -> list[np.ndarray]:
     """Each replicate's total of each per-session vector (all of one session layout), sessions resampled
@@ -133,15 +164,39 @@ def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.rand
     parts = [np.flatnonzero(stratum == s) for s in strata]
     const = [[_exact_constant(v[part], len(part)) for v in vectors] for part in parts]
     last = max((i for i, c in enumerate(const) if any(x is None for x in c)), default=-1)
+    # the gathers and sums of a block run on threads (numpy lets go of the interpreter there) while this one
+    # draws the next block; each result is added in the order the serial loop added it, so every total has
+    # the same bits. Small studies stay on this thread.
+    pool = _pool() if len(stratum) * n_boot >= THREADED else None
+    pending: list[tuple[int, int, int, Any]] = []
+
+    def run(fn: Any, *a: Any) -> Any:
+        return pool.submit(fn, *a) if pool is not None else _Done(fn(*a))
+
+    def settle() -> None:
+        j, start, rows, found = pending.pop(0)
+        out[j][start:start + rows] += found.result()
+
     for i, part in enumerate(parts[:last + 1]):  # strata after the last one that needs draws draw nothing
         gather = [j for j, c in enumerate(const[i]) if c is None]
         for j, c in enumerate(const[i]):
             if c is not None:
                 out[j] += c * len(part)
+        # a stratum whose sessions lie side by side (the common case: sessions sorted by stratum) is
+        # gathered from its slice with the draws as they come: the same indices without a pass over them
+        if len(part) and part[-1] - part[0] + 1 == len(part):
+            sub, where = [vectors[j][part[0]:part[-1] + 1] for j in range(len(vectors))], None
+        else:
+            sub, where = vectors, part
         for start, rows in _blocks(n_boot, len(part)):
-            idx = part[rng.integers(0, len(part), size=(rows, len(part)))]
+            draws = rng.integers(0, len(part), size=(rows, len(part)))
+            idx = draws if where is None else where[draws]
             for j in gather:
-                out[j][start:start + rows] += vectors[j][idx].sum(axis=1)
+                pending.append((j, start, rows, run(_gathered, sub[j], idx)))
+            while len(pending) > IN_FLIGHT * max(1, len(gather)):
+                settle()
+        while pending:
+            settle()
     for i in range(last + 1, len(parts)):
         for j, c in enumerate(const[i]):
             out[j] += c * len(parts[i])  # type: ignore[operator]

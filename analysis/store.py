@@ -182,6 +182,9 @@ class Store(Base):
         self.decisions = _Buffer(self, "decisions", dec_types)
         self.experiments: list[dict[str, Any]] = []
         self.dirs: list[Dir] = []
+        self.copy_name = "store-messages" if messages else "store"
+        self._restored: set[int] = set()  # directories read from their copy: their counts are in their rows
+        self._to_copy: list[tuple[Dir, Any, dict[str, Any]]] = []  # copies written once the counts are in
         self._scales: list[float] = []
         self._complete = self._incomplete = 0
         self.closed = False
@@ -299,6 +302,46 @@ class Store(Base):
         self.experiments.append(experiment_row(d, scale, self._complete, self._incomplete))
         self.dirs.append(d)
 
+    # ------------------------------------------------------------------- the columnar copy (columnar.py)
+
+    copy_version = f"1:{sorted(_PLAYER_TYPES.items())}:{sorted(_RUN_TYPES.items())}:{sorted(_DECISION_TYPES.items())}"
+
+    def save(self, d: Dir, copy: Any) -> None:
+        """The directory's rows go into its copy once ``finish`` has counted its decisions."""
+        scales = np.asarray(self._scales, dtype=float)
+        scale = float(np.nanmedian(scales)) if len(scales) and not np.isnan(scales).all() else None
+        self._to_copy.append((d, copy, {"scale": scale, "complete": self._complete,
+                                        "incomplete": self._incomplete}))
+
+    def restore(self, d: Dir, copy: Any) -> None:
+        """The directory's rows from its copy, numbered after the rows already in (log order kept)."""
+        info = copy.info(self.copy_name)
+        for buf in (self.players, self.runs, self.decisions):
+            buf.flush()
+            path = _quote(copy.path(self.copy_name, buf.table))
+            n = self.con.execute(f"""INSERT INTO {buf.table} BY NAME SELECT * EXCLUDE (row_in_dir),
+                {buf.rows} + row_in_dir AS row, {int(d.index)}::INTEGER AS dir
+                FROM read_parquet('{path}')""").fetchall()[0][0]
+            buf.rows += int(n)
+        self._restored.add(d.index)
+        scale = info["scale"]
+        self.experiments.append(experiment_row(d, math.nan if scale is None else float(scale), int(info["complete"]),
+                                               int(info["incomplete"])))
+        self.dirs.append(d)
+
+    def _write_copies(self) -> None:
+        for d, copy, info in self._to_copy:
+            tables = {}
+            for table in ("players", "runs", "decisions"):
+                def write(path: Path, table: str = table, i: int = d.index) -> None:
+                    # each row's place among the directory's rows (log order), whatever order the file holds
+                    self.con.execute(f"""COPY (SELECT * EXCLUDE (row, dir), row - (SELECT min(row) FROM {table}
+                        WHERE dir = {i}) AS row_in_dir FROM {table} WHERE dir = {i}) TO '{_quote(path)}'
+                        (FORMAT parquet)""")
+                tables[table] = write
+            copy.put(self.copy_name, self.copy_version, tables, info)
+        self._to_copy = []
+
     def finish(self) -> Store:
         """After the scan: the last batches in, the directories' table and the player-runs' decision counts."""
 
@@ -317,6 +360,8 @@ class Store(Base):
         # ordered sums never hold more than ~USAGE_CHUNK decisions under its memory limit.
         self.con.execute(f"SET memory_limit = '{FINISH_LIMIT}'")  # an UPDATE keeps its changes in memory
         for d in self.dirs:                                         # until a checkpoint writes them out
+            if d.index in self._restored:
+                continue
             n, top = self.con.execute("SELECT count(*), max(session) FROM decisions WHERE dir = ?",
                                       [d.index]).fetchall()[0]
             if not n:
@@ -338,6 +383,7 @@ class Store(Base):
                         AND players.run = u.run AND players.seat = u.seat""", [d.index, lo, lo + step])
                 self.con.execute("CHECKPOINT")
         self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        self._write_copies()
         return self
 
     def close(self) -> None:

@@ -256,13 +256,45 @@ class Collector(Base):
 
     def end(self, d: Dir) -> None:
         if self.total:
-            runs = [r for _, r in sorted(self.heap, key=lambda x: x[0], reverse=True)]
-            for r in runs:
-                found = self.thoughts.get((str(r.get("lineup", "")), r.get("session", 0), r.get("run", 0)))
-                if found:
-                    r["_reasoning"] = found
-            self.found.append((d, self.game, self.total, runs))
+            self.found.append((d, self.game, self.total, self._chosen()))
         self.heap = []
+
+    def _chosen(self) -> list[dict[str, Any]]:
+        """The runs shown, largest key first, each with its moves' reasoning where the decisions held any."""
+        runs = [r for _, r in sorted(self.heap, key=lambda x: x[0], reverse=True)]
+        for r in runs:
+            found = self.thoughts.get((str(r.get("lineup", "")), r.get("session", 0), r.get("run", 0)))
+            if found:
+                r["_reasoning"] = found
+        return runs
+
+    # ------------------------------------------------------ the columnar copy (analysis/columnar.py)
+
+    copy_name = "transcripts"
+
+    @property
+    def copy_version(self) -> str:
+        return f"2:{self.max_runs}"  # the sample kept depends on its size; 2: with reasoning
+
+    def save(self, d: Dir, copy: Any) -> None:
+        """The count and the sample of games shown, as their JSON (a record no JSON holds: no copy)."""
+        import orjson
+        import pyarrow as pa
+
+        try:
+            texts = [orjson.dumps(r).decode("utf-8") for r in self._chosen()]
+        except (TypeError, ValueError):
+            return
+        copy.put(self.copy_name, self.copy_version, {"runs": pa.table({"record": pa.array(texts, pa.string())})},
+                 {"total": self.total})
+
+    def restore(self, d: Dir, copy: Any) -> None:
+        import orjson
+
+        total = int(copy.info(self.copy_name)["total"])
+        if total:
+            texts = copy.table(self.copy_name, "runs").column("record").to_pylist()
+            self.found.append((d, self.game, total, [orjson.loads(x) for x in texts]))
 
 
 class _Reversed:

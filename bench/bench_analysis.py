@@ -7,6 +7,10 @@ folder: ``git archive --prefix=econarena/ main | tar -x -C DIR``), alternating c
 see the same load, and checks that both wrote the same numbers (metrics.csv, the GLEE CSVs and the parquet
 exports' content). ``--sizes 30 150`` also measures a smaller study, to see whether memory grows with the
 number of games (the goal: the report's peak at 57,600 games at most 1.5x its peak at 11,520).
+
+This tree's commands run twice since issue 36: first with no columnar copy of the study (the first read,
+which writes it: ``analysis/columnar.py``, under ``ECONARENA_COLUMNS`` in the benchmark's folder), then from
+the copy (every later read); the ratios are given for both. The tree given by ``--against`` predates copies.
 """
 
 from __future__ import annotations
@@ -37,10 +41,15 @@ def study_config(sessions: int) -> str:
                                  '[[players]]\nagent = "rational"\nlabel = "bob"\n')
 
 
+COLUMNS: Path | None = None  # where this run of the benchmark keeps the columnar copies
+
+
 def timed(args: list[str], tree: str | None = None) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MB) of one command, measured for that process alone (``wait4``)."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if COLUMNS is not None:
+        env["ECONARENA_COLUMNS"] = str(COLUMNS)
     if tree:
         env["PYTHONPATH"] = tree
     start = time.perf_counter()
@@ -76,6 +85,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-analysis-"))
     tmp.mkdir(parents=True, exist_ok=True)
+    global COLUMNS
+    COLUMNS = tmp / "columns"
     trees: list[str | None] = [None] + ([str(Path(args.against).resolve())] if args.against else [])
     print(f"{load_average()} at the start")
     peaks: dict[int, float] = {}
@@ -96,23 +107,34 @@ def main() -> None:
                 tag = "this tree" if tree is None else "against"
                 out = tmp / f"out-{sessions}-{'new' if tree is None else 'old'}"
                 shutil.rmtree(out, ignore_errors=True)
+                if tree is None:  # the first read (no copy yet), then every later one (from the copy)
+                    shutil.rmtree(COLUMNS, ignore_errors=True)
+                    got[("analyze, first read", tree)] = timed(["analyze", "glee", str(run_dir), "--out", str(out)])
+                    got[("report, first read", tree)] = timed(["report", str(run_dir), "--out", str(out)])
+                    shutil.rmtree(out, ignore_errors=True)
                 got[("analyze", tree)] = timed(["analyze", "glee", str(run_dir), "--out", str(out)], tree)
                 got[("report", tree)] = timed(["report", str(run_dir), "--out", str(out)], tree)
-                for cmd in ("analyze", "report"):
-                    wall, cpu, rss = got[(cmd, tree)]
-                    print(f"   {tag:9s} {cmd:7s}: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak {rss:5.0f} MB")
+                for cmd in ("analyze, first read", "report, first read", "analyze", "report"):
+                    if (cmd, tree) in got:
+                        wall, cpu, rss = got[(cmd, tree)]
+                        print(f"   {tag:9s} {cmd:19s}: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak {rss:5.0f} MB")
             new = tmp / f"out-{sessions}-new"
             page = (new / "report.html").stat().st_size / 1e3
             print(f"   report.html: {page:.0f} KB")
             if args.against:
                 for cmd in ("analyze", "report"):
-                    (w0, c0, r0), (w1, c1, r1) = got[(cmd, None)], got[(cmd, trees[1])]
-                    print(f"   {cmd}: x{w1 / w0:.1f} faster (wall), x{c1 / c0:.1f} (CPU), x{r1 / r0:.1f} less memory")
+                    for first in (", first read", ""):
+                        (w0, c0, r0), (w1, c1, r1) = got[(cmd + first, None)], got[(cmd, trees[1])]
+                        what = first.strip(", ") or "from the copy"
+                        print(f"   {cmd} ({what}): x{w1 / w0:.1f} faster (wall), x{c1 / c0:.1f} (CPU), "
+                              f"x{r1 / r0:.1f} less memory")
                 print(f"   {same_numbers(new, tmp / f'out-{sessions}-old')}")
             peaks[games] = got[("report", None)][2]
             if sessions == 150:
                 show("analysis_report_57600", got[("report", None)][1], "s CPU",
                      "econarena report, GLEE bargaining grid, 57,600 games", higher_is_better=False, digits=1)
+                show("analysis_report_57600_first_read", got[("report, first read", None)][1], "s CPU",
+                     "   the same, the first read (no columnar copy yet)", higher_is_better=False, digits=1)
                 show("analysis_report_57600_rss", got[("report", None)][2], "MB",
                      "   its peak memory", higher_is_better=False)
                 show("analysis_analyze_57600_rss", got[("analyze", None)][2], "MB",

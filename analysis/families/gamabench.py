@@ -129,6 +129,30 @@ class Collector(Base):
         self.items.append((key_of(r), column, lead, labels, _number(r.get("score")), key, curve,
                            bool(key and isinstance(r.get("round_log"), list))))
 
+    # ------------------------------------------------------ the columnar copy (analysis/columnar.py)
+
+    copy_name, copy_version = "gamabench", "1"
+
+    def save(self, d: Dir, copy: Any) -> None:
+        """Each run's score and round curve as read (a few numbers a run), as JSON text per run."""
+        import orjson
+        import pyarrow as pa
+
+        try:
+            texts = [orjson.dumps(item).decode("utf-8") for item in self.items]
+        except (TypeError, ValueError):
+            return
+        copy.put(self.copy_name, self.copy_version, {"runs": pa.table({"item": pa.array(texts, pa.string())})}, {})
+
+    def restore(self, d: Dir, copy: Any) -> None:
+        import orjson
+
+        self.items = []
+        for text in copy.table(self.copy_name, "runs").column("item").to_pylist():
+            key, column, lead, labels, score, curve_key, curve, logged = orjson.loads(text)
+            self.items.append((tuple(key), column, lead, labels, score, curve_key, [tuple(p) for p in curve], logged))
+        self.end(d)
+
     def end(self, d: Dir) -> None:
         out, used = self.out, False
         for (_lineup, session, run), column, lead, labels, score, key, curve, logged in sorted(

@@ -353,6 +353,68 @@ class Collector(Base):
                 vals.append(_ABSENT)
                 places.append(0)
 
+    # ------------------------------------------------------ the columnar copy (analysis/columnar.py)
+
+    copy_name = "glee"
+
+    @property
+    def copy_version(self) -> str:
+        """What the kept columns depend on besides the logs: who a seat is, the game's factors."""
+        return f"1:{self.by}:{[(f.name, f.keys, f.reference) for f in self.data.factors]}"
+
+    def save(self, d: Dir, copy: Any) -> None:
+        """The directory's runs as read (before ``end`` orders them): numbers as they are, text as codes
+        with their names, each outcome's bits as stored (a run without it keeps its marker)."""
+        import pyarrow as pa
+
+        buf, data = self.buf, self.data
+        cols: dict[str, Any] = {"lineup": _ints(buf.lineup), "session": _ints(buf.session), "run": _ints(buf.run),
+                                "seats": _ints(buf.seats), "offset": _ints(buf.offset),
+                                "valid": np.frombuffer(bytes(buf.valid), dtype=np.uint8)}
+        for k, col in enumerate(buf.levels):
+            cols[f"level{k}"] = _ints(col)
+        for k, (vals, places) in enumerate(buf.values.values()):
+            cols[f"value{k}"] = np.frombuffer(vals, dtype=np.uint64) if len(vals) else np.zeros(0, np.uint64)
+            cols[f"place{k}"] = np.frombuffer(places, dtype=np.int16) if len(places) else np.zeros(0, np.int16)
+        info = {"lineups": data.lineups.names, "players": [seat.names for seat in data.players],
+                "levels": [data.levels[f.name].names for f in data.factors], "metrics": list(buf.values),
+                "missing": [[i, keys] for i, keys in buf.missing.items()]}
+        copy.put(self.copy_name, self.copy_version, {
+            "runs": pa.table({k: pa.array(np.asarray(v)) for k, v in cols.items()}),
+            "players": pa.table({"player": pa.array(_ints(buf.players))})}, info)
+
+    def restore(self, d: Dir, copy: Any) -> None:
+        """The directory's runs from its copy, coded as reading them would have coded them (each name in
+        the order it first appears), then ``end`` as after a read."""
+        info, t = copy.info(self.copy_name), copy.table(self.copy_name, "runs")
+        flat = copy.table(self.copy_name, "players").column("player").to_numpy().astype(np.int64)
+        data, buf = self.data, _DirRuns(len(self.data.factors))
+        col = {name: t.column(name).to_numpy() for name in t.column_names}
+        seats, offset = col["seats"].astype(np.int64), col["offset"].astype(np.int64)
+        while len(data.players) < (int(seats.max()) if len(seats) else 0):
+            data.players.append(Codes())
+        seat_of = np.arange(len(flat)) - np.repeat(offset, seats) if len(flat) else flat
+        players = flat.copy()
+        for s, names in enumerate(info["players"]):
+            at = np.flatnonzero(seat_of == s)
+            players[at] = _recode(flat[at], names, data.players[s])
+            self.people = self.people or HUMAN in {names[c] for c in np.unique(flat[at])}
+        buf.lineup.frombytes(_recode(col["lineup"], info["lineups"], data.lineups).astype(np.int32).tobytes())
+        buf.session.frombytes(col["session"].astype(np.int64).tobytes())
+        buf.run.frombytes(col["run"].astype(np.int64).tobytes())
+        buf.seats.frombytes(seats.astype(np.int32).tobytes())
+        buf.offset.frombytes(offset.tobytes())
+        buf.players.frombytes(players.astype(np.int32).tobytes())
+        buf.valid = bytearray(col["valid"].astype(np.uint8).tobytes())
+        for k, (f, names) in enumerate(zip(data.factors, info["levels"])):
+            buf.levels[k].frombytes(_recode(col[f"level{k}"], names, data.levels[f.name]).astype(np.int32).tobytes())
+        buf.missing = {int(i): list(keys) for i, keys in info["missing"]}
+        for k, m in enumerate(info["metrics"]):
+            buf.values[m] = (array("d", col[f"value{k}"].astype(np.uint64).tobytes()),
+                             array("h", col[f"place{k}"].astype(np.int16).tobytes()))
+        self.buf = buf
+        self.end(d)
+
     def end(self, d: Dir) -> None:
         try:
             if self.error is None:
@@ -418,6 +480,18 @@ class Collector(Base):
         if self.error is not None:
             raise self.error
         return {k: v for k, v in self.out.items() if len(v)}
+
+
+def _recode(codes: np.ndarray, names: Sequence[str], target: Codes) -> np.ndarray:
+    """Codes of another reading (into ``names``) as ``target``'s, each name coded in the order it first
+    appears (as a reading codes them); -1 (no level) stays."""
+    codes = np.asarray(codes, dtype=np.int64)
+    known = codes >= 0
+    present, first = np.unique(codes[known], return_index=True)
+    table = np.full(len(names) + 1, -1, dtype=np.int64)
+    for c in present[np.argsort(first, kind="stable")]:
+        table[c] = target.code(names[c])
+    return np.where(known, table[np.where(known, codes, len(names))], -1)
 
 
 def collect(run_dirs: Iterable[str | Path], family: str | None = None, *, by: str = "label",

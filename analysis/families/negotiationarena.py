@@ -240,8 +240,45 @@ class Collector(Base):
                 self.items.append((key_of(rec), row))
 
     def end(self, d: Dir) -> None:
-        self.rows += [row for _, row in sorted(self.items, key=lambda x: x[0])]
+        self.rows += self._sorted()
         self.items = []
+
+    def _sorted(self) -> list[GameRow]:
+        return [row for _, row in sorted(self.items, key=lambda x: x[0])]
+
+    # ------------------------------------------------------ the columnar copy (analysis/columnar.py)
+
+    copy_name = "negotiationarena"
+
+    @property
+    def copy_version(self) -> str:
+        return f"1:{self.reading}"  # imported runs are scored by the reading asked for
+
+    def save(self, d: Dir, copy: Any) -> None:
+        """The directory's games in (lineup, session, run) order, one column per field."""
+        import pyarrow as pa
+
+        rows = self._sorted()
+        cols: dict[str, Any] = {
+            "scenario": pa.array([r.scenario for r in rows], pa.string()),
+            "p1": pa.array([r.p1 for r in rows], pa.string()), "p2": pa.array([r.p2 for r in rows], pa.string()),
+            "pay1": pa.array([r.payoff[0] for r in rows], pa.float64()),
+            "pay2": pa.array([r.payoff[1] for r in rows], pa.float64()),
+            "win1": pa.array([r.win[0] for r in rows], pa.bool_()),
+            "win2": pa.array([r.win[1] for r in rows], pa.bool_()),
+            "agreement": pa.array([r.agreement for r in rows], pa.bool_()),
+            "first_offer": pa.array([r.first_offer for r in rows], pa.float64()),
+            "first_response": pa.array([r.first_response for r in rows], pa.string()),
+            "final_price": pa.array([r.final_price for r in rows], pa.float64()),
+            "bad_counter_offer": pa.array([r.bad_counter_offer for r in rows], pa.bool_())}
+        copy.put(self.copy_name, self.copy_version, {"games": pa.table(cols)}, {})
+
+    def restore(self, d: Dir, copy: Any) -> None:
+        t = copy.table(self.copy_name, "games").to_pydict()
+        self.rows += [GameRow(sc, p1, p2, (a, b), (w1, w2), ag, fo, fr, fp, bad) for sc, p1, p2, a, b, w1, w2, ag, fo,
+                      fr, fp, bad in zip(t["scenario"], t["p1"], t["p2"], t["pay1"], t["pay2"], t["win1"], t["win2"],
+                                         t["agreement"], t["first_offer"], t["first_response"], t["final_price"],
+                                         t["bad_counter_offer"])]
 
 
 def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None,

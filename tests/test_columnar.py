@@ -1,0 +1,274 @@
+"""The columnar copy of finished run directories (analysis/columnar.py) and the bootstrap's draws.
+
+A copy must never change a number: a report read from the copies equals the pinned golden outputs (the
+same check as tests/test_analysis_golden.py, on its second read), and a copy is never read once its logs
+changed, while a directory is unfinished, or when its reading warned.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import run_experiment
+
+pytest.importorskip("pandas")
+
+
+@pytest.fixture
+def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "columns"
+    monkeypatch.setenv("ECONARENA_COLUMNS", str(root))
+    return root
+
+
+def _grid(root: Path, sessions: int = 4) -> Path:
+    doc = {"experiment": {"name": "glee-grid", "game": "bargaining", "sessions": sessions, "runs": 1, "seed": 5,
+                          "environment": "melee"},
+           "game": {"max_rounds": 12},
+           "grid": {"game": {"delta_alice": [0.8, 0.9], "money": [100, 10000]}},
+           "players": [{"agent": "rational", "label": "R"}, {"agent": "random", "label": "X"}]}
+    out = root / "glee-grid"
+    run_experiment(doc, out)
+    return out
+
+
+class _NoLogs:
+    """Fails the test if the scan parses a log: a directory with a copy is read from the copy."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from econarena.analysis import scan
+
+        def refuse(path: Path, kind: str) -> Any:
+            raise AssertionError(f"{path} was parsed although its copy is there")
+        monkeypatch.setattr(scan, "iter_records", refuse)
+
+
+def _outputs(dirs: list[Path], out: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """tests/test_analysis_golden.py's outputs() of directories already written (so they can be read twice)."""
+    import io
+
+    import pandas as pd
+    import test_analysis_golden as golden
+
+    from econarena.analysis import figures
+    from econarena.analysis.families import glee
+    from econarena.analysis.report import build_report
+
+    monkeypatch.setattr(figures, "_save", golden._no_drawing)
+    build_report(dirs, out, n_boot=golden.BOOT, seed=3, transcripts=2)
+    found: dict[str, Any] = {}
+    for f in sorted(out.glob("*.csv")):
+        found[f.name] = golden._clean(f.read_text(encoding="utf-8"), root).splitlines()
+    for f in sorted(out.glob("*.parquet")):
+        df = pd.read_parquet(f)
+        df = df.drop(columns=[c for c in df.columns if "latency" in c])
+        buf = io.StringIO()
+        df.to_csv(buf, index=False)
+        found[f.name] = golden._clean(buf.getvalue(), root).splitlines()
+    found["report.html"] = golden._html_numbers((out / "report.html").read_text(encoding="utf-8"), root)
+    datas = glee.collect(dirs)
+    fits = glee.fit_all(datas)
+    found["analyze glee"] = [glee.format_fit(f) for f in fits]
+    found["analyze glee --pairs"] = [glee.format_fit(f) for f in glee.fit_all(datas, pairs=True)]
+    found["glee_effects.csv (analyze)"] = glee.effects_csv(fits).splitlines()
+    tables = [t for t in (glee.pair_table(d) for _, d in sorted(datas.items())) if t is not None]
+    found["glee_pairs.csv (analyze)"] = glee.pairs_csv(tables).splitlines()
+    return found
+
+
+def test_report_from_the_copies_equals_the_pinned_numbers(tmp_path: Path, copies: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import test_analysis_golden as golden
+
+    dirs = [golden._write_dir(n, tmp_path / "runs") for n in golden.DIRS] + [golden._glee_grid(tmp_path / "runs")]
+    first = _outputs(dirs, tmp_path / "report", tmp_path, monkeypatch)
+    written = {p.name for p in copies.glob("*/*.parquet")}
+    assert {"store.players.parquet", "glee.runs.parquet", "distributions.values.parquet",
+            "transcripts.runs.parquet"} <= written
+    with monkeypatch.context() as m:
+        # every directory is read from its copy: no log is parsed
+        from econarena.analysis import scan
+
+        parsed: list[Path] = []
+        real = scan.iter_records
+
+        def counted(path: Path, kind: str) -> Any:
+            parsed.append(path.parent)
+            return real(path, kind)
+        m.setattr(scan, "iter_records", counted)
+        second = _outputs(dirs, tmp_path / "report2", tmp_path, monkeypatch)
+    assert not parsed
+    pinned = json.loads(gzip.decompress(golden.PIN.read_bytes()))
+    assert first == pinned
+    second = {k: [x.replace("report2", "report") for x in v] for k, v in second.items()}
+    assert second == pinned
+
+
+def test_a_second_read_parses_no_log_and_gives_the_same_report(tmp_path: Path, copies: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from econarena.analysis.report import build_report
+
+    run = _grid(tmp_path / "runs")
+    build_report([run], tmp_path / "r1", n_boot=50, seed=1, transcripts=3)
+    guard = monkeypatch.context()
+    with guard as m:
+        _NoLogs(m)
+        build_report([run], tmp_path / "r2", n_boot=50, seed=1, transcripts=3)
+    for name in ("metrics.csv", "glee_effects.csv", "glee_pairs.csv"):
+        assert (tmp_path / "r1" / name).read_bytes() == (tmp_path / "r2" / name).read_bytes(), name
+    import pandas as pd
+
+    for name in ("players.parquet", "runs.parquet", "decisions.parquet"):
+        a, b = pd.read_parquet(tmp_path / "r1" / name), pd.read_parquet(tmp_path / "r2" / name)
+        pd.testing.assert_frame_equal(a, b)
+    page = [(tmp_path / r / "report.html").read_text(encoding="utf-8").split("</p>", 1)[1] for r in ("r1", "r2")]
+    assert page[0] == page[1]  # every table and conversation (the first paragraph holds the build time)
+
+
+def test_a_changed_log_is_read_again(tmp_path: Path, copies: Path) -> None:
+    """Appending a run (or editing one) changes the key: the numbers follow the logs, never the copy."""
+    from econarena.analysis.load import load
+
+    run = _grid(tmp_path / "runs")
+    before = load(run)
+    lines = (run / "runs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    rec = json.loads(lines[0])
+    rec["session"] = 999
+    rec["payoffs"] = [7.0, 3.0]
+    with (run / "runs.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    after = load(run)
+    assert len(after.runs) == len(before.runs) + 1
+    assert 999 in set(after.players["session"])
+    assert after.players[after.players["session"] == 999]["game_payoff"].tolist() == [7.0, 3.0]
+
+
+def test_no_copy_of_an_unfinished_directory_nor_of_one_that_warned(tmp_path: Path, copies: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from econarena.analysis.load import load
+
+    run = _grid(tmp_path / "runs")
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}), encoding="utf-8")
+    load(run)
+    assert not list(copies.glob("*/*.parquet"))
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with (run / "decisions.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("this line is no JSON\n")
+    for _ in range(2):  # the warning shows on every read: no copy hides it
+        load(run)
+        assert "skipped 1 unreadable line" in capsys.readouterr().err
+    assert not list(copies.glob("*/store*.parquet"))
+
+
+def test_extra_record_fields_are_read_and_copied(tmp_path: Path, copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newer writer's optional keys (reasoning tokens, say) neither break the copy nor change a number."""
+    from econarena.analysis.load import load
+
+    run = _grid(tmp_path / "runs")
+    plain = load(run).players
+    for name, extra in (("decisions.jsonl", {"reasoning_tokens": 12, "reasoning": "hm"}),
+                        ("runs.jsonl", {"notes": {"k": [1, 2]}})):
+        lines = (run / name).read_text(encoding="utf-8").splitlines()
+        (run / name).write_text("".join(json.dumps({**json.loads(x), **extra}) + "\n" for x in lines),
+                                encoding="utf-8")
+    first = load(run).players
+    with monkeypatch.context() as m:
+        _NoLogs(m)
+        second = load(run).players
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(first, plain)
+    pd.testing.assert_frame_equal(second, plain)
+
+
+def test_copies_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from econarena.analysis import columnar
+
+    monkeypatch.setenv("ECONARENA_COLUMNS", "off")
+    assert columnar.root() is None
+    monkeypatch.setenv("ECONARENA_COLUMNS", "")
+    monkeypatch.setenv("ECONARENA_CACHE_DIR", str(tmp_path / "c"))
+    assert columnar.root() == tmp_path / "c" / "columns"
+
+
+def _replicate_sums_before(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.random.Generator,
+                           n_boot: int) -> list[np.ndarray]:
+    """The bootstrap's replicate totals as they were computed before (every draw through the stratum's index
+    array, every stratum gathered): the reference the faster code must equal to the bit."""
+    from econarena.analysis.stats import _blocks
+
+    out = [np.zeros(n_boot) for _ in vectors]  # (_blocks: as the code under test splits them)
+    for s in np.unique(stratum):
+        part = np.flatnonzero(stratum == s)
+        for start, rows in _blocks(n_boot, len(part)):
+            idx = part[rng.integers(0, len(part), size=(rows, len(part)))]
+            for j, v in enumerate(vectors):
+                out[j][start:start + rows] += v[idx].sum(axis=1)
+    return out
+
+
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize("layout", ["one", "sorted", "interleaved"])
+def test_bootstrap_draws_and_sums_unchanged(layout: str, threads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from econarena.analysis import stats
+    from econarena.analysis.stats import _replicate_sums
+
+    if threads:  # the gathers on threads, blocks small enough that several wait at once
+        monkeypatch.setattr(stats, "THREADED", 1)
+        monkeypatch.setattr(stats, "BLOCK", 20_000)
+
+    g = np.random.default_rng(11)
+    k = 3000
+    stratum = {"one": np.zeros(k, dtype=int), "sorted": np.repeat([0, 1, 2], [1000, 1500, 500]),
+               "interleaved": g.integers(0, 3, size=k)}[layout]
+    vectors = [g.random(k) * 1e3, g.integers(0, 5, size=k).astype(float), np.full(k, 2.0)]
+    got = _replicate_sums(vectors, stratum, np.random.default_rng(4), 300)
+    want = _replicate_sums_before(vectors, stratum, np.random.default_rng(4), 300)
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_shards_read_together_use_their_copies(tmp_path: Path, copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shards of one experiment (one config, runs split by session) each keep a copy; read together again,
+    none is parsed, and the tables equal the first read's."""
+    import shutil
+
+    import pandas as pd
+
+    from econarena.analysis.load import load
+
+    whole = _grid(tmp_path / "runs")
+    shards = []
+    for k in (0, 1):
+        d = tmp_path / "runs" / f"shard-{k}"
+        shutil.copytree(whole, d)
+        for name in ("runs.jsonl", "decisions.jsonl"):
+            lines = (whole / name).read_text(encoding="utf-8").splitlines(keepends=True)
+            (d / name).write_text("".join(x for x in lines if json.loads(x)["session"] % 2 == k), encoding="utf-8")
+        shards.append(d)
+    first = load(shards)
+    assert {p.name for p in copies.glob("*/scan.keys.parquet")} == {"scan.keys.parquet"}
+    assert len(list(copies.glob("*/store.players.parquet"))) == 2
+    with monkeypatch.context() as m:
+        _NoLogs(m)
+        second = load(shards)
+    for a, b in ((first.players, second.players), (first.runs, second.runs), (first.decisions, second.decisions)):
+        pd.testing.assert_frame_equal(a, b)
+    assert sorted(first.players["session"].unique()) == sorted(load(whole).players["session"].unique())
+
+
+def test_a_copy_that_cannot_be_written_fails_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache folder that is a file (or a full disk): the read gives its numbers and writes no copy."""
+    from econarena.analysis.load import load
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x", encoding="utf-8")
+    monkeypatch.setenv("ECONARENA_COLUMNS", str(blocker))
+    run = _grid(tmp_path / "runs")
+    assert len(load(run).players) == len(load(run).players) > 0
