@@ -395,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
         err("--concurrency must be >= 1")
         return EXIT_CONFIG
+    from .files import FileRefused
     from .rundir import LogError
 
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
@@ -414,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
         err(f"interrupted by {exc.signame}" if isinstance(exc, Interrupted) else "interrupted")
         return EXIT_INTERRUPTED
-    except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
+    except (LogError, FileRefused) as exc:  # a hand-edited log line, a FIFO or /dev/zero: say where, never a traceback
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback

@@ -39,6 +39,7 @@ from .cli_run import (
     same_experiment,
     shard_suffix,
 )
+from .files import MANIFEST_BYTES, read_text
 
 SETTINGS = "bench-settings.json"
 LOG = "bench-log.jsonl"
@@ -209,8 +210,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _manifest_status(run_dir: Path) -> str | None:
     try:
-        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError, AttributeError):
+        return json.loads(read_text(run_dir / "manifest.json", MANIFEST_BYTES)).get("status")
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 
@@ -224,8 +225,8 @@ def _claim(job: _Job, suite: Any) -> str | None:
     held = d / SETTINGS
     if held.is_file():
         try:
-            before = json.loads(held.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            before = json.loads(read_text(held, MANIFEST_BYTES))
+        except (OSError, ValueError, RecursionError) as exc:
             return f"{held}: unreadable ({exc}); delete it or use another --out"
         if before.get("digest") != job.settings["digest"]:
             # what a person changed first: the suite, the tier, the label, then a game's settings

@@ -29,6 +29,7 @@ from .cli_run import (
     run_side_by_side,
     same_experiment,
 )
+from .files import CONFIG_BYTES, FileRefused, read_text
 from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
@@ -177,7 +178,9 @@ def suite_files(paths: list[str]) -> list[Path]:
         if p.is_dir():
             for f in sorted(p.glob("*.toml")):
                 try:
-                    text = f.read_text(encoding="utf-8")
+                    text = read_text(f, CONFIG_BYTES)
+                except FileRefused as exc:
+                    raise ConfigError(str(exc)) from None
                 except UnicodeDecodeError as exc:
                     raise ConfigError(f"{f}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
                 except OSError as exc:
@@ -192,8 +195,8 @@ def suite_files(paths: list[str]) -> list[Path]:
 def paper_sessions(path: Path) -> int | None:
     """The paper's session count, noted in the file as ``# paper: sessions = N``."""
     try:
-        m = _PAPER_SESSIONS.search(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        m = _PAPER_SESSIONS.search(read_text(path, CONFIG_BYTES))
+    except (OSError, ValueError):
         return None  # load_experiment reports the unreadable file with its reason
     return int(m.group(1)) if m else None
 

@@ -38,6 +38,7 @@ from typing import IO, Any, TextIO
 import orjson
 
 from . import SCHEMA_VERSION, __version__
+from .files import CONFIG_BYTES, MANIFEST_BYTES, open_regular, read_bytes, read_text
 from .tally import Tally
 
 DECISIONS = "decisions.jsonl"
@@ -263,7 +264,7 @@ def _parse_flagged(path: Path, data: bytes | None = None
     """:func:`_parse`, each line with whether the standard library had to read it."""
     if data is None and not path.exists():
         return
-    with (path.open("rb") if data is None else io.BytesIO(data)) as fh:
+    with (open_regular(path) if data is None else io.BytesIO(data)) as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 if line.strip():
@@ -315,7 +316,7 @@ class _RunLogCache:
         if not 0 <= size <= self.budget:
             return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         try:
-            data = path.read_bytes()
+            data = read_bytes(path, self.budget)
         except OSError:
             return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         key, digest = str(path.resolve()), hashlib.blake2b(data, digest_size=16).digest()
@@ -540,7 +541,7 @@ class RunDirectory:
 
     def read_manifest(self) -> dict[str, Any]:
         try:
-            return json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+            return json.loads(read_text(self.path / MANIFEST, MANIFEST_BYTES))
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
@@ -677,7 +678,7 @@ def game_name(run_dir: str | Path) -> str | None:
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        cfg = tomllib.loads((Path(run_dir) / CONFIG).read_text(encoding="utf-8"))
+        cfg = tomllib.loads(read_text(Path(run_dir) / CONFIG, CONFIG_BYTES))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     exp = cfg.get("experiment")

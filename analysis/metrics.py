@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..csvcells import csv_text
+from ..files import CONFIG_BYTES, read_text
 from ..rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
 from ..tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
@@ -45,7 +46,7 @@ def _declares_score(path: Path) -> bool:
     from ..games import GAMES
 
     try:
-        cfg = tomllib.loads((path / CONFIG).read_text(encoding="utf-8"))
+        cfg = tomllib.loads(read_text(path / CONFIG, CONFIG_BYTES))
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     exp = cfg.get("experiment")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..files import CONFIG_BYTES, MANIFEST_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
@@ -118,7 +119,7 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
         # the settings every row is labelled with: a config.toml that cannot be read is an error, never
         # an experiment of no game in the default environment (numbers under the wrong settings)
         try:
-            cfg = tomllib.loads((p / CONFIG).read_text(encoding="utf-8"))
+            cfg = tomllib.loads(read_text(p / CONFIG, CONFIG_BYTES))
         except OSError:  # no config.toml (a directory of something else, an import's side file): no settings
             cfg = {}
         except UnicodeDecodeError as exc:
@@ -128,8 +129,8 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
             raise LogError(f"{p / CONFIG}: not TOML ({exc}); a run directory's config.toml is the experiment "
                            "as `econarena run` resolved it") from None
         try:
-            manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            manifest = json.loads(read_text(p / MANIFEST, MANIFEST_BYTES))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             manifest = {}
         manifest = manifest if isinstance(manifest, dict) else {}
         dirs.append(Dir(i, p, cfg, manifest, json.dumps(cfg, sort_keys=True, default=str)))

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
+from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..games import GAMES
 from .experiment import (
     AGENT_KEYS,
@@ -81,9 +82,11 @@ def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except FileRefused as exc:
+        raise ConfigError(str(exc)) from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
     except OSError as exc:

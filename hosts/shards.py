@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..files import read_bytes
 from ..rundir import (
     CONFIG,
     DECISIONS,
@@ -137,7 +138,7 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     for s in ordered:  # what the shards moved aside stays readable, never lost
         for f in sorted(s.path.glob("*.discarded.jsonl")):
             with (out / f.name).open("a", encoding="utf-8") as fh:
-                fh.write(f.read_text(encoding="utf-8"))
+                fh.write(read_bytes(f, 2**40).decode("utf-8"))
     shutil.copyfile(first.path / CONFIG, out / CONFIG)
     ms = [s.manifest for s in ordered]
     manifest = {k: v for k, v in ms[0].items() if k not in ("shard", "engine", "resumed_at", "resumes")}

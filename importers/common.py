@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..csvcells import csv_text
+from ..files import inside, is_regular, read_text
 from ..games.base import MAX_GAME_NUMBER, ForeignValue, Game, ImportedRun, ReplayCheck, Setup
 from ..games.text import storable, text_problem
 from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
@@ -180,10 +181,12 @@ def released_json(text: str) -> Any:
     return _RELEASED.decode(text)
 
 
-def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
-    """``os.walk`` of ``src`` that follows links to folders (data assembled with ``ln -s`` is read, not
-    silently skipped), each real folder once, never a link to a folder above (a loop, or the whole disk
-    from ``ln -s ..``). Folders are visited in name order; ``dirs`` may be pruned by the caller."""
+def walk(src: Path, refuse: Callable[[str, str], None] | None = None
+         ) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk`` of ``src`` that follows links to folders inside it, each real folder once, never a link to
+    a folder above (a loop) nor one out of ``src`` or into /proc, /sys or /dev: a released archive's link to
+    ``/proc`` imported other processes' folders as runs. Such a link is given to ``refuse`` (its path relative
+    to ``src``, and why), never followed. Folders are visited in name order; ``dirs`` may be pruned."""
     seen: set[str] = set()
     for root, dirs, files in os.walk(src, followlinks=True):
         real = os.path.realpath(root)
@@ -191,15 +194,30 @@ def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
             dirs[:] = []
             continue
         seen.add(real)
-        dirs[:] = sorted(d for d in dirs if not _above(os.path.realpath(os.path.join(root, d)), real))
+        keep = []
+        for d in sorted(dirs):
+            target = os.path.realpath(os.path.join(root, d))
+            if _above(target, real):
+                continue
+            if not inside(target, src):
+                if refuse is not None:
+                    refuse(os.path.relpath(os.path.join(root, d), src), storable(
+                        f"a link to {target}, out of the source folder (or into /proc, /sys, /dev): not followed"))
+                continue
+            keep.append(d)
+        dirs[:] = keep
         yield Path(root), dirs, sorted(files)
 
 
-def not_a_file(path: Path) -> str | None:
+def not_a_file(path: Path, src: Path | None = None) -> str | None:
     """Why a name a folder lists cannot be read as a file (a link to nothing, a pipe, a socket, a device), or
     None for a regular file. Such an item is refused with this reason, never skipped: a log behind a link to a
-    disk that is not mounted is an item of the source all the same (and a pipe would block the import)."""
-    if path.is_file():
+    disk that is not mounted is an item of the source all the same (and a pipe would block the import). With
+    ``src``, a link out of it (or into /proc, /sys, /dev) is refused too: an archive is read as it is."""
+    if src is not None and path.exists() and not inside(path, src):
+        return storable(f"a link to {os.path.realpath(path)}, out of the source folder (or into /proc, /sys, "
+                        "/dev): not followed")
+    if is_regular(path):
         return None
     if path.is_symlink() and not path.exists():
         try:
@@ -287,8 +305,8 @@ def _manifest(d: Path) -> dict[str, Any] | None:
     if not manifest.exists():
         return None
     try:
-        old = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = json.loads(read_text(manifest, 2**20))
+    except (OSError, ValueError, RecursionError):
         return {}
     return old if isinstance(old, dict) else {}
 
@@ -510,3 +528,8 @@ def imported_config(tool: str, name: str, game: Game, players: list[dict[str, An
     # escapes), never as a TOML escape of a surrogate, which no TOML reader takes back
     return (f"# Imported by `econarena import {tool}`: a record of where these runs came from, not an "
             "experiment to run.\n" + tomli_w.dumps(_storable(doc)))
+
+
+def refuser(result: ImportResult) -> Callable[[str, str], None]:
+    """What :func:`walk` calls for a link it does not follow: the link is an item of the source, refused."""
+    return lambda item, reason: result.refuse(item, "unreadable", reason)
