@@ -38,7 +38,7 @@ from typing import IO, Any, TextIO
 import orjson
 
 from . import SCHEMA_VERSION, __version__
-from .files import CONFIG_BYTES, MANIFEST_BYTES, open_regular, read_bytes, read_text
+from .files import CONFIG_BYTES, MANIFEST_BYTES, FileRefused, open_regular, read_bytes, read_text
 from .tally import Tally
 
 DECISIONS = "decisions.jsonl"
@@ -679,6 +679,8 @@ def game_name(run_dir: str | Path) -> str | None:
         import tomli as tomllib
     try:
         cfg = tomllib.loads(read_text(Path(run_dir) / CONFIG, CONFIG_BYTES))
+    except FileRefused:
+        raise
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     exp = cfg.get("experiment")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..csvcells import csv_text
-from ..files import CONFIG_BYTES, read_text
+from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
 from ..tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
@@ -47,6 +47,8 @@ def _declares_score(path: Path) -> bool:
 
     try:
         cfg = tomllib.loads(read_text(path / CONFIG, CONFIG_BYTES))
+    except FileRefused:
+        raise
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     exp = cfg.get("experiment")

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ...csvcells import frame_csv
-from ...files import CONFIG_BYTES, open_regular, read_text
+from ...files import CONFIG_BYTES, FileRefused, open_regular, read_text
 from ...rundir import CONFIG, LogError
 
 if sys.version_info >= (3, 11):
@@ -153,6 +153,8 @@ def experiment_name(run_dir: str | Path) -> str:
     """The ``[experiment] name`` of config.toml, else the folder's name (as the other tables say it)."""
     try:
         cfg = tomllib.loads(read_text(Path(run_dir) / CONFIG, CONFIG_BYTES))
+    except FileRefused:
+        raise
     except (OSError, UnicodeDecodeError, ValueError):
         cfg = {}
     exp = cfg.get("experiment")

@@ -1,0 +1,131 @@
+"""Trust at the edges (issue 33): files and links, secrets wherever they land, what counts as the same run,
+one text rule at every door, numbers and types at the run-directory edge, results that contradict
+themselves, messages. Each test uses inputs of its own and failed before its rule; docs/trust.md states
+the rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from conftest import run_experiment
+
+BC = {"experiment": {"name": "bc-edges", "game": "beauty_contest", "sessions": 3, "runs": 1, "seed": 5},
+      "game": {}, "players": [{"agent": "rational"}, {"agent": "random", "count": 2}]}
+
+
+def cli(*args: str, seconds: float = 120) -> SimpleNamespace:
+    """``econarena ARGS`` in this process, failing (not hanging) when it has not ended after ``seconds``: a
+    reader that blocks on a FIFO would otherwise hang the test run."""
+    import contextlib
+    import io
+
+    from econarena.cli import main
+
+    got: dict[str, Any] = {}
+
+    def go() -> None:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                got["code"] = main(list(args))
+            except BaseException as exc:  # noqa: BLE001 - reported below as what the command did
+                got["exc"] = exc
+        got["out"], got["err"] = out.getvalue(), err.getvalue()
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"econarena {' '.join(args)} still running after {seconds} s (blocked on a read?)"
+    assert "exc" not in got, f"econarena {' '.join(args)} raised {got.get('exc')!r}\n{got.get('err')}"
+    return SimpleNamespace(returncode=got["code"], stdout=got["out"], stderr=got["err"])
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("played") / "bc"
+    run_experiment(BC, out)
+    return out
+
+
+def copy_of(played: Path, to: Path) -> Path:
+    shutil.copytree(played, to)
+    return to
+
+
+# ---------------------------------------------------------------------------------------- files and links
+
+@pytest.mark.parametrize("name", ["config.toml", "manifest.json", "decisions.jsonl", "runs.jsonl"])
+def test_a_run_directory_file_that_is_a_device_or_a_fifo_is_refused(played: Path, tmp_path: Path,
+                                                                     name: str) -> None:
+    for kind in ("device", "fifo"):
+        d = copy_of(played, tmp_path / kind)
+        (d / name).unlink()
+        if kind == "device":
+            (d / name).symlink_to("/dev/zero")
+        else:
+            os.mkfifo(d / name)
+        commands = [["summary"]] if name != "manifest.json" else []  # summary reads no manifest
+        for command in [*commands, ["report", "--out", str(tmp_path / f"rep-{kind}")]]:
+            r = cli(*command, str(d), seconds=60)
+            assert r.returncode == 2, (command, r.stderr)
+            named = str(d / name) in r.stderr and ("device" in r.stderr or "/dev" in r.stderr
+                                                   or "pipe (FIFO)" in r.stderr)
+            assert named or f"{d}: holds no run directory" in r.stderr or f"{d}: not a run directory" in r.stderr, \
+                r.stderr
+            assert "Traceback" not in r.stderr
+
+
+def test_validate_and_prices_refuse_what_is_no_regular_file(played: Path, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.toml")
+    for f in ("/dev/zero", str(tmp_path / "fifo.toml"), "/proc/self/environ"):
+        r = cli("validate", f, seconds=30)
+        assert r.returncode == 2 and f in r.stderr and "regular file" in r.stderr, r.stderr
+    cfg = tmp_path / "e.toml"
+    cfg.write_text('[experiment]\nname = "p"\ngame = "beauty_contest"\nsessions = 1\n[game]\n'
+                   '[[players]]\nagent = "random"\ncount = 2\n', encoding="utf-8")
+    r = cli("run", str(cfg), "--out", str(tmp_path / "o"), "--quiet", "--prices", "/dev/zero", seconds=30)
+    assert r.returncode == 2 and "/dev/zero" in r.stderr, r.stderr
+
+
+def test_a_big_config_is_refused_by_its_size_not_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.toml"
+    with big.open("wb") as fh:
+        fh.truncate(9 * 2**20)  # sparse: nine MiB of NULs, more than a config can be
+    r = cli("validate", str(big))
+    assert r.returncode == 2 and "more than the" in r.stderr and str(big) in r.stderr
+
+
+def test_an_import_never_follows_a_link_out_of_its_folder(tmp_path: Path) -> None:
+    from test_na_import import gift, ult, write_logs
+
+    write_logs(tmp_path / "logs", {"u/1": ult(("A", "B"), ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok"))})
+    outside = tmp_path / "elsewhere"
+    write_logs(outside, {"v/2": ult(("C", "D"), ("NONE", gift(40), "x"), ("ACCEPT", "NONE", "ok"))})
+    (tmp_path / "logs" / "proc").symlink_to("/proc")
+    (tmp_path / "logs" / "out").symlink_to(outside)
+    (tmp_path / "logs" / "u" / "2").mkdir()
+    (tmp_path / "logs" / "u" / "2" / "game_state.json").symlink_to(outside / "v" / "2" / "game_state.json")
+    r = cli("import", "negotiationarena", str(tmp_path / "logs"), "--out", str(tmp_path / "na"), seconds=60)
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "na" / "import_report.json").read_text(encoding="utf-8"))
+    assert report["imported"] == 1 and report["refused_by_category"] == {"unreadable": 3}, report
+    why = (tmp_path / "na" / "import_refused.csv").read_text(encoding="utf-8")
+    assert why.count("out of the source folder") == 3 and "/proc" in why
+
+
+def test_the_leaderboard_never_follows_a_link_out_of_its_folder(tmp_path: Path) -> None:
+    from econarena.analysis.benchmark import find_results
+
+    (tmp_path / "board" / "m").mkdir(parents=True)
+    (tmp_path / "board" / "m" / "bench.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "bench.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "board" / "link").symlink_to(tmp_path / "other")
+    assert find_results([tmp_path / "board"]) == [(tmp_path / "board" / "m" / "bench.json").resolve()]
