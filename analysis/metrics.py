@@ -67,9 +67,17 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
         tally = Tally()
         # runs first: a decision of a run known complete is counted at once, so only the decisions of
         # incomplete runs wait; both logs are read a line at a time
-        for r in iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True):
+        from .scan import Names
+
+        names = Names()  # the one name rule: a label with ESC or U+009B never reaches the terminal
+        for number, r in enumerate(iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True), 1):
+            for i, label in enumerate(r["labels"]):
+                if label not in names:
+                    names.check(path / RUNS, f"record {number}", f"labels[{i}]", label)
             tally.run(r)
-        for d in iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True):
+        for number, d in enumerate(iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True), 1):
+            if d["label"] not in names:
+                names.check(path / DECISIONS, f"record {number}", "label", d["label"])
             tally.decision(d)
     return tally.summary(str(path), _declares_score(path))
 

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from ..files import CONFIG_BYTES, MANIFEST_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game
+from ..games.text import name_problem
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
 
 if sys.version_info >= (3, 11):
@@ -155,6 +156,21 @@ def _shard(d: Dir) -> tuple[int, int] | None:
     return None
 
 
+class Names(set):  # type: ignore[type-arg]
+    """The labels and model names met so far that pass the one name rule (games/text.py): a directory holds a
+    few, so each line costs one set lookup. A name that fails it stops the command (exit 2) naming the file,
+    the line and the key: a hand-edited ESC or U+009B in a label reached the terminal as an escape sequence."""
+
+    def check(self, path: Path, line: int | str, key: str, name: Any) -> None:
+        """Raise LogError naming ``path``, the line (or ``record N``) and ``key`` unless ``name`` is a name."""
+        where = f"line {line}" if isinstance(line, int) else line
+        if not isinstance(name, str):
+            raise LogError(f"{path}: {where}: '{key}' must be a string (got {json.dumps(name, default=str)[:40]})")
+        if (problem := name_problem(name)) is not None:
+            raise LogError(f"{path}: {where}: '{key}' {name[:60]!r} {problem}")
+        self.add(name)
+
+
 @dataclass
 class Scan:
     """The directories read and what the reading found: duplicates counted once, parts of experiments."""
@@ -171,6 +187,7 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     for d in dirs:
         counts[d.identity] = counts.get(d.identity, 0) + 1
     seen: dict[str, dict[tuple[str, int, int], int]] = {}  # runs of experiments met in several directories
+    names = Names()
     result = Scan(dirs)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
@@ -178,6 +195,9 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         inside = 0
         first_dup: dict[int, int] = {}
         for number, rec in iter_records(d.path / RUNS, "runs"):
+            for i, label in enumerate(rec["labels"]):
+                if label not in names:
+                    names.check(d.path / RUNS, number, f"labels[{i}]", label)
             if rec.get("complete", True):
                 key = key_of(rec)
                 if key in d.kept:
@@ -205,7 +225,12 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         readers = [c for c in active if c.wants_decisions]
         if readers:
             kept = d.kept
-            for _, rec in iter_records(d.path / DECISIONS, "decisions"):
+            for number, rec in iter_records(d.path / DECISIONS, "decisions"):
+                if rec["label"] not in names:
+                    names.check(d.path / DECISIONS, number, "label", rec["label"])
+                model = rec.get("model")
+                if model is not None and (type(model) is not str or model not in names):
+                    names.check(d.path / DECISIONS, number, "model", model)
                 if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
                     for c in readers:
                         c.decision(d, rec)

@@ -18,6 +18,7 @@ from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..games import GAMES
+from ..games.text import name_problem
 from .experiment import (
     AGENT_KEYS,
     BASELINES,
@@ -534,9 +535,13 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None
-    if any(ord(c) < 32 or ord(c) == 127 for c in label) or len(label) > 200:
+    if name_problem(label) is not None or len(label) > 200:
         errors.append(f"{where}: '{key}.label': {label[:40]!r}: at most 200 characters and no control characters "
-                      "(tabs, newlines): a label is a row and a column name in every table")
+                      "(C0 such as tabs and newlines, DEL, C1 such as U+009B): a label is a row and a column name "
+                      "in every table")
+        return None
+    if llm is not None and llm.model and (problem := name_problem(llm.model)) is not None:
+        errors.append(f"{where}: '{key}.model': {problem}")
         return None
     if llm is not None and llm.base_url is not None and (problem := _url_problem(llm.base_url)):
         errors.append(f"{where}: '{key}.base_url': {problem}")

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from ..csvcells import csv_text
 from ..files import inside, is_regular, read_text
 from ..games.base import MAX_GAME_NUMBER, ForeignValue, Game, ImportedRun, ReplayCheck, Setup
-from ..games.text import storable, text_problem
+from ..games.text import name_problem, storable
 from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
@@ -443,7 +443,7 @@ def vetted(record: dict[str, Any], decisions: list[dict[str, Any]], names: Seque
     report's correlations); any other string that is not text (a lone surrogate in a stored chat) is kept
     with its escape (games/text.py ``storable``), as a raw reply is."""
     for name in names:
-        if (problem := text_problem(name)) is not None:
+        if (problem := name_problem(name)) is not None:
             raise ForeignValue("bad_text", f"the player name {storable(name)[:60]!r} {problem}")
     if (where := _oversized(record, "")) is not None:
         raise ForeignValue("bad_number", f"{where[0].lstrip('.')}: {where[1]!r} is not a finite number within "

@@ -129,3 +129,46 @@ def test_the_leaderboard_never_follows_a_link_out_of_its_folder(tmp_path: Path) 
     (tmp_path / "other" / "bench.json").write_text("{}", encoding="utf-8")
     (tmp_path / "board" / "link").symlink_to(tmp_path / "other")
     assert find_results([tmp_path / "board"]) == [(tmp_path / "board" / "m" / "bench.json").resolve()]
+
+
+# ----------------------------------------------------------------------------------- one text rule for names
+
+NAMES = ["gpt\x9b31mred", "a\x1b[2Jb", "nul\x00x", "del\x7f", "sep\u2028x", "c1\x85y"]
+
+
+@pytest.mark.parametrize("bad", NAMES)
+def test_a_config_label_or_model_with_a_control_character_is_refused(tmp_path: Path, bad: str) -> None:
+    from econarena.hosts.config import ConfigError, parse_experiment
+
+    for player in ({"agent": "random", "label": bad}, {"agent": "openai", "model": bad}):
+        doc = {"experiment": {"name": "n", "game": "beauty_contest", "sessions": 1}, "game": {},
+               "players": [player, {"agent": "random"}]}
+        with pytest.raises(ConfigError) as info:
+            parse_experiment(doc, "t.toml")
+        text = str(info.value)
+        assert "no control characters" in text and bad not in text  # named by its escape, never printed raw
+
+
+@pytest.mark.parametrize("bad", NAMES[:3])
+def test_a_released_model_name_with_a_control_character_is_refused_as_bad_text(tmp_path: Path, bad: str) -> None:
+    from test_na_import import gift, ult, write_logs
+
+    write_logs(tmp_path / "logs", {"u/1": ult(("A", "B"), ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok")),
+                                   "u/2": ult((bad, "B"), ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok"))})
+    r = cli("import", "negotiationarena", str(tmp_path / "logs"), "--out", str(tmp_path / "na"))
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "na" / "import_report.json").read_text(encoding="utf-8"))
+    assert report["imported"] == 1 and report["refused_by_category"] == {"bad_text": 1}, report
+    assert "\x1b" not in r.stdout + r.stderr and "\x9b" not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("bad", NAMES[:2])
+def test_a_hand_edited_label_with_a_control_character_stops_the_analysis(played: Path, tmp_path: Path,
+                                                                         bad: str) -> None:
+    d = copy_of(played, tmp_path / "d")
+    runs = (d / "runs.jsonl").read_text(encoding="utf-8").replace('"random"', json.dumps(bad), 1)
+    (d / "runs.jsonl").write_text(runs, encoding="utf-8")
+    for command in (["summary"], ["report", "--out", str(tmp_path / "rep")]):
+        r = cli(*command, str(d))
+        assert r.returncode == 2 and "control character" in r.stderr and "runs.jsonl" in r.stderr, r.stderr
+        assert bad not in r.stdout + r.stderr
