@@ -15,6 +15,7 @@ This module imports nothing of the package, so every layer may use it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -61,6 +62,8 @@ def open_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # as open() says it: callers name a directory their own way
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(st.st_mode):
             raise FileRefused(f"{path}: is {_kind(st.st_mode)}, not a regular file; give a regular file")
         if max_bytes is not None and st.st_size > max_bytes:

@@ -21,6 +21,7 @@ complete run when ``wants_decisions``, and ``end(d)``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -28,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from ..files import CONFIG_BYTES, MANIFEST_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game
-from ..games.text import name_problem
+from ..games.text import name_problem, storable
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
 
 if sys.version_info >= (3, 11):
@@ -166,7 +169,8 @@ class Names(set):  # type: ignore[type-arg]
         where = f"line {line}" if isinstance(line, int) else line
         if not isinstance(name, str):
             raise LogError(f"{path}: {where}: '{key}' must be a string (got {json.dumps(name, default=str)[:40]})")
-        if (problem := name_problem(name)) is not None:
+        # a lone surrogate of an old log is shown as its escape (the label's own check refuses it apart)
+        if (problem := name_problem(storable(name))) is not None:
             raise LogError(f"{path}: {where}: '{key}' {name[:60]!r} {problem}")
         self.add(name)
 
@@ -179,6 +183,49 @@ class Scan:
     warnings: list[str] = field(default_factory=list)
 
 
+def _digest(rec: dict[str, Any]) -> bytes:
+    """A run record's identity as data: the same bytes for the same record, whatever its keys' order."""
+    try:
+        data = orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, a lone surrogate: the standard library writes it
+        data = json.dumps(rec, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _difference(a: Any, b: Any, where: str = "") -> str:
+    """The first key path where two records differ (``payoffs[1]``), with both values, shortened."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in [*a, *(k for k in b if k not in a)]:
+            if k not in a or k not in b or a[k] != b[k]:
+                return _difference(a.get(k), b.get(k), f"{where}.{k}" if where else str(k))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _difference(x, y, f"{where}[{i}]")
+    here, there = json.dumps(b, default=str)[:40], json.dumps(a, default=str)[:40]
+    return f"'{where or '(the record)'}' is {here} here, {there} there"
+
+
+def _first_difference(d: Dir, shared: dict[tuple[str, int, int], tuple[int, bytes]], dirs: Sequence[Dir]
+                      ) -> str | None:
+    """How the first complete run that ``d`` shares with an earlier directory of its experiment differs from
+    the record read there, or None when every shared run is the same record (a copy: a merge, a directory
+    named twice). Read only for experiments met in several directories."""
+    for _, rec in iter_records(d.path / RUNS, "runs"):
+        if not rec.get("complete", True):
+            continue
+        key = key_of(rec)
+        met = shared.get(key)
+        if met is None or met[1] == _digest(rec):
+            continue
+        there = dirs[met[0]].path
+        first = next((r for _, r in iter_records(there / RUNS, "runs")
+                      if r.get("complete", True) and key_of(r) == key), {})
+        return (f"run {key[1]}/{key[2]} ({key[0]}) differs from the one read from {there}: "
+                f"{_difference(first, rec)}")
+    return None
+
+
 def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     """Read each directory once, feeding ``consumers`` (see the module doc)."""
     consumers = list(consumers)
@@ -186,7 +233,8 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     counts: dict[str, int] = {}
     for d in dirs:
         counts[d.identity] = counts.get(d.identity, 0) + 1
-    seen: dict[str, dict[tuple[str, int, int], int]] = {}  # runs of experiments met in several directories
+    # runs of experiments met in several directories: where each was read first, and its record's digest
+    seen: dict[str, dict[tuple[str, int, int], tuple[int, bytes]]] = {}
     names = Names()
     result = Scan(dirs)
     for d in dirs:
@@ -194,6 +242,12 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
         inside = 0
         first_dup: dict[int, int] = {}
+        if shared and (differs := _first_difference(d, shared, dirs)) is not None:
+            # a second sample of the experiment (played again, --no-cache, another machine), not a copy: all
+            # its runs count, as runs of their own directory
+            result.warnings.append(f"{d.path}: {differs}; it is a second sample of the same experiment, not a "
+                                   "copy: its runs are counted as runs of their own")
+            shared = None
         for number, rec in iter_records(d.path / RUNS, "runs"):
             for i, label in enumerate(rec["labels"]):
                 if label not in names:
@@ -204,11 +258,11 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
                     inside += 1
                     continue
                 if shared is not None:
-                    where = shared.get(key)
-                    if where is not None:
-                        first_dup[where] = first_dup.get(where, 0) + 1
+                    met = shared.get(key)
+                    if met is not None:
+                        first_dup[met[0]] = first_dup.get(met[0], 0) + 1
                         continue
-                    shared[key] = d.index
+                    shared[key] = (d.index, _digest(rec))
                 d.kept.add(key)
             for c in active:
                 c.run(d, number, rec)
@@ -217,8 +271,8 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
             result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
                                    "first record)")
         for where, n in first_dup.items():
-            result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path} (the same "
-                                   "experiment: a shard beside its merge?); each is counted once")
+            result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path}, record for "
+                                   "record the same (a shard beside its merge?); each is counted once")
         if d.part:
             result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
                                    "the other shards are not among the inputs, so its numbers cover part of it")

@@ -172,3 +172,34 @@ def test_a_hand_edited_label_with_a_control_character_stops_the_analysis(played:
         r = cli(*command, str(d))
         assert r.returncode == 2 and "control character" in r.stderr and "runs.jsonl" in r.stderr, r.stderr
         assert bad not in r.stdout + r.stderr
+
+
+# ------------------------------------------------------------------------------ what counts as the same run
+
+def _players(rep: Path) -> int:
+    pd = pytest.importorskip("pandas")
+    return len(pd.read_parquet(rep / "players.parquet"))
+
+
+def test_a_second_different_sample_of_one_config_is_counted_with_a_note(played: Path, tmp_path: Path) -> None:
+    """Two runs of one config (two --no-cache runs, two machines) share their experiment and run numbers;
+    the second was dropped as 'a shard beside its merge': half the data vanished from every table."""
+    pytest.importorskip("duckdb")
+    second = copy_of(played, tmp_path / "second")
+    runs = [json.loads(x) for x in (second / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    runs[1]["payoffs"] = [100.0, 0.0, 0.0]
+    runs[1]["winners"] = [0]
+    (second / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
+    r = cli("report", str(played), str(second), "--out", str(tmp_path / "rep"), "--boot", "10", "--transcripts", "0")
+    assert r.returncode == 0, r.stderr
+    said = r.stdout + r.stderr
+    assert "second sample" in said and "run 1/0 (melee)" in said and "'payoffs[0]' is 100.0 here, 0.0 there" in said
+    assert _players(tmp_path / "rep") == 2 * 3 * 3  # both samples: 2 x 3 sessions x 3 seats
+
+
+def test_a_copy_of_a_run_directory_is_still_counted_once(played: Path, tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    copy = copy_of(played, tmp_path / "copy")
+    r = cli("report", str(played), str(copy), "--out", str(tmp_path / "rep"), "--boot", "10", "--transcripts", "0")
+    assert r.returncode == 0 and "record for record the same" in r.stdout + r.stderr, r.stderr
+    assert _players(tmp_path / "rep") == 3 * 3
