@@ -291,10 +291,10 @@ def _shard_arg(value: str) -> tuple[int, int]:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Shards of one experiment (``run --shard K/N``) -> one run directory equal to an unsharded run."""
     from .analysis.metrics import format_table, write_summary
-    from .hosts.shards import MergeError, merge_shards
+    from .hosts.shards import MergeError, merge_shards, out_problem
 
     out = Path(args.out)
-    problem = out_dir_problem(out)
+    problem = out_problem([Path(d) for d in args.shards], out) or out_dir_problem(out)
     if problem:
         err(problem)
         return EXIT_CONFIG

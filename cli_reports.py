@@ -337,9 +337,8 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 def cmd_import(args: argparse.Namespace) -> int:
     """Another tool's released results -> run directories (importers/), the accounting of every item, the
     source's own tables (analysis/families/)."""
-    from .analysis.metrics import write_summary
     from .games.text import storable
-    from .importers.common import ImportFailed, write_import_report
+    from .importers.common import ImportFailed, hold_import
     from .importers.registry import IMPORTERS
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -350,10 +349,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = Path(args.out)
     shown = storable(str(out))  # a path of undecodable bytes is printed as its escapes, never a traceback
     try:
-        result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
+        with hold_import(out):  # the whole import: two imports into one --out at once left it mixed
+            return _import_into(args, module, given, out, shown)
     except ImportFailed as exc:
         err(str(exc))
         return EXIT_CONFIG
+
+
+def _import_into(args: argparse.Namespace, module: Any, given: dict[str, Any], out: Path, shown: str) -> int:
+    """:func:`cmd_import` once it holds ``--out``."""
+    from .analysis.metrics import write_summary
+    from .games.text import storable
+    from .importers.common import write_import_report
+
+    result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
     for w in result.warnings:
         print(f"econarena: warning: {w}", file=sys.stderr)
     for r in result.refused[:_SHOWN]:

@@ -565,6 +565,18 @@ class RunDirectory:
                       f"({', '.join(map(str, shown[:10]))}{' ...' if len(shown) > 10 else ''}) moved to "
                       f"{name.replace('.jsonl', '.discarded.jsonl')}", file=sys.stderr)
         complete = complete_runs(runs)
+        # a run is complete with its decisions: one whose record counts more decisions than the log holds
+        # (decisions.jsonl emptied, deleted, cut) is played again, never kept as complete without them
+        logged: dict[tuple[str, int, int], int] = defaultdict(int)
+        for d in decisions:
+            logged[run_key(d)] += 1
+        lost = [k for k, r in complete.items() if isinstance(r.get("decisions"), list)
+                and all(_is_int(n) for n in r["decisions"]) and logged.get(k, 0) < sum(r["decisions"])]
+        if lost:
+            print(f"econarena: warning: {self.path / DECISIONS}: {len(lost)} complete run(s) lack their decisions "
+                  "(the file was emptied, deleted or cut): they are played again", file=sys.stderr)
+            for k in lost:
+                del complete[k]
         keys = runnable_prefix(complete)
         complete = {k: r for k, r in complete.items() if k in keys}
         keep_runs = [r for r in runs if complete.get(run_key(r)) is r]  # file order: a no-op resume rewrites nothing

@@ -240,7 +240,7 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
         shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
-        inside = 0
+        inside = expected = 0
         first_dup: dict[int, int] = {}
         if shared and (differs := _first_difference(d, shared, dirs)) is not None:
             # a second sample of the experiment (played again, --no-cache, another machine), not a copy: all
@@ -264,6 +264,9 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
                         continue
                     shared[key] = (d.index, _digest(rec))
                 d.kept.add(key)
+                counts = rec.get("decisions")
+                if type(counts) is list and all(type(n) is int for n in counts):
+                    expected += sum(counts)
             for c in active:
                 c.run(d, number, rec)
         d.duplicates = inside + sum(first_dup.values())
@@ -279,6 +282,7 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         readers = [c for c in active if c.wants_decisions]
         if readers:
             kept = d.kept
+            got = 0
             for number, rec in iter_records(d.path / DECISIONS, "decisions"):
                 if rec["label"] not in names:
                     names.check(d.path / DECISIONS, number, "label", rec["label"])
@@ -286,8 +290,13 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
                 if model is not None and (type(model) is not str or model not in names):
                     names.check(d.path / DECISIONS, number, "model", model)
                 if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
+                    got += 1
                     for c in readers:
                         c.decision(d, rec)
+            if got < expected:  # emptied, deleted or cut: the cost and decision tables would miss them in silence
+                result.warnings.append(f"{d.path / DECISIONS}: holds {got} of the {expected} decisions its complete "
+                                       "runs record (emptied, deleted or cut?): the cost, token and decision tables "
+                                       "miss the rest; `run --resume` plays those runs again")
         for c in active:
             c.end(d)
         d.kept = set()  # what the directory's decisions needed; nothing after it does

@@ -203,3 +203,38 @@ def test_a_copy_of_a_run_directory_is_still_counted_once(played: Path, tmp_path:
     r = cli("report", str(played), str(copy), "--out", str(tmp_path / "rep"), "--boot", "10", "--transcripts", "0")
     assert r.returncode == 0 and "record for record the same" in r.stdout + r.stderr, r.stderr
     assert _players(tmp_path / "rep") == 3 * 3
+
+
+@pytest.mark.parametrize("how", ["emptied", "deleted", "cut"])
+def test_resume_plays_again_the_runs_whose_decisions_are_gone(tmp_path: Path, how: str) -> None:
+    """A run whose decisions.jsonl was emptied or deleted was called complete on --resume (and the report
+    then dropped its cost table without a word)."""
+    from conftest import read_jsonl
+
+    toml = tmp_path / "e.toml"
+    toml.write_text('[experiment]\nname = "resumed"\ngame = "beauty_contest"\nsessions = 3\nseed = 2\n[game]\n'
+                    '[[players]]\nagent = "random"\ncount = 3\n', encoding="utf-8")
+    out = tmp_path / "o"
+    assert cli("run", str(toml), "--out", str(out), "--quiet").returncode == 0
+    whole = (out / "decisions.jsonl").read_text(encoding="utf-8")
+    if how == "emptied":
+        (out / "decisions.jsonl").write_text("", encoding="utf-8")
+    elif how == "deleted":
+        (out / "decisions.jsonl").unlink()
+    else:  # the last run's decisions cut off
+        (out / "decisions.jsonl").write_text("".join(whole.splitlines(True)[:-2]), encoding="utf-8")
+    r = cli("run", str(toml), "--out", str(out), "--quiet", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "lack their decisions" in r.stderr and "played again" in r.stderr
+    again = read_jsonl(out / "decisions.jsonl")
+    assert len(again) == 9 and sorted(map(json.dumps, again)) == sorted(
+        json.dumps(json.loads(x)) for x in whole.splitlines())
+
+
+def test_the_report_says_when_decisions_are_missing(played: Path, tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    d = copy_of(played, tmp_path / "d")
+    (d / "decisions.jsonl").write_text("", encoding="utf-8")
+    r = cli("report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10", "--transcripts", "0")
+    assert r.returncode == 0, r.stderr
+    assert "holds 0 of the 9 decisions its complete runs record" in r.stdout + r.stderr
