@@ -264,9 +264,9 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
                         continue
                     shared[key] = (d.index, _digest(rec))
                 d.kept.add(key)
-                counts = rec.get("decisions")
-                if type(counts) is list and all(type(n) is int for n in counts):
-                    expected += sum(counts)
+                per_seat = rec.get("decisions")
+                if type(per_seat) is list and all(type(n) is int for n in per_seat):
+                    expected += sum(per_seat)
             for c in active:
                 c.run(d, number, rec)
         d.duplicates = inside + sum(first_dup.values())
