@@ -238,3 +238,38 @@ def test_the_report_says_when_decisions_are_missing(played: Path, tmp_path: Path
     r = cli("report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10", "--transcripts", "0")
     assert r.returncode == 0, r.stderr
     assert "holds 0 of the 9 decisions its complete runs record" in r.stdout + r.stderr
+
+
+def test_merge_refuses_two_versions_and_an_out_inside_a_shard(tmp_path: Path) -> None:
+    from test_analysis_scale import BC as SHARDED
+    from test_analysis_scale import _shard
+
+    shards = [_shard(SHARDED, tmp_path / f"s{k}", k, 2) for k in (1, 2)]
+    inner = shards[0] / "merged"
+    r = cli("merge", *map(str, shards), "--out", str(inner))
+    assert r.returncode == 2 and "lies inside the shard" in r.stderr, r.stderr
+    assert not inner.exists()  # refused before anything is created in the shard
+    m = json.loads((shards[1] / "manifest.json").read_text(encoding="utf-8"))
+    m["econarena_version"] = "0.0.9"
+    (shards[1] / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    r = cli("merge", *map(str, shards), "--out", str(tmp_path / "all"))
+    assert r.returncode == 2 and "played by econarena 0.0.9" in r.stderr and "only shards played by one version" \
+        in r.stderr, r.stderr
+
+
+def test_a_second_import_into_a_held_out_is_refused(tmp_path: Path) -> None:
+    import fcntl
+
+    from test_na_import import gift, ult, write_logs
+
+    write_logs(tmp_path / "logs", {"u/1": ult(("A", "B"), ("NONE", gift(30), "x"), ("ACCEPT", "NONE", "ok"))})
+    out = tmp_path / "na"
+    out.mkdir()
+    with (out / ".import.lock").open("a+") as fh:  # an import in progress holds it
+        fh.write("import by PID 4242\n")
+        fh.flush()
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        r = cli("import", "negotiationarena", str(tmp_path / "logs"), "--out", str(out))
+        assert r.returncode == 2 and "being written by another import (import by PID 4242)" in r.stderr, r.stderr
+        assert sorted(p.name for p in out.iterdir()) == [".import.lock"]
+    assert cli("import", "negotiationarena", str(tmp_path / "logs"), "--out", str(out)).returncode == 0
