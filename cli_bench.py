@@ -323,6 +323,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         scorecard_html,
         write_bench,
     )
+    from .hosts.bench import shown_model
     from .rundir import write_atomic
 
     results: dict[int, dict[str, Any]] = {}
@@ -334,7 +335,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
             continue
         wall = _log_invocation(job, stopped)
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
-                 "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
+                 "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": shown_model(job.spec.source),
                  "settings": _public(job.spec.entry)}
         try:
             result = bench_result(suite, args.tier, model, {e.name: job.out / e.name for e in job.exps},
@@ -376,10 +377,11 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:
     from .agents.calls import public_urls
-    from .agents.keys import key_value
+    from .agents.keys import key_value, mask_keys
 
     keys = [key_value(str(entry.get("agent")), entry.get("api_key_env"))]
-    return {k: public_urls(v, keys) if k == "base_url" else v for k, v in entry.items()}
+    return {k: public_urls(v, keys) if k == "base_url" else mask_keys(v, entry.get("api_key_env"))
+            if isinstance(v, str) else v for k, v in entry.items()}
 
 
 def _log_invocation(job: _Job, stopped: str | None) -> float:

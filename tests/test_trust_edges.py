@@ -273,3 +273,69 @@ def test_a_second_import_into_a_held_out_is_refused(tmp_path: Path) -> None:
         assert r.returncode == 2 and "being written by another import (import by PID 4242)" in r.stderr, r.stderr
         assert sorted(p.name for p in out.iterdir()) == [".import.lock"]
     assert cli("import", "negotiationarena", str(tmp_path / "logs"), "--out", str(out)).returncode == 0
+
+
+# ------------------------------------------------------------------------------------ secrets and messages
+
+KEY = "sk-test-Z9y8X7w6V5u4"
+
+
+def _exp(tmp_path: Path, player: str, name: str = "e.toml", prefix: str = "") -> Path:
+    f = tmp_path / name
+    f.write_text(prefix + '[experiment]\nname = "k"\ngame = "beauty_contest"\nsessions = 1\n[game]\n'
+                 f'[[players]]\n{player}\n[[players]]\nagent = "random"\n', encoding="utf-8")
+    return f
+
+
+def test_api_key_env_must_be_a_variable_name_and_is_never_echoed(tmp_path: Path) -> None:
+    f = _exp(tmp_path, f'agent = "openai"\nmodel = "m"\napi_key_env = "{KEY}"')
+    r = cli("validate", str(f))
+    assert r.returncode == 2 and "api_key_env': expected the name of an environment variable" in r.stderr
+    assert KEY not in r.stdout + r.stderr and KEY[:10] not in r.stdout + r.stderr
+    f = _exp(tmp_path, 'agent = "openai"\nmodel = "m"\napi_key_env = 12', "n.toml")
+    r = cli("validate", str(f))
+    assert r.returncode == 2 and "api_key_env" in r.stderr and "12" not in r.stderr.split("api_key_env")[1]
+
+
+def test_a_model_name_that_is_the_key_is_refused_unshown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    for player in (f'agent = "openai"\nmodel = "{KEY}"', f'agent = "openai"\nmodel = "m"\nlabel = "x-{KEY}"'):
+        r = cli("validate", str(_exp(tmp_path, player)))
+        assert r.returncode == 2 and "holds the value of the player's API key" in r.stderr, r.stderr
+        assert KEY not in r.stdout + r.stderr
+
+
+def test_a_key_in_a_model_argument_never_reaches_bench_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    from econarena.hosts.bench import model_specs, shown_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    typed = f"llama@https://proxy.example/{KEY}/v1"
+    assert shown_model(typed) == "llama@https://proxy.example/***/v1"
+    assert KEY not in model_specs(typed)[0].source
+    assert shown_model(f"openai:{KEY}") == "openai:***"
+    monkeypatch.setenv("MY_PROXY", "pk-proxy-0123456789")
+    assert shown_model("m@https://h/pk-proxy-0123456789/") == "m@https://h/pk-proxy-0123456789/"  # not a key yet
+    from econarena.agents.keys import mask_keys
+    assert mask_keys("m@https://h/pk-proxy-0123456789/", "MY_PROXY") == "m@https://h/***/"
+
+
+@pytest.mark.parametrize("url", ["http://h.example/v1\r\n", "http://h.example/v1\n", "http://h.example/\x85v1",
+                                 "http://h.example/v 1"])
+def test_a_base_url_with_a_line_break_or_control_is_refused(tmp_path: Path, url: str) -> None:
+    f = _exp(tmp_path, f'agent = "openai"\nmodel = "m"\nbase_url = {json.dumps(url)}')
+    r = cli("validate", str(f))
+    assert r.returncode == 2 and "holds a space or a control character" in r.stderr, r.stderr
+    assert "h.example" not in r.stderr
+
+
+def test_a_byte_order_mark_is_explained(tmp_path: Path) -> None:
+    f = _exp(tmp_path, 'agent = "random"', prefix="\ufeff")
+    r = cli("validate", str(f))
+    assert r.returncode == 2 and "byte order mark" in r.stderr and "save it as plain UTF-8" in r.stderr
+
+
+def test_an_error_in_a_list_of_strings_names_the_value_not_the_library(tmp_path: Path) -> None:
+    f = _exp(tmp_path, 'agent = "openai"\nmodel = "m"\nbase_url = ["http://a.example/v1", 3]', "b.toml")
+    r = cli("validate", str(f))
+    assert r.returncode == 2 and "list[str]" not in r.stderr and "a.example" not in r.stderr, r.stderr
+    assert "'players[0].base_url': expected a string or a list of strings; entry 2: " in r.stderr, r.stderr
