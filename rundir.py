@@ -169,10 +169,12 @@ def record_problem(rec: Any, kind: str) -> str | None:
     """
     if kind == "decisions" and type(rec) is dict:  # the common case, checked in one expression per line
         s, r, p = rec.get("session"), rec.get("run"), rec.get("player")
+        ti, to, lat = rec.get("tokens_in"), rec.get("tokens_out"), rec.get("latency_s")
         if (type(s) is int and s >= 0 and type(r) is int and r >= 0 and type(p) is int and p >= 0
                 and type(rec.get("label")) is str and type(rec.get("lineup", "melee")) is str
-                and type(rec.get("tokens_in")) in _NUMBER and type(rec.get("tokens_out")) in _NUMBER
-                and type(rec.get("latency_s")) in _NUMBER):
+                and (ti is None or (type(ti) in _NUMBER and -RECORD_MAX <= ti <= RECORD_MAX))
+                and (to is None or (type(to) in _NUMBER and -RECORD_MAX <= to <= RECORD_MAX))
+                and (lat is None or (type(lat) in _NUMBER and -RECORD_MAX <= lat <= RECORD_MAX))):
             return None
     if not isinstance(rec, dict):
         return f"expected a JSON object, got {type(rec).__name__}"
@@ -187,6 +189,8 @@ def record_problem(rec: Any, kind: str) -> str | None:
         for key in ("tokens_in", "tokens_out", "latency_s"):  # summed by summary and report alike
             if type(rec.get(key)) not in _NUMBER:
                 return f"'{key}' must be a number or null (got {json.dumps(rec.get(key))[:40]})"
+            if (problem := _beyond(rec.get(key), key)) is not None:
+                return problem
         return None
     labels = rec.get("labels")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
@@ -206,6 +210,60 @@ def record_problem(rec: Any, kind: str) -> str | None:
             return "'valid' must hold true or false"
         if type(rec.get("score")) not in _NUMBER:
             return f"'score' must be a number or null (got {json.dumps(rec.get('score'))[:40]})"
+        for key in ("payoffs", "ne_payoffs", "deviation", "payoff_ratio"):
+            for i, x in enumerate(rec.get(key) or ()):
+                if (problem := _beyond(x, f"{key}[{i}]")) is not None:
+                    return problem
+        if (problem := _beyond(rec.get("score"), "score")) is not None:
+            return problem
+        return _metrics_problem(rec.get("metrics"))
+    return None
+
+
+# The largest number a record may hold: a thousand times the bound of every game's numbers (10**12), far below
+# where sums and means of a study's records overflow (payoffs of 1e308 crashed summary and wrote inf into
+# metrics.csv). NaN and Infinity are refused apart (_slow_problem), with their own words.
+RECORD_MAX = 1e15
+
+
+def _beyond(x: Any, key: str) -> str | None:
+    if type(x) in (int, float) and abs(x) > RECORD_MAX and math.isfinite(x):
+        return f"'{key}' is {str(x)[:40]}, beyond the {RECORD_MAX:.0e} no game writes (sums of it overflow)"
+    return None
+
+
+def _reads_as_number(s: str) -> bool:
+    if not s or len(s) > 64 or not (s[0] in "0123456789+-.nNiI " or s[-1].isdigit()):
+        return False  # words: no float() attempt (and no exception) for "accept"
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _metrics_problem(metrics: Any) -> str | None:
+    """A run's game metrics: numbers, true/false, null or words (NegotiationArena's ``ended``), or lists of
+    them (one per seat). A number written as text (``"0.5"``, ``"NaN"``, ``"1e308"``) was left out of every
+    table in silence where a NaN was refused: refused like it."""
+    if metrics is None:
+        return None
+    if type(metrics) is not dict:
+        return f"'metrics' must be an object (got {json.dumps(metrics, default=str)[:40]})"
+    for name, v in metrics.items():
+        for j, x in enumerate(v if type(v) is list else (v,)):
+            where = f"metrics.{name}" + (f"[{j}]" if type(v) is list else "")
+            if x is None or type(x) is bool:
+                continue
+            if type(x) is str:
+                if _reads_as_number(x):
+                    return (f"'{where}' is a number written as text ({json.dumps(x)[:40]}): write the number, or "
+                            "null for none")
+                continue
+            if type(x) not in (int, float):
+                return f"'{where}' must be a number, true/false, null or text (got {json.dumps(x, default=str)[:40]})"
+            if (problem := _beyond(x, where)) is not None:
+                return problem
     return None
 
 
@@ -566,12 +624,17 @@ class RunDirectory:
                       f"{name.replace('.jsonl', '.discarded.jsonl')}", file=sys.stderr)
         complete = complete_runs(runs)
         # a run is complete with its decisions: one whose record counts more decisions than the log holds
-        # (decisions.jsonl emptied, deleted, cut) is played again, never kept as complete without them
+        # (decisions.jsonl emptied, deleted, cut) is played again, never kept as complete without them. Lines
+        # that could not be read (moved aside verbatim, below) may be those decisions: while they account for
+        # every one missing, the runs are kept as before
         logged: dict[tuple[str, int, int], int] = defaultdict(int)
         for d in decisions:
             logged[run_key(d)] += 1
-        lost = [k for k, r in complete.items() if isinstance(r.get("decisions"), list)
-                and all(_is_int(n) for n in r["decisions"]) and logged.get(k, 0) < sum(r["decisions"])]
+        short = {k: sum(r["decisions"]) - logged.get(k, 0) for k, r in complete.items()
+                 if isinstance(r.get("decisions"), list) and all(_is_int(n) for n in r["decisions"])}
+        lost = [k for k, n in short.items() if n > 0]
+        if sum(short[k] for k in lost) <= len([b for b in bad_dec if not b.why.startswith("torn")]):
+            lost = []
         if lost:
             print(f"econarena: warning: {self.path / DECISIONS}: {len(lost)} complete run(s) lack their decisions "
                   "(the file was emptied, deleted or cut): they are played again", file=sys.stderr)
