@@ -132,6 +132,9 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
         except tomllib.TOMLDecodeError as exc:
             raise LogError(f"{p / CONFIG}: not TOML ({exc}); a run directory's config.toml is the experiment "
                            "as `econarena run` resolved it") from None
+        if cfg and (problem := config_problem(cfg)) is not None:
+            raise LogError(f"{p / CONFIG}: {problem}; a run directory's config.toml is the experiment as `econarena "
+                           "run` resolved it (edited by hand?)")
         try:
             manifest = json.loads(read_text(p / MANIFEST, MANIFEST_BYTES))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -150,6 +153,37 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
             if s is not None and not whole and (len(present) != s[1] or present != set(range(1, s[1] + 1))):
                 d.part = f"shard {s[0]} of {s[1]}"
     return dirs
+
+
+# What the analysis reads of a run directory's config.toml, with the types `econarena run` writes (the
+# experiment's settings label every row): a hand-edited `game = 5` or `name = ["x"]` stopped report and
+# compare with a traceback. Keys not listed are not read here.
+_EXPERIMENT_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "game": (str,), "environment": (str,), "history": (str,), "prompt": (str,),
+    "description": (str,), "group": (str,), "models": (str,), "players_per_game": (int,), "sessions": (int,),
+    "runs": (int,), "seed": (int,), "max_history": (int,), "reask": (int,), "shuffle_seats": (bool,)}
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false"}
+
+
+def config_problem(cfg: dict[str, Any]) -> str | None:
+    """Why a run directory's config data is not what `econarena run` writes (a table or key of the wrong
+    type), naming the key; None when every key the analysis reads has its type."""
+    for table in ("experiment", "game", "llm", "prompts", "grid", "steer", "judge"):
+        if table in cfg and not isinstance(cfg[table], dict):
+            return f"'{table}' must be a table (got {json.dumps(cfg[table], default=str)[:40]})"
+    for key, types in _EXPERIMENT_TYPES.items():
+        v = cfg.get("experiment", {}).get(key)
+        if v is not None and (type(v) not in types or (type(v) is int and not 0 <= v < 2**63)):
+            return (f"'experiment.{key}' must be {_TYPE_WORDS[types[0]]}"
+                    f"{' >= 0' if types[0] is int else ''} (got {json.dumps(v, default=str)[:40]})")
+    players = cfg.get("players", [])
+    if not isinstance(players, list) or not all(isinstance(p, dict) for p in players):
+        return "'players' must be a list of player tables"
+    for i, p in enumerate(players):
+        for key in ("agent", "label", "model"):
+            if key in p and not isinstance(p[key], str):
+                return f"'players[{i}].{key}' must be a string (got {json.dumps(p[key], default=str)[:40]})"
+    return None
 
 
 def _shard(d: Dir) -> tuple[int, int] | None:

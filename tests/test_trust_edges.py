@@ -339,3 +339,65 @@ def test_an_error_in_a_list_of_strings_names_the_value_not_the_library(tmp_path:
     r = cli("validate", str(f))
     assert r.returncode == 2 and "list[str]" not in r.stderr and "a.example" not in r.stderr, r.stderr
     assert "'players[0].base_url': expected a string or a list of strings; entry 2: " in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ numbers and types at the run-directory edge
+
+def _edit_runs(d: Path, edit: Any) -> None:
+    runs = [json.loads(x) for x in (d / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    for r in runs:
+        edit(r)
+    (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
+
+
+@pytest.mark.parametrize("edit,said", [
+    (lambda r: r["payoffs"].__setitem__(0, 1e308), "'payoffs[0]' is 1e+308, beyond the 1e+15"),
+    (lambda r: r["payoffs"].__setitem__(1, -9.9e200), "'payoffs[1]' is -9.9e+200"),
+    (lambda r: r.__setitem__("score", 2e16), "'score' is 2e+16"),
+    (lambda r: r.__setitem__("metrics", {"efficiency": "NaN"}), "'metrics.efficiency' is a number written as text"),
+    (lambda r: r.__setitem__("metrics", {"gain": [1.0, " 0.5"]}), "'metrics.gain[1]' is a number written as text"),
+    (lambda r: r.__setitem__("metrics", {"big": 1e300}), "'metrics.big' is 1e+300"),
+])
+def test_numbers_no_game_writes_are_refused_with_file_line_and_key(played: Path, tmp_path: Path, edit: Any,
+                                                                   said: str) -> None:
+    d = copy_of(played, tmp_path / "d")
+    _edit_runs(d, edit)
+    for command in (["summary"], ["report", "--out", str(tmp_path / "rep"), "--boot", "10"]):
+        r = cli(*command, str(d))
+        assert r.returncode == 2 and "runs.jsonl: line 1: " in r.stderr and said in r.stderr, r.stderr
+    assert not (tmp_path / "rep" / "metrics.csv").exists()
+
+
+def test_a_word_as_a_metric_is_still_read(played: Path, tmp_path: Path) -> None:
+    d = copy_of(played, tmp_path / "d")
+    _edit_runs(d, lambda r: r.__setitem__("metrics", {"ended": "accept", "n": 1e14}))
+    assert cli("summary", str(d)).returncode == 0
+
+
+def test_huge_token_counts_in_a_decision_are_refused(played: Path, tmp_path: Path) -> None:
+    d = copy_of(played, tmp_path / "d")
+    lines = (d / "decisions.jsonl").read_text(encoding="utf-8").splitlines(True)
+    rec = json.loads(lines[1])
+    rec["tokens_in"] = 1e308
+    lines[1] = json.dumps(rec) + "\n"
+    (d / "decisions.jsonl").write_text("".join(lines), encoding="utf-8")
+    r = cli("summary", str(d))
+    assert r.returncode == 2 and "decisions.jsonl: line 2: " in r.stderr and "'tokens_in' is 1e+308" in r.stderr
+
+
+@pytest.mark.parametrize("old,new,said", [
+    ('game = "beauty_contest"', "game = 5", "'experiment.game' must be a string (got 5)"),
+    ('name = "bc-edges"', 'name = ["x"]', "'experiment.name' must be a string"),
+    ('prompt = "default"', "prompt = 7", "'experiment.prompt' must be a string"),
+    ("sessions = 3", 'sessions = "3"', "'experiment.sessions' must be an integer >= 0"),
+])
+def test_a_hand_edited_config_of_the_wrong_type_is_refused_not_a_traceback(played: Path, tmp_path: Path, old: str,
+                                                                           new: str, said: str) -> None:
+    d = copy_of(played, tmp_path / "d")
+    text = (d / "config.toml").read_text(encoding="utf-8")
+    assert old in text
+    (d / "config.toml").write_text(text.replace(old, new, 1), encoding="utf-8")
+    for command in (["report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10"],
+                    ["compare", str(d), str(played)]):
+        r = cli(*command)
+        assert r.returncode == 2 and f"{d / 'config.toml'}: {said}" in r.stderr, r.stderr
