@@ -401,3 +401,66 @@ def test_a_hand_edited_config_of_the_wrong_type_is_refused_not_a_traceback(playe
                     ["compare", str(d), str(played)]):
         r = cli(*command)
         assert r.returncode == 2 and f"{d / 'config.toml'}: {said}" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------------- results that contradict themselves
+
+@pytest.fixture(scope="module")
+def bench_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A real bench.json of the small test suite (rational plays it), and the suite read back."""
+    from test_bench import small_suite
+
+    from econarena.benchsuite import load_suite
+    from econarena.cli import main
+
+    tmp = tmp_path_factory.mktemp("bench")
+    suite = small_suite(tmp)
+    assert main(["bench", "rational", "--suite", str(suite), "--out", str(tmp / "r"), "--quiet",
+                 "--no-baselines"]) == 0
+    path = tmp / "r" / "rational" / "bench.json"
+    return path, {"suite": load_suite(suite), "data": json.loads(path.read_text(encoding="utf-8"))}
+
+
+def _family_game(data: dict[str, Any]) -> tuple[str, int]:
+    i = next(i for i, g in enumerate(data["games"]) if g["per_session"])
+    return data["games"][i]["family"], i
+
+
+@pytest.mark.parametrize("edit,said", [
+    (lambda d: d["overall"].update(score=99.0, low=0.0, high=100.0), "overall.score: 99.0 in the file, 100.0 from"),
+    (lambda d: d["subscores"][_family_game(d)[0]].update(score=99.0, low=0.0, high=100.0),
+     ".score: 99.0 in the file, 100.0 from its own games' scores"),
+    (lambda d: d.update(stopped="budget"), "complete: true, but stopped: 'budget'"),
+    (lambda d: d["overall"].update(low=80.0, high=20.0, score=50.0), "does not hold its score 50.0"),
+    (lambda d: d["games"][_family_game(d)[1]].update(score=1e6), "is not a score from 0 to 100"),
+    (lambda d: d["games"].append(dict(d["games"][0])), "the game is listed twice"),
+    (lambda d: d["games"].append({**d["games"][0], "id": "invented"}), "'invented' is no game of suite"),
+    (lambda d: d["games"].pop(), "is missing"),
+    (lambda d: d["games"][_family_game(d)[1]]["per_session"].__setitem__(0, 0.0),
+     "is not the mean of its sessions' scores"),
+])
+def test_a_bench_json_that_contradicts_itself_is_refused(bench_file: tuple[Path, dict[str, Any]], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch, edit: Any, said: str) -> None:
+    from econarena.analysis import benchcheck
+
+    source, held = bench_file
+    suite = held["suite"]
+    monkeypatch.setattr(benchcheck, "known_suites", lambda: {suite.digest: suite})
+    data = json.loads(json.dumps(held["data"]))
+    if said.startswith("complete: true") or "is missing" in said or "listed twice" in said or "invented" in said:
+        assert data["complete"] is True and data["stopped"] is None
+    edit(data)
+    path = tmp_path / "m" / "bench.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data), encoding="utf-8")
+    r = cli("leaderboard", str(path))
+    assert r.returncode == 2 and f"{path}: contradicts itself" in r.stderr and said in r.stderr, r.stderr
+    assert cli("leaderboard", str(source.parent)).returncode == 0  # the file as written is ranked
+
+
+def test_a_deeply_nested_bench_json_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text('{"format": "econarena-bench/1", "model": ' + "[" * 100000 + "]" * 100000 + "}",
+                    encoding="utf-8")
+    r = cli("leaderboard", str(path))
+    assert r.returncode == 2 and str(path) in r.stderr and "Traceback" not in r.stderr
