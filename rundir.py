@@ -189,9 +189,7 @@ def record_problem(rec: Any, kind: str) -> str | None:
         for key in ("tokens_in", "tokens_out", "latency_s"):  # summed by summary and report alike
             if type(rec.get(key)) not in _NUMBER:
                 return f"'{key}' must be a number or null (got {json.dumps(rec.get(key))[:40]})"
-            if (problem := _beyond(rec.get(key), key)) is not None:
-                return problem
-        return None
+        return _big_problem(rec)
     labels = rec.get("labels")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
         return "'labels' must be a non-empty list of strings"
@@ -204,31 +202,54 @@ def record_problem(rec: Any, kind: str) -> str | None:
         if not isinstance(rec.get("winners"), list) or not all(_is_int(w) for w in rec["winners"]):
             return "'winners' must be a list of seat numbers"
         for key in ("payoffs", "ne_payoffs", "deviation"):  # None: unknown (imported), no equilibrium, no
-            if not all(type(x) in _NUMBER for x in rec.get(key) or ()):  # valid move
-                return f"'{key}' must hold numbers"
+            values = rec.get(key) or ()  # valid move; bounded in the same pass (a failed pass names why)
+            if not all(x is None or (type(x) in _NUMBER and -RECORD_MAX <= x <= RECORD_MAX) for x in values):
+                if not all(type(x) in _NUMBER for x in values):
+                    return f"'{key}' must hold numbers"
+                if (problem := _big_problem(rec)) is not None:
+                    return problem  # else NaN or Infinity: refused in their own words (_slow_problem)
+        ratio = rec.get("payoff_ratio")
+        big_ratio = type(ratio) is list and not all(
+            type(x) not in _NUMBER or x is None or -RECORD_MAX <= x <= RECORD_MAX for x in ratio)
+        if big_ratio and (problem := _big_problem(rec)) is not None:
+            return problem
         if not all(type(x) is bool for x in rec["valid"]):
             return "'valid' must hold true or false"
         if type(rec.get("score")) not in _NUMBER:
             return f"'score' must be a number or null (got {json.dumps(rec.get('score'))[:40]})"
-        for key in ("payoffs", "ne_payoffs", "deviation", "payoff_ratio"):
-            for i, x in enumerate(rec.get(key) or ()):
-                if (problem := _beyond(x, f"{key}[{i}]")) is not None:
-                    return problem
         if (problem := _beyond(rec.get("score"), "score")) is not None:
             return problem
         return _metrics_problem(rec.get("metrics"))
     return None
 
 
-# The largest number a record may hold: a thousand times the bound of every game's numbers (10**12), far below
+# The largest number a record may hold: ten thousand times the bound of every game's numbers (10**12), far below
 # where sums and means of a study's records overflow (payoffs of 1e308 crashed summary and wrote inf into
 # metrics.csv). NaN and Infinity are refused apart (_slow_problem), with their own words.
-RECORD_MAX = 1e15
+RECORD_MAX = 1e16
 
 
 def _beyond(x: Any, key: str) -> str | None:
     if type(x) in (int, float) and abs(x) > RECORD_MAX and math.isfinite(x):
         return f"'{key}' is {str(x)[:40]}, beyond the {RECORD_MAX:.0e} no game writes (sums of it overflow)"
+    return None
+
+
+def _big_problem(rec: dict[str, Any]) -> str | None:
+    """The first summed number of a record beyond RECORD_MAX, named (called when a cheap pass found one)."""
+    for key in ("payoffs", "ne_payoffs", "deviation", "payoff_ratio"):
+        values = rec.get(key)
+        for i, x in enumerate(values if type(values) is list else ()):
+            if (problem := _beyond(x, f"{key}[{i}]")) is not None:
+                return problem
+    for key in ("score", "tokens_in", "tokens_out", "latency_s"):
+        if (problem := _beyond(rec.get(key), key)) is not None:
+            return problem
+    metrics = rec.get("metrics")
+    for name, v in metrics.items() if type(metrics) is dict else ():
+        for j, x in enumerate(v if type(v) is list else (v,)):
+            if (problem := _beyond(x, f"metrics.{name}" + (f"[{j}]" if type(v) is list else ""))) is not None:
+                return problem
     return None
 
 
