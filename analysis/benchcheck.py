@@ -14,7 +14,7 @@ overall score recomputed from its per-game sessions; a file of another suite get
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from functools import lru_cache
 from typing import Any
@@ -63,10 +63,10 @@ def _close(a: Any, b: Any) -> bool:
     return abs(float(a) - float(b)) <= TOLERANCE * max(1.0, abs(float(b)))
 
 
-def contradiction(data: Mapping[str, Any]) -> str | None:
-    """The first way ``data`` (a bench.json of the right shape) contradicts itself or its suite, or None."""
-    from .benchmark import GameScore, combine
-
+def contradiction(data: Mapping[str, Any], combine: Callable[..., dict[str, Any]], GameScore: type) -> str | None:  # noqa: N803
+    """The first way ``data`` (a bench.json of the right shape) contradicts itself or its suite, or None.
+    ``combine`` and ``GameScore`` are the bench's own (``analysis/benchmark.py``, which calls this: passed in,
+    so that the two modules do not import each other)."""
     if data["complete"] is True and data.get("stopped") is not None:
         return f"complete: true, but stopped: {str(data.get('stopped'))[:40]!r} (a stopped bench is not complete)"
     if data["complete"] is False and data.get("stopped") is None:
@@ -76,7 +76,7 @@ def contradiction(data: Mapping[str, Any]) -> str | None:
     for name, sub in data["subscores"].items():
         if (problem := _interval(f"subscores.{name}", sub)) is not None:
             return problem
-    games: list[GameScore] = []
+    games: list[Any] = []
     seen: set[str] = set()
     names = [f.name for f in fields(GameScore)]
     for i, g in enumerate(data["games"]):

@@ -292,7 +292,7 @@ def read_bench(path: Path) -> dict[str, Any]:
                          "bench command again to write it anew)")
     from .benchcheck import contradiction  # recomputes what the file's own numbers give (issue 33)
 
-    if (problem := contradiction(data)) is not None:
+    if (problem := contradiction(data, combine, GameScore)) is not None:
         raise BenchError(f"{path}: contradicts itself: {problem}; run the bench command again to write it anew")
     return data
 
