@@ -15,6 +15,7 @@ This module imports nothing of the package, so every layer may use it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -38,6 +39,21 @@ def kernel_path(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` resolves into /proc, /sys or /dev (links followed)."""
     real = os.path.realpath(path)
     return any(real == k or real.startswith(k + "/") for k in _KERNEL)
+
+
+_DEVICES: frozenset[int] | None = None
+
+
+def _kernel_devices() -> frozenset[int]:
+    """The devices of /proc and /sys (the file systems whose "regular" files are the kernel's), once."""
+    global _DEVICES
+    if _DEVICES is None:
+        found = set()
+        for k in ("/proc", "/sys"):
+            with contextlib.suppress(OSError):
+                found.add(os.stat(k).st_dev)
+        _DEVICES = frozenset(found)
+    return _DEVICES
 
 
 def _kind(mode: int) -> str:
@@ -66,6 +82,9 @@ def open_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(st.st_mode):
             raise FileRefused(f"{path}: is {_kind(st.st_mode)}, not a regular file; give a regular file")
+        if st.st_dev in _kernel_devices():  # a link swapped to /proc/... between the path's check and the open
+            raise FileRefused(f"{path}: lies in /proc or /sys, which is no file of results or settings; give a "
+                              "regular file")
         if max_bytes is not None and st.st_size > max_bytes:
             raise FileRefused(f"{path}: is {st.st_size:,} bytes, more than the {max_bytes:,} such a file can "
                               "be; is it the right file?")

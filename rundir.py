@@ -209,8 +209,10 @@ def record_problem(rec: Any, kind: str) -> str | None:
                 if (problem := _big_problem(rec)) is not None:
                     return problem  # else NaN or Infinity: refused in their own words (_slow_problem)
         ratio = rec.get("payoff_ratio")
-        big_ratio = type(ratio) is list and not all(
-            type(x) not in _NUMBER or x is None or -RECORD_MAX <= x <= RECORD_MAX for x in ratio)
+        try:  # in C for the common list of numbers
+            big_ratio = type(ratio) is list and max(map(abs, ratio), default=0.0) > RECORD_MAX
+        except TypeError:  # a None among them (no equilibrium), or no number: those are left as they were
+            big_ratio = any(type(x) in (int, float) and abs(x) > RECORD_MAX for x in ratio)
         if big_ratio and (problem := _big_problem(rec)) is not None:
             return problem
         if not all(type(x) is bool for x in rec["valid"]):

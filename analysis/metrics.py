@@ -71,8 +71,8 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
 
         names = Names()  # the one name rule: a label with ESC or U+009B never reaches the terminal
         for number, r in enumerate(iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True), 1):
-            for i, label in enumerate(r["labels"]):
-                if label not in names:
+            if not names.issuperset(r["labels"]):
+                for i, label in enumerate(r["labels"]):
                     names.check(path / RUNS, f"record {number}", f"labels[{i}]", label)
             tally.run(r)
         for number, d in enumerate(iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True), 1):
