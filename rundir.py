@@ -31,6 +31,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TextIO
@@ -202,19 +203,16 @@ def record_problem(rec: Any, kind: str) -> str | None:
         if not isinstance(rec.get("winners"), list) or not all(_is_int(w) for w in rec["winners"]):
             return "'winners' must be a list of seat numbers"
         for key in ("payoffs", "ne_payoffs", "deviation"):  # None: unknown (imported), no equilibrium, no
-            values = rec.get(key) or ()  # valid move; bounded in the same pass (a failed pass names why)
-            if not all(x is None or (type(x) in _NUMBER and -RECORD_MAX <= x <= RECORD_MAX) for x in values):
-                if not all(type(x) in _NUMBER for x in values):
-                    return f"'{key}' must hold numbers"
-                if (problem := _big_problem(rec)) is not None:
-                    return problem  # else NaN or Infinity: refused in their own words (_slow_problem)
+            if not all(type(x) in _NUMBER for x in rec.get(key) or ()):  # valid move
+                return f"'{key}' must hold numbers"
         ratio = rec.get("payoff_ratio")
-        try:  # in C for the common list of numbers
-            big_ratio = type(ratio) is list and max(map(abs, ratio), default=0.0) > RECORD_MAX
-        except TypeError:  # a None among them (no equilibrium), or no number: those are left as they were
-            big_ratio = any(type(x) in (int, float) and abs(x) > RECORD_MAX for x in ratio)
-        if big_ratio and (problem := _big_problem(rec)) is not None:
-            return problem
+        try:  # the summed numbers' largest size, in C (one pass over the four lists)
+            big = max(map(abs, chain(rec.get("payoffs") or (), rec.get("ne_payoffs") or (), rec.get("deviation") or (),
+                                     ratio if type(ratio) is list else ())), default=0.0) > RECORD_MAX
+        except TypeError:  # a None among them (no equilibrium, no valid move): the slow pass looks
+            big = True
+        if big and (problem := _big_problem(rec)) is not None:
+            return problem  # (NaN and Infinity are refused in their own words by _slow_problem)
         if not all(type(x) is bool for x in rec["valid"]):
             return "'valid' must hold true or false"
         if type(rec.get("score")) not in _NUMBER:
