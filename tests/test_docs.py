@@ -156,7 +156,7 @@ def test_the_games_reference_has_every_game_and_agent():
 def test_the_changelog_leads_with_the_package_version():
     from econarena import __version__
 
-    first = re.search(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.M)
+    first = re.search(r"^## (?!Unreleased\b)(\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.M)
     assert first and first.group(1) == __version__, "CHANGELOG.md's newest entry is not econarena.__version__"
 
 
