@@ -75,10 +75,11 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
                 for i, label in enumerate(r["labels"]):
                     names.check(path / RUNS, f"record {number}", f"labels[{i}]", label)
             tally.run(r)
-        for number, d in enumerate(iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True), 1):
-            if d["label"] not in names:
-                names.check(path / DECISIONS, f"record {number}", "label", d["label"])
+        for d in iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True):
             tally.decision(d)
+        for label in list(tally.labels):
+            if label not in names:  # a decision's label the runs do not name: checked once, not per line
+                names.check(path / DECISIONS, "a record", "label", label)
     return tally.summary(str(path), _declares_score(path))
 
 

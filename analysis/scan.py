@@ -271,6 +271,7 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     # runs of experiments met in several directories: where each was read first, and its record's digest
     seen: dict[str, dict[tuple[str, int, int], tuple[int, bytes]]] = {}
     names = Names()
+    names.add(None)  # a decision without a model (a baseline)
     result = Scan(dirs)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
@@ -320,11 +321,14 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
             kept = d.kept
             got = 0
             for number, rec in iter_records(d.path / DECISIONS, "decisions"):
-                if rec["label"] not in names:
+                try:  # one expression for the common line: its label and model (None is in names) were met
+                    met = rec["label"] in names and rec.get("model") in names
+                except TypeError:  # a model that is no string (a list)
+                    met = False
+                if not met:
                     names.check(d.path / DECISIONS, number, "label", rec["label"])
-                model = rec.get("model")
-                if model is not None and (type(model) is not str or model not in names):
-                    names.check(d.path / DECISIONS, number, "model", model)
+                    if rec.get("model") is not None:
+                        names.check(d.path / DECISIONS, number, "model", rec.get("model"))
                 if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
                     got += 1
                     for c in readers:
