@@ -31,7 +31,6 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import chain
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TextIO
@@ -205,10 +204,11 @@ def record_problem(rec: Any, kind: str) -> str | None:
         for key in ("payoffs", "ne_payoffs", "deviation"):  # None: unknown (imported), no equilibrium, no
             if not all(type(x) in _NUMBER for x in rec.get(key) or ()):  # valid move
                 return f"'{key}' must hold numbers"
-        ratio = rec.get("payoff_ratio")
-        try:  # the summed numbers' largest size, in C (one pass over the four lists)
-            big = max(map(abs, chain(rec.get("payoffs") or (), rec.get("ne_payoffs") or (), rec.get("deviation") or (),
-                                     ratio if type(ratio) is list else ())), default=0.0) > RECORD_MAX
+        ratio, score = rec.get("payoff_ratio"), rec.get("score")
+        try:  # the summed numbers' extremes, in C: comparisons only (no abs call per number)
+            values = [*(rec.get("payoffs") or ()), *(rec.get("ne_payoffs") or ()), *(rec.get("deviation") or ()),
+                      *(ratio if type(ratio) is list else ()), *(() if score is None else (score,))]
+            big = bool(values) and (max(values) > RECORD_MAX or min(values) < -RECORD_MAX)
         except TypeError:  # a None among them (no equilibrium, no valid move): the slow pass looks
             big = True
         if big and (problem := _big_problem(rec)) is not None:
@@ -217,9 +217,8 @@ def record_problem(rec: Any, kind: str) -> str | None:
             return "'valid' must hold true or false"
         if type(rec.get("score")) not in _NUMBER:
             return f"'score' must be a number or null (got {json.dumps(rec.get('score'))[:40]})"
-        if (problem := _beyond(rec.get("score"), "score")) is not None:
-            return problem
-        return _metrics_problem(rec.get("metrics"))
+        metrics = rec.get("metrics")
+        return None if metrics is None or (type(metrics) is dict and not metrics) else _metrics_problem(metrics)
     return None
 
 
