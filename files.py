@@ -100,7 +100,10 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` (it is checked again while reading: a file that
     grows after the check is still cut off and refused)."""
     with open_regular(path, max_bytes) as fh:
-        data = fh.read(max_bytes + 1)
+        size = os.fstat(fh.fileno()).st_size  # read what it holds (+1 to see growth), not a max_bytes buffer
+        data = fh.read(size + 1)
+        if len(data) > size:  # it grew since: read on, up to the bound
+            data += fh.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise FileRefused(f"{path}: holds more than the {max_bytes:,} bytes such a file can be; is it the right "
                           "file?")
