@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .files import CONFIG_BYTES, FileRefused, read_text
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -217,9 +219,11 @@ def load_suite(path: str | Path = DEFAULT) -> Suite:
     """Read and check a suite file; SuiteError (file and key named) on any problem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, CONFIG_BYTES)
     except FileNotFoundError:
         raise SuiteError(f"{path}: no such file") from None
+    except FileRefused as exc:
+        raise SuiteError(str(exc)) from None
     except IsADirectoryError:
         raise SuiteError(f"{path}: is a directory, expected a suite TOML file") from None
     except UnicodeDecodeError as exc:

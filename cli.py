@@ -362,10 +362,10 @@ def _shard_arg(value: str) -> tuple[int, int]:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Shards of one experiment (``run --shard K/N``) -> one run directory equal to an unsharded run."""
     from .analysis.metrics import format_table, write_summary
-    from .hosts.shards import MergeError, merge_shards
+    from .hosts.shards import MergeError, merge_shards, out_problem
 
     out = Path(args.out)
-    problem = out_dir_problem(out)
+    problem = out_problem([Path(d) for d in args.shards], out) or out_dir_problem(out)
     if problem:
         err(problem)
         return EXIT_CONFIG
@@ -479,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
         err("--concurrency must be >= 1")
         return EXIT_CONFIG
+    from .files import FileRefused
     from .rundir import LogError
 
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
@@ -498,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
         err(f"interrupted by {exc.signame}" if isinstance(exc, Interrupted) else "interrupted")
         return EXIT_INTERRUPTED
-    except LogError as exc:  # a hand-edited log line of the wrong shape: say where, never a traceback
+    except (LogError, FileRefused) as exc:  # a hand-edited log line, a FIFO or /dev/zero: say where, never a traceback
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback

@@ -39,6 +39,7 @@ from .cli_run import (
     same_experiment,
     shard_suffix,
 )
+from .files import MANIFEST_BYTES, read_text
 
 SETTINGS = "bench-settings.json"
 LOG = "bench-log.jsonl"
@@ -209,8 +210,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _manifest_status(run_dir: Path) -> str | None:
     try:
-        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError, AttributeError):
+        return json.loads(read_text(run_dir / "manifest.json", MANIFEST_BYTES)).get("status")
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 
@@ -224,8 +225,8 @@ def _claim(job: _Job, suite: Any) -> str | None:
     held = d / SETTINGS
     if held.is_file():
         try:
-            before = json.loads(held.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            before = json.loads(read_text(held, MANIFEST_BYTES))
+        except (OSError, ValueError, RecursionError) as exc:
             return f"{held}: unreadable ({exc}); delete it or use another --out"
         if before.get("digest") != job.settings["digest"]:
             # what a person changed first: the suite, the tier, the label, then a game's settings
@@ -326,6 +327,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         scorecard_html,
         write_bench,
     )
+    from .hosts.bench import shown_model
     from .rundir import write_atomic
 
     results: dict[int, dict[str, Any]] = {}
@@ -337,7 +339,7 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
             continue
         wall = _log_invocation(job, stopped)
         model = {"label": job.spec.label, "kind": job.kind, "agent": job.spec.entry.get("agent"),
-                 "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": job.spec.source,
+                 "model": job.spec.entry.get("model"), "llm": job.spec.is_llm, "source": shown_model(job.spec.source),
                  "settings": _public(job.spec.entry), "played_by": job.settings.get("played_by"),
                  # the reasoning settings: part of what makes a row (one model at two efforts is two rows)
                  "reasoning": {k: job.spec.entry[k] for k in ("reasoning_effort", "reasoning_tokens")
@@ -383,10 +385,11 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:
     from .agents.calls import public_urls
-    from .agents.keys import key_value
+    from .agents.keys import key_value, mask_keys
 
     keys = [key_value(str(entry.get("agent")), entry.get("api_key_env"))]
-    return {k: public_urls(v, keys) if k == "base_url" else v for k, v in entry.items()}
+    return {k: public_urls(v, keys) if k == "base_url" else mask_keys(v, entry.get("api_key_env"))
+            if isinstance(v, str) else v for k, v in entry.items()}
 
 
 def _log_invocation(job: _Job, stopped: str | None) -> float:

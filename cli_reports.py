@@ -29,6 +29,7 @@ from .cli_run import (
     run_side_by_side,
     same_experiment,
 )
+from .files import CONFIG_BYTES, FileRefused, read_text
 from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
@@ -181,7 +182,9 @@ def suite_files(paths: list[str]) -> list[Path]:
         if p.is_dir():
             for f in sorted(p.glob("*.toml")):
                 try:
-                    text = f.read_text(encoding="utf-8")
+                    text = read_text(f, CONFIG_BYTES)
+                except FileRefused as exc:
+                    raise ConfigError(str(exc)) from None
                 except UnicodeDecodeError as exc:
                     raise ConfigError(f"{f}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
                 except OSError as exc:
@@ -196,8 +199,8 @@ def suite_files(paths: list[str]) -> list[Path]:
 def paper_sessions(path: Path) -> int | None:
     """The paper's session count, noted in the file as ``# paper: sessions = N``."""
     try:
-        m = _PAPER_SESSIONS.search(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        m = _PAPER_SESSIONS.search(read_text(path, CONFIG_BYTES))
+    except (OSError, ValueError):
         return None  # load_experiment reports the unreadable file with its reason
     return int(m.group(1)) if m else None
 
@@ -338,9 +341,8 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 def cmd_import(args: argparse.Namespace) -> int:
     """Another tool's released results -> run directories (importers/), the accounting of every item, the
     source's own tables (analysis/families/)."""
-    from .analysis.metrics import write_summary
     from .games.text import storable
-    from .importers.common import ImportFailed, write_import_report
+    from .importers.common import ImportFailed, hold_import
     from .importers.registry import IMPORTERS
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -351,10 +353,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = Path(args.out)
     shown = storable(str(out))  # a path of undecodable bytes is printed as its escapes, never a traceback
     try:
-        result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
+        with hold_import(out):  # the whole import: two imports into one --out at once left it mixed
+            return _import_into(args, module, given, out, shown)
     except ImportFailed as exc:
         err(str(exc))
         return EXIT_CONFIG
+
+
+def _import_into(args: argparse.Namespace, module: Any, given: dict[str, Any], out: Path, shown: str) -> int:
+    """:func:`cmd_import` once it holds ``--out``."""
+    from .analysis.metrics import write_summary
+    from .games.text import storable
+    from .importers.common import write_import_report
+
+    result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
     for w in result.warnings:
         print(f"econarena: warning: {w}", file=sys.stderr)
     for r in result.refused[:_SHOWN]:

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .files import CONFIG_BYTES, read_text
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -29,7 +31,7 @@ def load_prices(path: str | Path | None) -> Prices:
     """``{name: (input, output)}``; raises OSError, ValueError (tomllib's errors are ValueErrors) with the key."""
     if path is None:
         return {}
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    data = tomllib.loads(read_text(path, CONFIG_BYTES))
     out = {}
     for name, v in data.items():
         if not isinstance(v, dict):

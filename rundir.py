@@ -38,6 +38,7 @@ from typing import IO, Any, TextIO
 import orjson
 
 from . import SCHEMA_VERSION, __version__
+from .files import CONFIG_BYTES, MANIFEST_BYTES, FileRefused, open_regular, read_bytes, read_text
 from .tally import Tally
 
 DECISIONS = "decisions.jsonl"
@@ -168,10 +169,12 @@ def record_problem(rec: Any, kind: str) -> str | None:
     """
     if kind == "decisions" and type(rec) is dict:  # the common case, checked in one expression per line
         s, r, p = rec.get("session"), rec.get("run"), rec.get("player")
+        ti, to, lat = rec.get("tokens_in"), rec.get("tokens_out"), rec.get("latency_s")
         if (type(s) is int and s >= 0 and type(r) is int and r >= 0 and type(p) is int and p >= 0
                 and type(rec.get("label")) is str and type(rec.get("lineup", "melee")) is str
-                and type(rec.get("tokens_in")) in _NUMBER and type(rec.get("tokens_out")) in _NUMBER
-                and type(rec.get("latency_s")) in _NUMBER):
+                and (ti is None or (type(ti) in _NUMBER and -RECORD_MAX <= ti <= RECORD_MAX))
+                and (to is None or (type(to) in _NUMBER and -RECORD_MAX <= to <= RECORD_MAX))
+                and (lat is None or (type(lat) in _NUMBER and -RECORD_MAX <= lat <= RECORD_MAX))):
             return None
     if not isinstance(rec, dict):
         return f"expected a JSON object, got {type(rec).__name__}"
@@ -186,7 +189,7 @@ def record_problem(rec: Any, kind: str) -> str | None:
         for key in ("tokens_in", "tokens_out", "latency_s"):  # summed by summary and report alike
             if type(rec.get(key)) not in _NUMBER:
                 return f"'{key}' must be a number or null (got {json.dumps(rec.get(key))[:40]})"
-        return None
+        return _big_problem(rec)
     labels = rec.get("labels")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
         return "'labels' must be a non-empty list of strings"
@@ -201,10 +204,86 @@ def record_problem(rec: Any, kind: str) -> str | None:
         for key in ("payoffs", "ne_payoffs", "deviation"):  # None: unknown (imported), no equilibrium, no
             if not all(type(x) in _NUMBER for x in rec.get(key) or ()):  # valid move
                 return f"'{key}' must hold numbers"
+        ratio, score = rec.get("payoff_ratio"), rec.get("score")
+        try:  # the summed numbers' extremes, in C: comparisons only (no abs call per number)
+            values = [*(rec.get("payoffs") or ()), *(rec.get("ne_payoffs") or ()), *(rec.get("deviation") or ()),
+                      *(ratio if type(ratio) is list else ()), *(() if score is None else (score,))]
+            big = bool(values) and (max(values) > RECORD_MAX or min(values) < -RECORD_MAX)
+        except TypeError:  # a None among them (no equilibrium, no valid move): the slow pass looks
+            big = True
+        if big and (problem := _big_problem(rec)) is not None:
+            return problem  # (NaN and Infinity are refused in their own words by _slow_problem)
         if not all(type(x) is bool for x in rec["valid"]):
             return "'valid' must hold true or false"
         if type(rec.get("score")) not in _NUMBER:
             return f"'score' must be a number or null (got {json.dumps(rec.get('score'))[:40]})"
+        metrics = rec.get("metrics")
+        return None if metrics is None or (type(metrics) is dict and not metrics) else _metrics_problem(metrics)
+    return None
+
+
+# The largest number a record may hold: ten thousand times the bound of every game's numbers (10**12), far below
+# where sums and means of a study's records overflow (payoffs of 1e308 crashed summary and wrote inf into
+# metrics.csv). NaN and Infinity are refused apart (_slow_problem), with their own words.
+RECORD_MAX = 1e16
+
+
+def _beyond(x: Any, key: str) -> str | None:
+    if type(x) in (int, float) and abs(x) > RECORD_MAX and math.isfinite(x):
+        return f"'{key}' is {str(x)[:40]}, beyond the {RECORD_MAX:.0e} no game writes (sums of it overflow)"
+    return None
+
+
+def _big_problem(rec: dict[str, Any]) -> str | None:
+    """The first summed number of a record beyond RECORD_MAX, named (called when a cheap pass found one)."""
+    for key in ("payoffs", "ne_payoffs", "deviation", "payoff_ratio"):
+        values = rec.get(key)
+        for i, x in enumerate(values if type(values) is list else ()):
+            if (problem := _beyond(x, f"{key}[{i}]")) is not None:
+                return problem
+    for key in ("score", "tokens_in", "tokens_out", "latency_s"):
+        if (problem := _beyond(rec.get(key), key)) is not None:
+            return problem
+    metrics = rec.get("metrics")
+    for name, v in metrics.items() if type(metrics) is dict else ():
+        for j, x in enumerate(v if type(v) is list else (v,)):
+            if (problem := _beyond(x, f"metrics.{name}" + (f"[{j}]" if type(v) is list else ""))) is not None:
+                return problem
+    return None
+
+
+def _reads_as_number(s: str) -> bool:
+    if not s or len(s) > 64 or not (s[0] in "0123456789+-.nNiI " or s[-1].isdigit()):
+        return False  # words: no float() attempt (and no exception) for "accept"
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _metrics_problem(metrics: Any) -> str | None:
+    """A run's game metrics: numbers, true/false, null or words (NegotiationArena's ``ended``), or lists of
+    them (one per seat). A number written as text (``"0.5"``, ``"NaN"``, ``"1e308"``) was left out of every
+    table in silence where a NaN was refused: refused like it."""
+    if metrics is None:
+        return None
+    if type(metrics) is not dict:
+        return f"'metrics' must be an object (got {json.dumps(metrics, default=str)[:40]})"
+    for name, v in metrics.items():
+        for j, x in enumerate(v if type(v) is list else (v,)):
+            where = f"metrics.{name}" + (f"[{j}]" if type(v) is list else "")
+            if x is None or type(x) is bool:
+                continue
+            if type(x) is str:
+                if _reads_as_number(x):
+                    return (f"'{where}' is a number written as text ({json.dumps(x)[:40]}): write the number, or "
+                            "null for none")
+                continue
+            if type(x) not in (int, float):
+                return f"'{where}' must be a number, true/false, null or text (got {json.dumps(x, default=str)[:40]})"
+            if (problem := _beyond(x, where)) is not None:
+                return problem
     return None
 
 
@@ -263,7 +342,7 @@ def _parse_flagged(path: Path, data: bytes | None = None
     """:func:`_parse`, each line with whether the standard library had to read it."""
     if data is None and not path.exists():
         return
-    with (path.open("rb") if data is None else io.BytesIO(data)) as fh:
+    with (open_regular(path) if data is None else io.BytesIO(data)) as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 if line.strip():
@@ -315,7 +394,7 @@ class _RunLogCache:
         if not 0 <= size <= self.budget:
             return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         try:
-            data = path.read_bytes()
+            data = read_bytes(path, self.budget)
         except OSError:
             return ((n, x, slow) for n, _, x, slow in _parse_flagged(path))
         key, digest = str(path.resolve()), hashlib.blake2b(data, digest_size=16).digest()
@@ -540,7 +619,7 @@ class RunDirectory:
 
     def read_manifest(self) -> dict[str, Any]:
         try:
-            return json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+            return json.loads(read_text(self.path / MANIFEST, MANIFEST_BYTES))
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
@@ -564,6 +643,23 @@ class RunDirectory:
                       f"({', '.join(map(str, shown[:10]))}{' ...' if len(shown) > 10 else ''}) moved to "
                       f"{name.replace('.jsonl', '.discarded.jsonl')}", file=sys.stderr)
         complete = complete_runs(runs)
+        # a run is complete with its decisions: one whose record counts more decisions than the log holds
+        # (decisions.jsonl emptied, deleted, cut) is played again, never kept as complete without them. Lines
+        # that could not be read (moved aside verbatim, below) may be those decisions: while they account for
+        # every one missing, the runs are kept as before
+        logged: dict[tuple[str, int, int], int] = defaultdict(int)
+        for d in decisions:
+            logged[run_key(d)] += 1
+        short = {k: sum(r["decisions"]) - logged.get(k, 0) for k, r in complete.items()
+                 if isinstance(r.get("decisions"), list) and all(_is_int(n) for n in r["decisions"])}
+        lost = [k for k, n in short.items() if n > 0]
+        if sum(short[k] for k in lost) <= len([b for b in bad_dec if not b.why.startswith("torn")]):
+            lost = []
+        if lost:
+            print(f"econarena: warning: {self.path / DECISIONS}: {len(lost)} complete run(s) lack their decisions "
+                  "(the file was emptied, deleted or cut): they are played again", file=sys.stderr)
+            for k in lost:
+                del complete[k]
         keys = runnable_prefix(complete)
         complete = {k: r for k, r in complete.items() if k in keys}
         keep_runs = [r for r in runs if complete.get(run_key(r)) is r]  # file order: a no-op resume rewrites nothing
@@ -677,7 +773,9 @@ def game_name(run_dir: str | Path) -> str | None:
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        cfg = tomllib.loads((Path(run_dir) / CONFIG).read_text(encoding="utf-8"))
+        cfg = tomllib.loads(read_text(Path(run_dir) / CONFIG, CONFIG_BYTES))
+    except FileRefused:
+        raise
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     exp = cfg.get("experiment")

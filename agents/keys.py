@@ -47,3 +47,24 @@ def key_value(provider: str, api_key_env: str | None = None) -> str | None:
             return value
     return None
 
+
+
+def known_keys(*envs: str | None) -> list[str]:
+    """The value of every key variable this process could send (each provider's, and the ``envs`` named by
+    api_key_env), longest first, those of 8 characters or more: what no file, message or page may show."""
+    names = {e for group in KEY_ENVS.values() for e in group} | {e for e in envs if e}
+    values = {os.environ.get(n, "").strip() for n in names}
+    return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
+
+
+def mask_keys(text: str, *envs: str | None) -> str:
+    """``text`` with every known key (:func:`known_keys`), as typed or percent-encoded, replaced by ``***``:
+    the one masking rule for what the harness writes from what a person typed (a MODEL argument, a URL's
+    path, a model name that is a key pasted in the wrong place)."""
+    from urllib.parse import quote
+
+    for key in known_keys(*envs):
+        for form in dict.fromkeys((key, quote(key, safe=""), quote(key))):
+            if form in text:
+                text = text.replace(form, "***")
+    return text

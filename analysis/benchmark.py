@@ -34,6 +34,7 @@ import numpy as np
 from .. import __version__
 from ..benchsuite import TIERS, GameEntry, Suite
 from ..csvcells import csv_text
+from ..files import MANIFEST_BYTES, inside, read_text
 from ..games import GAMES
 from ..prices import cost_usd, price_of
 from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
@@ -403,8 +404,8 @@ def write_bench(out: Path, result: Mapping[str, Any]) -> Path:
 def read_bench(path: Path) -> dict[str, Any]:
     """One bench.json; BenchError naming the file when it is not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = json.loads(read_text(path, MANIFEST_BYTES))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BenchError(f"{path}: not a readable bench result ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BenchError(f"{path}: not a bench result (expected \"format\": \"{FORMAT}\")")
@@ -414,6 +415,10 @@ def read_bench(path: Path) -> dict[str, Any]:
     if (problem := _shape_problem(data)) is not None:
         raise BenchError(f"{path}: not a bench result as econarena writes it: {problem} (edited by hand? run the "
                          "bench command again to write it anew)")
+    from .benchcheck import contradiction  # recomputes what the file's own numbers give (issue 33)
+
+    if (problem := contradiction(data, combine, GameScore)) is not None:
+        raise BenchError(f"{path}: contradicts itself: {problem}; run the bench command again to write it anew")
     return data
 
 
@@ -465,6 +470,7 @@ def find_results(paths: Sequence[str | Path]) -> list[Path]:
             raise BenchError(f"{arg}: no such file or directory")
         here = sorted({*p.glob(BENCH_JSON), *p.glob(f"*/{BENCH_JSON}"), *p.glob(f"*/*/{BENCH_JSON}"),
                        *p.glob(f"*/*/*/{BENCH_JSON}")})
+        here = [q for q in here if inside(q, p)]  # never through a link out of the folder, nor into /proc
         if not here:
             raise BenchError(f"{arg}: holds no {BENCH_JSON} (written by econarena bench)")
         found += here

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..csvcells import csv_text
+from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
 from ..tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
@@ -45,7 +46,9 @@ def _declares_score(path: Path) -> bool:
     from ..games import GAMES
 
     try:
-        cfg = tomllib.loads((path / CONFIG).read_text(encoding="utf-8"))
+        cfg = tomllib.loads(read_text(path / CONFIG, CONFIG_BYTES))
+    except FileRefused:
+        raise
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     exp = cfg.get("experiment")
@@ -64,10 +67,19 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
         tally = Tally()
         # runs first: a decision of a run known complete is counted at once, so only the decisions of
         # incomplete runs wait; both logs are read a line at a time
-        for r in iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True):
+        from .scan import Names
+
+        names = Names()  # the one name rule: a label with ESC or U+009B never reaches the terminal
+        for number, r in enumerate(iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True), 1):
+            if not names.issuperset(r["labels"]):
+                for i, label in enumerate(r["labels"]):
+                    names.check(path / RUNS, f"record {number}", f"labels[{i}]", label)
             tally.run(r)
         for d in iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True):
             tally.decision(d)
+        for label in list(tally.labels):
+            if label not in names:  # a decision's label the runs do not name: checked once, not per line
+                names.check(path / DECISIONS, "a record", "label", label)
     return tally.summary(str(path), _declares_score(path))
 
 

@@ -27,6 +27,8 @@ directory has its part there; else the logs are read, and the missing parts writ
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -34,8 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
+from ..files import CONFIG_BYTES, MANIFEST_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game
+from ..games.text import name_problem, storable
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
 from . import columnar
 
@@ -125,7 +131,7 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
         # the settings every row is labelled with: a config.toml that cannot be read is an error, never
         # an experiment of no game in the default environment (numbers under the wrong settings)
         try:
-            cfg = tomllib.loads((p / CONFIG).read_text(encoding="utf-8"))
+            cfg = tomllib.loads(read_text(p / CONFIG, CONFIG_BYTES))
         except OSError:  # no config.toml (a directory of something else, an import's side file): no settings
             cfg = {}
         except UnicodeDecodeError as exc:
@@ -134,9 +140,12 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
         except tomllib.TOMLDecodeError as exc:
             raise LogError(f"{p / CONFIG}: not TOML ({exc}); a run directory's config.toml is the experiment "
                            "as `econarena run` resolved it") from None
+        if cfg and (problem := config_problem(cfg)) is not None:
+            raise LogError(f"{p / CONFIG}: {problem}; a run directory's config.toml is the experiment as `econarena "
+                           "run` resolved it (edited by hand?)")
         try:
-            manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            manifest = json.loads(read_text(p / MANIFEST, MANIFEST_BYTES))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             manifest = {}
         manifest = manifest if isinstance(manifest, dict) else {}
         dirs.append(Dir(i, p, cfg, manifest, json.dumps(cfg, sort_keys=True, default=str)))
@@ -154,11 +163,58 @@ def read_dirs(paths: Sequence[Path]) -> list[Dir]:
     return dirs
 
 
+# What the analysis reads of a run directory's config.toml, with the types `econarena run` writes (the
+# experiment's settings label every row): a hand-edited `game = 5` or `name = ["x"]` stopped report and
+# compare with a traceback. Keys not listed are not read here.
+_EXPERIMENT_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "game": (str,), "environment": (str,), "history": (str,), "prompt": (str,),
+    "description": (str,), "group": (str,), "models": (str,), "players_per_game": (int,), "sessions": (int,),
+    "runs": (int,), "seed": (int,), "max_history": (int,), "reask": (int,), "shuffle_seats": (bool,)}
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false"}
+
+
+def config_problem(cfg: dict[str, Any]) -> str | None:
+    """Why a run directory's config data is not what `econarena run` writes (a table or key of the wrong
+    type), naming the key; None when every key the analysis reads has its type."""
+    for table in ("experiment", "game", "llm", "prompts", "grid", "steer", "judge"):
+        if table in cfg and not isinstance(cfg[table], dict):
+            return f"'{table}' must be a table (got {json.dumps(cfg[table], default=str)[:40]})"
+    for key, types in _EXPERIMENT_TYPES.items():
+        v = cfg.get("experiment", {}).get(key)
+        if v is not None and (type(v) not in types or (type(v) is int and not 0 <= v < 2**63)):
+            return (f"'experiment.{key}' must be {_TYPE_WORDS[types[0]]}"
+                    f"{' >= 0' if types[0] is int else ''} (got {json.dumps(v, default=str)[:40]})")
+    players = cfg.get("players", [])
+    if not isinstance(players, list) or not all(isinstance(p, dict) for p in players):
+        return "'players' must be a list of player tables"
+    for i, p in enumerate(players):
+        for key in ("agent", "label", "model"):
+            if key in p and not isinstance(p[key], str):
+                return f"'players[{i}].{key}' must be a string (got {json.dumps(p[key], default=str)[:40]})"
+    return None
+
+
 def _shard(d: Dir) -> tuple[int, int] | None:
     s = d.manifest.get("shard")
     if isinstance(s, dict) and isinstance(s.get("index"), int) and isinstance(s.get("count"), int):
         return s["index"], s["count"]
     return None
+
+
+class Names(set):  # type: ignore[type-arg]
+    """The labels and model names met so far that pass the one name rule (games/text.py): a directory holds a
+    few, so each line costs one set lookup. A name that fails it stops the command (exit 2) naming the file,
+    the line and the key: a hand-edited ESC or U+009B in a label reached the terminal as an escape sequence."""
+
+    def check(self, path: Path, line: int | str, key: str, name: Any) -> None:
+        """Raise LogError naming ``path``, the line (or ``record N``) and ``key`` unless ``name`` is a name."""
+        where = f"line {line}" if isinstance(line, int) else line
+        if not isinstance(name, str):
+            raise LogError(f"{path}: {where}: '{key}' must be a string (got {json.dumps(name, default=str)[:40]})")
+        # a lone surrogate of an old log is shown as its escape (the label's own check refuses it apart)
+        if (problem := name_problem(storable(name))) is not None:
+            raise LogError(f"{path}: {where}: '{key}' {name[:60]!r} {problem}")
+        self.add(name)
 
 
 @dataclass
@@ -169,6 +225,49 @@ class Scan:
     warnings: list[str] = field(default_factory=list)
 
 
+def _digest(rec: dict[str, Any]) -> bytes:
+    """A run record's identity as data: the same bytes for the same record, whatever its keys' order."""
+    try:
+        data = orjson.dumps(rec, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, a lone surrogate: the standard library writes it
+        data = json.dumps(rec, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _difference(a: Any, b: Any, where: str = "") -> str:
+    """The first key path where two records differ (``payoffs[1]``), with both values, shortened."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in [*a, *(k for k in b if k not in a)]:
+            if k not in a or k not in b or a[k] != b[k]:
+                return _difference(a.get(k), b.get(k), f"{where}.{k}" if where else str(k))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _difference(x, y, f"{where}[{i}]")
+    here, there = json.dumps(b, default=str)[:40], json.dumps(a, default=str)[:40]
+    return f"'{where or '(the record)'}' is {here} here, {there} there"
+
+
+def _first_difference(d: Dir, shared: dict[tuple[str, int, int], tuple[int, bytes]], dirs: Sequence[Dir]
+                      ) -> str | None:
+    """How the first complete run that ``d`` shares with an earlier directory of its experiment differs from
+    the record read there, or None when every shared run is the same record (a copy: a merge, a directory
+    named twice). Read only for experiments met in several directories."""
+    for _, rec in iter_records(d.path / RUNS, "runs"):
+        if not rec.get("complete", True):
+            continue
+        key = key_of(rec)
+        met = shared.get(key)
+        if met is None or met[1] == _digest(rec):
+            continue
+        there = dirs[met[0]].path
+        first = next((r for _, r in iter_records(there / RUNS, "runs")
+                      if r.get("complete", True) and key_of(r) == key), {})
+        return (f"run {key[1]}/{key[2]} ({key[0]}) differs from the one read from {there}: "
+                f"{_difference(first, rec)}")
+    return None
+
+
 def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     """Read each directory once, feeding ``consumers`` (see the module doc)."""
     consumers = list(consumers)
@@ -176,7 +275,10 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     counts: dict[str, int] = {}
     for d in dirs:
         counts[d.identity] = counts.get(d.identity, 0) + 1
-    seen: dict[str, dict[tuple[str, int, int], int]] = {}  # runs of experiments met in several directories
+    # runs of experiments met in several directories: where each was read first, and its record's digest
+    seen: dict[str, dict[tuple[str, int, int], tuple[int, bytes]]] = {}
+    names = Names()
+    names.add(None)  # a decision without a model (a baseline)
     result = Scan(dirs)
     copies = _copies(dirs, counts)
     for d in dirs:
@@ -191,10 +293,12 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
         with _Watch() as watch:
             # a shard of a group whose copies showed no shared run reads as if alone
             alone = d.index in copies and not getattr(copies[d.index], "grouped", False)
-            others = _read(d, dirs, active, {**counts, d.identity: 1} if alone else counts, seen, result)
+            others, whole = _read(d, dirs, active, {**counts, d.identity: 1} if alone else counts, seen, names,
+                                  result)
         # a copy holds what this directory gives alone: none for one that shared runs with another read
-        # before it (its part depends on that one)
-        if copy is not None and not watch.said and not others and copy.writable:
+        # before it (its part depends on that one), and none for one whose decisions are missing (the warning
+        # must show on every read)
+        if copy is not None and not watch.said and not others and whole and copy.writable:
             for c in active:
                 if not copy.has(c.copy_name, c.copy_version):
                     c.save(d, copy)
@@ -294,25 +398,39 @@ def _restore(d: Dir, copy: columnar.Copy, active: list[Any], result: Scan) -> No
 
 
 def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
-          seen: dict[str, dict[tuple[str, int, int], int]], result: Scan) -> int:
+          seen: dict[str, dict[tuple[str, int, int], tuple[int, bytes]]], names: Names,
+          result: Scan) -> tuple[int, bool]:
     """A directory from its logs: each run and decision to the consumers that took it. Returns how many of
-    its runs another directory read before it already held."""
+    its runs another directory read before it already held, and whether its decisions were all there."""
     shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
-    inside = 0
+    inside = expected = 0
     first_dup: dict[int, int] = {}
+    if shared and (differs := _first_difference(d, shared, dirs)) is not None:
+        # a second sample of the experiment (played again, --no-cache, another machine), not a copy: all
+        # its runs count, as runs of their own directory
+        result.warnings.append(f"{d.path}: {differs}; it is a second sample of the same experiment, not a "
+                               "copy: its runs are counted as runs of their own")
+        shared = None
     for number, rec in iter_records(d.path / RUNS, "runs"):
+        if not names.issuperset(rec["labels"]):  # one C call for the common run: its labels were met
+            for i, label in enumerate(rec["labels"]):
+                names.check(d.path / RUNS, number, f"labels[{i}]", label)
         if rec.get("complete", True):
             key = key_of(rec)
             if key in d.kept:
                 inside += 1
                 continue
             if shared is not None:
-                where = shared.get(key)
-                if where is not None:
-                    first_dup[where] = first_dup.get(where, 0) + 1
+                met = shared.get(key)
+                if met is not None:
+                    first_dup[met[0]] = first_dup.get(met[0], 0) + 1
                     continue
-                shared[key] = d.index
+                shared[key] = (d.index, _digest(rec))
             d.kept.add(key)
+            per_seat = rec.get("decisions")
+            if type(per_seat) is list:
+                with contextlib.suppress(TypeError):
+                    expected += int(sum(per_seat))
         for c in active:
             c.run(d, number, rec)
     d.duplicates = inside + sum(first_dup.values())
@@ -320,16 +438,30 @@ def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
         result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
                                "first record)")
     for where, n in first_dup.items():
-        result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path} (the same "
-                               "experiment: a shard beside its merge?); each is counted once")
+        result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path}, record for "
+                               "record the same (a shard beside its merge?); each is counted once")
     if d.part:
         result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
                                "the other shards are not among the inputs, so its numbers cover part of it")
     readers = [c for c in active if c.wants_decisions]
+    got = 0
     if readers:
         kept = d.kept
-        for _, rec in iter_records(d.path / DECISIONS, "decisions"):
+        for number, rec in iter_records(d.path / DECISIONS, "decisions"):
+            try:  # one expression for the common line: its label and model (None is in names) were met
+                met = rec["label"] in names and rec.get("model") in names
+            except TypeError:  # a model that is no string (a list)
+                met = False
+            if not met:
+                names.check(d.path / DECISIONS, number, "label", rec["label"])
+                if rec.get("model") is not None:
+                    names.check(d.path / DECISIONS, number, "model", rec.get("model"))
             if (rec.get("lineup", "melee"), rec["session"], rec["run"]) in kept:
+                got += 1
                 for c in readers:
                     c.decision(d, rec)
-    return sum(first_dup.values())
+        if got < expected:  # emptied, deleted or cut: the cost and decision tables would miss them in silence
+            result.warnings.append(f"{d.path / DECISIONS}: holds {got} of the {expected} decisions its complete "
+                                   "runs record (emptied, deleted or cut?): the cost, token and decision tables "
+                                   "miss the rest; `run --resume` plays those runs again")
+    return sum(first_dup.values()), not readers or got >= expected

@@ -37,6 +37,34 @@ def storable(s: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
 
 
+# ---- names: labels, model names, experiment names ----
+
+# What no name may hold, at any door (a config's label, a released log's model name, a hand-edited run
+# directory): C0 controls and DEL (NUL, ESC, a tab, a newline), the C1 controls U+0080-U+009F (U+009B is a
+# whole terminal escape sequence in one character: a name could recolour, hide lines or plant a link), the
+# Unicode line and paragraph separators, and lone surrogates. A name is a row and a column of every table,
+# a line of the terminal, a CSV cell and a file name.
+_NOT_IN_A_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def name_problem(s: str) -> str | None:
+    """Why ``s`` cannot be a name (a label, a model name), naming the character and its position, or None."""
+    m = _NOT_IN_A_NAME.search(s)
+    if m is None:
+        return None
+    c = m.group()
+    if "\ud800" <= c <= "\udfff":
+        kind = "a lone surrogate, which is not text"
+    elif "\x80" <= c <= "\x9f":
+        kind = "a C1 control character"
+    elif c in "\u2028\u2029":
+        kind = "a line separator"
+    else:
+        kind = "a control character"
+    return (f"holds {kind} (U+{ord(c):04X}) at character {m.start()}; a name may hold no control characters "
+            "(C0, DEL, C1) nor line breaks: it is shown in tables, on the terminal and in file names")
+
+
 # ---- a player's words inside another player's prompt ----
 
 # Line breaks that json.dumps leaves as they are (it escapes those below U+0020) but that str.splitlines()

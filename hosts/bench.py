@@ -103,7 +103,9 @@ def _file_label(table: dict[str, Any], where: str) -> str | None:
 def shown_model(text: str) -> str:
     """MODEL as typed, with every URL in it masked (``public_url``: a password or a key in a query string
     never reaches bench.json, a message or the terminal)."""
-    return re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S*", lambda m: public_url(m.group()), text)
+    from ..agents.keys import mask_keys
+
+    return mask_keys(re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S*", lambda m: public_url(m.group()), text))
 
 
 def model_specs(text: str, label: str | None = None) -> list[ModelSpec]:

@@ -18,7 +18,9 @@ from pydantic import ValidationError
 from ..agents import plugins as agent_plugins
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
+from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..games import GAMES, plugins
+from ..games.text import name_problem
 from ..games.trivial import TRIVIAL_POLICIES
 from .experiment import (
     AGENT_KEYS,
@@ -64,9 +66,53 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
+# the validation library's names of a union's branches in an error's location (``stop.list[str][1]``):
+# the user wrote none of them, so an error names the key and the value given instead
+_BRANCH = re.compile(r"(?:str|int|float|bool|none|[a-z][a-z-]*\[.*\])")
+_BRANCH_NAMES = {"str": "a string", "list[str]": "a list of strings", "int": "an integer", "float": "a number",
+                 "bool": "true or false", "list[int]": "a list of integers", "list[float]": "a list of numbers"}
+SECRET_KEYS = ("base_url", "api_key_env")  # values never echoed: a base_url may hold a key, api_key_env may be one
+
+
+def _branch_at(loc: tuple[Any, ...]) -> int | None:
+    return next((i for i, p in enumerate(loc) if isinstance(p, str) and _BRANCH.fullmatch(p)), None)
+
+
+def _union_errors(where: str, prefix: str, errors: list[Any]) -> list[str]:
+    """One message per key of a union type (``str | list[str]``): what it expects and the value given,
+    with the first bad entry of a list by its number."""
+    groups: dict[tuple[Any, ...], list[tuple[str, tuple[Any, ...], Any]]] = {}
+    for e in errors:
+        i = _branch_at(e["loc"])
+        assert i is not None
+        groups.setdefault(tuple(e["loc"][:i]), []).append((e["loc"][i], tuple(e["loc"][i + 1:]), e))
+    msgs = []
+    for base, items in groups.items():
+        key = ".".join(p for p in (prefix, _loc(base)) if p)
+        secret = any(p in SECRET_KEYS for p in base)
+        kinds = " or ".join(dict.fromkeys(_BRANCH_NAMES.get(t, t) for t, _, _ in items))
+        whole = next((e.get("input") for _, rest, e in items if not rest), None)
+        entry = next(((rest, e) for _, rest, e in items if rest and isinstance(rest[0], int)), None)
+        detail = ""
+        if entry is not None:
+            rest, e = entry
+            detail = f"; entry {rest[0] + 1}: {e['msg'].removeprefix('Value error, ')}"
+            if not secret:
+                detail += f" (got {e.get('input')!r})"
+        got = "" if secret or whole is None or isinstance(whole, dict) else f" (got {whole!r})"
+        msgs.append(f"{where}: '{key}': expected {kinds}{detail}{got}")
+    return msgs
+
+
 def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
     msgs = []
-    for e in err.errors():
+    errors = err.errors()
+    unions = [e for e in errors if _branch_at(e["loc"]) is not None and e["type"] not in ("extra_forbidden", "missing")]
+    if unions:
+        msgs += _union_errors(where, prefix, unions)
+    for e in errors:
+        if any(e is u for u in unions):
+            continue
         key = ".".join(p for p in (prefix, _loc(e["loc"])) if p)
         if e["type"] == "extra_forbidden":
             msgs.append(f"{where}: unknown key '{key}'")
@@ -75,7 +121,7 @@ def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
         else:
             got = e.get("input")
             # a base_url may hold a key (user:pass@, ?key=): its value is never echoed, nor a list holding it
-            secret = "base_url" in key.split(".") or any(p == "base_url" for p in e["loc"])
+            secret = any(p in SECRET_KEYS for p in (*key.split("."), *e["loc"]))
             got_s = "" if isinstance(got, dict) or secret else f" (got {got!r})"
             msg = e["msg"].removeprefix("Value error, ")
             msgs.append(f"{where}: '{key}': {msg}{got_s}")
@@ -84,15 +130,20 @@ def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except FileRefused as exc:
+        raise ConfigError(str(exc)) from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
+    if text.startswith("\ufeff"):
+        raise ConfigError(f"{path}: starts with a byte order mark (U+FEFF: the editor saved it as 'UTF-8 with BOM'), "
+                          "which TOML does not allow; save it as plain UTF-8")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -460,6 +511,28 @@ def _check_judge(exp: Experiment, where: str) -> None:
                           "the [judge] table")
 
 
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _key_problem(agent: str, llm: LLMSettings, raw: dict[str, Any], where: str) -> str | None:
+    """Why a player's settings would put a key where it is written down, never echoing it: ``api_key_env``
+    that is no variable name (a key typed in its place was printed in the run's error), or a value of the
+    player's table (a model name, a label, a system prompt) that holds the key its variable holds."""
+    from ..agents.keys import key_value
+
+    if llm.api_key_env is not None and not _VARIABLE.fullmatch(llm.api_key_env):
+        return (f"{where}.api_key_env': expected the name of an environment variable that holds the key (letters, "
+                "digits and _, e.g. \"MY_PROXY_KEY\"); what was given is not shown, as it may be a key itself")
+    secret = key_value(agent, llm.api_key_env)
+    if not secret or len(secret) < 8:
+        return None
+    for name, value in {**llm.model_dump(exclude_none=True), **raw}.items():
+        if name != "base_url" and isinstance(value, str) and secret in value:
+            return (f"{where}.{name}': holds the value of the player's API key; a key is never written in a config "
+                    "(it would reach every file of the run): name its variable in api_key_env")
+    return None
+
+
 def _url_problem(url: str | list[str]) -> str | None:
     """Why a base_url (or a list of them: several endpoints) cannot be used (never echoing it: it may hold
     a key), or None."""
@@ -475,6 +548,10 @@ def _url_problem(url: str | list[str]) -> str | None:
             return "the same URL is listed twice"
         return None
 
+    bad = next((i for i, c in enumerate(url) if c.isspace() or ord(c) < 32 or 127 <= ord(c) <= 159), None)
+    if bad is not None:  # urlsplit drops CR, LF and tabs in silence; the SDK sends them and every call fails
+        return (f"holds a space or a control character (U+{ord(url[bad]):04X}, a CR or LF from a pasted line?) at "
+                f"character {bad}: no URL holds one (the value is not shown: it may hold a key)")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -553,9 +630,16 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if not isinstance(label, str) or not label.strip():
         errors.append(f"{where}: '{key}.label': expected a non-empty string")
         return None
-    if any(ord(c) < 32 or ord(c) == 127 for c in label) or len(label) > 200:
+    if name_problem(label) is not None or len(label) > 200:
         errors.append(f"{where}: '{key}.label': {label[:40]!r}: at most 200 characters and no control characters "
-                      "(tabs, newlines): a label is a row and a column name in every table")
+                      "(C0 such as tabs and newlines, DEL, C1 such as U+009B): a label is a row and a column name "
+                      "in every table")
+        return None
+    if llm is not None and llm.model and (problem := name_problem(llm.model)) is not None:
+        errors.append(f"{where}: '{key}.model': {problem}")
+        return None
+    if llm is not None and (problem := _key_problem(agent, llm, raw, f"{where}: '{key}")) is not None:
+        errors.append(problem)
         return None
     if llm is not None and llm.base_url is not None and (problem := _url_problem(llm.base_url)):
         errors.append(f"{where}: '{key}.base_url': {problem}")

@@ -13,11 +13,13 @@ writes one run directory whose records equal an unsharded run's (written in sess
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..files import read_bytes
 from ..rundir import (
     CONFIG,
     DECISIONS,
@@ -81,6 +83,11 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
             raise MergeError(f"{s.path} holds a different experiment than {first.path} (config.toml "
                              f"{first_difference(config, other)}): only shards of one experiment, seed and "
                              "settings merge")
+        if s.manifest.get("econarena_version") != first.manifest.get("econarena_version"):
+            # one merged directory records one version: shards played by two would pass for one version's run
+            raise MergeError(f"{s.path} was played by econarena {s.manifest.get('econarena_version')!s:.40}, "
+                             f"{first.path} by {first.manifest.get('econarena_version')!s:.40}: only shards played "
+                             "by one version merge (run the other shards again with the same version)")
     seen: dict[int, Path] = {}
     for s in shards:
         if s.index in seen:
@@ -95,8 +102,8 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         if m.get("status") != "complete" or m.get("runs_complete") != m.get("runs_total"):
             raise MergeError(_unfinished(s))
     out = Path(out)
-    if out.resolve() in {s.path.resolve() for s in shards}:
-        raise MergeError(f"--out {out} is one of the shards; merge into a new directory")
+    if (problem := out_problem(dirs, out)) is not None:
+        raise MergeError(problem)
     if (out / MANIFEST).exists():
         raise MergeError(f"{out} already holds results; merge into a new directory")
     out.mkdir(parents=True, exist_ok=True)
@@ -137,7 +144,7 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     for s in ordered:  # what the shards moved aside stays readable, never lost
         for f in sorted(s.path.glob("*.discarded.jsonl")):
             with (out / f.name).open("a", encoding="utf-8") as fh:
-                fh.write(f.read_text(encoding="utf-8"))
+                fh.write(read_bytes(f, 2**40).decode("utf-8"))
     shutil.copyfile(first.path / CONFIG, out / CONFIG)
     ms = [s.manifest for s in ordered]
     manifest = {k: v for k, v in ms[0].items() if k not in ("shard", "engine", "resumed_at", "resumes")}
@@ -149,6 +156,20 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         merged_from=[{"shard": f"{s.index}/{s.count}", "path": str(s.path)} for s in ordered])
     write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def out_problem(dirs: list[Path], out: Path) -> str | None:
+    """Why ``out`` cannot receive the merge of ``dirs``: one of the shards, or a folder inside one (the shard
+    would then hold another run directory, read as part of it by every folder search); checked before
+    ``out`` is created."""
+    there = os.path.realpath(out)
+    for d in dirs:
+        here = os.path.realpath(d)
+        if there == here:
+            return f"--out {out} is one of the shards; merge into a new directory"
+        if there.startswith(here.rstrip(os.sep) + os.sep):
+            return f"--out {out} lies inside the shard {d}; merge into a new directory outside the shards"
+    return None
 
 
 def _missing(seen: dict[int, Path], n: int, absent: int, shown: int = 8) -> str:

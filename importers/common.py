@@ -12,6 +12,7 @@ through our rules is a separate check (``ReplayCheck``), counted and listed here
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -19,7 +20,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..csvcells import csv_text
+from ..files import inside, is_regular, read_text
 from ..games.base import MAX_GAME_NUMBER, ForeignValue, Game, ImportedRun, ReplayCheck, Setup
-from ..games.text import storable, text_problem
+from ..games.text import name_problem, storable
 from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
@@ -180,10 +182,12 @@ def released_json(text: str) -> Any:
     return _RELEASED.decode(text)
 
 
-def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
-    """``os.walk`` of ``src`` that follows links to folders (data assembled with ``ln -s`` is read, not
-    silently skipped), each real folder once, never a link to a folder above (a loop, or the whole disk
-    from ``ln -s ..``). Folders are visited in name order; ``dirs`` may be pruned by the caller."""
+def walk(src: Path, refuse: Callable[[str, str], None] | None = None
+         ) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk`` of ``src`` that follows links to folders inside it, each real folder once, never a link to
+    a folder above (a loop) nor one out of ``src`` or into /proc, /sys or /dev: a released archive's link to
+    ``/proc`` imported other processes' folders as runs. Such a link is given to ``refuse`` (its path relative
+    to ``src``, and why), never followed. Folders are visited in name order; ``dirs`` may be pruned."""
     seen: set[str] = set()
     for root, dirs, files in os.walk(src, followlinks=True):
         real = os.path.realpath(root)
@@ -191,15 +195,30 @@ def walk(src: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
             dirs[:] = []
             continue
         seen.add(real)
-        dirs[:] = sorted(d for d in dirs if not _above(os.path.realpath(os.path.join(root, d)), real))
+        keep = []
+        for d in sorted(dirs):
+            target = os.path.realpath(os.path.join(root, d))
+            if _above(target, real):
+                continue
+            if not inside(target, src):
+                if refuse is not None:
+                    refuse(os.path.relpath(os.path.join(root, d), src), storable(
+                        f"a link to {target}, out of the source folder (or into /proc, /sys, /dev): not followed"))
+                continue
+            keep.append(d)
+        dirs[:] = keep
         yield Path(root), dirs, sorted(files)
 
 
-def not_a_file(path: Path) -> str | None:
+def not_a_file(path: Path, src: Path | None = None) -> str | None:
     """Why a name a folder lists cannot be read as a file (a link to nothing, a pipe, a socket, a device), or
     None for a regular file. Such an item is refused with this reason, never skipped: a log behind a link to a
-    disk that is not mounted is an item of the source all the same (and a pipe would block the import)."""
-    if path.is_file():
+    disk that is not mounted is an item of the source all the same (and a pipe would block the import). With
+    ``src``, a link out of it (or into /proc, /sys, /dev) is refused too: an archive is read as it is."""
+    if src is not None and path.exists() and not inside(path, src):
+        return storable(f"a link to {os.path.realpath(path)}, out of the source folder (or into /proc, /sys, "
+                        "/dev): not followed")
+    if is_regular(path):
         return None
     if path.is_symlink() and not path.exists():
         try:
@@ -287,8 +306,8 @@ def _manifest(d: Path) -> dict[str, Any] | None:
     if not manifest.exists():
         return None
     try:
-        old = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = json.loads(read_text(manifest, 2**20))
+    except (OSError, ValueError, RecursionError):
         return {}
     return old if isinstance(old, dict) else {}
 
@@ -425,7 +444,7 @@ def vetted(record: dict[str, Any], decisions: list[dict[str, Any]], names: Seque
     report's correlations); any other string that is not text (a lone surrogate in a stored chat) is kept
     with its escape (games/text.py ``storable``), as a raw reply is."""
     for name in names:
-        if (problem := text_problem(name)) is not None:
+        if (problem := name_problem(name)) is not None:
             raise ForeignValue("bad_text", f"the player name {storable(name)[:60]!r} {problem}")
     if (where := _oversized(record, "")) is not None:
         raise ForeignValue("bad_number", f"{where[0].lstrip('.')}: {where[1]!r} is not a finite number within "
@@ -510,3 +529,49 @@ def imported_config(tool: str, name: str, game: Game, players: list[dict[str, An
     # escapes), never as a TOML escape of a surrogate, which no TOML reader takes back
     return (f"# Imported by `econarena import {tool}`: a record of where these runs came from, not an "
             "experiment to run.\n" + tomli_w.dumps(_storable(doc)))
+
+
+def refuser(result: ImportResult) -> Callable[[str, str], None]:
+    """What :func:`walk` calls for a link it does not follow: the link is an item of the source, refused."""
+    return lambda item, reason: result.refuse(item, "unreadable", reason)
+
+
+IMPORT_LOCK = ".import.lock"
+
+
+@contextlib.contextmanager
+def hold_import(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one import from its first check to its last file: a second import into the same
+    ``--out`` at the same time is refused (:class:`ImportFailed` naming the holder), never interleaved (both
+    succeeded and left ``--out`` mixed). ``flock``: the kernel drops it when the process dies."""
+    made, lock = not out.exists(), out / IMPORT_LOCK
+    new_lock = not lock.exists()
+    if (out / MANIFEST).exists():  # a run directory: refused by check_out, and never written into
+        yield
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    fh = lock.open("a+", encoding="utf-8")
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            yield
+            return
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = storable(fh.read(200).strip()) or "another process"
+            raise ImportFailed(f"--out {storable(str(out))} is being written by another import ({holder}); wait "
+                               "for it to end or import into another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"import by PID {os.getpid()}, since {now_iso()}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+        if new_lock and not (out / REPORT_JSON).exists():  # a refused import leaves nothing behind
+            lock.unlink(missing_ok=True)
+            if made and not any(out.iterdir()):
+                out.rmdir()

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..files import RELEASED_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Outcome
 from .common import (
@@ -47,6 +48,7 @@ from .common import (
     imported_config,
     not_a_file,
     plan_dirs,
+    refuser,
     released_json,
     remove_stale,
     vetted,
@@ -174,14 +176,15 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
     groups: dict[tuple[str, str], list[_Run]] = {}
     meta: dict[tuple[str, str], tuple[Folder, str]] = {}
     unreadable: dict[str, Folder] = {}
-    for path in sorted(root / name for root, _dirs, files in walk(raw) for name in files if not name.startswith(".")):
+    walked = walk(raw, refuser(result))
+    for path in sorted(root / name for root, _dirs, files in walked for name in files if not name.startswith(".")):
         rel = path.relative_to(raw).as_posix()
         folder = _folder_of(path, folders)
         if folder is None:
             if path.suffix == ".json":  # READMEs beside the results are not items; a JSON file might be one
                 result.refuse(rel, "unknown_folder", f"no registered game reads the folder {path.parent.name!r}")
             continue
-        if (problem := not_a_file(path)) is not None:
+        if (problem := not_a_file(path, raw)) is not None:
             result.refuse(rel, "unreadable", problem)
             continue
         if path.suffix != ".json":
@@ -198,7 +201,7 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
                                                   f"{folder.game.name} yet")
             continue
         try:
-            data = released_json(path.read_text(encoding="utf-8"))
+            data = released_json(read_text(path, RELEASED_BYTES))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue

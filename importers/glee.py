@@ -29,13 +29,15 @@ infinite level; the raw value is kept in the record).
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+import io
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..files import RELEASED_BYTES, open_regular, read_text
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Setup
 from ..games.glee.common import reader_for
@@ -46,7 +48,9 @@ from .common import (
     category_of,
     check_out,
     imported_config,
+    not_a_file,
     plan_dirs,
+    refuser,
     released_json,
     remove_stale,
     run_record,
@@ -95,7 +99,7 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
     A column named twice, or a row with text beyond the header's columns, is a ValueError naming the file:
     GLEE's reader (pandas) reads the first of two ``decision`` columns where a dict keeps the last, and
     refuses a row longer than its header, so either file would be read as another game than GLEE read."""
-    with path.open(encoding="utf-8-sig", newline="") as fh:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames:
             return []
@@ -124,10 +128,10 @@ def _chat(path: Path) -> list[dict[str, str]] | None:
     return out
 
 
-def game_folders(src: Path) -> list[Path]:
+def game_folders(src: Path, refuse: Callable[[str, str], None] | None = None) -> list[Path]:
     """Every folder under ``src`` (itself included) that holds config.json or game.csv, in path order."""
     found = []
-    for root, dirs, files in walk(src):
+    for root, dirs, files in walk(src, refuse):
         dirs[:] = [d for d in dirs if not d.startswith(".")]  # .partial: unfinished games, not released
         if CONFIG in files or GAME_CSV in files:
             found.append(root)
@@ -153,7 +157,7 @@ def glee_record(game: Game, imp: ImportedRun, labels: list[str], models: list[st
 
 
 def _config(folder: Path) -> dict[str, Any]:
-    config = released_json((folder / CONFIG).read_text(encoding="utf-8-sig"))
+    config = released_json(read_text(folder / CONFIG, RELEASED_BYTES, "utf-8-sig"))
     if not isinstance(config, dict):
         raise ValueError("config.json: expected a JSON object")
     return config
@@ -174,7 +178,7 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
     readers: dict[tuple[str, str, str], Game] = {}
     families = {getattr(g, "glee_game_type", None) for g in games.values()} - {None}
     ids: dict[str, str] = {}  # game id -> where it was found first: a second copy is not a second game
-    for folder in game_folders(raw):
+    for folder in game_folders(raw, refuser(result)):
         rel = folder.relative_to(raw).as_posix() if folder != raw else folder.name
         if (first := ids.setdefault(folder.name, rel)) != rel:
             result.refuse(rel, "duplicate", f"game id {folder.name} is also at {first}: one game, imported once")
@@ -182,6 +186,9 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
         missing = [f for f in (CONFIG, GAME_CSV) if not (folder / f).is_file()]
         if missing:
             result.refuse(rel, "missing_file", f"no {' and no '.join(missing)} in the game folder")
+            continue
+        if (problem := next(filter(None, (not_a_file(folder / f, raw) for f in (CONFIG, GAME_CSV))), None)):
+            result.refuse(rel, "unreadable", problem)
             continue
         try:
             config = _config(folder)

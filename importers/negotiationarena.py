@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..files import RELEASED_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.negotiationarena.common import log_models, reader_for
@@ -42,6 +43,7 @@ from .common import (
     imported_config,
     not_a_file,
     plan_dirs,
+    refuser,
     released_json,
     remove_stale,
     run_record,
@@ -104,13 +106,13 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
     groups: dict[tuple[str, str, str], list[_Run]] = {}
     readers: dict[tuple[str, str, str], Game] = {}
     seen: dict[str, str] = {}  # the file's digest -> where it was found first: a copy is not a second game
-    for path in sorted(root / LOG_NAME for root, _dirs, files in walk(raw) if LOG_NAME in files):
+    for path in sorted(root / LOG_NAME for root, _dirs, files in walk(raw, refuser(result)) if LOG_NAME in files):
         rel = path.relative_to(raw).as_posix()
-        if (problem := not_a_file(path)) is not None:
+        if (problem := not_a_file(path, raw)) is not None:
             result.refuse(rel, "unreadable", problem)
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, RELEASED_BYTES)
             if (first := seen.setdefault(hashlib.sha256(text.encode()).hexdigest(), rel)) != rel:
                 result.refuse(rel, "duplicate", f"the same log as {first}: one game, imported once")
                 continue

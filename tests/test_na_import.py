@@ -312,7 +312,9 @@ def test_a_copy_of_a_log_is_refused_as_a_duplicate(tmp_path: Path) -> None:
 @pytest.mark.parametrize("source", ["negotiationarena", "glee", "gamabench"])
 def test_linked_folders_are_read_and_links_up_the_tree_are_not_followed(tmp_path: Path, source: str) -> None:
     """Logs gathered with `ln -s` were silently skipped (0 found); following links must not loop on
-    `ln -s ..` nor read the folders above the source."""
+    `ln -s ..` nor read the folders above the source. Issue 33: a link out of the source folder is not
+    followed either (a released archive's link to /proc or a home folder read the importer's machine): it
+    is an item of the source, refused with its reason, never skipped in silence."""
     import os
 
     from econarena.importers.registry import IMPORTERS
@@ -326,13 +328,14 @@ def test_linked_folders_are_read_and_links_up_the_tree_are_not_followed(tmp_path
     os.symlink("..", logs / "u" / "up")
     os.symlink(tmp_path, logs / "top")
     result = IMPORTERS[source].import_dir(logs, tmp_path / "out")
+    linked = [r for r in result.refused if r.item == "linked"]
+    assert len(linked) == 1 and "out of the source folder" in linked[0].reason, result.refused
     if source == "negotiationarena":
-        assert result.runs == 2 and result.found == 2, [r.item for r in result.refused]
+        assert result.runs == 1 and result.found == 2, [r.item for r in result.refused]
         assert sorted(r["imported"]["file"] for d in result.dirs for r in map(
-            json.loads, (d / "runs.jsonl").read_text().splitlines())) == ["linked/1/game_state.json",
-                                                                          "u/2/game_state.json"]
-    else:  # the others walk the same tree: the two logs are JSON files in folders no GAMA-Bench game reads
-        assert result.found == result.runs + len(result.refused) == (2 if source == "gamabench" else 0)
+            json.loads, (d / "runs.jsonl").read_text().splitlines())) == ["u/2/game_state.json"]
+    else:  # the others walk the same tree: the log is a JSON file in a folder no GAMA-Bench game reads
+        assert result.found == result.runs + len(result.refused) == (2 if source == "gamabench" else 1)
 
 
 def test_import_cli_prints_and_writes_the_accounting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,6 +19,7 @@ Definitions (those of the reference's ``board.py`` / ``scoring.ipynb``):
 
 from __future__ import annotations
 
+import io
 import math
 import sys
 from collections import defaultdict
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...csvcells import csv_text
+from ...files import open_regular
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import RUNS, game_name
@@ -404,7 +406,7 @@ def _imported(run_dirs: Sequence[str]) -> set[str]:
     """Directories whose runs were imported from the reference's released results (not played here)."""
     out = set()
     for d in run_dirs:
-        for line in (Path(d) / RUNS).open(encoding="utf-8"):
+        for line in io.TextIOWrapper(open_regular(Path(d) / RUNS), encoding="utf-8"):
             if '"imported"' in line:
                 out.add(d)
             break

@@ -26,6 +26,7 @@ share the name):
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import statistics
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ...csvcells import frame_csv
+from ...files import CONFIG_BYTES, FileRefused, open_regular, read_text
 from ...rundir import CONFIG, LogError
 
 if sys.version_info >= (3, 11):
@@ -150,7 +152,9 @@ def _problem(rec: Any) -> str | None:
 def experiment_name(run_dir: str | Path) -> str:
     """The ``[experiment] name`` of config.toml, else the folder's name (as the other tables say it)."""
     try:
-        cfg = tomllib.loads((Path(run_dir) / CONFIG).read_text(encoding="utf-8"))
+        cfg = tomllib.loads(read_text(Path(run_dir) / CONFIG, CONFIG_BYTES))
+    except FileRefused:
+        raise
     except (OSError, UnicodeDecodeError, ValueError):
         cfg = {}
     exp = cfg.get("experiment")
@@ -198,7 +202,7 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     if not path.is_file():
         return []
     out = []
-    with path.open(encoding="utf-8", errors="surrogateescape") as fh:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="surrogateescape") as fh:
         for number, line in enumerate(fh, 1):
             if not line.endswith("\n"):
                 break  # torn (or an empty file's nothing)
