@@ -28,6 +28,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..files import FileRefused, open_regular
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, write_atomic
 
 FORMAT = 1  # bump when the layout changes: every older copy is then read as absent
@@ -53,13 +54,13 @@ def root() -> Path | None:
 def _file_key(path: Path) -> list[Any] | None:
     """(size, mtime in ns, digest of the first and last EDGE bytes) of a file; None when it is absent."""
     try:
-        st = path.stat()
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or a device in a log's place: no key (the read refuses it)
+            st = os.fstat(fh.fileno())
             head = fh.read(EDGE)
             if st.st_size > 2 * EDGE:
                 fh.seek(st.st_size - EDGE)
             tail = fh.read(EDGE) if st.st_size > EDGE else b""
-    except OSError:
+    except (OSError, FileRefused):
         return None
     return [st.st_size, st.st_mtime_ns, hashlib.blake2b(head + b"|" + tail, digest_size=16).hexdigest()]
 

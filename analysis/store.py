@@ -304,7 +304,8 @@ class Store(Base):
 
     # ------------------------------------------------------------------- the columnar copy (columnar.py)
 
-    copy_version = f"1:{sorted(_PLAYER_TYPES.items())}:{sorted(_RUN_TYPES.items())}:{sorted(_DECISION_TYPES.items())}"
+    copy_version = (f"2:{sorted(_REASONING_TYPES.items())}:{sorted(_PLAYER_TYPES.items())}:"
+                    f"{sorted(_RUN_TYPES.items())}:{sorted(_DECISION_TYPES.items())}")
 
     def save(self, d: Dir, copy: Any) -> None:
         """The directory's rows go into its copy once ``finish`` has counted its decisions."""
@@ -316,6 +317,7 @@ class Store(Base):
     def restore(self, d: Dir, copy: Any) -> None:
         """The directory's rows from its copy, numbered after the rows already in (log order kept)."""
         info = copy.info(self.copy_name)
+        first_decision = self.decisions.rows
         for buf in (self.players, self.runs, self.decisions):
             buf.flush()
             path = _quote(copy.path(self.copy_name, buf.table))
@@ -323,6 +325,12 @@ class Store(Base):
                 {buf.rows} + row_in_dir AS row, {int(d.index)}::INTEGER AS dir
                 FROM read_parquet('{path}')""").fetchall()[0][0]
             buf.rows += int(n)
+        if info.get("reasoning"):  # its decisions' reasoning, numbered as its decisions were just now
+            self.reasoning.flush()
+            path = _quote(copy.path(self.copy_name, "reasoning"))
+            n = self.con.execute(f"""INSERT INTO reasoning BY NAME SELECT * EXCLUDE (row_in_dir),
+                {first_decision} + row_in_dir AS row FROM read_parquet('{path}')""").fetchall()[0][0]
+            self.reasoning.rows += int(n)
         self._restored.add(d.index)
         scale = info["scale"]
         self.experiments.append(experiment_row(d, math.nan if scale is None else float(scale), int(info["complete"]),
@@ -330,16 +338,29 @@ class Store(Base):
         self.dirs.append(d)
 
     def _write_copies(self) -> None:
+        # the reasoning columns joined into the decisions (a study with reasoning) are kept apart in the copy,
+        # as the reading keeps them, so a copy restores into a study with or without reasoning alike
+        joined = "".join(f', "{c}"' for c in REASONING_COLUMNS) if self.has_reasoning else ""
         for d, copy, info in self._to_copy:
             tables = {}
+            first = f"(SELECT min(row) FROM decisions WHERE dir = {d.index})"
             for table in ("players", "runs", "decisions"):
                 def write(path: Path, table: str = table, i: int = d.index) -> None:
                     # each row's place among the directory's rows (log order), whatever order the file holds
-                    self.con.execute(f"""COPY (SELECT * EXCLUDE (row, dir), row - (SELECT min(row) FROM {table}
-                        WHERE dir = {i}) AS row_in_dir FROM {table} WHERE dir = {i}) TO '{_quote(path)}'
+                    extra = joined if table == "decisions" else ""
+                    self.con.execute(f"""COPY (SELECT * EXCLUDE (row, dir{extra}), row - (SELECT min(row) FROM
+                        {table} WHERE dir = {i}) AS row_in_dir FROM {table} WHERE dir = {i}) TO '{_quote(path)}'
                         (FORMAT parquet)""")
                 tables[table] = write
-            copy.put(self.copy_name, self.copy_version, tables, info)
+            n = self.con.execute(f"""SELECT count(*) FROM reasoning r JOIN decisions x ON r.row = x.row
+                WHERE x.dir = {d.index}""").fetchall()[0][0] if self.has_reasoning else 0
+            if n:
+                def write_reasoning(path: Path, i: int = d.index, first: str = first) -> None:
+                    self.con.execute(f"""COPY (SELECT r.* EXCLUDE (row), r.row - {first} AS row_in_dir
+                        FROM reasoning r JOIN decisions x ON r.row = x.row WHERE x.dir = {i} ORDER BY r.row)
+                        TO '{_quote(path)}' (FORMAT parquet)""")
+                tables["reasoning"] = write_reasoning
+            copy.put(self.copy_name, self.copy_version, tables, {**info, "reasoning": int(n)})
         self._to_copy = []
 
     def finish(self) -> Store:
