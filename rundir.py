@@ -222,10 +222,11 @@ def record_problem(rec: Any, kind: str) -> str | None:
     return None
 
 
-# The largest number a record may hold: ten thousand times the bound of every game's numbers (10**12), far below
-# where sums and means of a study's records overflow (payoffs of 1e308 crashed summary and wrote inf into
-# metrics.csv). NaN and Infinity are refused apart (_slow_problem), with their own words.
-RECORD_MAX = 1e16
+# The largest number a record may hold. Games bound their numbers at 10**12, but a metric derived from two of them
+# (GLEE's fairness of a 9e11 price: -3.2e16) legitimately goes beyond; 1e100 leaves such products (and their
+# squares, in variances) far from where sums and means of a study's records overflow (payoffs of 1e308 crashed
+# summary and wrote inf into metrics.csv). NaN and Infinity are refused apart (_slow_problem), with their own words.
+RECORD_MAX = 1e100
 
 
 def _beyond(x: Any, key: str) -> str | None:

@@ -660,7 +660,9 @@ def leaderboard_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     body = []
     for r in rows:
         cells = [*(r.get(c) for c in LEADERBOARD_COLUMNS),
-                 *(v for f in families for v in triple(r.get("families", {}).get(f))),
+                 # a row without intervals per family (an older row shape) still gives its family scores
+                 *(v for f in families for v in triple(r.get("families", {}).get(f)
+                                                       or {"score": r["subscores"].get(f)})),
                  *(v for g in games for v in triple(r.get("games", {}).get(g)))]
         body.append(["" if x is None else x for x in cells])
     return csv_text(head, body)

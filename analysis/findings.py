@@ -246,10 +246,22 @@ def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) ->
     in the tables below); the last item is the uncertainty sentence under an empty title."""
     settings = settings_from_table(rows)
     said: set[str] = set()
-    out = [(s.title + (f" ({s.environment})" if s.environment else ""), setting_sentences(s, said))
-           for s in settings[:max_settings] if s.labels]
-    if len(settings) > max_settings:
-        out.append(("", [f"{len(settings) - max_settings} more setting(s): the tables below."]))
+    out: list[tuple[str, list[str]]] = []
+    quiet = 0  # settings shown whose only finding is that nobody broke a rule: one line for all of them
+    for s in settings[:max_settings]:
+        if not s.labels:
+            continue
+        sentences = setting_sentences(s, said)
+        if sentences == ["No player broke a rule."] and len(settings) > 1:
+            quiet += 1
+            continue
+        out.append((s.title + (f" ({s.environment})" if s.environment else ""), sentences))
+    rest = max(0, len(settings) - max_settings)
+    if quiet:
+        out.append(("", [f"{quiet} more setting(s) without an equilibrium to compare: no player broke a rule"
+                         + (f"; {rest} more in the tables below." if rest else ".")]))
+    elif rest:
+        out.append(("", [f"{rest} more setting(s): the tables below."]))
     if settings:
         out.append(("", [uncertainty_sentence(settings)]))
     return out

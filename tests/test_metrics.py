@@ -132,6 +132,6 @@ def test_summary_command_recomputes_from_the_directory(tmp_path: Path, arena, ca
     assert not (tmp_path / "summary.json").exists()  # the Host writes records; summaries come from them
     assert main(["summary", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    row = next(ln for ln in lines if ln.startswith("rational"))
+    row = next(ln for ln in lines if ln.split()[:1] == ["rational"])  # the table's row, not a sentence on it
     # label, runs, payoff, NE payoff, ratio, deviation, win rate, rule breaks %, converged at
     assert row.split() == ["rational", "3", "33.33", "33.33", "1.000", "0.000", "1.000", "0.0", "0"]
