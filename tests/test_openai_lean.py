@@ -398,15 +398,18 @@ def _both(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, s: LLMSettings
 
 def test_both_paths_send_the_same_request(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     server.reset()
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-both-paths")  # the SDK sends it as a header; so must the lean path
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-both-paths")
     s = settings(f"{server.url}/v1?api-version=2024-06-01", temperature=0.3, top_p=0.9, seed=4, max_tokens=33)
     lean, sdk = _both(server, monkeypatch, s)
     assert (lean.text, lean.model, lean.tokens_in, lean.tokens_out) == (sdk.text, sdk.model, sdk.tokens_in,
                                                                         sdk.tokens_out)
     a, b = server.seen
     assert (a.path, a.query, a.body) == (b.path, b.query, b.body)
-    for header in ("authorization", "content-type", "accept"):
+    for header in ("authorization", "content-type", "accept", "openai-organization", "openai-project"):
         assert {k.lower(): v for k, v in a.headers.items()}[header] == \
             {k.lower(): v for k, v in b.headers.items()}[header]
+    assert {k.lower(): v for k, v in a.headers.items()}["openai-organization"] == "org-both-paths"
 
 
 ERRORS = {

@@ -23,6 +23,7 @@ Official OpenAI endpoints keep the SDK (agents/providers/openai.py says why).
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
@@ -39,6 +40,20 @@ class LeanStatusError(Exception):
         self.message = message
         self.body = body  # the parsed body's ``error`` member (or the whole body, or its text), as the SDK keeps it
         self.headers = headers
+
+
+def _account_headers() -> dict[str, str]:
+    """The organization and project headers the SDK sends from OpenAI's own variables (``OPENAI_ORG_ID``,
+    ``OPENAI_PROJECT_ID``): gateways and proxies in front of compatible servers route or bill by them."""
+    out = {}
+    for var, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+        value = os.environ.get(var)
+        if value:
+            if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):  # a header split by a line break
+                raise ValueError(f"the environment variable {var} holds a control character (a line break?); "
+                                 "its value is sent as a header: set it to the plain identifier")
+            out[header] = value
+    return out
 
 
 def status_error(status: int, raw: bytes, headers: Any) -> LeanStatusError:
@@ -97,7 +112,8 @@ class LeanClient:
         self.url = chat_url(base_url, query)
         self.key, self.max_connections, self.timeout_s, self.ssl_context = key, max_connections, timeout_s, ssl_context
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                        "Accept": "application/json", "User-Agent": f"econarena/{__version__}"}
+                        "Accept": "application/json", "User-Agent": f"econarena/{__version__}",
+                        **_account_headers()}
         self.session: Any = None  # the aiohttp session, when needed
         self.proxy, self.proxy_auth = _env_proxy(self.url)
         self.origin: Origin | None = None
