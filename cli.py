@@ -170,18 +170,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         except agent_plugins.PluginError as exc:
             err(f"--agent: {exc}")
             return EXIT_CONFIG
-        results = check_agent(cls, game, args.seeds)
-        for c in results:
-            print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
-        failed = [c for c in results if not c.ok]
-        print(f"{args.agent} in {game.name}: {len(results) - len(failed)} of {len(results)} checks pass"
-              + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
-        return EXIT_OK if not failed else 1
-    results = check_game(game, args.seeds)
+        return _checks_said(check_agent(cls, game, args.seeds), f"{args.agent} in {game.name}", "checks")
+    return _checks_said(check_game(game, args.seeds), game.name, "contract checks")
+
+
+def _checks_said(results: list[Any], title: str, what: str) -> int:
+    """Each check on a line, then the count; exit 0 when all pass, 1 naming those that fail."""
     for c in results:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
     failed = [c for c in results if not c.ok]
-    print(f"{game.name}: {len(results) - len(failed)} of {len(results)} contract checks pass"
+    print(f"{title}: {len(results) - len(failed)} of {len(results)} {what} pass"
           + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
     return EXIT_OK if not failed else 1
 

@@ -108,12 +108,7 @@ class Budget:
         """Hold the worst-case cost of one attempt; None (and nothing held) when it would pass the limit."""
         price = self._price(label, model)
         amount = cost_usd(price, tokens_in, tokens_out) if price is not None else 0.0
-        if self.committed + amount > self.limit:
-            if not self.busy:
-                self.refused += 1
-            return None
-        self.reserved += amount
-        return amount
+        return amount if self.hold(amount) else None
 
     def hold(self, amount: float) -> bool:
         """Hold ``amount`` USD (a whole session's worst case, ``--ray``: its calls are made on other nodes,
