@@ -81,17 +81,28 @@ def _outputs(dirs: list[Path], out: Path, root: Path, monkeypatch: pytest.Monkey
     return found
 
 
-def test_report_from_the_copies_equals_the_pinned_numbers(tmp_path: Path, copies: Path,
+@pytest.mark.parametrize("mode", ["inserted", "in place", "mixed"])
+def test_report_from_the_copies_equals_the_pinned_numbers(tmp_path: Path, copies: Path, mode: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copies inserted into the engine's tables (small ones), read in place behind its views (large ones),
+    and both beside a directory read from its logs between them: the same numbers, rows in the same order."""
+    import shutil
+
     import test_analysis_golden as golden
+
+    from econarena.analysis import columnar, store
 
     dirs = [golden._write_dir(n, tmp_path / "runs") for n in golden.DIRS] + [golden._glee_grid(tmp_path / "runs")]
     first = _outputs(dirs, tmp_path / "report", tmp_path, monkeypatch)
     written = {p.name for p in copies.glob("*/*.parquet")}
     assert {"store.players.parquet", "glee.runs.parquet", "distributions.values.parquet",
             "transcripts.runs.parquet"} <= written
+    logs = set()
+    if mode == "mixed":  # one directory in the middle loses its copy: read from its logs between the others
+        logs = {dirs[len(dirs) // 2]}
+        shutil.rmtree(columnar.open_copy(dirs[len(dirs) // 2], {}).folder)  # type: ignore[union-attr]
     with monkeypatch.context() as m:
-        # every directory is read from its copy: no log is parsed
+        # every directory with its copy is read from it: no log of it is parsed
         from econarena.analysis import scan
 
         parsed: list[Path] = []
@@ -101,8 +112,12 @@ def test_report_from_the_copies_equals_the_pinned_numbers(tmp_path: Path, copies
             parsed.append(path.parent)
             return real(path, kind)
         m.setattr(scan, "iter_records", counted)
+        if mode != "inserted":  # mixed: the larger half of the copies read in place, the rest inserted
+            sizes = sorted(sum(1 for _ in open(d / "decisions.jsonl", "rb")) for d in dirs)
+            m.setattr(store, "IN_PLACE", 0 if mode == "in place" else sizes[len(sizes) // 2])
+            assert mode == "in place" or sizes[0] < sizes[len(sizes) // 2]
         second = _outputs(dirs, tmp_path / "report2", tmp_path, monkeypatch)
-    assert not parsed
+    assert set(parsed) == logs
     pinned = json.loads(gzip.decompress(golden.PIN.read_bytes()))
     assert first == pinned
     second = {k: [x.replace("report2", "report") for x in v] for k, v in second.items()}
