@@ -151,32 +151,30 @@ def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Se
     return pd.DataFrame(out, columns=cols)
 
 
-# Each session's sums of a metric straight from the engine: counts (0/1 per row) and token counts are
-# whole numbers, exact in any order; every other sum is ``sum(... ORDER BY row)``, one by one in log order,
-# as numpy's bincount added them (checked equal); a directory's sessions are taken a range at a time, so a
-# study of millions of rows never comes into memory as rows. A reply cut at max_tokens ('truncated') is no
-# violation of the model's (METRICS' violations_per_decision_pct, tally.py).
-_DECISION_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
-    sum(coalesce(violation <> 'truncated', false)::DOUBLE) AS violation,
-    sum(coalesce(violation = 'parse_error', false)::DOUBLE) AS parse_error,
-    sum(coalesce(violation = 'schema_error', false)::DOUBLE) AS schema_error,
-    sum(coalesce(violation = 'rule_violation', false)::DOUBLE) AS rule_violation,
-    sum(tokens_in) AS tokens_in, count(tokens_in) AS tokens_in_n,
-    sum(tokens_out) AS tokens_out, count(tokens_out) AS tokens_out_n,
-    sum(latency_s ORDER BY row) AS latency_s, count(latency_s) AS latency_s_n
-    FROM decisions WHERE dir = ? {role} AND session >= ? AND session < ? GROUP BY label, lineup, session"""
-_PLAYER_CLUSTERS = """SELECT label, lineup, session, count(*) AS n,
-    sum(payoff ORDER BY row) AS payoff, count(payoff) AS payoff_n,
-    sum(ne_payoff ORDER BY row) AS ne_payoff, count(ne_payoff) AS ne_payoff_n,
-    sum(payoff ORDER BY row) FILTER (WHERE payoff IS NOT NULL AND ne_payoff IS NOT NULL) AS ratio_num,
-    sum(ne_payoff ORDER BY row) FILTER (WHERE payoff IS NOT NULL AND ne_payoff IS NOT NULL) AS ratio_den,
-    count(*) FILTER (WHERE payoff IS NOT NULL AND ne_payoff IS NOT NULL) AS ratio_n,
-    sum(deviation ORDER BY row) AS deviation, count(deviation) AS deviation_n,
-    sum(win::DOUBLE) AS win, sum(broke::DOUBLE) AS broke
-    FROM players WHERE dir = ? {role} AND session >= ? AND session < ? GROUP BY label, lineup, session"""
+# Each session's sums of a metric, made from the rows streamed out of the engine in log order: counts (0/1
+# per row) and token counts are whole numbers, exact in any order (bincount); every other sum is added one row
+# at a time in log order (numpy's ``add.at``), as ``cluster_sums``' bincount added them, so every bit is the
+# same; a NULL (NaN, a missing value) is left out of its sum and count, as the engine's ``sum`` leaves it. A
+# reply cut at max_tokens ('truncated') is no violation of the model's (METRICS' violations_per_decision_pct,
+# tally.py). Why not the engine's ``sum(... ORDER BY row)`` per session: it holds a group's rows until the
+# end, so under its 64 MB limit a directory had to be asked for a range of sessions at a time (485 queries at
+# 587,400 GLEE games, 20 s against copies read in place; one streamed pass: a few seconds).
+_DECISION_VALUES = {  # column -> (SQL, summed in log order)
+    "violation": ("coalesce(violation <> 'truncated', false)::DOUBLE", False),
+    "parse_error": ("coalesce(violation = 'parse_error', false)::DOUBLE", False),
+    "schema_error": ("coalesce(violation = 'schema_error', false)::DOUBLE", False),
+    "rule_violation": ("coalesce(violation = 'rule_violation', false)::DOUBLE", False),
+    "tokens_in": ("tokens_in", False), "tokens_out": ("tokens_out", False), "latency_s": ("latency_s", True),
+}
+_PLAYER_VALUES = {
+    "payoff": ("payoff", True), "ne_payoff": ("ne_payoff", True),
+    "ratio_num": ("CASE WHEN ne_payoff IS NOT NULL THEN payoff END", True),
+    "ratio_den": ("CASE WHEN payoff IS NOT NULL THEN ne_payoff END", True),
+    "deviation": ("deviation", True), "win": ("win::DOUBLE", False), "broke": ("broke::DOUBLE", False),
+}
 _PLAYER_PARTS = {  # metric -> (numerator, denominator, rows) columns: a row with either side missing is left out
     "mean_payoff": ("payoff", "payoff_n", "payoff_n"), "mean_ne_payoff": ("ne_payoff", "ne_payoff_n", "ne_payoff_n"),
-    "payoff_ratio": ("ratio_num", "ratio_den", "ratio_n"),
+    "payoff_ratio": ("ratio_num", "ratio_den", "ratio_den_n"),
     "mean_deviation": ("deviation", "deviation_n", "deviation_n"),
     "win_rate": ("win", "n", "n"), "rule_break_rate_pct": ("broke", "n", "n"),
 }
@@ -186,52 +184,117 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "tokens_in_per_decision": ("tokens_in", "tokens_in_n"), "tokens_out_per_decision": ("tokens_out", "tokens_out_n"),
     "latency_s_per_decision": ("latency_s", "latency_s_n"),
 }
-# rows aggregated per query: their ordered sums fit the engine's 64 MB (the report's peak at 57,600 games:
-# 480 MB; 510 MB with 50,000)
-CLUSTER_CHUNK = 20_000
+STREAM_BATCH = 262_144  # rows per batch streamed out of the engine (about 20 MB of columns)
+
+
+def _session_sums(store: Any, d: int, role: str, table: str) -> dict[str, dict[str, np.ndarray]] | None:
+    """Per label: each (lineup, session)'s row count ``n``, and each value column's sum and count (``_n``)
+    over the directory's rows of ``table``, in one streamed pass; None when it has no rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = _PLAYER_VALUES if table == "players" else _DECISION_VALUES
+    # each (label, lineup)'s sessions get a block of cells, one per session number in its range
+    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session) FROM {table} WHERE dir = ? {role}
+        GROUP BY label, lineup""", [d]).fetchall()
+    if not pairs:
+        return None
+    where: dict[tuple[Any, Any], int] = {}
+    cells = 0
+    for label, lineup, low, high in pairs:
+        where[(label, lineup)] = cells - int(low)
+        cells += int(high) - int(low) + 1
+    n = np.zeros(cells, dtype=np.int64)
+    sums = {c: np.zeros(cells) for c in values}
+    counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
+    exprs = ", ".join(f"{sql} AS {c}" for c, (sql, _) in values.items())
+    reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {table} WHERE dir = ? {role}",
+                           params=[d]).to_arrow_reader(STREAM_BATCH)
+    last = -1
+    for batch in reader:
+        rows = batch.column("row").to_numpy()
+        if len(rows) and (rows[0] <= last or (len(rows) > 1 and not (rows[1:] > rows[:-1]).all())):
+            raise RuntimeError(f"the engine returned the {table} of directory {d} out of log order")
+        last = int(rows[-1]) if len(rows) else last
+        labels = pc.dictionary_encode(batch.column("label"), null_encoding="encode")
+        lineups = pc.dictionary_encode(batch.column("lineup"), null_encoding="encode")
+        ld, ud = labels.dictionary.to_pylist(), lineups.dictionary.to_pylist()
+        base = np.array([[where.get((a, b), 0) for b in ud] for a in ld], dtype=np.int64).reshape(len(ld), len(ud))
+        li = labels.indices.to_numpy(zero_copy_only=False)
+        ui = lineups.indices.to_numpy(zero_copy_only=False)
+        cell = base[li, ui] + batch.column("session").to_numpy(zero_copy_only=False)
+        n += np.bincount(cell, minlength=cells)
+        for c, (_, ordered) in values.items():
+            x = batch.column(c)
+            x = x.fill_null(np.nan) if isinstance(x, pa.Array) else x
+            x = x.to_numpy(zero_copy_only=False).astype(float, copy=False)
+            ok = ~np.isnan(x)
+            at, x = cell[ok], x[ok]
+            counts[c] += np.bincount(at, minlength=cells)
+            if ordered:
+                np.add.at(sums[c], at, x)  # one row at a time, in log order
+            else:
+                sums[c] += np.bincount(at, weights=x, minlength=cells)
+    out: dict[Any, list[tuple[Any, dict[str, np.ndarray]]]] = {}
+    for label, lineup, low, high in pairs:
+        start = where[(label, lineup)] + int(low)
+        part = slice(start, start + int(high) - int(low) + 1)
+        have = np.flatnonzero(n[part] > 0)
+        cols = {"session": have + int(low), "n": n[part][have].astype(float)}
+        for c in values:
+            k = counts[c][part][have]
+            cols[c] = np.where(k > 0, sums[c][part][have], np.nan)  # no value at all: the engine's NULL
+            cols[f"{c}_n"] = k.astype(float)
+        out.setdefault(label, []).append((lineup, cols))
+    return out
+
+
+def _key_order(groups: list[tuple[Any, dict[str, np.ndarray]]]) -> tuple[np.ndarray, np.ndarray]:
+    """The order of a label's sessions by the text of their keys (``lineup|session``, Python's string order,
+    as ``cluster_sums`` sorts them) over its groups' concatenated rows, and each one's stratum (its lineup's
+    rank). Sorted a lineup at a time (sessions by their decimal text) unless one ``lineup|`` starts another,
+    where only the whole keys tell the order."""
+    lineups = [str(lu) for lu, _ in groups]
+    sessions = [cols["session"] for _, cols in groups]
+    starts = np.cumsum([0] + [len(x) for x in sessions])
+    rank = {lu: k for k, lu in enumerate(sorted(set(lineups)))}
+    heads = sorted(range(len(groups)), key=lambda g: lineups[g] + "|")
+    prefixed = any((lineups[b] + "|").startswith(lineups[a] + "|") for a, b in zip(heads, heads[1:]))
+    if prefixed or len(set(lineups)) != len(lineups):
+        keys = [f"{lu}|{se}" for lu, x in zip(lineups, sessions) for se in x.tolist()]
+        order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+        group = np.repeat(np.arange(len(groups)), np.diff(starts))[order]
+        return order, np.array([rank[lineups[g]] for g in range(len(groups))], dtype=np.int64)[group]
+    parts, strata = [], []
+    for g in heads:
+        parts.append(starts[g] + np.argsort(sessions[g].astype(str), kind="stable"))
+        strata.append(np.full(len(sessions[g]), rank[lineups[g]], dtype=np.int64))
+    return np.concatenate(parts), np.concatenate(strata)
 
 
 def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str
                   ) -> list[tuple[str, str, Sums]]:
     """(label, metric, Sums) of a directory's metrics of one table (``players`` or ``decisions``): what
-    :func:`~.stats.cluster_sums` gives on its rows, each session's sums made by the engine (whole numbers in any
-    order, the rest ``ORDER BY row``: one by one in log order, as bincount adds), a range of sessions at a
-    time, so no directory comes into memory as rows."""
+    :func:`~.stats.cluster_sums` gives on its rows, without the directory's rows in memory."""
     wanted = [m for m in metrics if METRICS[m].frame == table]
     if not wanted:
         return []
-    n, top = store.con.execute(f"SELECT count(*), max(session) FROM {table} WHERE dir = ? {role}",
-                               [d]).fetchall()[0]
-    if not n:
+    found = _session_sums(store, d, role, table)
+    if found is None:
         return []
-    step = max(1, (int(top) + 1) * CLUSTER_CHUNK // int(n))
-    parts: dict[str, list[dict[str, np.ndarray]]] = {}
-    for lo in range(0, int(top) + 1, step):
-        sql = _PLAYER_CLUSTERS if table == "players" else _DECISION_CLUSTERS
-        r = store.query(sql.format(role=role), [d, lo, lo + step])
-        labels = np.asarray(r["label"], dtype=object)
-        for label in dict.fromkeys(labels):
-            mask = labels == label
-            parts.setdefault(label, []).append({k: np.asarray(v)[mask] for k, v in r.items() if k != "label"})
     out = []
-    for label in sorted(parts):
-        cols = {k: np.concatenate([p[k] for p in parts[label]]) for k in parts[label][0]}
-        # the sessions in the order of their keys' text, the strata by their lineup's (Python's string order
-        # is numpy's; fixed-width numpy text of 57,600 long lineups cost 100 MB to sort)
-        lineups = [str(x) for x in cols["lineup"]]
-        keys = [f"{lu}|{se}" for lu, se in zip(lineups, cols["session"])]
-        order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
-        rank = {lu: k for k, lu in enumerate(sorted(set(lineups)))}
-        strata = np.array([rank[lineups[k]] for k in order], dtype=np.int64)
-        del keys
+    for label in sorted(found):
+        groups = found[label]
+        cols = {k: np.concatenate([c[k] for _, c in groups]) for k in groups[0][1]}
+        order, strata = _key_order(groups)
         for metric in wanted:
             if table == "players":
                 num_col, den_col, n_col = _PLAYER_PARTS[metric]
             else:
                 (num_col, n_col), den_col = _DECISION_PARTS[metric], _DECISION_PARTS[metric][1]
-            rows = np.asarray(np.ma.filled(np.ma.asarray(cols[n_col], dtype=float), 0.0))[order]
-            num = np.asarray(np.ma.filled(np.ma.asarray(cols[num_col], dtype=float), np.nan))[order]
-            den = np.asarray(np.ma.filled(np.ma.asarray(cols[den_col], dtype=float), np.nan))[order]
+            rows = cols[n_col][order]
+            num = cols[num_col][order]
+            den = cols[den_col][order]
             keep = rows > 0  # a label with no value at all still has its row (no estimate), as before
             _, st = np.unique(strata[keep], return_inverse=True)
             out.append((label, metric, Sums(num[keep], den[keep], rows[keep], st.astype(int),

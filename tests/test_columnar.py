@@ -287,3 +287,21 @@ def test_a_copy_that_cannot_be_written_fails_nothing(tmp_path: Path, monkeypatch
     monkeypatch.setenv("ECONARENA_COLUMNS", str(blocker))
     run = _grid(tmp_path / "runs")
     assert len(load(run).players) == len(load(run).players) > 0
+
+
+@pytest.mark.parametrize("lineups", [["melee"], ["b", "a", "ab", "a b"], ["a", "a|b", "a|", "c"], ["x", "x"]])
+def test_sessions_are_ordered_by_their_keys_text(lineups: list[str]) -> None:
+    """The streamed per-session sums put each label's sessions in the order of their keys' text, as
+    cluster_sums sorts them ('a|10' before 'a|9'; a lineup holding '|' falls back on the whole keys)."""
+    from econarena.analysis.tables import _key_order
+
+    g = np.random.default_rng(2)
+    groups = [(lu, {"session": np.sort(g.choice(1200, size=40 + 7 * i, replace=False))})
+              for i, lu in enumerate(lineups)]
+    keys = [f"{lu}|{s}" for lu, c in groups for s in c["session"].tolist()]
+    lus = [lu for lu, c in groups for _ in c["session"]]
+    order, strata = _key_order(groups)
+    want = sorted(range(len(keys)), key=keys.__getitem__)
+    assert order.tolist() == want
+    rank = {lu: k for k, lu in enumerate(sorted(set(lus)))}
+    assert strata.tolist() == [rank[lus[k]] for k in want]
