@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import __version__
@@ -70,9 +71,40 @@ def figure_number(fig: F.Figure) -> int:
     return int(fig.key.split("_", 1)[0].removeprefix("fig"))
 
 
+def _usage_of_part(part: pd.DataFrame) -> dict[str, Any]:
+    """One label and agent's decisions summed as the usage table shows them."""
+    known = part["tokens_in"].notna() | part["tokens_out"].notna()
+    return {"models": sorted({str(m) for m in part["model"].dropna()}), "decisions": len(part),
+            "tokens_in": part["tokens_in"].sum(min_count=1), "tokens_out": part["tokens_out"].sum(min_count=1),
+            "known": bool(known.any()), "tokens_out_mean": part["tokens_out"].mean(),
+            "latency_mean": part["latency_s"].mean(), "cached_mean": part["cached"].mean(),
+            "errors": int(part["error"].notna().sum())}
+
+
+def _usage_of_store(store: Any, label: Any, agent: Any) -> dict[str, Any]:
+    """The same from the engine, without the decisions in memory: token counts are whole numbers (their sums
+    exact in any order); the mean latency adds the latencies in log order, as pandas' mean does."""
+    where = "role <> 'opponent' AND label IS NOT DISTINCT FROM ? AND agent IS NOT DISTINCT FROM ?"
+    models = [r[0] for r in store.con.execute(f"SELECT DISTINCT model FROM decisions WHERE {where} AND model IS "
+                                              "NOT NULL", [label, agent]).fetchall()]
+    n, tin, tout, n_out, known, cached, errors = store.con.execute(f"""SELECT count(*), sum(tokens_in),
+        sum(tokens_out), count(tokens_out), count(*) FILTER (WHERE tokens_in IS NOT NULL OR tokens_out IS NOT NULL),
+        count(*) FILTER (WHERE cached), count(error) FROM decisions WHERE {where}""", [label, agent]).fetchall()[0]
+    latency = store.con.sql(f"SELECT latency_s FROM decisions WHERE {where}", params=[label, agent]
+                            ).fetchnumpy()["latency_s"]
+    latency = np.ma.filled(np.ma.asarray(latency, dtype=float), np.nan)
+    have = ~np.isnan(latency)
+    return {"models": sorted({str(m) for m in models}), "decisions": int(n),
+            "tokens_in": math.nan if tin is None else float(tin),
+            "tokens_out": math.nan if tout is None else float(tout),
+            "known": bool(known), "tokens_out_mean": float(tout) / n_out if n_out else math.nan,
+            "latency_mean": float(np.where(have, latency, 0.0).sum()) / int(have.sum()) if have.any() else math.nan,
+            "cached_mean": int(cached) / int(n) if n else math.nan, "errors": int(errors)}
+
+
 def usage_table(frames: Any, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """Tokens, latency and cost per label (the decisions of opponents left out). ``frames``: the loaded
-    :class:`Frames`, or the columnar store, read one label and agent at a time."""
+    :class:`Frames`, or the columnar store, summed by the engine one label and agent at a time."""
     from .store import Store
 
     prices = prices or {}
@@ -80,33 +112,28 @@ def usage_table(frames: Any, prices: dict[str, tuple[float, float]] | None = Non
         keys = frames.con.execute("SELECT DISTINCT label, agent FROM decisions WHERE role <> 'opponent'"
                                   ).fetchall()
         keys.sort(key=lambda k: (k[0], k[1] is None, k[1] or ""))
-        parts = ((k, frames.con.sql(
-            "SELECT model, tokens_in, tokens_out, latency_s, cached, error FROM decisions WHERE role <> "
-            "'opponent' AND label = ? AND agent IS NOT DISTINCT FROM ? ORDER BY row", params=list(k)
-        ).to_arrow_table().to_pandas()) for k in keys)
+        parts = ((k, _usage_of_store(frames, *k)) for k in keys)
     else:
         d = frames.decisions[frames.decisions["role"] != "opponent"]
-        parts = d.groupby(["label", "agent"], sort=True, dropna=False)
+        parts = ((k, _usage_of_part(part)) for k, part in d.groupby(["label", "agent"], sort=True, dropna=False))
     rows = []
-    for (label, agent), part in parts:
-        models = sorted({str(m) for m in part["model"].dropna()})
-        tin, tout = part["tokens_in"].sum(min_count=1), part["tokens_out"].sum(min_count=1)
-        known = part["tokens_in"].notna() | part["tokens_out"].notna()
+    for (label, agent), u in parts:
+        models, tin, tout = u["models"], u["tokens_in"], u["tokens_out"]
         price = price_of(prices, str(label), models)
         if agent in LOCAL_AGENTS:
             cost = "0 (local)"
-        elif price is not None and known.any():
+        elif price is not None and u["known"]:
             cost = f"{cost_usd(price, 0 if math.isnan(tin) else tin, 0 if math.isnan(tout) else tout):.4f}"
         else:
             cost = "-"
         rows.append({
-            "label": label, "agent": agent, "model": ", ".join(models) or "-", "decisions": len(part),
+            "label": label, "agent": agent, "model": ", ".join(models) or "-", "decisions": u["decisions"],
             "tokens in": "-" if math.isnan(tin) else f"{int(tin):,}",
             "tokens out": "-" if math.isnan(tout) else f"{int(tout):,}",
-            "tokens out / decision": "-" if not known.any() else f"{part['tokens_out'].mean():.1f}",
-            "mean latency (s)": f"{part['latency_s'].mean():.3f}",
-            "cached %": f"{100 * part['cached'].mean():.1f}",
-            "API errors": int(part["error"].notna().sum()),
+            "tokens out / decision": "-" if not u["known"] else f"{u['tokens_out_mean']:.1f}",
+            "mean latency (s)": f"{u['latency_mean']:.3f}",
+            "cached %": f"{100 * u['cached_mean']:.1f}",
+            "API errors": u["errors"],
             "cost (USD)": cost,
         })
     return pd.DataFrame(rows)
