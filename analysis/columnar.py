@@ -16,7 +16,10 @@ warned (an unreadable line: the warning must show again). Copies live outside th
 directory: a run directory is never written by a reader, and may be read-only.
 
 Layout: ``<root>/<digest of the directory's resolved path>/meta.json`` (the source key and, per reader,
-its version and small facts) beside one Parquet file per table a reader saved (``<reader>.<table>.parquet``).
+its version, small facts and each of its files' size and digest) beside one Parquet file per table a reader
+saved (``<reader>.<table>.parquet``). A part whose file is missing, of another size or digest (a damaged
+disk, a hand edit, a file half copied) is absent: the logs are read again and the part rewritten, as they
+are when the logs change; checking the digests of 587,400 games' copies takes about 0.1 s.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 from ..files import FileRefused, open_regular
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, write_atomic
 
-FORMAT = 1  # bump when the layout changes: every older copy is then read as absent
+FORMAT = 2  # bump when the layout changes: every older copy is then read as absent (2: the files' digests)
 EDGE = 64 * 1024  # bytes of each end of a log in its digest
 META = "meta.json"
 
@@ -49,6 +52,20 @@ def root() -> Path | None:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("econarena")) / "columns"
+
+
+def file_digest(path: Path) -> list[Any] | None:
+    """(size, blake2b of the whole file) of a copy's file; None when it is absent or no regular file."""
+    h = hashlib.blake2b(digest_size=16)
+    try:
+        with open_regular(path) as fh:
+            size = 0
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+    except (OSError, FileRefused):
+        return None
+    return [size, h.hexdigest()]
 
 
 def _file_key(path: Path) -> list[Any] | None:
@@ -79,6 +96,7 @@ class Copy:
         self.run_dir, self.folder, self.finished = run_dir, folder, finished
         self.key = source_key(run_dir)
         self.meta: dict[str, Any] = {}
+        self._checked: dict[str, bool] = {}  # part -> whether its files are whole (digests checked once)
         try:
             meta = json.loads((folder / META).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -97,8 +115,19 @@ class Copy:
             self.meta = meta
 
     def has(self, name: str, version: str) -> bool:
+        """Whether the copy holds this reader's part at this version, every file of it whole."""
         part = self.meta.get("parts", {}).get(name)
-        return isinstance(part, dict) and part.get("version") == version
+        if not (isinstance(part, dict) and part.get("version") == version and isinstance(part.get("files"), dict)):
+            return False
+        if name not in self._checked:
+            self._checked[name] = all(file_digest(self.path(name, table)) == want
+                                      for table, want in part["files"].items())
+        return self._checked[name]
+
+    def unchanged(self, name: str, table: str, path: Path) -> bool:
+        """Whether ``path`` (a snapshot of a table's file) holds the file the part recorded."""
+        part = self.meta.get("parts", {}).get(name, {})
+        return file_digest(path) == part.get("files", {}).get(table)
 
     def info(self, name: str) -> dict[str, Any]:
         return self.meta["parts"][name]["info"]
@@ -130,6 +159,7 @@ class Copy:
                 shutil.rmtree(self.folder, ignore_errors=True)
                 self.meta = {"source": self.key, "parts": {}}
             self.folder.mkdir(parents=True, exist_ok=True)
+            files = {}
             for table, value in tables.items():
                 target = self.path(name, table)
                 tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
@@ -137,8 +167,10 @@ class Copy:
                     value(tmp)
                 else:
                     pq.write_table(value, tmp)
+                files[table] = file_digest(tmp)
                 os.replace(tmp, target)
-            self.meta["parts"][name] = {"version": version, "info": info}
+            self.meta["parts"][name] = {"version": version, "info": info, "files": files}
+            self._checked[name] = True
             write_atomic(self.folder / META, json.dumps(self.meta))
         except Exception:  # noqa: BLE001 - a full disk, a read-only cache, the engine's own I/O error: a copy
             self.meta.get("parts", {}).pop(name, None)  # must never fail a read; the logs are read next time

@@ -341,6 +341,9 @@ class Store(Base):
             if in_place:
                 snapshot = self.tmp / f"copy-{d.index}-{table}.parquet"
                 _snapshot(copy.path(self.copy_name, table), snapshot)
+                if not copy.unchanged(self.copy_name, table, snapshot):  # rewritten since it was checked
+                    raise LogError(f"{d.path}: its columnar copy ({copy.folder}) changed while it was read (another "
+                                   "analysis rewrote it); run the command again")
                 self._in_place.setdefault(d.index, {})[table] = (snapshot, buf.rows)
                 buf.rows += sizes[table]
                 continue

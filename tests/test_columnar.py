@@ -305,3 +305,43 @@ def test_sessions_are_ordered_by_their_keys_text(lineups: list[str]) -> None:
     assert order.tolist() == want
     rank = {lu: k for k, lu in enumerate(sorted(set(lus)))}
     assert strata.tolist() == [rank[lus[k]] for k in want]
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "missing"])
+def test_a_damaged_copy_is_read_from_the_logs_and_rewritten(tmp_path: Path, copies: Path, damage: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy's file damaged (bytes changed in place, cut short, deleted) is never read: the logs are, with the
+    same numbers, and the part is written again whole."""
+    from econarena.analysis import columnar, scan, store
+    from econarena.analysis.report import build_report
+
+    run = _grid(tmp_path / "runs")
+    build_report([run], tmp_path / "r1", n_boot=50, seed=1, transcripts=0)
+    target = next(copies.glob("*/store.decisions.parquet"))
+    data = target.read_bytes()
+    if damage == "flipped":
+        target.write_bytes(data[:100] + bytes(b ^ 0xFF for b in data[100:140]) + data[140:])
+    elif damage == "truncated":
+        target.write_bytes(data[: len(data) // 2])
+    else:
+        target.unlink()
+    parsed: list[Path] = []
+    real = scan.iter_records
+
+    def counted(path: Path, kind: str) -> Any:
+        parsed.append(path)
+        return real(path, kind)
+    with monkeypatch.context() as m:
+        m.setattr(scan, "iter_records", counted)
+        m.setattr(store, "IN_PLACE", 0)  # a copy read in place would meet the damage in the middle of a query
+        build_report([run], tmp_path / "r2", n_boot=50, seed=1, transcripts=0)
+    assert parsed  # the logs were read
+    for name in ("metrics.csv", "glee_effects.csv", "glee_pairs.csv"):
+        assert (tmp_path / "r1" / name).read_bytes() == (tmp_path / "r2" / name).read_bytes(), name
+    meta = json.loads((target.parent / "meta.json").read_text(encoding="utf-8"))
+    assert columnar.file_digest(target) == meta["parts"]["store"]["files"]["decisions"]
+    with monkeypatch.context() as m:  # and the rewritten copy is read again
+        _NoLogs(m)
+        m.setattr(store, "IN_PLACE", 0)
+        build_report([run], tmp_path / "r3", n_boot=50, seed=1, transcripts=0)
+    assert (tmp_path / "r1" / "metrics.csv").read_bytes() == (tmp_path / "r3" / "metrics.csv").read_bytes()
