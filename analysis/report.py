@@ -81,25 +81,30 @@ def _usage_of_part(part: pd.DataFrame) -> dict[str, Any]:
             "errors": int(part["error"].notna().sum())}
 
 
-def _usage_of_store(store: Any, label: Any, agent: Any) -> dict[str, Any]:
-    """The same from the engine, without the decisions in memory: token counts are whole numbers (their sums
-    exact in any order); the mean latency adds the latencies in log order, as pandas' mean does."""
-    where = "role <> 'opponent' AND label IS NOT DISTINCT FROM ? AND agent IS NOT DISTINCT FROM ?"
-    models = [r[0] for r in store.con.execute(f"SELECT DISTINCT model FROM decisions WHERE {where} AND model IS "
-                                              "NOT NULL", [label, agent]).fetchall()]
-    n, tin, tout, n_out, known, cached, errors = store.con.execute(f"""SELECT count(*), sum(tokens_in),
-        sum(tokens_out), count(tokens_out), count(*) FILTER (WHERE tokens_in IS NOT NULL OR tokens_out IS NOT NULL),
-        count(*) FILTER (WHERE cached), count(error) FROM decisions WHERE {where}""", [label, agent]).fetchall()[0]
-    latency = store.con.sql(f"SELECT latency_s FROM decisions WHERE {where}", params=[label, agent]
-                            ).fetchnumpy()["latency_s"]
-    latency = np.ma.filled(np.ma.asarray(latency, dtype=float), np.nan)
-    have = ~np.isnan(latency)
-    return {"models": sorted({str(m) for m in models}), "decisions": int(n),
+def _usage_of_store(store: Any) -> list[tuple[tuple[Any, Any], dict[str, Any]]]:
+    """The same from the engine for every label and agent, without the decisions in memory: one grouped pass
+    (token counts are whole numbers, their sums exact in any order), then each one's latencies in log order
+    for the mean, added as pandas' mean adds them."""
+    found = store.con.execute("""SELECT label, agent, list(DISTINCT model) FILTER (WHERE model IS NOT NULL),
+        count(*), sum(tokens_in), sum(tokens_out), count(tokens_out),
+        count(*) FILTER (WHERE tokens_in IS NOT NULL OR tokens_out IS NOT NULL), count(*) FILTER (WHERE cached),
+        count(error) FROM decisions WHERE role <> 'opponent' GROUP BY label, agent""").fetchall()
+    found.sort(key=lambda k: (k[0], k[1] is None, k[1] or ""))
+    out = []
+    for label, agent, models, n, tin, tout, n_out, known, cached, errors in found:
+        latency = store.con.sql("SELECT latency_s FROM decisions WHERE role <> 'opponent' AND label IS NOT "
+                                "DISTINCT FROM ? AND agent IS NOT DISTINCT FROM ?", params=[label, agent]
+                                ).fetchnumpy()["latency_s"]
+        latency = np.ma.filled(np.ma.asarray(latency, dtype=float), np.nan)
+        have = ~np.isnan(latency)
+        out.append(((label, agent), {
+            "models": sorted({str(m) for m in models or ()}), "decisions": int(n),
             "tokens_in": math.nan if tin is None else float(tin),
             "tokens_out": math.nan if tout is None else float(tout),
             "known": bool(known), "tokens_out_mean": float(tout) / n_out if n_out else math.nan,
             "latency_mean": float(np.where(have, latency, 0.0).sum()) / int(have.sum()) if have.any() else math.nan,
-            "cached_mean": int(cached) / int(n) if n else math.nan, "errors": int(errors)}
+            "cached_mean": int(cached) / int(n) if n else math.nan, "errors": int(errors)}))
+    return out
 
 
 def usage_table(frames: Any, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
@@ -109,10 +114,7 @@ def usage_table(frames: Any, prices: dict[str, tuple[float, float]] | None = Non
 
     prices = prices or {}
     if isinstance(frames, Store):
-        keys = frames.con.execute("SELECT DISTINCT label, agent FROM decisions WHERE role <> 'opponent'"
-                                  ).fetchall()
-        keys.sort(key=lambda k: (k[0], k[1] is None, k[1] or ""))
-        parts = ((k, _usage_of_store(frames, *k)) for k in keys)
+        parts: Any = _usage_of_store(frames)
     else:
         d = frames.decisions[frames.decisions["role"] != "opponent"]
         parts = ((k, _usage_of_part(part)) for k, part in d.groupby(["label", "agent"], sort=True, dropna=False))

@@ -187,29 +187,40 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
 STREAM_BATCH = 262_144  # rows per batch streamed out of the engine (about 20 MB of columns)
 
 
-def _session_sums(store: Any, d: int, role: str, table: str) -> dict[str, dict[str, np.ndarray]] | None:
-    """Per label: each (lineup, session)'s row count ``n``, and each value column's sum and count (``_n``)
-    over the directory's rows of ``table``, in one streamed pass; None when it has no rows."""
+def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[tuple[Any, dict[str, np.ndarray]]]]:
+    """Per label and lineup: each session's row count ``n``, and each value column's sum and count (``_n``)
+    over the directory's rows of ``table``, in one streamed pass; empty when it has no rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     values = _PLAYER_VALUES if table == "players" else _DECISION_VALUES
-    # each (label, lineup)'s sessions get a block of cells, one per session number in its range
-    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session) FROM {table} WHERE dir = ? {role}
-        GROUP BY label, lineup""", [d]).fetchall()
+    source = store.relation(table, d)
+    # each (label, lineup) gets a block of cells: one per session number in its range, or, where its session
+    # numbers lie far apart (shards, imported numbering), one per session it has (found by binary search)
+    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session), count(DISTINCT session)
+        FROM {source} WHERE TRUE {role} GROUP BY label, lineup""").fetchall()
     if not pairs:
-        return None
-    where: dict[tuple[Any, Any], int] = {}
+        return {}
+    index: dict[tuple[Any, Any], int] = {}
+    offset, low = np.zeros(len(pairs), dtype=np.int64), np.zeros(len(pairs), dtype=np.int64)
+    sparse: dict[int, np.ndarray] = {}
     cells = 0
-    for label, lineup, low, high in pairs:
-        where[(label, lineup)] = cells - int(low)
-        cells += int(high) - int(low) + 1
+    for p, (label, lineup, lo, hi, k) in enumerate(pairs):
+        index[(label, lineup)] = p
+        offset[p], low[p] = cells, int(lo)
+        if int(hi) - int(lo) + 1 <= 2 * int(k) + 1024:
+            cells += int(hi) - int(lo) + 1
+        else:
+            sparse[p] = store.con.execute(f"""SELECT DISTINCT session FROM {source} WHERE label IS NOT DISTINCT FROM ?
+                AND lineup IS NOT DISTINCT FROM ? {role} ORDER BY session""", [label, lineup]).fetchnumpy()["session"]
+            sparse[p] = np.asarray(sparse[p], dtype=np.int64)
+            cells += len(sparse[p])
     n = np.zeros(cells, dtype=np.int64)
     sums = {c: np.zeros(cells) for c in values}
     counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
     exprs = ", ".join(f"{sql} AS {c}" for c, (sql, _) in values.items())
-    reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {table} WHERE dir = ? {role}",
-                           params=[d]).to_arrow_reader(STREAM_BATCH)
+    reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
+                           ).to_arrow_reader(STREAM_BATCH)
     last = -1
     for batch in reader:
         rows = batch.column("row").to_numpy()
@@ -219,10 +230,13 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[str, dict[s
         labels = pc.dictionary_encode(batch.column("label"), null_encoding="encode")
         lineups = pc.dictionary_encode(batch.column("lineup"), null_encoding="encode")
         ld, ud = labels.dictionary.to_pylist(), lineups.dictionary.to_pylist()
-        base = np.array([[where.get((a, b), 0) for b in ud] for a in ld], dtype=np.int64).reshape(len(ld), len(ud))
-        li = labels.indices.to_numpy(zero_copy_only=False)
-        ui = lineups.indices.to_numpy(zero_copy_only=False)
-        cell = base[li, ui] + batch.column("session").to_numpy(zero_copy_only=False)
+        ids = np.array([[index.get((a, b), 0) for b in ud] for a in ld], dtype=np.int64).reshape(len(ld), len(ud))
+        pid = ids[labels.indices.to_numpy(zero_copy_only=False), lineups.indices.to_numpy(zero_copy_only=False)]
+        session = batch.column("session").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        cell = offset[pid] + (session - low[pid])
+        for p in sparse.keys() & set(np.unique(pid).tolist()):
+            rows_of = pid == p
+            cell[rows_of] = offset[p] + np.searchsorted(sparse[p], session[rows_of])
         n += np.bincount(cell, minlength=cells)
         for c, (_, ordered) in values.items():
             x = batch.column(c)
@@ -236,11 +250,11 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[str, dict[s
             else:
                 sums[c] += np.bincount(at, weights=x, minlength=cells)
     out: dict[Any, list[tuple[Any, dict[str, np.ndarray]]]] = {}
-    for label, lineup, low, high in pairs:
-        start = where[(label, lineup)] + int(low)
-        part = slice(start, start + int(high) - int(low) + 1)
+    for p, (label, lineup, lo, hi, _) in enumerate(pairs):
+        size = len(sparse[p]) if p in sparse else int(hi) - int(lo) + 1
+        part = slice(int(offset[p]), int(offset[p]) + size)
         have = np.flatnonzero(n[part] > 0)
-        cols = {"session": have + int(low), "n": n[part][have].astype(float)}
+        cols = {"session": sparse[p][have] if p in sparse else have + int(lo), "n": n[part][have].astype(float)}
         for c in values:
             k = counts[c][part][have]
             cols[c] = np.where(k > 0, sums[c][part][have], np.nan)  # no value at all: the engine's NULL
@@ -280,7 +294,7 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
     if not wanted:
         return []
     found = _session_sums(store, d, role, table)
-    if found is None:
+    if not found:
         return []
     out = []
     for label in sorted(found):

@@ -113,7 +113,7 @@ def test_report_from_the_copies_equals_the_pinned_numbers(tmp_path: Path, copies
             return real(path, kind)
         m.setattr(scan, "iter_records", counted)
         if mode != "inserted":  # mixed: the larger half of the copies read in place, the rest inserted
-            sizes = sorted(sum(1 for _ in open(d / "decisions.jsonl", "rb")) for d in dirs)
+            sizes = sorted((d / "decisions.jsonl").read_bytes().count(b"\n") for d in dirs)
             m.setattr(store, "IN_PLACE", 0 if mode == "in place" else sizes[len(sizes) // 2])
             assert mode == "in place" or sizes[0] < sizes[len(sizes) // 2]
         second = _outputs(dirs, tmp_path / "report2", tmp_path, monkeypatch)
@@ -345,3 +345,64 @@ def test_a_damaged_copy_is_read_from_the_logs_and_rewritten(tmp_path: Path, copi
         m.setattr(store, "IN_PLACE", 0)
         build_report([run], tmp_path / "r3", n_boot=50, seed=1, transcripts=0)
     assert (tmp_path / "r1" / "metrics.csv").read_bytes() == (tmp_path / "r3" / "metrics.csv").read_bytes()
+
+
+@pytest.mark.parametrize("spread", [1, 10**12])
+def test_metric_table_sums_equal_the_frames_with_sessions_far_apart(tmp_path: Path, copies: Path, spread: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streamed per-session sums give the metric table of the rows (cluster_sums on the frames) to the
+    last bit, also when session numbers lie far apart (a cell per session, not per number in between), and
+    from a copy read in place as from the logs."""
+    from econarena.analysis import store as store_mod
+    from econarena.analysis.load import study
+    from econarena.analysis.tables import METRICS, SETTING_COLUMNS, metric_table
+
+    run = _grid(tmp_path / "runs", sessions=5)
+    if spread != 1:
+        for name in ("runs.jsonl", "decisions.jsonl"):
+            lines = (run / name).read_text(encoding="utf-8").splitlines()
+            recs = [json.loads(x) for x in lines]
+            for r in recs:
+                r["session"] = r["session"] * spread + 7
+            (run / name).write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    by = (*SETTING_COLUMNS, "label")
+    for in_place in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(store_mod, "IN_PLACE", 0 if in_place else 10**9)
+            store, _ = study([run])
+            try:
+                got = metric_table(store, tuple(METRICS), by, n_boot=40, seed=2)
+                want = metric_table(store.frames(), tuple(METRICS), by, n_boot=40, seed=2)
+            finally:
+                store.close()
+        assert len(got) == len(want) > 0
+        assert got.to_csv(float_format="%.17g") == want.to_csv(float_format="%.17g")
+
+
+def test_a_failed_export_stops_its_reading_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exports' batches come from a second thread: a write that fails raises here, and that thread stops
+    after its batch rather than reading the rest of the table."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from econarena.analysis import store as store_mod
+    from econarena.analysis.load import study
+
+    monkeypatch.setenv("ECONARENA_COLUMNS", "off")
+    run = _grid(tmp_path / "runs")
+    monkeypatch.setattr(store_mod, "EXPORT_BATCH", 2)
+    store, _ = study([run])
+    try:
+        calls = {"n": 0}
+
+        def failing(self: Any, batch: Any, *a: Any, **k: Any) -> None:
+            calls["n"] += 1
+            raise OSError("disk full")
+        monkeypatch.setattr(pq.ParquetWriter, "write_batch", failing)
+        with pytest.raises(OSError, match="disk full"):
+            store.export(tmp_path / "out")
+        assert calls["n"] == 1
+        assert not [t for t in threading.enumerate() if t.name == "export"]
+    finally:
+        store.close()
