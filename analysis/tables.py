@@ -184,7 +184,7 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "tokens_in_per_decision": ("tokens_in", "tokens_in_n"), "tokens_out_per_decision": ("tokens_out", "tokens_out_n"),
     "latency_s_per_decision": ("latency_s", "latency_s_n"),
 }
-STREAM_BATCH = 262_144  # rows per batch streamed out of the engine (about 20 MB of columns)
+STREAM_BATCH = 65_536  # rows per batch streamed out of the engine (about 5 MB of columns)
 
 
 def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[tuple[Any, dict[str, np.ndarray]]]]:
