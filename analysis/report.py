@@ -109,7 +109,7 @@ def _usage_of_store(store: Any) -> list[tuple[tuple[Any, Any], dict[str, Any]]]:
 
 def usage_table(frames: Any, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """Tokens, latency and cost per label (the decisions of opponents left out). ``frames``: the loaded
-    :class:`Frames`, or the columnar store, summed by the engine one label and agent at a time."""
+    :class:`Frames`, or the columnar store, summed by the engine (``_usage_of_store``)."""
     from .store import Store
 
     prices = prices or {}

@@ -199,6 +199,7 @@ class Store(Base):
         self._restored: set[int] = set()  # directories read from their copy: their counts are in their rows
         # directories whose copy is read in place: table -> (the snapshot of its file, its first row number)
         self._in_place: dict[int, dict[str, tuple[Path, int]]] = {}
+        self._branches: dict[tuple[str, int], str] = {}  # (table, directory) -> its rows read in place (SQL)
         self._to_copy: list[tuple[Dir, Any, dict[str, Any]]] = []  # copies written once the counts are in
         self._scales: list[float] = []
         self._complete = self._incomplete = 0
@@ -449,11 +450,13 @@ class Store(Base):
 
     def _views(self) -> None:
         """The tables the queries read: each a view of the ``*_log`` rows and the copies read in place, a
-        branch per run of directories of one kind, in the directories' order (so in row order)."""
+        branch per run of directories of one kind, in the directories' order (so in row order). Each copy's
+        branch is kept for ``relation``."""
         for table in TABLES:
             if not self._in_place:
                 self.con.execute(f"CREATE VIEW {table} AS SELECT * FROM {table}_log")
                 continue
+            types = [(r[0], r[1]) for r in self.con.execute(f"DESCRIBE {table}_log").fetchall()]
             branches: list[str] = []
             logged: list[int] = []
             for d in [*self.dirs, None]:
@@ -464,27 +467,22 @@ class Store(Base):
                     branches.append(f"SELECT * FROM {table}_log WHERE dir BETWEEN {logged[0]} AND {logged[-1]}")
                     logged = []
                 if d is not None:
-                    branches.append(self._in_place_sql(table, d.index))
+                    # the copy's rows with the columns (and their order) of the ``*_log`` table
+                    path, first = self._in_place[d.index][table]
+                    source = f"read_parquet('{_quote(path)}')"
+                    have = {r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+                    cols = [f"{first} + row_in_dir AS row" if c == "row" else f"{int(d.index)}::INTEGER AS dir"
+                            if c == "dir" else f'"{c}"' if c in have else f'NULL::{t} AS "{c}"' for c, t in types]
+                    self._branches[(table, d.index)] = f"SELECT {', '.join(cols)} FROM {source}"
+                    branches.append(self._branches[(table, d.index)])
             self.con.execute(f"CREATE VIEW {table} AS " + " UNION ALL ".join(branches))
-
-    def _in_place_sql(self, table: str, d: int) -> str:
-        """The rows of a copy read in place, with the columns (and their order) of the ``*_log`` table."""
-        if not hasattr(self, "_types"):
-            self._types = {t: [(r[0], r[1]) for r in self.con.execute(f"DESCRIBE {t}_log").fetchall()]
-                           for t in TABLES}
-        path, first = self._in_place[d][table]
-        source = f"read_parquet('{_quote(path)}')"
-        have = {r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-        cols = [f"{first} + row_in_dir AS row" if c == "row" else f"{int(d)}::INTEGER AS dir"
-                if c == "dir" else f'"{c}"' if c in have else f'NULL::{t} AS "{c}"' for c, t in self._types[table]]
-        return f"SELECT {', '.join(cols)} FROM {source}"
 
     def relation(self, table: str, d: int) -> str:
         """One directory's rows of ``table`` as a subquery: its copy's file when read in place, else its
         rows of the ``*_log`` table. Per-directory queries use it rather than the view, whose plan has a
         branch for every copy read in place (planning alone: 0.2 s a query with a thousand of them)."""
-        if d in self._in_place:
-            return f"({self._in_place_sql(table, d)})"
+        if (table, d) in self._branches:
+            return f"({self._branches[(table, d)]})"
         return f"(SELECT * FROM {table}_log WHERE dir = {int(d)})"
 
     def close(self) -> None:

@@ -211,9 +211,9 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
         if int(hi) - int(lo) + 1 <= 2 * int(k) + 1024:
             cells += int(hi) - int(lo) + 1
         else:
-            sparse[p] = store.con.execute(f"""SELECT DISTINCT session FROM {source} WHERE label IS NOT DISTINCT FROM ?
-                AND lineup IS NOT DISTINCT FROM ? {role} ORDER BY session""", [label, lineup]).fetchnumpy()["session"]
-            sparse[p] = np.asarray(sparse[p], dtype=np.int64)
+            sparse[p] = np.asarray(store.con.execute(f"""SELECT DISTINCT session FROM {source} WHERE label IS NOT
+                DISTINCT FROM ? AND lineup IS NOT DISTINCT FROM ? {role} ORDER BY session""", [label, lineup]
+                ).fetchnumpy()["session"], dtype=np.int64)
             cells += len(sparse[p])
     n = np.zeros(cells, dtype=np.int64)
     sums = {c: np.zeros(cells) for c in values}

@@ -93,14 +93,18 @@ def _no_drawing(fig: Any, out: Path, key: str, sources: Any) -> tuple[Path, Path
 
 
 def outputs(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    dirs = [_write_dir(n, root / "runs") for n in DIRS] + [_glee_grid(root / "runs")]
+    return outputs_of(dirs, root / "report", root, monkeypatch)
+
+
+def outputs_of(dirs: list[Path], out: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The pinned outputs of report (written to ``out``) and analyze glee over directories already written
+    (tests/test_columnar.py reads them twice: from the logs, then from their copies)."""
     from econarena.analysis import figures
     from econarena.analysis.families import glee
     from econarena.analysis.report import build_report
 
     monkeypatch.setattr(figures, "_save", _no_drawing)
-
-    dirs = [_write_dir(n, root / "runs") for n in DIRS] + [_glee_grid(root / "runs")]
-    out = root / "report"
     build_report(dirs, out, n_boot=BOOT, seed=3, transcripts=2)
     found: dict[str, Any] = {}
     for f in sorted(out.glob("*.csv")):

@@ -49,36 +49,9 @@ class _NoLogs:
 
 
 def _outputs(dirs: list[Path], out: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """tests/test_analysis_golden.py's outputs() of directories already written (so they can be read twice)."""
-    import io
-
-    import pandas as pd
     import test_analysis_golden as golden
 
-    from econarena.analysis import figures
-    from econarena.analysis.families import glee
-    from econarena.analysis.report import build_report
-
-    monkeypatch.setattr(figures, "_save", golden._no_drawing)
-    build_report(dirs, out, n_boot=golden.BOOT, seed=3, transcripts=2)
-    found: dict[str, Any] = {}
-    for f in sorted(out.glob("*.csv")):
-        found[f.name] = golden._clean(f.read_text(encoding="utf-8"), root).splitlines()
-    for f in sorted(out.glob("*.parquet")):
-        df = pd.read_parquet(f)
-        df = df.drop(columns=[c for c in df.columns if "latency" in c])
-        buf = io.StringIO()
-        df.to_csv(buf, index=False)
-        found[f.name] = golden._clean(buf.getvalue(), root).splitlines()
-    found["report.html"] = golden._html_numbers((out / "report.html").read_text(encoding="utf-8"), root)
-    datas = glee.collect(dirs)
-    fits = glee.fit_all(datas)
-    found["analyze glee"] = [glee.format_fit(f) for f in fits]
-    found["analyze glee --pairs"] = [glee.format_fit(f) for f in glee.fit_all(datas, pairs=True)]
-    found["glee_effects.csv (analyze)"] = glee.effects_csv(fits).splitlines()
-    tables = [t for t in (glee.pair_table(d) for _, d in sorted(datas.items())) if t is not None]
-    found["glee_pairs.csv (analyze)"] = glee.pairs_csv(tables).splitlines()
-    return found
+    return golden.outputs_of(dirs, out, root, monkeypatch)
 
 
 @pytest.mark.parametrize("mode", ["inserted", "in place", "mixed"])
