@@ -92,9 +92,9 @@ def test_report_from_the_copies_equals_the_pinned_numbers(tmp_path: Path, copies
         second = _outputs(dirs, tmp_path / "report2", tmp_path, monkeypatch)
     assert set(parsed) == logs
     pinned = json.loads(gzip.decompress(golden.PIN.read_bytes()))
-    assert first == pinned
+    assert golden.differences(first, pinned) == []
     second = {k: [x.replace("report2", "report") for x in v] for k, v in second.items()}
-    assert second == pinned
+    assert second == first  # the same machine: the copies give the first read's bits, LAPACK's included
 
 
 def test_a_second_read_parses_no_log_and_gives_the_same_report(tmp_path: Path, copies: Path,
