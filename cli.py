@@ -140,6 +140,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     target = args.game
     if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
         target = f"{m.group(1).replace('/', '.')}:{m.group(2)}"
+        trust_folders(["."])  # a file named on the command line: the user named its folder
     if target.endswith(".toml"):  # an experiment file: check the game it plays
         from .hosts.config import ConfigError, load_experiment
 
@@ -469,7 +470,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_reports.register(sub)
     cli_bench.register(sub)
+    for name in TRUSTING:  # the one way a game or player module of one's own is imported: named by the user
+        sub.choices[name].add_argument(
+            "--trust", action="append", default=[], metavar="DIR",
+            help="import game and player modules (package.module:Class) from this folder (repeatable); nothing "
+                 "a file names is imported otherwise, not from the current folder nor an experiment's")
     return p
+
+
+# the commands that may meet a game or player path; the others never import one
+TRUSTING = ("run", "steer", "validate", "check", "summary", "report", "compare", "analyze", "suite")
+
+
+def trust_folders(folders: list[str]) -> str | None:
+    """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
+    from .agents import plugins as agent_plugins
+    from .games import plugins
+
+    for folder in folders:
+        try:
+            plugins.trust(folder)
+            agent_plugins.trust(folder)
+        except (plugins.PluginError, agent_plugins.PluginError) as exc:
+            return str(exc)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -480,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     from .files import FileRefused
     from .rundir import LogError
 
+    if problem := trust_folders(getattr(args, "trust", [])):
+        err(problem)
+        return EXIT_CONFIG
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
         with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
             code = args.func(args)
