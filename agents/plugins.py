@@ -2,11 +2,12 @@
 
 ``agent = "my_agents.shade:Shade"`` seats an instance of ``Shade(label)``. The module is imported only from a
 folder the user names (:func:`trust`, the command line's ``--trust DIR``), never from ``sys.path``, the
-current folder or an experiment's folder on their own, as a game's path is (``games/plugins.py``). The class subclasses :class:`CustomAgent` and writes ``act(request)``: it sees what an
-LLM would (the messages) and what a baseline would (``request.strategy(kind)``: the game's reference
-actions; ``request.rng``: the decision's seeded generator), and returns the reply's JSON object or raw text,
-which the Host judges and logs like any reply. Like a game path, this imports code by name: this module
-and ``games/plugins.py`` are the only ones that do (``tests/test_layers.py``).
+current folder or an experiment's folder on their own, as a game's path is (``games/plugins.py``). The
+class subclasses :class:`CustomAgent` and writes ``act(request)``: it sees what an LLM would (the
+messages) and what a baseline would (``request.strategy(kind)``: the game's reference actions;
+``request.rng``: the decision's seeded generator), and returns the reply's JSON object or raw text, which
+the Host judges and logs like any reply. Like a game path, this imports code by name: this module and
+``games/plugins.py`` are the only ones that do (``tests/test_layers.py``).
 """
 
 from __future__ import annotations

@@ -61,8 +61,8 @@ def cli(*args: str, cwd: Path, hook: Path, code: int | None = 0) -> subprocess.C
     env["PYTHONPATH"] = os.pathsep.join([str(hook), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
     # as the console script starts: sys.path[0] is not the current folder (python -c would put it there)
     proc = subprocess.run([sys.executable, "-c", "import sys; sys.path.pop(0); import numpy, unittest; "
-                           "from econarena.cli import main; sys.exit(main())", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=budget(120))
+                           "from econarena.cli import main; sys.exit(main())", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=budget(120))
     if code is not None:
         assert proc.returncode == code, f"{args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     assert "Traceback" not in proc.stderr, proc.stderr
