@@ -19,8 +19,13 @@ Forms understood:
 The rules, chosen so that nothing written inside reasoning can ever be judged as the move:
 
 - every reasoning block is removed from the answer, wherever it stands;
+- a tag inside a JSON string of the answer (``{"reason": "I <think> it is 40"}``), or a word that only
+  begins like one (``<think-tank>``), is text of the answer, not a block;
 - a reply that ends inside a reasoning block (an opening tag never closed, or, with ``opened=True`` or an
-  end marker, no end at all) is ``unfinished``: the caller records it as truncated, never as a move;
+  end marker, no end at all) is ``unfinished``; what stands before the block is still its answer. At the
+  token limit the caller records it as truncated, never as a move; where the server said the model
+  stopped on its own, the answer before the block is judged, and a reply with none is said to have ended
+  inside its reasoning (``agents/llm.py``, ``hosts/host.py``), not to have hit a token limit;
 - an answer left empty after the reasoning stays empty (the game then judges it unreadable);
 - with a server-side reasoning parser, ``content`` of ``null`` beside reasoning text means the parser
   never saw the reasoning end: unfinished; an empty string ``""`` is an empty answer.
@@ -59,8 +64,11 @@ class ReplyParts:
         return bool(self.reasoning) or self.hidden or bool(self.tokens)
 
 
-# an opening tag: <think>, <THINK>, <think type="x">, <thinking>, and self-closed <think/>; a closing tag
-_TAG = re.compile(r"<(/?)\s*(?:think|thinking)\b[^<>]*?(/?)>", re.IGNORECASE)
+# an opening tag: <think>, <THINK>, <think type="x">, <thinking>, and self-closed <think/>; a closing tag.
+# The name ends at a space, '/' or '>': <think-tank> and <thinker> are words of the answer, not tags
+_TAG = re.compile(r"<(/?)\s*(?:think|thinking)(?=[\s/>])[^<>]*?(/?)>", re.IGNORECASE)
+# a double quote that opens or closes a JSON string (not one escaped inside it)
+_QUOTE = re.compile(r'(?<!\\)"')
 # what must be in a text for a tag to be possible (cheap test before the regex)
 _HINT = re.compile(r"think", re.IGNORECASE)
 
@@ -92,9 +100,17 @@ def split_text(text: str | None, *, end: str | None = None, opened: bool = False
     thought: list[str] = []
     inside = opened
     pos = 0
+    quoted = False  # whether the answer so far leaves a JSON string open: a tag there is text of the string
     for m in _TAG.finditer(text):
         closing, selfclosed = m.group(1), m.group(2)
         chunk = text[pos:m.start()]
+        if not inside:
+            quoted ^= len(_QUOTE.findall(chunk)) % 2 == 1
+            if quoted:  # {"reason": "I <think> it is 40"}: the model's words, not a block
+                answer.append(text[pos:m.end()])
+                quoted ^= len(_QUOTE.findall(m.group(0))) % 2 == 1
+                pos = m.end()
+                continue
         if closing:
             # a closing tag ends a block; one with no block open means the text up to here was reasoning
             # (the template opened it), so it is never answer either
