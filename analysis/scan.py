@@ -195,10 +195,16 @@ def config_problem(cfg: dict[str, Any]) -> str | None:
 
 
 def _shard(d: Dir) -> tuple[int, int] | None:
+    """The directory's shard (K, N) from its manifest; a shard that no --shard K/N could write (5 of 2, 0 of
+    3, "1") is refused naming the file: read as a whole experiment, its numbers would pose as all of it."""
     s = d.manifest.get("shard")
-    if isinstance(s, dict) and isinstance(s.get("index"), int) and isinstance(s.get("count"), int):
-        return s["index"], s["count"]
-    return None
+    if s is None:
+        return None
+    k, n = (s.get("index"), s.get("count")) if isinstance(s, dict) else (None, None)
+    if not (type(k) is int and type(n) is int and 1 <= k <= n):
+        raise LogError(f"{d.path / MANIFEST}: 'shard' is {json.dumps(s, default=str)[:60]}: expected "
+                       "{\"index\": K, \"count\": N} with 1 <= K <= N, as run --shard K/N writes it")
+    return k, n
 
 
 class Names(set):  # type: ignore[type-arg]

@@ -129,3 +129,30 @@ def test_a_directory_named_in_another_encoding_is_refused_and_its_link_is_read(p
     r = cli("report", str(tmp_path / "link"), "--out", str(tmp_path / "rep"), "--boot", "10")
     assert r.returncode == 0, r.stderr
     assert pd.read_csv(tmp_path / "rep" / "metrics.csv")["run_dir"].eq(str(tmp_path / "link")).all()
+
+
+def test_a_run_record_whose_params_is_no_table_is_refused_by_every_reader(played: Path, tmp_path: Path) -> None:
+    """`"params": [1, 2]` stopped report and compare with an AttributeError traceback."""
+    d = _edited(played, tmp_path / "bc", "runs.jsonl", lambda r: r[1].__setitem__("params", [1, 2]))
+    for args in (["report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10"], ["compare", str(d), str(played)],
+                 ["summary", str(d)], ["analyze", "glee", str(d)]):
+        r = cli(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "runs.jsonl: line 2: not a runs record: 'params' must be a JSON object of the game's parameters or " \
+               "null (got list)" in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("shard", [{"index": 5, "count": 2}, {"index": 0, "count": 3}, {"index": "1", "count": 2},
+                                   {"index": True, "count": 1}, [1, 2]])
+def test_a_shard_no_run_writes_is_refused_not_reported(played: Path, tmp_path: Path, shard: Any) -> None:
+    """A manifest saying shard 5 of 2 was reported as "shard 5 of 2 of experiment ..."; one with a shard
+    of the wrong type was read as the whole experiment."""
+    d = tmp_path / "bc"
+    shutil.copytree(played, d)
+    manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    manifest["shard"] = shard
+    (d / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    r = cli("report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10")
+    assert r.returncode == 2 and "manifest.json: 'shard' is " in r.stderr and "1 <= K <= N" in r.stderr, r.stderr
+    assert not (tmp_path / "rep" / "metrics.csv").exists()
