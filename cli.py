@@ -141,6 +141,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
         target = f"{m.group(1).replace('/', '.')}:{m.group(2)}"
         trust_folders(["."])  # a file named on the command line: the user named its folder
+    elif m := re.fullmatch(r"(.+\.py):(\w+)", target):  # /abs/path/duopoly.py:Duopoly, ../x.py:Duopoly
+        file = Path(m.group(1)).expanduser()
+        if not file.is_file():
+            err(f"{m.group(1)}: no such file (expected a Python file FILE.py:Class of your game)")
+            return EXIT_CONFIG
+        if not file.stem.isidentifier():
+            err(f"{m.group(1)}: {file.stem!r} is no module name (letters, digits and '_'): rename the file")
+            return EXIT_CONFIG
+        target = f"{file.stem}:{m.group(2)}"  # the module is the file, imported from the folder it lies in
+        if problem := trust_folders([str(file.resolve().parent)]):
+            err(problem)
+            return EXIT_CONFIG
     if target.endswith(".toml"):  # an experiment file: check the game it plays
         from .hosts.config import ConfigError, load_experiment
 

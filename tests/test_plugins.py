@@ -141,6 +141,11 @@ def test_a_module_path_beside_the_experiment_is_found(tmp_path: Path) -> None:
     assert "7 of 7 contract checks pass" in out
     out = cli("check", "my_games/duopoly.py:Duopoly", "--seeds", "3", cwd=study).stdout  # the file's path
     assert "duopoly: 7 of 7 contract checks pass" in out
+    for named in (study / "my_games" / "duopoly.py", Path("..") / "study" / "my_games" / "duopoly.py"):
+        out = cli("check", f"{named}:Duopoly", "--seeds", "3", cwd=elsewhere).stdout  # an absolute path, or ../
+        assert "duopoly: 7 of 7 contract checks pass" in out
+    err = cli("check", f"{study / 'nope.py'}:Duopoly", cwd=elsewhere, code=2).stderr
+    assert f"{study / 'nope.py'}: no such file" in err
     cli("report", "runs/duopoly", "--out", "report", "--trust", ".", cwd=study)
     assert "Cournot duopoly" in (study / "report" / "report.html").read_text(encoding="utf-8")
     cli("report", "runs/duopoly", "--out", "plain", cwd=study)  # untrusted: read from the records alone
