@@ -156,3 +156,26 @@ def test_a_shard_no_run_writes_is_refused_not_reported(played: Path, tmp_path: P
     r = cli("report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10")
     assert r.returncode == 2 and "manifest.json: 'shard' is " in r.stderr and "1 <= K <= N" in r.stderr, r.stderr
     assert not (tmp_path / "rep" / "metrics.csv").exists()
+
+
+def test_a_run_recorded_twice_differently_is_said_with_its_difference(played: Path, tmp_path: Path) -> None:
+    """A second, different record of a run was counted once in silence by summary, and by report as a plain
+    duplicate; now both say the records differ, where and how, and still count the first."""
+    def again(recs: list[dict[str, Any]]) -> None:
+        second = json.loads(json.dumps(recs[0]))
+        second["payoffs"][0] = 12345.0
+        recs.append(second)
+        recs.append(json.loads(json.dumps(recs[1])))  # and one written twice alike: a plain duplicate
+    d = _edited(played, tmp_path / "bc", "runs.jsonl", again)
+    n = len((d / "runs.jsonl").read_text(encoding="utf-8").splitlines())
+    first = json.loads((d / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])["payoffs"][0]
+    said = (f"runs.jsonl: 1 run(s) recorded twice with different records, e.g. run 0/0 (melee) at line {n - 1}: "
+            f"'payoffs[0]' is 12345.0 here, {json.dumps(first)} there (line 1); the first record is counted")
+    for args in (["summary", str(d)], ["report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10"]):
+        r = cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        out = r.stdout + r.stderr
+        assert "2 run(s) recorded twice; each is counted once" in out and said in out, (args, out)
+    summary = json.loads(cli("summary", str(d), "--json").stdout)
+    plain = json.loads(cli("summary", str(played), "--json").stdout)
+    assert summary["labels"] == plain["labels"]  # the first records counted, the others not
