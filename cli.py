@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -494,6 +495,15 @@ def build_parser() -> argparse.ArgumentParser:
 TRUSTING = ("run", "steer", "validate", "check", "summary", "report", "compare", "analyze", "suite")
 
 
+def disk_full(detail: str) -> str:
+    """What to do when a folder ran out of space: the temporary folder is where the analysis spills."""
+    import tempfile
+
+    first = detail.strip().splitlines()[0][:300] if detail.strip() else "no space left on device"
+    return (f"no space left: {first}. The analysis keeps its working database in the temporary folder "
+            f"{tempfile.gettempdir()}: free some space there, or set TMPDIR to a folder with more room")
+
+
 def trust_folders(folders: list[str]) -> str | None:
     """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
     from .agents import plugins as agent_plugins
@@ -540,8 +550,18 @@ def main(argv: list[str] | None = None) -> int:
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
+        if exc.errno == errno.ENOSPC and not exc.filename:
+            err(disk_full(str(exc)))
+            return EXIT_CONFIG
         err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
         return EXIT_CONFIG
+    except Exception as exc:
+        # the analysis's engine (DuckDB) spills to the temporary folder: a full one is said as such, with
+        # what to do, never as the engine's traceback
+        if type(exc).__module__.lstrip("_").startswith("duckdb") and "No space left on device" in str(exc):
+            err(disk_full(str(exc)))
+            return EXIT_CONFIG
+        raise
     finally:
         release_dead_streams()
 

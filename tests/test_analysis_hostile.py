@@ -179,3 +179,30 @@ def test_a_run_recorded_twice_differently_is_said_with_its_difference(played: Pa
     summary = json.loads(cli("summary", str(d), "--json").stdout)
     plain = json.loads(cli("summary", str(played), "--json").stdout)
     assert summary["labels"] == plain["labels"]  # the first records counted, the others not
+
+
+def test_a_full_temporary_folder_is_said_with_what_to_do(played: Path, tmp_path: Path) -> None:
+    """A report whose temporary folder filled up ended in DuckDB's FatalException traceback. The folder is a
+    512 KB tmpfs mounted in a user namespace of its own (unshare), so the disk really is full."""
+    import os
+    import shutil as sh
+    import subprocess
+    import sys
+
+    from timing import budget
+
+    small = tmp_path / "small"
+    small.mkdir()
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                            f"mount -t tmpfs -o size=512k tmpfs {small}"], capture_output=True, text=True)
+    if sh.which("unshare") is None or probe.returncode != 0:
+        pytest.skip(f"no tmpfs in a user namespace here: {probe.stderr.strip()[:200]}")
+    env = {**os.environ, "ECONARENA_COLUMNS": "off", "TMPDIR": str(small)}
+    script = (f"mount -t tmpfs -o size=512k tmpfs {small} && exec {sys.executable} -m econarena.cli report "
+              f"{played} --out {tmp_path / 'rep'} --boot 10")
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], env=env,
+                       capture_output=True, text=True, timeout=budget(120))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "econarena: error: no space left: " in r.stderr and "No space left on device" in r.stderr
+    assert f"temporary folder {small}: free some space there, or set TMPDIR" in r.stderr
+    assert "Traceback" not in r.stderr
