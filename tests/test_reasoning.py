@@ -42,6 +42,11 @@ DRAFT = 'I could say {"answer": 90}'
     # after a closed string, a tag is a tag again; the answer before an unclosed block stays the answer
     (f'{{"answer": 40}} <think>{DRAFT}', '{"answer": 40}', DRAFT, True),
     (f'{{"r": "a"}} <think>{DRAFT}</think>{{"answer": 2}}', '{"r": "a"} {"answer": 2}', DRAFT, False),
+    # an unbalanced quote, or an escaped backslash before a quote, never hides a block: the draft stays
+    # reasoning (only a JSON object that parses whole holds tags as its words)
+    (f'He said "hi <think>{DRAFT}</think>{{"answer": 5}}', 'He said "hi {"answer": 5}', DRAFT, False),
+    (f'{{"a": "x\\\\"}} <think>{DRAFT}</think>{{"answer": 1}}', '{"a": "x\\\\"} {"answer": 1}', DRAFT, False),
+    (f'{{"a": "<think>{DRAFT}</think>"}}', '{"a": ""}', DRAFT, False),
     ("", "", "", False),
 ])
 def test_hostile_inline(text: str, answer: str, reasoning: str, unfinished: bool) -> None:
