@@ -144,6 +144,16 @@ def test_a_trusted_folder_is_the_one_way_in(received: dict[str, Path], tmp_path:
     # a trusted folder does not open the installed modules a directory names
     cli("summary", str(received["f2py"]), "--trust", str(mine), cwd=root, hook=hook)
     assert not marker.exists()
+    # a trusted folder's module that an imported or installed one of its name would stand in for: refused
+    (mine / "json.py").write_text(EVIL.format(marker=str(marker)), encoding="utf-8")
+    d = received["evil"]
+    (d / "config.toml").write_text((d / "config.toml").read_text(encoding="utf-8").replace("evilgame:X", "json:X"),
+                                   encoding="utf-8")
+    err = cli("validate", str(d / "config.toml"), "--trust", str(mine), cwd=root, hook=hook, code=2).stderr
+    assert "'json': a module 'json' is imported already from elsewhere, not from the trusted folder" in err
+    (d / "config.toml").write_text((d / "config.toml").read_text(encoding="utf-8").replace("json:X", "evilgame:X"),
+                                   encoding="utf-8")
+    assert not marker.exists()
     err = cli("summary", str(received["evil"]), "--trust", str(tmp_path / "none"), cwd=root, hook=hook,
               code=2).stderr
     assert "--trust" in err and "expected a folder" in err
