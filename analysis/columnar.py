@@ -101,7 +101,10 @@ def _own(path: Path, folder: bool) -> bool | None:
         return False
     if stat.S_ISLNK(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
         return False
-    return stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o022 if folder else stat.S_ISREG(st.st_mode)
+    if not folder:
+        return stat.S_ISREG(st.st_mode)
+    # (Windows reports every folder as writable by all: there the owner's ACL decides, not these bits)
+    return stat.S_ISDIR(st.st_mode) and (os.name == "nt" or not st.st_mode & 0o022)
 
 
 def source_key(run_dir: Path) -> dict[str, Any]:
