@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -140,6 +141,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     target = args.game
     if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
         target = f"{m.group(1).replace('/', '.')}:{m.group(2)}"
+        trust_folders(["."])  # a file named on the command line: the user named its folder
+    elif m := re.fullmatch(r"(.+\.py):(\w+)", target):  # /abs/path/duopoly.py:Duopoly, ../x.py:Duopoly
+        file = Path(m.group(1)).expanduser()
+        if not file.is_file():
+            err(f"{m.group(1)}: no such file (expected a Python file FILE.py:Class of your game)")
+            return EXIT_CONFIG
+        if not file.stem.isidentifier():
+            err(f"{m.group(1)}: {file.stem!r} is no module name (letters, digits and '_'): rename the file")
+            return EXIT_CONFIG
+        target = f"{file.stem}:{m.group(2)}"  # the module is the file, imported from the folder it lies in
+        if problem := trust_folders([str(file.resolve().parent)]):
+            err(problem)
+            return EXIT_CONFIG
     if target.endswith(".toml"):  # an experiment file: check the game it plays
         from .hosts.config import ConfigError, load_experiment
 
@@ -469,7 +483,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_reports.register(sub)
     cli_bench.register(sub)
+    for name in TRUSTING:  # the one way a game or player module of one's own is imported: named by the user
+        sub.choices[name].add_argument(
+            "--trust", action="append", default=[], metavar="DIR",
+            help="import game and player modules (package.module:Class) from this folder (repeatable); nothing "
+                 "a file names is imported otherwise, not from the current folder nor an experiment's")
     return p
+
+
+# the commands that may meet a game or player path; the others never import one
+TRUSTING = ("run", "steer", "validate", "check", "summary", "report", "compare", "analyze", "suite")
+
+
+def disk_full(detail: str) -> str:
+    """What to do when a folder ran out of space: the temporary folder is where the analysis spills."""
+    import tempfile
+
+    first = detail.strip().splitlines()[0][:300] if detail.strip() else "no space left on device"
+    return (f"no space left: {first}. The analysis keeps its working database in the temporary folder "
+            f"{tempfile.gettempdir()}: free some space there, or set TMPDIR to a folder with more room")
+
+
+def trust_folders(folders: list[str]) -> str | None:
+    """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
+    from .agents import plugins as agent_plugins
+    from .games import plugins
+
+    for folder in folders:
+        try:
+            plugins.trust(folder)
+            agent_plugins.trust(folder)
+        except (plugins.PluginError, agent_plugins.PluginError) as exc:
+            return str(exc)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -480,6 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     from .files import FileRefused
     from .rundir import LogError
 
+    if problem := trust_folders(getattr(args, "trust", [])):
+        err(problem)
+        return EXIT_CONFIG
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
         with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
             code = args.func(args)
@@ -501,8 +550,18 @@ def main(argv: list[str] | None = None) -> int:
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
+        if exc.errno == errno.ENOSPC and not exc.filename:
+            err(disk_full(str(exc)))
+            return EXIT_CONFIG
         err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
         return EXIT_CONFIG
+    except Exception as exc:
+        # the analysis's engine (DuckDB) spills to the temporary folder: a full one is said as such, with
+        # what to do, never as the engine's traceback
+        if type(exc).__module__.lstrip("_").startswith("duckdb") and "No space left on device" in str(exc):
+            err(disk_full(str(exc)))
+            return EXIT_CONFIG
+        raise
     finally:
         release_dead_streams()
 

@@ -193,6 +193,9 @@ def record_problem(rec: Any, kind: str) -> str | None:
     labels = rec.get("labels")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
         return "'labels' must be a non-empty list of strings"
+    params = rec.get("params")
+    if params is not None and type(params) is not dict:  # the game's parameters, read by name by the analysis
+        return f"'params' must be a JSON object of the game's parameters or null (got {type(params).__name__})"
     if rec.get("complete", True):
         for key in ("payoffs", "ne_payoffs", "valid", "deviation"):
             if key == "ne_payoffs" and rec.get(key) is None:

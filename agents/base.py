@@ -87,7 +87,8 @@ class Reply:
     error: str | None = None
     truncated: bool = False  # cut at the token limit (max_tokens): not the model's own end of reply
     # a reasoning model's thinking, kept apart from ``text`` (the answer): stored, never judged, never in a
-    # prompt; ``unfinished``: the reply ended inside its reasoning, so it is cut (``truncated``) and no move
+    # prompt; ``unfinished``: the reply ended inside its reasoning (cut and no move at the token limit; where
+    # the model stopped on its own, only an answer before the block is judged)
     reasoning: str = ""
     reasoning_hidden: bool = False
     reasoning_tokens: int | None = None

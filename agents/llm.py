@@ -137,8 +137,9 @@ class LLMAgent:
         # decisions.jsonl and the cache, so the key's value is masked as in an error's text
         text, model = self._masked(gen.text), self._masked(gen.model)
         reasoning = self._masked(gen.reasoning) or ""
-        # a reply that ended inside its reasoning is cut, whatever the provider's finish reason said
-        truncated = gen.truncated or gen.unfinished
+        # cut is what the provider says (the token limit); a reply that ended inside its reasoning where the
+        # server said it stopped on its own is no token limit: the Host judges the answer before the block
+        truncated = gen.truncated
         if key is not None and self.cache is not None and not gen.cached:
             self.cache.put(key, text=text, model=model, tokens_in=gen.tokens_in,
                            tokens_out=gen.tokens_out, latency_s=latency, truncated=truncated,

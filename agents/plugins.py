@@ -1,17 +1,19 @@
 """Players of the user's own: a Python strategy found by a ``module:Class`` path in a ``[[players]]`` table.
 
-``agent = "my_agents.shade:Shade"`` seats an instance of ``Shade(label)``. The module is imported from
-``sys.path``, else from the experiment file's folder, else from the current folder (as a game's path is,
-``games/plugins.py``). The class subclasses :class:`CustomAgent` and writes ``act(request)``: it sees what an
-LLM would (the messages) and what a baseline would (``request.strategy(kind)``: the game's reference
-actions; ``request.rng``: the decision's seeded generator), and returns the reply's JSON object or raw text,
-which the Host judges and logs like any reply. Like a game path, this imports code by name: this module
-and ``games/plugins.py`` are the only ones that do (``tests/test_layers.py``).
+``agent = "my_agents.shade:Shade"`` seats an instance of ``Shade(label)``. The module is imported only from a
+folder the user names (:func:`trust`, the command line's ``--trust DIR``), never from ``sys.path``, the
+current folder or an experiment's folder on their own, as a game's path is (``games/plugins.py``). The
+class subclasses :class:`CustomAgent` and writes ``act(request)``: it sees what an LLM would (the
+messages) and what a baseline would (``request.strategy(kind)``: the game's reference actions;
+``request.rng``: the decision's seeded generator), and returns the reply's JSON object or raw text, which
+the Host judges and logs like any reply. Like a game path, this imports code by name: this module and
+``games/plugins.py`` are the only ones that do (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import re
@@ -22,7 +24,7 @@ from typing import Any
 from .base import DecisionRequest, Reply
 
 SPEC = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
-_search: list[str] = []
+_trusted: list[Path] = []  # folders named with --trust DIR: the only places a path is imported from
 
 
 class PluginError(ValueError):
@@ -51,26 +53,48 @@ def is_spec(name: str) -> bool:
     return bool(SPEC.fullmatch(name))
 
 
-def add_search_dir(folder: str | Path) -> None:
-    """Look for agent modules in ``folder`` too (an experiment file's folder), after ``sys.path``."""
-    text = str(Path(folder).resolve())
-    if text not in _search:
-        _search.append(text)
+def trust(folder: str | Path) -> Path:
+    """Import player modules from ``folder`` (``--trust DIR``): what a received file names stays data."""
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise PluginError(f"--trust {folder}: expected a folder that holds your game or player modules")
+    if path not in _trusted:
+        _trusted.append(path)
+    return path
+
+
+def _inside(path: str | None, folder: Path) -> bool:
+    return path is not None and Path(path).resolve().is_relative_to(folder)
 
 
 def _import(module: str) -> Any:
-    for folder in ["", *_search, str(Path.cwd())]:
-        if folder and folder not in sys.path:
-            sys.path.append(folder)
+    """``module`` from the first trusted folder holding its file (the same rule as a game's path)."""
+    top = module.split(".")[0]
+    for folder in _trusted:
+        base = folder.joinpath(*module.split("."))
+        if not (base.with_name(base.name + ".py").is_file() or (base / "__init__.py").is_file()):
+            continue
+        loaded = sys.modules.get(top)
+        if loaded is not None and not (_inside(getattr(loaded, "__file__", None), folder)
+                                       or any(_inside(p, folder) for p in getattr(loaded, "__path__", []))):
+            raise PluginError(f"{module!r}: a module {top!r} is imported already from elsewhere, not from the "
+                              f"trusted folder {folder}: rename your package")
+        if str(folder) not in sys.path:
+            sys.path.append(str(folder))
             importlib.invalidate_caches()
+        spec = importlib.util.find_spec(top) if loaded is None else None
+        if spec is not None and not (_inside(spec.origin, folder)
+                                     or any(_inside(p, folder) for p in spec.submodule_search_locations or [])):
+            raise PluginError(f"{module!r}: an installed module {top!r} ({spec.origin}) comes before the trusted "
+                              f"folder {folder} on sys.path: rename your package")
         try:
             return importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
-                raise PluginError(f"module {module!r} was found but imports {exc.name!r}, which is not "
-                                  "installed") from None
-    raise PluginError(f"no module {module!r} on sys.path, in {', '.join(_search) or 'no experiment folder'} or "
-                      f"in the current folder {Path.cwd()}")
+            raise PluginError(f"module {module!r} was found in {folder} but imports {exc.name!r}, which is not "
+                              "installed") from None
+    where = ", ".join(map(str, _trusted)) if _trusted else "no folder is trusted"
+    raise PluginError(f"{module!r} is not imported: a player module is imported only from a folder you name "
+                      f"with --trust DIR ({where}); a file never makes econarena import a module on its own")
 
 
 def load_agent_class(spec: str) -> type[CustomAgent]:

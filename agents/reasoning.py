@@ -19,8 +19,13 @@ Forms understood:
 The rules, chosen so that nothing written inside reasoning can ever be judged as the move:
 
 - every reasoning block is removed from the answer, wherever it stands;
+- a tag inside a JSON object of the answer that parses whole (``{"reason": "I <think> it is 40"}``), or a
+  word that only begins like one (``<think-tank>``), is text of the answer, not a block;
 - a reply that ends inside a reasoning block (an opening tag never closed, or, with ``opened=True`` or an
-  end marker, no end at all) is ``unfinished``: the caller records it as truncated, never as a move;
+  end marker, no end at all) is ``unfinished``; what stands before the block is still its answer. At the
+  token limit the caller records it as truncated, never as a move; where the server said the model
+  stopped on its own, the answer before the block is judged, and a reply with none is said to have ended
+  inside its reasoning (``agents/llm.py``, ``hosts/host.py``), not to have hit a token limit;
 - an answer left empty after the reasoning stays empty (the game then judges it unreadable);
 - with a server-side reasoning parser, ``content`` of ``null`` beside reasoning text means the parser
   never saw the reasoning end: unfinished; an empty string ``""`` is an empty answer.
@@ -28,6 +33,7 @@ The rules, chosen so that nothing written inside reasoning can ever be judged as
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,8 +65,29 @@ class ReplyParts:
         return bool(self.reasoning) or self.hidden or bool(self.tokens)
 
 
-# an opening tag: <think>, <THINK>, <think type="x">, <thinking>, and self-closed <think/>; a closing tag
-_TAG = re.compile(r"<(/?)\s*(?:think|thinking)\b[^<>]*?(/?)>", re.IGNORECASE)
+# an opening tag: <think>, <THINK>, <think type="x">, <thinking>, and self-closed <think/>; a closing tag.
+# The name ends at a space, '/' or '>': <think-tank> and <thinker> are words of the answer, not tags
+_TAG = re.compile(r"<(/?)\s*(?:think|thinking)(?=[\s/>])[^<>]*?(/?)>", re.IGNORECASE)
+_DECODER = json.JSONDecoder()
+_MOST_OBJECTS = 256  # '{' tried as the start of a JSON object per reply: a reply of braces stays linear
+
+
+def _json_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds whole JSON objects (start, end), left to right: a tag inside one is the text of
+    one of its strings. Only an object that parses counts, so an unbalanced quote in prose never hides a
+    block (a draft inside it stays reasoning)."""
+    spans: list[tuple[int, int]] = []
+    at, tries = text.find("{"), 0
+    while at >= 0 and tries < _MOST_OBJECTS:
+        tries += 1
+        try:
+            _, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            at = text.find("{", at + 1)
+            continue
+        spans.append((at, end))
+        at = text.find("{", end)
+    return spans
 # what must be in a text for a tag to be possible (cheap test before the regex)
 _HINT = re.compile(r"think", re.IGNORECASE)
 
@@ -92,9 +119,17 @@ def split_text(text: str | None, *, end: str | None = None, opened: bool = False
     thought: list[str] = []
     inside = opened
     pos = 0
+    spans: list[tuple[int, int]] | None = None  # the JSON objects of the text, found at the first tag outside
     for m in _TAG.finditer(text):
         closing, selfclosed = m.group(1), m.group(2)
         chunk = text[pos:m.start()]
+        if not inside and text.find("{", 0, m.start()) >= 0:  # only an object begun before it can hold it
+            if spans is None:
+                spans = _json_spans(text)
+            if any(a < m.start() and m.end() <= b for a, b in spans):  # {"reason": "I <think> it is 40"}: words
+                answer.append(text[pos:m.end()])
+                pos = m.end()
+                continue
         if closing:
             # a closing tag ends a block; one with no block open means the text up to here was reasoning
             # (the template opened it), so it is never answer either

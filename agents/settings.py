@@ -34,8 +34,9 @@ class LLMSettings(BaseModel):
     model: sessions are spread over them and each stays on one (its prefix cache)."""
     api_key_env: str | None = None
     """The environment variable that holds the key, if not the provider's usual one."""
-    temperature: float | None = Field(default=None, ge=0)
-    """Sampling temperature; unset: the provider's default (`hf`: greedy)."""
+    temperature: float | None = Field(default=None, ge=0, le=10)
+    """Sampling temperature, from 0 to 10 (APIs take at most 2; beyond 10 any sampler is uniform noise, and
+    1e308 overflows one); unset: the provider's default (`hf`: greedy)."""
     top_p: float | None = Field(default=None, gt=0, le=1)
     """Nucleus sampling's probability mass."""
     max_tokens: int = Field(default=512, gt=0)

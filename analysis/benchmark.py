@@ -36,6 +36,7 @@ from ..benchsuite import TIERS, GameEntry, Suite
 from ..csvcells import csv_text
 from ..files import MANIFEST_BYTES, inside, read_text
 from ..games import GAMES
+from ..games.text import name_problem
 from ..prices import cost_usd, price_of
 from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
 from .findings import bench_findings
@@ -422,6 +423,11 @@ def read_bench(path: Path) -> dict[str, Any]:
     return data
 
 
+# the largest cost, count or duration a bench result may hold: far beyond any bench played (a full tier is a
+# few thousand calls and dollars), far below where sums and ratios of them lose their meaning
+AMOUNT_MAX = 1e12
+
+
 def _shape_problem(data: Mapping[str, Any]) -> str | None:
     """What the leaderboard reads, checked: a hand-edited file with a NaN, a score of 1e300 or "complete":
     "false" was ranked (or stopped the command with a traceback); None when every value has its type."""
@@ -431,7 +437,14 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
         return f"{where}: {x!r} is not a score from 0 to 100 (or null)"
 
     def amount(where: str, x: Any) -> str | None:
-        return None if x is None or (_num(x) is not None and x >= 0) else f"{where}: {x!r} is not a number >= 0"
+        # at most AMOUNT_MAX: a cost of 1e308 USD was ranked (and its score per dollar, 0, beside it)
+        if x is None or (_num(x) is not None and 0 <= x <= AMOUNT_MAX):
+            return None
+        return f"{where}: {x!r} is not a number from 0 to {AMOUNT_MAX:.0e}"
+
+    def named(where: str, x: Any) -> str | None:  # a label is a row of the terminal, a CSV cell, an HTML cell
+        problem = name_problem(x) if isinstance(x, str) else None
+        return None if problem is None else f"{where}: {problem}"
 
     suite, model, overall, subs = data["suite"], data["model"], data["overall"], data["subscores"]
     checks: list[str | None] = [
@@ -440,6 +453,8 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
         None if data["tier"] in TIERS else f"tier: {data['tier']!r} is not one of {', '.join(TIERS)}",
         None if isinstance(model, dict) and isinstance(model.get("label"), str) and model["label"].strip()
         else "model: expected {\"label\": \"...\"}",
+        named("model.label", model.get("label")) if isinstance(model, dict) else None,
+        named("model.model", model.get("model")) if isinstance(model, dict) else None,
         None if isinstance(data["complete"], bool) else f"complete: {data['complete']!r} is not true or false",
         None if isinstance(data["games"], list) else "games: expected a list",
     ]

@@ -6,12 +6,17 @@ keep (57,600 GLEE games: 8 of 18 s). What they keep of one directory depends on 
 logs, its config.toml and manifest), so it is written once, the first time a finished directory is read,
 and read back with Arrow and DuckDB afterwards (``INSERT ... FROM read_parquet``, numpy on the columns).
 
-Never a second source of truth: the copy is keyed on each source file's size, modification time and a
-digest of its first and last 64 KB (runs.jsonl, decisions.jsonl, config.toml, manifest.json), on this
-module's format and on each reader's own version; any change and it is read from the logs again (and the
-copy rewritten). Only finished directories get one (manifest status ``complete``), only when a directory
-is read whole and alone (no run shared with another directory of the inputs), and never when the reading
-warned (an unreadable line: the warning must show again). Copies live outside the run directory, under
+Never a second source of truth: the copy is keyed on each source file's size, modification time, inode,
+device and status-change time (ctime, which no user tool sets back: a same-size edit with ``touch -r``
+restoring the mtime still changes it) and a digest of its first and last 64 KB (runs.jsonl,
+decisions.jsonl, config.toml, manifest.json), on this module's format and on each reader's own version;
+any change and it is read from the logs again (and the copy rewritten). A copy folder is used only when it
+is a real folder (no link), owned by this user and writable by no one else, its meta.json and files no
+links and this user's: a copy planted there by anyone else is read as absent, and the logs are read.
+
+Only finished directories get a copy (manifest status ``complete``), only when a directory is read whole
+and alone (no run shared with another directory of the inputs), and never when the reading warned (an
+unreadable line: the warning must show again). Copies live outside the run directory, under
 ``$ECONARENA_COLUMNS`` (``off``: none), else ``$ECONARENA_CACHE_DIR/columns``, else the user cache
 directory: a run directory is never written by a reader, and may be read-only.
 
@@ -28,13 +33,14 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
 from ..files import FileRefused, open_regular
 from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, write_atomic
 
-FORMAT = 2  # bump when the layout changes: every older copy is then read as absent (2: the files' digests)
+FORMAT = 3  # bump when the layout changes: every older copy is then read as absent (3: inode, device, ctime)
 EDGE = 64 * 1024  # bytes of each end of a log in its digest
 META = "meta.json"
 
@@ -69,7 +75,8 @@ def file_digest(path: Path) -> list[Any] | None:
 
 
 def _file_key(path: Path) -> list[Any] | None:
-    """(size, mtime in ns, digest of the first and last EDGE bytes) of a file; None when it is absent."""
+    """(size, mtime, ctime in ns, inode, device, digest of the first and last EDGE bytes) of a file; None when
+    it is absent."""
     try:
         with open_regular(path) as fh:  # a FIFO or a device in a log's place: no key (the read refuses it)
             st = os.fstat(fh.fileno())
@@ -79,7 +86,25 @@ def _file_key(path: Path) -> list[Any] | None:
             tail = fh.read(EDGE) if st.st_size > EDGE else b""
     except (OSError, FileRefused):
         return None
-    return [st.st_size, st.st_mtime_ns, hashlib.blake2b(head + b"|" + tail, digest_size=16).hexdigest()]
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev,
+            hashlib.blake2b(head + b"|" + tail, digest_size=16).hexdigest()]
+
+
+def _own(path: Path, folder: bool) -> bool | None:
+    """Whether ``path`` is this user's own, not a link (a folder: a real one that no one else may write);
+    None when it does not exist."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        return False
+    if not folder:
+        return stat.S_ISREG(st.st_mode)
+    # (Windows reports every folder as writable by all: there the owner's ACL decides, not these bits)
+    return stat.S_ISDIR(st.st_mode) and (os.name == "nt" or not st.st_mode & 0o022)
 
 
 def source_key(run_dir: Path) -> dict[str, Any]:
@@ -97,19 +122,22 @@ class Copy:
         self.key = source_key(run_dir)
         self.meta: dict[str, Any] = {}
         self._checked: dict[str, bool] = {}  # part -> whether its files are whole (digests checked once)
-        try:
-            meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = None
+        meta = self._meta()
         if isinstance(meta, dict) and meta.get("source") == self.key and isinstance(meta.get("parts"), dict):
             self.meta = meta
 
+    def _meta(self) -> Any:
+        """The folder's meta.json, when the folder and the file are this user's own and no links; else None."""
+        if not (_own(self.folder, True) and _own(self.folder / META, False)):
+            return None
+        try:
+            return json.loads((self.folder / META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
     def _reload(self) -> None:
         """The parts another process wrote meanwhile (a report beside an ``analyze``), kept when writing."""
-        try:
-            meta = json.loads((self.folder / META).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
+        meta = self._meta()
         if isinstance(meta, dict) and meta.get("source") == self.key and isinstance(meta.get("parts"), dict):
             meta["parts"].update(self.meta.get("parts", {}))
             self.meta = meta
@@ -120,7 +148,8 @@ class Copy:
         if not (isinstance(part, dict) and part.get("version") == version and isinstance(part.get("files"), dict)):
             return False
         if name not in self._checked:
-            self._checked[name] = all(file_digest(self.path(name, table)) == want
+            self._checked[name] = all(_own(self.path(name, table), False)
+                                      and file_digest(self.path(name, table)) == want
                                       for table, want in part["files"].items())
         return self._checked[name]
 
@@ -155,10 +184,15 @@ class Copy:
             return
         try:
             self._reload()
-            if self.meta.get("source") != self.key:
+            if self.meta.get("source") != self.key or not _own(self.folder, True):
+                if self.folder.is_symlink():  # a link in a copy's place: removed, never written through
+                    self.folder.unlink()
                 shutil.rmtree(self.folder, ignore_errors=True)
                 self.meta = {"source": self.key, "parts": {}}
-            self.folder.mkdir(parents=True, exist_ok=True)
+            self.folder.parent.mkdir(parents=True, exist_ok=True)
+            self.folder.mkdir(mode=0o700, exist_ok=True)
+            if not _own(self.folder, True):  # another user's folder that could not be removed: no copy
+                return
             files = {}
             for table, value in tables.items():
                 target = self.path(name, table)

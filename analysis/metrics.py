@@ -67,14 +67,24 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
         tally = Tally()
         # runs first: a decision of a run known complete is counted at once, so only the decisions of
         # incomplete runs wait; both logs are read a line at a time
-        from .scan import Names
+        from .scan import Names, differing_twice
 
         names = Names()  # the one name rule: a label with ESC or U+009B never reaches the terminal
+        twice: dict[tuple[Any, Any, Any], tuple[int, dict[str, Any]]] = {}
         for number, r in enumerate(iter_jsonl(path / RUNS, warn=True, kind="runs", strict=True), 1):
             if not names.issuperset(r["labels"]):
                 for i, label in enumerate(r["labels"]):
                     names.check(path / RUNS, f"record {number}", f"labels[{i}]", label)
+            if tally.complete is not None and r.get("complete", True):
+                key = (r.get("lineup", "melee"), r.get("session"), r.get("run"))
+                if key in tally.complete:  # counted once, as the report counts it; said, as the report says it
+                    twice.setdefault(key, (number, r))
             tally.run(r)
+        if twice:
+            print(f"econarena: warning: {path / RUNS}: {len(twice)} run(s) recorded twice; each is counted once "
+                  "(the first record)", file=sys.stderr)
+            if (differs := differing_twice(path / RUNS, twice)) is not None:
+                print(f"econarena: warning: {differs}", file=sys.stderr)
         for d in iter_jsonl(path / DECISIONS, warn=True, kind="decisions", strict=True):
             tally.decision(d)
         for label in list(tally.labels):

@@ -63,6 +63,7 @@ class Dir:
     part: str = ""  # "shard K of N" when read without the rest of its experiment
     kept: set[tuple[str, int, int]] = field(default_factory=set, repr=False)  # complete runs counted here
     duplicates: int = 0
+    differs: str = ""  # runs recorded twice with different records: the warning that says so
 
     @property
     def exp(self) -> dict[str, Any]:
@@ -195,10 +196,16 @@ def config_problem(cfg: dict[str, Any]) -> str | None:
 
 
 def _shard(d: Dir) -> tuple[int, int] | None:
+    """The directory's shard (K, N) from its manifest; a shard that no --shard K/N could write (5 of 2, 0 of
+    3, "1") is refused naming the file: read as a whole experiment, its numbers would pose as all of it."""
     s = d.manifest.get("shard")
-    if isinstance(s, dict) and isinstance(s.get("index"), int) and isinstance(s.get("count"), int):
-        return s["index"], s["count"]
-    return None
+    if s is None:
+        return None
+    k, n = (s.get("index"), s.get("count")) if isinstance(s, dict) else (None, None)
+    if not (type(k) is int and type(n) is int and 1 <= k <= n):
+        raise LogError(f"{d.path / MANIFEST}: 'shard' is {json.dumps(s, default=str)[:60]}: expected "
+                       "{\"index\": K, \"count\": N} with 1 <= K <= N, as run --shard K/N writes it")
+    return k, n
 
 
 class Names(set):  # type: ignore[type-arg]
@@ -268,6 +275,24 @@ def _first_difference(d: Dir, shared: dict[tuple[str, int, int], tuple[int, byte
     return None
 
 
+def differing_twice(path: Path, dups: dict[tuple[str, int, int], tuple[int, dict[str, Any]]]) -> str | None:
+    """How many runs of one log are recorded twice with different records, and the first difference; None
+    when every second record equals its first (a line written twice). The log is read again only here,
+    when a run was met twice: a contradiction is said, never counted once in silence."""
+    firsts: dict[tuple[str, int, int], tuple[int, dict[str, Any]]] = {}
+    for number, rec in iter_records(path, "runs"):
+        if rec.get("complete", True) and (key := key_of(rec)) in dups and key not in firsts:
+            firsts[key] = (number, rec)
+    differing = [(key, firsts[key], second) for key, second in dups.items()
+                 if key in firsts and _digest(firsts[key][1]) != _digest(second[1])]
+    if not differing:
+        return None
+    key, (a, first), (b, second) = differing[0]
+    return (f"{path}: {len(differing)} run(s) recorded twice with different records, e.g. run {key[1]}/{key[2]} "
+            f"({key[0]}) at line {b}: {_difference(first, second)} (line {a}); the first record is counted, the "
+            "other is not (which one is right, the log does not say)")
+
+
 def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     """Read each directory once, feeding ``consumers`` (see the module doc)."""
     consumers = list(consumers)
@@ -302,14 +327,15 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
             for c in active:
                 if not copy.has(c.copy_name, c.copy_version):
                     c.save(d, copy)
-            copy.put(SCAN_PART, SCAN_VERSION, {"keys": _keys_table(d.kept)}, {"inside": d.duplicates})
+            copy.put(SCAN_PART, SCAN_VERSION, {"keys": _keys_table(d.kept)},
+                     {"inside": d.duplicates, "differs": d.differs})
         for c in active:
             c.end(d)
         d.kept = set()  # what the directory's decisions needed; nothing after it does
     return result
 
 
-SCAN_PART, SCAN_VERSION = "scan", "2"
+SCAN_PART, SCAN_VERSION = "scan", "3"  # 3: runs recorded twice differently
 
 
 def _copies(dirs: list[Dir], counts: dict[str, int]) -> dict[int, columnar.Copy]:
@@ -390,6 +416,9 @@ def _restore(d: Dir, copy: columnar.Copy, active: list[Any], result: Scan) -> No
     if inside:
         result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
                                "first record)")
+    if differs := str(copy.info(SCAN_PART).get("differs") or ""):
+        d.differs = differs
+        result.warnings.append(differs)
     if d.part:
         result.warnings.append(f"{d.path} is {d.part} of experiment '{d.exp.get('name', d.path.name)}': "
                                "the other shards are not among the inputs, so its numbers cover part of it")
@@ -405,6 +434,7 @@ def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
     shared = seen.setdefault(d.identity, {}) if counts[d.identity] > 1 else None
     inside = expected = 0
     first_dup: dict[int, int] = {}
+    dups: dict[tuple[str, int, int], tuple[int, dict[str, Any]]] = {}  # a run met again: its second record
     if shared and (differs := _first_difference(d, shared, dirs)) is not None:
         # a second sample of the experiment (played again, --no-cache, another machine), not a copy: all
         # its runs count, as runs of their own directory
@@ -419,6 +449,7 @@ def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
             key = key_of(rec)
             if key in d.kept:
                 inside += 1
+                dups.setdefault(key, (number, rec))  # compared with the first record after the loop
                 continue
             if shared is not None:
                 met = shared.get(key)
@@ -437,6 +468,9 @@ def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
     if inside:
         result.warnings.append(f"{d.path / RUNS}: {inside} run(s) recorded twice; each is counted once (the "
                                "first record)")
+        if (differs := differing_twice(d.path / RUNS, dups)) is not None:
+            d.differs = differs
+            result.warnings.append(differs)
     for where, n in first_dup.items():
         result.warnings.append(f"{d.path}: {n} run(s) already read from {dirs[where].path}, record for "
                                "record the same (a shard beside its merge?); each is counted once")

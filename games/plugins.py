@@ -3,24 +3,25 @@
 Two routes lead a game into :data:`econarena.games.GAMES`, both on first use of its key:
 
 - a path ``"my_games.duopoly:Duopoly"`` (in an experiment's ``game``, or ``econarena check``): the module is
-  imported from ``sys.path``, else from the folders registered with :func:`add_search_dir` (the experiment
-  file's own folder), else from the current folder; the attribute must be a :class:`Game` subclass (or an
-  instance of one). The game is filed under the path itself, so a run directory that names it finds it again.
+  imported only from a folder the user trusts by name (:func:`trust`, the command line's ``--trust DIR``);
+  the attribute must be a :class:`Game` subclass (or an instance of one). The game is filed under the path
+  itself, so a run directory that names it finds it again when its folder is trusted.
 - an entry point in the group ``econarena.games`` of an installed distribution (``pyproject.toml``:
   ``[project.entry-points."econarena.games"] duopoly = "my_games.duopoly:Duopoly"``), filed under the
   game's ``name``, so ``game = "duopoly"`` works like a built-in.
 
 This is the one module of the package that imports code by name (``tests/test_layers.py`` allows it here
-and nowhere else): only what a user names, and only a Game comes out of it. Naming a module runs its code,
-like any Python script: run only experiment files you trust. The rules themselves stay pure; finding them
-is code loading, not I/O of data.
+and nowhere else): only what a user names, only from a folder the user named, and only a Game comes out of
+it. A run directory, an experiment file, the current folder or ``sys.path`` never make it import a module
+on their own: a received run directory could name ``numpy.f2py.__main__:X`` or sit beside an
+``evilgame.py``. The rules themselves stay pure; finding them is code loading, not I/O of data.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
 import importlib.metadata
+import importlib.util
 import inspect
 import re
 import sys
@@ -33,7 +34,7 @@ from .base import Game
 GROUP = "econarena.games"
 SPEC = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
-_search: list[str] = []
+_trusted: list[Path] = []  # folders named by the user (--trust DIR): the only places a path is imported from
 _failed: dict[str, str] = {}  # path -> why it could not be loaded (asked once, not on every lookup)
 _entry_points: list[Game] | None = None
 entry_point_errors: list[str] = []  # entry points that failed to load, with why
@@ -48,33 +49,74 @@ def is_spec(key: str) -> bool:
     return bool(SPEC.fullmatch(key))
 
 
-def add_search_dir(folder: str | Path) -> None:
-    """Look for game modules in ``folder`` too (an experiment file's folder), after ``sys.path``."""
-    text = str(Path(folder).resolve())
-    if text not in _search:
-        _search.append(text)
-        _failed.clear()  # a path not found before may be found there
+def trust(folder: str | Path) -> Path:
+    """Import game modules from ``folder`` (the command line's ``--trust DIR``): the one way a path's code
+    runs, so that what a received file names stays data."""
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise PluginError(f"--trust {folder}: expected a folder that holds your game or player modules")
+    if path not in _trusted:
+        _trusted.append(path)
+        _failed.clear()  # a path refused before may be found there
+    return path
 
 
-def _missing_itself(module: str, exc: ModuleNotFoundError) -> bool:
-    """Whether ``exc`` says ``module`` (or a package above it) is missing, not something it imports."""
-    return exc.name is not None and (module == exc.name or module.startswith(exc.name + "."))
+def trusted() -> list[Path]:
+    """The folders trusted so far, in the order named."""
+    return list(_trusted)
+
+
+def module_file(module: str, folder: Path) -> Path | None:
+    """The file ``module`` is in ``folder`` (``a/b.py`` or ``a/b/__init__.py``), looked up without running
+    any code; None where the folder does not hold it."""
+    base = folder.joinpath(*module.split("."))
+    for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _inside(path: str | None, folder: Path) -> bool:
+    return path is not None and Path(path).resolve().is_relative_to(folder)
+
+
+def import_trusted(module: str, folders: list[Path], what: str) -> Any:
+    """Import ``module`` from the first of ``folders`` that holds it, refusing one that another module of
+    that name (installed, or imported already) would stand in for; ``PluginError`` says why not."""
+    top = module.split(".")[0]
+    for folder in folders:
+        if module_file(module, folder) is None:
+            continue
+        loaded = sys.modules.get(top)
+        if loaded is not None and not (_inside(getattr(loaded, "__file__", None), folder)
+                                       or any(_inside(p, folder) for p in getattr(loaded, "__path__", []))):
+            raise PluginError(f"{module!r}: a module {top!r} is imported already from elsewhere, not from the "
+                              f"trusted folder {folder}: rename your package")
+        if str(folder) not in sys.path:
+            sys.path.append(str(folder))
+            importlib.invalidate_caches()
+        spec = importlib.util.find_spec(top) if loaded is None else None
+        if spec is not None and not (_inside(spec.origin, folder)
+                                     or any(_inside(p, folder) for p in spec.submodule_search_locations or [])):
+            raise PluginError(f"{module!r}: an installed module {top!r} ({spec.origin}) comes before the trusted "
+                              f"folder {folder} on sys.path: rename your package")
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise PluginError(f"module {module!r} was found in {folder} but imports {exc.name!r}, which is not "
+                              "installed") from None
+        if not _inside(getattr(found, "__file__", None), folder):
+            raise PluginError(f"{module!r} was imported from {getattr(found, '__file__', '?')}, not from the "
+                              f"trusted folder {folder}: rename your package")
+        return found
+    where = ", ".join(map(str, folders)) if folders else "no folder is trusted"
+    raise PluginError(f"{module!r} is not imported: a {what} module is imported only from a folder you name "
+                      f"with --trust DIR ({where}), or installed with an entry point; a file never makes "
+                      "econarena import a module on its own")
 
 
 def _import(module: str) -> Any:
-    for folder in ["", *_search, str(Path.cwd())]:
-        if folder and folder not in sys.path:
-            sys.path.append(folder)
-            importlib.invalidate_caches()
-        try:
-            return importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if not _missing_itself(module, exc):
-                raise PluginError(f"module {module!r} was found but imports {exc.name!r}, which is not "
-                                  "installed") from None
-    raise PluginError(f"no module {module!r} on sys.path, in {', '.join(_search) or 'no experiment folder'} "
-                      f"or in the current folder {Path.cwd()}: put the file beside the experiment, install its "
-                      "package, or add its folder to PYTHONPATH")
+    return import_trusted(module, _trusted, "game")
 
 
 def as_game(obj: Any, where: str) -> Game:
@@ -166,24 +208,18 @@ def _file(registry: dict[str, Game], key: str, game: Game, where: str) -> None:
     dict.__setitem__(registry, key, game)
 
 
-def _near(module: str) -> bool:
-    """Whether ``module``'s top package is imported already or lies in the current folder or an experiment's
-    folder: found without running any of its code (``PathFinder`` only looks at the files)."""
-    top = module.split(".")[0]
-    if top in sys.modules:
-        return True
-    return any(importlib.machinery.PathFinder.find_spec(top, [folder]) is not None
-               for folder in [*_search, str(Path.cwd())])
+def _in_trusted(module: str) -> bool:
+    """Whether a trusted folder holds ``module``'s file (looked at, not run)."""
+    return any(module_file(module, folder) is not None for folder in _trusted)
 
 
 def find(registry: dict[str, Game], key: str) -> Game | None:
     """:func:`resolve`, or None where there is no such game (a lookup that only asks).
 
     A lookup that only asks comes from anywhere (a report reading a run directory someone sent), so a
-    path is imported here only when its module sits in the current folder or an experiment's folder (or
-    was imported already): a run directory never makes this process import an installed module by
-    name. The experiment's own reading (``resolve``) and ``econarena check`` look on sys.path too."""
-    if is_spec(key) and not _near(key.split(":")[0]):
+    path is imported here only when a trusted folder holds its module: an unknown path is a name, never
+    an import. Entry points are installed code, loaded as ``econarena list`` loads them."""
+    if is_spec(key) and not _in_trusted(key.split(":")[0]):
         if _entry_points is None:
             load_entry_points(registry)
         return dict.get(registry, key)

@@ -2,8 +2,9 @@
 
 Everything is checked before any game starts: syntax (file, line, column), unknown keys, types, game and
 agent names (listing the valid ones), game parameters, prompt-template overrides. Nothing from a config
-is ever evaluated; the one thing imported by name is a game path (``game = "my_games.duopoly:Duopoly"``,
-``games/plugins.py``), which must lead to a Game.
+is ever evaluated; the one thing imported by name is a game or player path (``game =
+"my_games.duopoly:Duopoly"``, ``games/plugins.py``), and only from a folder the user named with ``--trust
+DIR``: an experiment's own folder, the current folder or a run directory's config.toml are never trusted.
 """
 
 from __future__ import annotations
@@ -243,16 +244,12 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     exp_raw.update(overrides or {})
     if seed is not None:
         exp_raw["seed"] = seed
-    if path is not None:  # a game's or a player's module of the user's own, beside the experiment file
-        agent_plugins.add_search_dir(path.parent)
     if "name" not in exp_raw and path is not None:
         exp_raw["name"] = path.stem
     try:
         exp = ExperimentSection(**exp_raw)
     except ValidationError as err:
         raise ConfigError("\n".join(errors + _pyd_errors(where, "experiment", err))) from None
-    if path is not None and plugins.is_spec(exp.game):
-        plugins.add_search_dir(path.parent)  # a game module beside the experiment file
     if exp.game not in GAMES:
         if plugins.is_spec(exp.game):  # the user's own game (games/plugins.py): say why it was not found
             try:

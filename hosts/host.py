@@ -557,6 +557,8 @@ class Host:
             # a reply cut at the limit is no rule break; one that ended inside its reasoning is never a move
             if reply.truncated and not reply.error and (not judgement.valid or reply.unfinished):
                 judgement = self._cut(judgement, d, reply.unfinished)
+            elif reply.unfinished and not reply.error and not judgement.valid:
+                judgement = self._unclosed(judgement)
             reply = self._kept(reply)
             if attempt == 0:  # a reply cut at the token limit is no rule break of the model's
                 first_ok = judgement.valid or bool(reply.error) or judgement.violation == TRUNCATED
@@ -596,6 +598,15 @@ class Host:
         why = "it ended inside its reasoning, before any answer" if unfinished else judgement.detail
         return Judgement(None, TRUNCATED, f"the reply was cut at the token limit{limit} before it ended, so it could "
                          f"not be used ({why})", judgement.extras)
+
+    @staticmethod
+    def _unclosed(judgement: Judgement) -> Judgement:
+        """A reply whose reasoning block never closed though the server said the model stopped on its own:
+        the model's own rule break, said as what happened, not as a token limit (raising max_tokens would
+        not help)."""
+        return Judgement(None, judgement.violation, "the reply ended inside a reasoning block that was never "
+                         "closed, although the model stopped on its own (not at the token limit), and no usable "
+                         f"answer came before it ({judgement.detail})", judgement.extras)
 
     def _schema(self, d: Decision) -> dict[str, Any] | None:
         """The reply's JSON Schema for an LLM seat with structured output on, else None."""

@@ -58,6 +58,9 @@ def _read_shard(d: Path) -> _Shard:
     shard = manifest.get("shard")
     if not isinstance(shard, dict) or not all(isinstance(shard.get(k), int) for k in ("index", "count")):
         raise MergeError(f"{d}: not a shard (its manifest names no shard: it was not run with --shard K/N)")
+    if not (type(shard["index"]) is int and type(shard["count"]) is int and 1 <= shard["index"] <= shard["count"]):
+        raise MergeError(f"{d}: its manifest says shard {shard['index']} of {shard['count']}, which no --shard K/N "
+                         "writes (1 <= K <= N)")
     try:
         read_toml(d / CONFIG)
     except ConfigError as exc:

@@ -129,3 +129,80 @@ def test_a_directory_named_in_another_encoding_is_refused_and_its_link_is_read(p
     r = cli("report", str(tmp_path / "link"), "--out", str(tmp_path / "rep"), "--boot", "10")
     assert r.returncode == 0, r.stderr
     assert pd.read_csv(tmp_path / "rep" / "metrics.csv")["run_dir"].eq(str(tmp_path / "link")).all()
+
+
+def test_a_run_record_whose_params_is_no_table_is_refused_by_every_reader(played: Path, tmp_path: Path) -> None:
+    """`"params": [1, 2]` stopped report and compare with an AttributeError traceback."""
+    d = _edited(played, tmp_path / "bc", "runs.jsonl", lambda r: r[1].__setitem__("params", [1, 2]))
+    for args in (["report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10"], ["compare", str(d), str(played)],
+                 ["summary", str(d)], ["analyze", "glee", str(d)]):
+        r = cli(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "runs.jsonl: line 2: not a runs record: 'params' must be a JSON object of the game's parameters or " \
+               "null (got list)" in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("shard", [{"index": 5, "count": 2}, {"index": 0, "count": 3}, {"index": "1", "count": 2},
+                                   {"index": True, "count": 1}, [1, 2]])
+def test_a_shard_no_run_writes_is_refused_not_reported(played: Path, tmp_path: Path, shard: Any) -> None:
+    """A manifest saying shard 5 of 2 was reported as "shard 5 of 2 of experiment ..."; one with a shard
+    of the wrong type was read as the whole experiment."""
+    d = tmp_path / "bc"
+    shutil.copytree(played, d)
+    manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    manifest["shard"] = shard
+    (d / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    r = cli("report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10")
+    assert r.returncode == 2 and "manifest.json: 'shard' is " in r.stderr and "1 <= K <= N" in r.stderr, r.stderr
+    assert not (tmp_path / "rep" / "metrics.csv").exists()
+
+
+def test_a_run_recorded_twice_differently_is_said_with_its_difference(played: Path, tmp_path: Path) -> None:
+    """A second, different record of a run was counted once in silence by summary, and by report as a plain
+    duplicate; now both say the records differ, where and how, and still count the first."""
+    def again(recs: list[dict[str, Any]]) -> None:
+        second = json.loads(json.dumps(recs[0]))
+        second["payoffs"][0] = 12345.0
+        recs.append(second)
+        recs.append(json.loads(json.dumps(recs[1])))  # and one written twice alike: a plain duplicate
+    d = _edited(played, tmp_path / "bc", "runs.jsonl", again)
+    n = len((d / "runs.jsonl").read_text(encoding="utf-8").splitlines())
+    first = json.loads((d / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])["payoffs"][0]
+    said = (f"runs.jsonl: 1 run(s) recorded twice with different records, e.g. run 0/0 (melee) at line {n - 1}: "
+            f"'payoffs[0]' is 12345.0 here, {json.dumps(first)} there (line 1); the first record is counted")
+    for args in (["summary", str(d)], ["report", str(d), "--out", str(tmp_path / "rep"), "--boot", "10"]):
+        r = cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        out = r.stdout + r.stderr
+        assert "2 run(s) recorded twice; each is counted once" in out and said in out, (args, out)
+    summary = json.loads(cli("summary", str(d), "--json").stdout)
+    plain = json.loads(cli("summary", str(played), "--json").stdout)
+    assert summary["labels"] == plain["labels"]  # the first records counted, the others not
+
+
+def test_a_full_temporary_folder_is_said_with_what_to_do(played: Path, tmp_path: Path) -> None:
+    """A report whose temporary folder filled up ended in DuckDB's FatalException traceback. The folder is a
+    512 KB tmpfs mounted in a user namespace of its own (unshare), so the disk really is full."""
+    import os
+    import shutil as sh
+    import subprocess
+    import sys
+
+    from timing import budget
+
+    small = tmp_path / "small"
+    small.mkdir()
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                            f"mount -t tmpfs -o size=512k tmpfs {small}"], capture_output=True, text=True)
+    if sh.which("unshare") is None or probe.returncode != 0:
+        pytest.skip(f"no tmpfs in a user namespace here: {probe.stderr.strip()[:200]}")
+    env = {**os.environ, "ECONARENA_COLUMNS": "off", "TMPDIR": str(small)}
+    script = (f"mount -t tmpfs -o size=512k tmpfs {small} && exec {sys.executable} -m econarena.cli report "
+              f"{played} --out {tmp_path / 'rep'} --boot 10")
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], env=env,
+                       capture_output=True, text=True, timeout=budget(120))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "econarena: error: no space left: " in r.stderr and "No space left on device" in r.stderr
+    assert f"temporary folder {small}: free some space there, or set TMPDIR" in r.stderr
+    assert "Traceback" not in r.stderr

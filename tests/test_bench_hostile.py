@@ -118,6 +118,11 @@ def _rational_result(tmp_path: Path) -> Path:
     (lambda d: d.update(overall=None), "overall: expected"),
     (lambda d: d.update(suite="v1"), "suite: expected"),
     (lambda d: d.update(tier="huge"), "tier: 'huge' is not one of"),
+    # a cost beyond any bench was ranked; a label's newline split the terminal's table
+    (lambda d: d.update(cost_usd=1e308), "cost_usd: 1e+308 is not a number from 0 to 1e+12"),
+    (lambda d: d.update(score_per_usd=1e13), "score_per_usd: 10000000000000.0 is not a number from 0 to 1e+12"),
+    (lambda d: d["model"].update(label="gpt\n1 | fake-top-row | 100"), "model.label: "),
+    (lambda d: d["model"].update(model="m\x1b[2J"), "model.model: "),
 ])
 def test_a_hand_edited_result_is_refused_by_key(tmp_path: Path, capsys, edit: Any, message: str) -> None:
     """Before: a NaN or 1e300 overall was ranked first or last, "complete": "false" was ranked as complete,

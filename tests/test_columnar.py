@@ -379,3 +379,104 @@ def test_a_failed_export_stops_its_reading_thread(tmp_path: Path, monkeypatch: p
         assert not [t for t in threading.enumerate() if t.name == "export"]
     finally:
         store.close()
+
+
+EDGE_ = 64 * 1024  # the key's digest covers this much of each end of a log (columnar.EDGE)
+
+
+def _contest(root: Path, sessions: int = 400) -> Path:
+    """A beauty contest whose runs.jsonl is larger than the two 64 KB edges of the key's digest."""
+    from conftest import experiment_dict
+
+    out = root / "contest"
+    run_experiment(experiment_dict("beauty_contest", [{"agent": "rational"}, {"agent": "random"}],
+                                   {"upper_bound": 100, "prize": 100}, sessions=sessions, runs=1, seed=3), out)
+    return out
+
+
+def _mean_payoffs(report: Path) -> dict[str, float]:
+    import csv
+
+    with open(report / "metrics.csv", encoding="utf-8", newline="") as f:
+        return {r["label"]: float(r["value"]) for r in csv.DictReader(f) if r["metric"] == "mean_payoff"}
+
+
+def _logged_means(run: Path) -> dict[str, float]:
+    runs = [json.loads(x) for x in (run / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    out: dict[str, list[float]] = {}
+    for r in runs:
+        for label, pay in zip(r["labels"], r["payoffs"]):
+            out.setdefault(label, []).append(pay)
+    return {k: sum(v) / len(v) for k, v in out.items()}
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_read_from_the_logs(tmp_path: Path, copies: Path) -> None:
+    """`touch -r` sets the mtime back, never the ctime: the key changes, and the report follows the logs."""
+    import os
+
+    from econarena.analysis.report import build_report
+
+    run = _contest(tmp_path / "runs")
+    assert (run / "runs.jsonl").stat().st_size > 3 * EDGE_
+    build_report([run], tmp_path / "r1", n_boot=20, seed=1, transcripts=0)
+    assert _mean_payoffs(tmp_path / "r1") == pytest.approx(_logged_means(run))
+    log = run / "runs.jsonl"
+    before = log.stat()
+    text = log.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    middle = range(len(lines) // 3, 2 * len(lines) // 3)  # outside both 64 KB edges
+    swapped = 0
+    for i in middle:  # the winner's prize moved to the loser: the same bytes, in another order
+        if '"payoffs":[100.0,0.0]' in lines[i]:
+            lines[i] = lines[i].replace('"payoffs":[100.0,0.0]', '"payoffs":[0.0,100.0]')
+            swapped += 1
+    assert swapped > 10
+    edited = "".join(lines)
+    assert len(edited) == len(text) and edited[:EDGE_] == text[:EDGE_] and edited[-EDGE_:] == text[-EDGE_:]
+    log.write_text(edited, encoding="utf-8")
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))  # touch -r: the mtime restored
+    assert (log.stat().st_size, log.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    build_report([run], tmp_path / "r2", n_boot=20, seed=1, transcripts=0)
+    means = _mean_payoffs(tmp_path / "r2")
+    assert means == pytest.approx(_logged_means(run))  # the logs' numbers, by hand
+    n = len(lines)
+    old = _mean_payoffs(tmp_path / "r1")
+    assert means["rational"] == pytest.approx(old["rational"] - 100 * swapped / n)
+    assert means["random"] == pytest.approx(old["random"] + 100 * swapped / n)
+
+
+@pytest.mark.parametrize("forged", ["link", "writable by others"])
+def test_a_copy_folder_not_ones_own_is_never_read(tmp_path: Path, copies: Path, forged: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy folder replaced by a link (to a folder of forged parts with a matching meta.json), or one anyone
+    may write, is read as absent: the logs are read, and a report follows them."""
+    import os
+    import shutil
+
+    from econarena.analysis import scan
+    from econarena.analysis.report import build_report
+
+    run = _contest(tmp_path / "runs", sessions=40)
+    build_report([run], tmp_path / "r1", n_boot=20, seed=1, transcripts=0)
+    [folder] = [p for p in copies.iterdir() if p.is_dir()]
+    assert folder.stat().st_mode & 0o077 == 0  # written for this user alone
+    if forged == "link":
+        elsewhere = tmp_path / "planted"
+        shutil.move(str(folder), elsewhere)
+        folder.symlink_to(elsewhere, target_is_directory=True)
+    else:
+        folder.chmod(0o777)
+    parsed: list[Path] = []
+    real = scan.iter_records
+
+    def counted(path: Path, kind: str) -> Any:
+        parsed.append(path)
+        return real(path, kind)
+    with monkeypatch.context() as m:
+        m.setattr(scan, "iter_records", counted)
+        build_report([run], tmp_path / "r2", n_boot=20, seed=1, transcripts=0)
+    assert run / "runs.jsonl" in parsed  # the logs were read, not the planted copy
+    assert (tmp_path / "r1" / "metrics.csv").read_bytes() == (tmp_path / "r2" / "metrics.csv").read_bytes()
+    assert not folder.is_symlink() and folder.stat().st_mode & 0o077 == 0  # rewritten as this user's own
+    if forged == "link":
+        assert os.listdir(tmp_path / "planted")  # what the link led to is left as it was, never written

@@ -280,3 +280,17 @@ def test_prompt_placeholders_must_be_plain_names(tmp_path: Path) -> None:
         assert f"prompts.rules: placeholder {bad}: use a plain name such as {{" in msg
     assert "format specs and conversions are not allowed" in error_of(
         tmp_path, GOOD + '\n[prompts]\nrules = "Pick {upper_bound:d}."\n')
+
+
+@pytest.mark.parametrize("value", ["1e308", "10.5", "-0.1"])
+def test_a_temperature_no_sampler_takes_is_refused(tmp_path: Path, value: str) -> None:
+    """`temperature = 1e308` was accepted and sent to the provider on every call."""
+    text = GOOD + f'\n[[players]]\nagent = "openai"\nmodel = "gpt-4o"\ntemperature = {value}\n'
+    assert "'players[2].temperature': Input should be " in error_of(tmp_path, text)
+
+
+def test_the_temperatures_that_are_sampled_are_accepted(tmp_path: Path) -> None:
+    for value in ("0", "2", "10"):
+        text = GOOD + f'\n[[players]]\nagent = "openai"\nmodel = "m"\ntemperature = {value}\n'
+        exp = load_experiment(write(tmp_path, text))
+        assert exp.players[-1].llm is not None and exp.players[-1].llm.temperature == float(value)

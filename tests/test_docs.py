@@ -287,10 +287,11 @@ def _run_toml(b: Block, box: Path, env: dict[str, str]) -> None:
 
         assert load_prices(path), f"{b.where}: no prices"
         return
-    game = tomllib.loads(text).get("experiment", {}).get("game", "")
-    if ":" in str(game):  # a game of the user's own: imported in a child, never into this test process's GAMES
-        proc = subprocess.run(["econarena", "validate", str(path)], cwd=box, env=env, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=budget(120))
+    data = tomllib.loads(text)
+    paths = [data.get("experiment", {}).get("game", "")] + [p.get("agent", "") for p in data.get("players", [])]
+    if any(":" in str(x) for x in paths):  # of the user's own: imported in a child, never into this process
+        proc = subprocess.run(["econarena", "validate", str(path), "--trust", str(box)], cwd=box, env=env,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=budget(120))
         assert proc.returncode == 0, f"{b.where}: econarena validate exited {proc.returncode}\n{proc.stderr[-3000:]}"
     else:
         cwd = Path.cwd()

@@ -373,3 +373,27 @@ def test_players_by_model_name(tmp_path: Path, toy: None) -> None:
     f = glee.fit(data, "efficiency", model_ref="org/m_a")
     assert effect(f, "p1_model", "org/m_x")["effect_x100"] == pytest.approx(20.0, abs=1e-9)
     assert any("p2_model: reference level 'org/m_a' is absent" in n for n in f.notes)
+
+
+def test_a_word_where_other_runs_hold_a_number_is_refused_not_dropped(tmp_path: Path) -> None:
+    """`"efficiency": "high"` in one run of a bargaining directory left that run out of the efficiency model
+    (n = 3 of 4) in silence; now the analysis stops naming the file, both lines and the key."""
+    import json
+
+    from conftest import run_experiment
+
+    from econarena.analysis.families.glee import collect
+    from econarena.rundir import LogError
+
+    out = tmp_path / "barg"
+    run_experiment({"experiment": {"name": "barg", "game": "bargaining", "sessions": 4, "runs": 1, "seed": 1},
+                    "game": {}, "players": [{"agent": "rational"}, {"agent": "random"}]}, out)
+    lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[1])
+    assert isinstance(rec["metrics"]["efficiency"], float)
+    rec["metrics"]["efficiency"] = "high"
+    lines[1] = json.dumps(rec)
+    (out / "runs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(LogError, match=r"runs.jsonl: 'metrics.efficiency' of bargaining is the word 'high' at "
+                                       r"line 2 but a number at .*runs.jsonl: line 1"):
+        collect([out])

@@ -1,6 +1,7 @@
 """Games of one's own, without forking: the documented duopoly (docs/own-games.md) installed from a
-temporary package (pip into a target folder, with its entry point) or found by a module:Class path beside
-the experiment, then run through `check`, `run`, `summary` and `report` with no file of the project edited.
+temporary package (pip into a target folder, with its entry point) or found by a module:Class path in a
+folder named with --trust DIR, then run through `check`, `run`, `summary` and `report` with no file of the
+project edited.
 
 Every CLI call runs in a child process, so no test here files a user's game into this process's GAMES.
 """
@@ -70,10 +71,9 @@ def write_game(folder: Path, files: dict[str, str] | None = None) -> None:
 
 
 def cli(*args: str, cwd: Path, site: Path | None = None, code: int = 0) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    if site is not None:
-        env["PYTHONPATH"] = str(site)
+    env = dict(os.environ)  # the PYTHONPATH this suite runs with picks the tree under test; site joins it
+    env["PYTHONPATH"] = os.pathsep.join([str(site)] * (site is not None) + [p for p in env.get("PYTHONPATH", "")
+                                                                             .split(os.pathsep) if p])
     proc = subprocess.run([EXE, *args], cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=budget(300))
     assert proc.returncode == code, f"econarena {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
@@ -130,40 +130,51 @@ def test_a_module_path_beside_the_experiment_is_found(tmp_path: Path) -> None:
     elsewhere.mkdir()
     write_game(study)
     (study / "duopoly.toml").write_text(EXPERIMENT.format(game="my_games.duopoly:Duopoly"), encoding="utf-8")
-    cli("validate", str(study / "duopoly.toml"), cwd=elsewhere)  # found in the experiment file's folder
-    cli("run", str(study / "duopoly.toml"), "--out", str(study / "runs/duopoly"), "--quiet", cwd=elsewhere)
+    err = cli("validate", str(study / "duopoly.toml"), cwd=study, code=2).stderr  # no folder is trusted on its own
+    assert "'my_games.duopoly' is not imported" in err and "--trust DIR" in err
+    cli("validate", str(study / "duopoly.toml"), "--trust", str(study), cwd=elsewhere)  # the folder named
+    cli("run", str(study / "duopoly.toml"), "--out", str(study / "runs/duopoly"), "--quiet", "--trust", str(study),
+        cwd=elsewhere)
     decisions = [json.loads(x) for x in (study / "runs/duopoly/decisions.jsonl").read_text().splitlines()]
     assert len(decisions) == 12 and all(d["valid"] for d in decisions)
-    out = cli("check", "my_games.duopoly:Duopoly", cwd=study).stdout  # from its own folder
+    out = cli("check", "my_games.duopoly:Duopoly", "--trust", ".", cwd=study).stdout  # from its own folder
     assert "7 of 7 contract checks pass" in out
     out = cli("check", "my_games/duopoly.py:Duopoly", "--seeds", "3", cwd=study).stdout  # the file's path
     assert "duopoly: 7 of 7 contract checks pass" in out
-    cli("report", "runs/duopoly", "--out", "report", cwd=study)
+    for named in (study / "my_games" / "duopoly.py", Path("..") / "study" / "my_games" / "duopoly.py"):
+        out = cli("check", f"{named}:Duopoly", "--seeds", "3", cwd=elsewhere).stdout  # an absolute path, or ../
+        assert "duopoly: 7 of 7 contract checks pass" in out
+    err = cli("check", f"{study / 'nope.py'}:Duopoly", cwd=elsewhere, code=2).stderr
+    assert f"{study / 'nope.py'}: no such file" in err
+    cli("report", "runs/duopoly", "--out", "report", "--trust", ".", cwd=study)
     assert "Cournot duopoly" in (study / "report" / "report.html").read_text(encoding="utf-8")
+    cli("report", "runs/duopoly", "--out", "plain", cwd=study)  # untrusted: read from the records alone
+    assert "Cournot duopoly" not in (study / "plain" / "report.html").read_text(encoding="utf-8")
+    assert "my_games.duopoly:Duopoly" in (study / "plain" / "report.html").read_text(encoding="utf-8")
 
 
 def test_a_bad_path_is_a_clear_error(tmp_path: Path) -> None:
     files = documented_files()
     write_game(tmp_path, files)
     cases = {
-        "no_such.module:Game": "no module 'no_such.module' on sys.path",
+        "no_such.module:Game": "'no_such.module' is not imported: a game module is imported only from a folder",
         "my_games.duopoly:Nope": "module 'my_games.duopoly' has no 'Nope'",
         "my_games.duopoly:DuopolyParams": "expected a subclass of econarena.games.base.Game",
     }
     for spec, says in cases.items():
         (tmp_path / "x.toml").write_text(EXPERIMENT.format(game=spec), encoding="utf-8")
-        err = cli("validate", "x.toml", cwd=tmp_path, code=2).stderr
+        err = cli("validate", "x.toml", "--trust", ".", cwd=tmp_path, code=2).stderr
         assert "x.toml: experiment.game:" in err and says in err, err
         assert "Traceback" not in err
     # a game without its template file beside it: the expected path is named, before anything runs
     (tmp_path / "my_games" / "duopoly.toml").unlink()
     (tmp_path / "x.toml").write_text(EXPERIMENT.format(game="my_games.duopoly:Duopoly"), encoding="utf-8")
-    err = cli("validate", "x.toml", cwd=tmp_path, code=2).stderr
+    err = cli("validate", "x.toml", "--trust", ".", cwd=tmp_path, code=2).stderr
     assert "has no prompt template: expected " + str(tmp_path / "my_games" / "duopoly.toml") in err
     # a game that takes a built-in game's name is refused (its template and tables would be mixed up)
     write_game(tmp_path, {"my_games/clash.py": files["my_games/duopoly.py"].replace(
         'name: ClassVar[str] = "duopoly"', 'name: ClassVar[str] = "prisoners_dilemma"')})
-    err = cli("check", "my_games.clash:Duopoly", cwd=tmp_path, code=2).stderr
+    err = cli("check", "my_games.clash:Duopoly", "--trust", ".", cwd=tmp_path, code=2).stderr
     assert "the game's name 'prisoners_dilemma' is taken" in err
     cli("check", "chess", cwd=tmp_path, code=2)
 
@@ -177,7 +188,7 @@ def test_check_fails_a_game_that_breaks_the_contract(tmp_path: Path) -> None:
                        'return {"quantity": 10}')
     assert off != game
     write_game(tmp_path, {"my_games/duopoly.py": off, "my_games/duopoly.toml": files["my_games/duopoly.toml"]})
-    out = cli("check", "my_games.duopoly:Duopoly", "--seeds", "5", cwd=tmp_path, code=1).stdout
+    out = cli("check", "my_games.duopoly:Duopoly", "--seeds", "5", "--trust", ".", cwd=tmp_path, code=1).stdout
     # 10 each: price 100 - 20 = 80, profit 10 x (80 - 10) = 700, not the equilibrium's 900
     assert "FAIL equilibrium: seed 0, 2 seats: the rational baseline earns (700.0, 700.0), the declared " \
            "equilibrium (900.0, 900.0)" in out
@@ -187,7 +198,7 @@ def test_check_fails_a_game_that_breaks_the_contract(tmp_path: Path) -> None:
     assert narrow != game
     write_game(tmp_path, {"my_games/narrow.py": narrow.replace('"duopoly"', '"narrow"'),
                           "my_games/narrow.toml": files["my_games/duopoly.toml"]})
-    out = cli("check", "my_games.narrow:Duopoly", "--seeds", "5", cwd=tmp_path, code=1).stdout
+    out = cli("check", "my_games.narrow:Duopoly", "--seeds", "5", "--trust", ".", cwd=tmp_path, code=1).stdout
     assert "FAIL random play within bounds: seed " in out and "outside the declared bounds [0.0, 1000.0]" in out
     assert "ok   equilibrium" in out  # 900 lies within [0, 1000]: only what is broken fails
 
@@ -239,7 +250,11 @@ agent = "rational"
 """, encoding="utf-8")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    cli("run", str(tmp_path / "shade.toml"), "--out", str(tmp_path / "runs"), "--quiet", cwd=elsewhere)
+    err = cli("run", str(tmp_path / "shade.toml"), "--out", str(tmp_path / "runs"), "--quiet", cwd=tmp_path,
+              code=2).stderr  # neither the experiment's folder nor the current one is trusted on its own
+    assert "players[0].agent: 'my_agents.shade' is not imported: a player module" in err
+    cli("run", str(tmp_path / "shade.toml"), "--out", str(tmp_path / "runs"), "--quiet", "--trust", str(tmp_path),
+        cwd=elsewhere)
     runs = [json.loads(x) for x in (tmp_path / "runs" / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 4
     for r in runs:  # the rational bidder bids its value (second price); Shade bids half of its own value
@@ -250,7 +265,8 @@ agent = "rational"
     decisions = [json.loads(x) for x in (tmp_path / "runs" / "decisions.jsonl").read_text().splitlines()]
     assert {d["agent"] for d in decisions} == {"custom", "rational"}  # the kind; config.toml keeps the path
     assert all(d["valid"] for d in decisions)
-    out = cli("check", "--agent", "my_agents.shade:Shade", "second_price_auction", "--seeds", "5", cwd=tmp_path).stdout
+    out = cli("check", "--agent", "my_agents.shade:Shade", "second_price_auction", "--seeds", "5", "--trust", ".",
+              cwd=tmp_path).stdout
     assert "my_agents.shade:Shade in second_price_auction: 3 of 3 checks pass" in out
 
 
@@ -258,14 +274,15 @@ def test_check_fails_an_agent_that_is_not_reproducible_or_never_valid(tmp_path: 
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "noisy.py").write_text(NOISY, encoding="utf-8")
     (tmp_path / "bad" / "babble.py").write_text(BABBLE, encoding="utf-8")
-    out = cli("check", "--agent", "bad.noisy:Noisy", "second_price_auction", "--seeds", "3", cwd=tmp_path,
-              code=1).stdout
+    out = cli("check", "--agent", "bad.noisy:Noisy", "second_price_auction", "--seeds", "3", "--trust", ".",
+              cwd=tmp_path, code=1).stdout
     assert "FAIL determinism: the same seeds gave different replies" in out
-    out = cli("check", "--agent", "bad.babble:Babble", "beauty_contest", "--seeds", "3", cwd=tmp_path, code=1).stdout
+    out = cli("check", "--agent", "bad.babble:Babble", "beauty_contest", "--seeds", "3", "--trust", ".", cwd=tmp_path,
+              code=1).stdout
     assert "FAIL replies the game accepts: 0 of 3 valid" in out
     (tmp_path / "x.toml").write_text(EXPERIMENT.format(game="beauty_contest").replace(
         'agent = "random"', 'agent = "bad.noisy:random"'), encoding="utf-8")
-    err = cli("validate", "x.toml", cwd=tmp_path, code=2).stderr
+    err = cli("validate", "x.toml", "--trust", ".", cwd=tmp_path, code=2).stderr
     assert "players[1].agent: bad.noisy:random: expected a subclass of econarena.agents.plugins.CustomAgent" in err
 
 
@@ -277,21 +294,21 @@ def test_a_scorer_of_ones_own_subclasses_a_built_in_game_and_scores_by_hand(tmp_
     write_game(tmp_path, {"my_scores/closeness.py": code})  # no template file: the parent's is used
     (tmp_path / "c.toml").write_text(EXPERIMENT.format(game="my_scores.closeness:Closeness")
                                      .replace('agent = "rational"', 'agent = "level_k"'), encoding="utf-8")
-    out = cli("check", "my_scores.closeness:Closeness", "--seeds", "5", cwd=tmp_path).stdout
+    out = cli("check", "my_scores.closeness:Closeness", "--seeds", "5", "--trust", ".", cwd=tmp_path).stdout
     assert "closeness: 7 of 7 contract checks pass" in out and "prompt template: beauty_contest/v1" in out
-    cli("run", "c.toml", "--out", "runs/c", "--quiet", cwd=tmp_path)
+    cli("run", "c.toml", "--out", "runs/c", "--quiet", "--trust", ".", cwd=tmp_path)
     runs = [json.loads(x) for x in (tmp_path / "runs/c/runs.jsonl").read_text().splitlines()]
     assert len(runs) == 6
     for r in runs:  # 100 - 100 x |closest answer - 2/3 x mean| / upper bound, from the logged answers
         answers = [a for a, ok in zip(r["actions"], r["valid"]) if ok]
         target = 2 / 3 * sum(answers) / len(answers)
         assert r["score"] == pytest.approx(100 * (1 - min(abs(a - target) for a in answers) / 100))
-    assert "score (std)" in cli("summary", "runs/c", cwd=tmp_path).stdout
+    assert "score (std)" in cli("summary", "runs/c", "--trust", ".", cwd=tmp_path).stdout
 
 
 def test_reading_a_run_directory_never_imports_an_installed_module_it_names(tmp_path: Path) -> None:
-    """A run directory may come from someone else: `report` and `summary` import a game path only from the
-    current folder (or an experiment's), never a module found elsewhere on sys.path by the name it holds."""
+    """A run directory may come from someone else: `report` and `summary` import a game path only from a
+    folder named with --trust, never a module found on sys.path by the name it holds."""
     site, study = tmp_path / "site", tmp_path / "study"
     files = documented_files()
     marker = tmp_path / "imported.txt"
@@ -301,7 +318,9 @@ def test_reading_a_run_directory_never_imports_an_installed_module_it_names(tmp_
     write_game(site, {"my_games/duopoly.py": code, "my_games/duopoly.toml": files["my_games/duopoly.toml"]})
     study.mkdir()
     (study / "d.toml").write_text(EXPERIMENT.format(game="my_games.duopoly:Duopoly"), encoding="utf-8")
-    cli("run", "d.toml", "--out", "runs/d", "--quiet", cwd=study, site=site)  # the user runs it: imported
+    err = cli("run", "d.toml", "--out", "runs/d", "--quiet", cwd=study, site=site, code=2).stderr
+    assert "'my_games.duopoly' is not imported" in err and not marker.exists()  # sys.path is not trusted
+    cli("run", "d.toml", "--out", "runs/d", "--quiet", "--trust", str(site), cwd=study, site=site)  # named: imported
     assert marker.exists()
     marker.unlink()
     cli("summary", "runs/d", cwd=study, site=site)

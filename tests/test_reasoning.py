@@ -31,6 +31,22 @@ DRAFT = 'I could say {"answer": 90}'
     (f'<think>x<think>{DRAFT}</think>y</think>{{"answer": 1}}', '{"answer": 1}', f"x\n{DRAFT}\ny", False),
     (f'Sure. <think>{DRAFT}</think> {{"answer": 6}}', 'Sure.  {"answer": 6}', DRAFT, False),
     ('I think {"answer": 8}', 'I think {"answer": 8}', "", False),  # the word, not a tag
+    # a tag inside a JSON string of the answer is the model's words, not a block
+    ('{"chosen_number": 40, "reason": "I <think> it is 40"}',
+     '{"chosen_number": 40, "reason": "I <think> it is 40"}', "", False),
+    ('{"answer": 4, "why": "no </think> here"}', '{"answer": 4, "why": "no </think> here"}', "", False),
+    ('{"a": "say \\"<think>\\" now"}', '{"a": "say \\"<think>\\" now"}', "", False),  # escaped quotes
+    # a word that only begins like a tag
+    ('<think-tank> {"answer": 9}', '<think-tank> {"answer": 9}', "", False),
+    ('<thinker>{"answer": 9}</thinker>', '<thinker>{"answer": 9}</thinker>', "", False),
+    # after a closed string, a tag is a tag again; the answer before an unclosed block stays the answer
+    (f'{{"answer": 40}} <think>{DRAFT}', '{"answer": 40}', DRAFT, True),
+    (f'{{"r": "a"}} <think>{DRAFT}</think>{{"answer": 2}}', '{"r": "a"} {"answer": 2}', DRAFT, False),
+    # an unbalanced quote, or an escaped backslash before a quote, never hides a block: the draft stays
+    # reasoning (only a JSON object that parses whole holds tags as its words)
+    (f'He said "hi <think>{DRAFT}</think>{{"answer": 5}}', 'He said "hi {"answer": 5}', DRAFT, False),
+    (f'{{"a": "x\\\\"}} <think>{DRAFT}</think>{{"answer": 1}}', '{"a": "x\\\\"} {"answer": 1}', DRAFT, False),
+    (f'{{"a": "<think>{DRAFT}</think>"}}', '{"a": ""}', DRAFT, False),
     ("", "", "", False),
 ])
 def test_hostile_inline(text: str, answer: str, reasoning: str, unfinished: bool) -> None:

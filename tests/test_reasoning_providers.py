@@ -283,16 +283,30 @@ def test_host_never_takes_a_draft_from_inside_the_reasoning(server: FakeLLMServe
     server.script(chat({"content": '<think>I could say {"answer": 90}</think>'}),
                   chat({"content": '<think>I could say {"answer": 90}'}, finish="length"),
                   chat({"content": '<think>a</think>{"answer": 4}<think>or {"answer": 90}'}),
-                  chat({"content": '<THINK type="x">{"answer": 90}</THINK>{"answer": 12}'}))
+                  chat({"content": '<THINK type="x">{"answer": 90}</THINK>{"answer": 12}'}),
+                  chat({"content": '{"answer": 40, "reason": "I <think> it is 40"}'}),
+                  chat({"content": '<think-tank> says {"answer": 30}'}),
+                  chat({"content": '<think>I could say {"answer": 90}'}),  # unclosed, and the server said stop
+                  chat({"content": '{"answer": 5} <think>or {"answer": 90}'}, finish="length"))
     doc = experiment_dict("beauty_contest", [
         {"agent": "openai", "model": "fake-1", "base_url": server.url + "/v1", "label": "T", "max_tokens": 64,
-         "max_retries": 0, "count": 4}], {"upper_bound": 100, "prize": 100}, sessions=1)
+         "max_retries": 0, "count": 8}], {"upper_bound": 100, "prize": 100}, sessions=1)
     run_experiment(doc, tmp_path / "run", concurrency=1)
     records = sorted(read_jsonl(tmp_path / "run" / "decisions.jsonl"), key=lambda d: d["player"])
-    empty, cut, second, odd = records
+    empty, cut, second, odd, quoted, tank, unclosed, late = records
     assert (empty["valid"], empty["violation"], empty["response"], empty["action"]) == (False, "parse_error", "", None)
     assert empty["reasoning"] == 'I could say {"answer": 90}'
     assert (cut["violation"], cut["truncated"], cut["action"]) == ("truncated", True, None)
-    assert (second["violation"], second["action"]) == ("truncated", None)  # ended inside a second block
+    # the server said stop: the answer before a second, unclosed block is the move, not a token limit
+    assert (second["valid"], second["action"], second.get("truncated")) == (True, 4, None)
+    assert second["reasoning"] == 'a\nor {"answer": 90}'
     assert (odd["valid"], odd["action"]) == (True, 12)
+    assert (quoted["valid"], quoted["action"], "reasoning" in quoted) == (True, 40, False)  # words in a string
+    assert (tank["valid"], tank["action"]) == (True, 30)
+    # unclosed with nothing before it, and the server said stop: said as what it is, no token limit
+    assert (unclosed["valid"], unclosed["violation"], unclosed.get("truncated")) == (False, "parse_error", None)
+    assert "a reasoning block that was never closed, although the model stopped on its own" in unclosed["detail"]
+    assert "token limit)" in unclosed["detail"] and "max_tokens" not in unclosed["detail"]
+    # at the token limit, an unclosed block is still cut, whatever stood before it
+    assert (late["violation"], late["truncated"], late["action"]) == ("truncated", True, None)
     assert all(r["action"] != 90 for r in records)

@@ -131,6 +131,9 @@ def test_merge_refuses_what_is_not_one_whole_experiment(tmp_path: Path, arena: A
     m = json.loads((tmp_path / "a2" / "manifest.json").read_text())
     (tmp_path / "a2" / "manifest.json").write_text(json.dumps({**m, "status": "interrupted", "runs_complete": 3}))
     assert "shard 2/2" in (e := merge("a1", "a2")) and "interrupted" in e and "--resume" in e
+    # a shard no --shard K/N writes: 5 of 2 was taken for a shard of its own experiment
+    (tmp_path / "a2" / "manifest.json").write_text(json.dumps({**m, "shard": {"index": 5, "count": 2}}))
+    assert "a2: its manifest says shard 5 of 2, which no --shard K/N writes" in merge("a1", "a2")
 
 
 def test_resume_keeps_the_shard_it_started_with(tmp_path: Path, arena: Any) -> None:

@@ -39,7 +39,7 @@ import numpy as np
 from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Setup
-from ...rundir import RUNS, complete_runs, game_name, read_jsonl
+from ...rundir import RUNS, LogError, complete_runs, game_name, read_jsonl
 from ..load import expand_run_dirs
 from ..scan import Base, Dir
 from .metagame import pure_equilibria
@@ -281,6 +281,9 @@ class Collector(Base):
         self.out: dict[str, GameData] = {}
         self.people = False  # a seat played by a person (GLEE's human games) somewhere
         self.error: AnalysisError | None = None  # the first directory that cannot be modelled, raised by result()
+        # (game, metric) -> where it was first met, and whether as a number: a word where another run holds a
+        # number would leave that run out of the metric's model in silence
+        self._kinds: dict[tuple[str, str], tuple[bool, Path, int, Any]] = {}
 
     def begin(self, d: Dir) -> bool:
         name = d.game_name
@@ -341,6 +344,8 @@ class Collector(Base):
             col.append(code)
         valid = all(bool(v) for v in r.get("valid") or [])
         buf.valid.append(valid)
+        if isinstance(r.get("metrics"), Mapping):
+            self._kinds_of(d, number, r["metrics"])
         if valid:
             for place, (m, x) in enumerate(_outcomes(r.get("metrics"), len(players)).items()):
                 col = buf.values.get(m)
@@ -353,6 +358,22 @@ class Collector(Base):
                 vals.append(_ABSENT)
                 places.append(0)
 
+    def _kinds_of(self, d: Dir, number: int, metrics: Mapping[str, Any]) -> None:
+        """Refuse a metric that is a word in one run and a number in another (of one game), naming both lines."""
+        for name, v in metrics.items():
+            if isinstance(v, bool) or v is None or isinstance(v, (list, tuple, Mapping)):
+                continue
+            numeric = isinstance(v, (int, float))
+            if not numeric and not isinstance(v, str):
+                continue
+            seen = self._kinds.setdefault((self.name, name), (numeric, d.path / RUNS, number, v))
+            if seen[0] != numeric:
+                word, where = (v, f"line {number}") if not numeric else (seen[3], f"{seen[1]}: line {seen[2]}")
+                other = f"line {number}" if numeric else f"{seen[1]}: line {seen[2]}"
+                raise LogError(f"{d.path / RUNS}: 'metrics.{name}' of {self.name} is the word {str(word)[:40]!r} at "
+                               f"{where} but a number at {other}: a run with a word there would drop out of the "
+                               "metric's model in silence (edited by hand?)")
+
     # ------------------------------------------------------ the columnar copy (analysis/columnar.py)
 
     copy_name = "glee"
@@ -360,7 +381,7 @@ class Collector(Base):
     @property
     def copy_version(self) -> str:
         """What the kept columns depend on besides the logs: who a seat is, the game's factors."""
-        return f"1:{self.by}:{[(f.name, f.keys, f.reference) for f in self.data.factors]}"
+        return f"2:{self.by}:{[(f.name, f.keys, f.reference) for f in self.data.factors]}"  # 2: words refused
 
     def save(self, d: Dir, copy: Any) -> None:
         """The directory's runs as read (before ``end`` orders them): numbers as they are, text as codes
