@@ -112,10 +112,10 @@ def _bounded_transport(inner: Any) -> Any:
     class _BoundedStream(httpx2.AsyncByteStream):
         """A reply's body, at most ``limit`` bytes on the wire and decoded; see :func:`_bounded_transport`."""
 
-        def __init__(self, resp: Any, encoding: str, limit: int) -> None:
+        def __init__(self, resp: Any, encoding: str, limit: int, lost: Any = None) -> None:
             import zlib
 
-            self.resp, self.limit, self.encoding = resp, limit, encoding
+            self.resp, self.limit, self.encoding, self.lost = resp, limit, encoding, lost
             self.decoder = (zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
                             if encoding in ("gzip", "deflate") else None)
 
@@ -142,6 +142,11 @@ def _bounded_transport(inner: Any) -> Any:
                 yield out
             if self.decoder is not None and not self.decoder.eof:
                 raise http11.BadReply(f"cannot decode a {self.encoding} body: it ends before its stream does")
+            lost = self.lost
+            if lost is not None and lost.done() and not lost.cancelled() and lost.exception() is not None:
+                # aiohttp ends a body that runs until close on a reset as on a clean end: not a reply
+                raise http11.ServerDisconnected(f"Server disconnected before the reply was complete "
+                                                f"({lost.exception()})")
 
         async def aclose(self) -> None:
             await self.resp.aclose()
@@ -158,8 +163,13 @@ def _bounded_transport(inner: Any) -> Any:
             encoding = resp.headers.get("content-encoding", "").lower()
             headers = [(k, v) for k, v in resp.headers.multi_items()
                        if not (encoding in ("gzip", "deflate") and k.lower() in ("content-encoding", "content-length"))]
-            return httpx2.Response(resp.status_code, headers=headers, stream=_BoundedStream(resp, encoding, limit),
-                                   extensions=resp.extensions)
+            lost = None
+            if "content-length" not in resp.headers and "chunked" not in resp.headers.get("transfer-encoding", ""):
+                # a body that runs until close: watch how the connection ends (aiohttp's protocol says it)
+                connection = getattr(getattr(resp.stream, "_aiohttp_response", None), "_connection", None)
+                lost = getattr(getattr(connection, "protocol", None), "closed", None)
+            return httpx2.Response(resp.status_code, headers=headers,
+                                   stream=_BoundedStream(resp, encoding, limit, lost), extensions=resp.extensions)
 
         async def aclose(self) -> None:
             await inner.aclose()
