@@ -174,6 +174,9 @@ def _bounded_transport(inner: Any) -> Any:
         async def aclose(self) -> None:
             await inner.aclose()
 
+        def __getattr__(self, name: str) -> Any:  # the inner transport's settings (its TLS context...)
+            return getattr(inner, name)
+
     return Bounded()
 
 
