@@ -248,3 +248,34 @@ def test_an_unknown_count_settles_a_cap_at_its_worst_case() -> None:
         assert budget.pending == pytest.approx((worst_in + 100) / 1e6)  # 144 tokens at 1 USD per million
     finally:
         srv.stop()
+
+
+# -- what is sent ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["lean", "sdk"])
+def test_a_base_url_query_is_sent_as_typed(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signed URL's query (an escaped slash, a repeated key, a bare flag, a plus) reaches the server byte for
+    byte: parsed and re-encoded it was ``sig=a%2Fb&x=2&flag=`` and its signature failed."""
+    monkeypatch.setenv("ECONARENA_OPENAI_CLIENT", path)
+    srv = hostile(reply(), b"")
+    query = "sig=a%2Fb%3D&x=1&x=2&flag&q=a+b~"
+    try:
+        (g,) = calls_in_one_loop(settings(f"{srv.url}?{query}"))
+        assert g.text == "7"
+        sent = srv.requests[0][0]
+        if path == "sdk":  # aiohttp takes the URL as a string and writes an escape of a character legal in a
+            sent = sent.replace("sig=a/b", "sig=a%2Fb")  # query as the character: the same query to any server
+        assert sent == f"POST /v1/chat/completions?{query} HTTP/1.1"
+    finally:
+        srv.stop()
+
+
+def test_no_hostile_reply_prints_an_asyncio_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A parser error is the call's error, not a 'Fatal error: protocol.data_received() call failed' of the
+    event loop blaming the server's death."""
+    with caplog.at_level(logging.DEBUG, logger="asyncio"):
+        for case in ("negative chunk size", "superscript length", "gzip bomb", "endless chunks"):
+            assert _outcome("lean", HOSTILE[case][0], monkeypatch).startswith("refused")
+    assert [(r.getMessage(), r.exc_text) for r in caplog.records  # the client's loop (the servers run in threads)
+            if r.name == "asyncio" and r.levelno >= logging.WARNING and r.threadName == "MainThread"] == []

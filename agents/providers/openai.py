@@ -152,7 +152,11 @@ def _bounded_transport(inner: Any) -> Any:
             await self.resp.aclose()
 
     class Bounded(httpx2.AsyncBaseTransport):
+        query: bytes | None = None  # the base_url's query as typed, sent on every request
+
         async def handle_async_request(self, request: Any) -> Any:
+            if self.query is not None:
+                request.url = request.url.copy_with(query=self.query)
             resp = await inner.handle_async_request(request)
             limit = http11.REPLY_BYTES
             length = resp.headers.get("content-length", "")
@@ -254,11 +258,18 @@ class OpenAIProvider(RemoteProvider):
             from .openai_lean import LeanClient
 
             tls = _lean_tls_context() if base_url.lower().startswith("https:") else None
-            return LeanClient(base_url, query, key, settings.max_connections, settings.timeout_s, tls)
+            # the query as typed, not parsed and re-encoded (a signed URL's %2F, a repeated key, a bare flag)
+            return LeanClient(base_url, urlsplit(settings.base_url or "").query, key, settings.max_connections,
+                              settings.timeout_s, tls)
         import openai
 
+        http_client = _http_client(settings)
+        raw_query = urlsplit(settings.base_url or "").query
+        if http_client is not None and raw_query:  # our transport puts the typed query on every request
+            http_client._transport.query = raw_query.encode("ascii", "strict") if raw_query.isascii() else None
+            query = {} if http_client._transport.query else query
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
-                                  timeout=settings.timeout_s, http_client=_http_client(settings))
+                                  timeout=settings.timeout_s, http_client=http_client)
 
     async def _attempt(self, client: Any, messages: Sequence[Message],
                        settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:

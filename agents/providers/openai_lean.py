@@ -75,10 +75,13 @@ def status_error(status: int, raw: bytes, headers: Any) -> LeanStatusError:
     return LeanStatusError(status, message, body.get("error", body) if isinstance(body, dict) else body, headers)
 
 
-def chat_url(base_url: str, query: dict[str, str]) -> str:
+def chat_url(base_url: str, query: dict[str, str] | str) -> str:
     """``base_url`` + ``chat/completions`` joined as the SDK joins them (one slash between), with the query
-    typed in the base_url encoded as the SDK encodes its default query."""
+    typed in the base_url: a string goes as typed (a signature's ``%2F``, a repeated key, a bare flag kept), a
+    dict encoded as the SDK encodes its default query."""
     url = (base_url if base_url.endswith("/") else base_url + "/") + "chat/completions"
+    if isinstance(query, str):
+        return f"{url}?{query}" if query else url
     return f"{url}?{urlencode(query)}" if query else url
 
 
@@ -108,7 +111,7 @@ class LeanClient:
     request's head rendered once here; a proxied one, and a request the server redirects, through an aiohttp
     session made on first need (aiohttp follows redirects and speaks to proxies as the SDK's client did)."""
 
-    def __init__(self, base_url: str, query: dict[str, str], key: str, max_connections: int, timeout_s: float,
+    def __init__(self, base_url: str, query: dict[str, str] | str, key: str, max_connections: int, timeout_s: float,
                  ssl_context: Any = None) -> None:
         self.url = chat_url(base_url, query)
         self.key, self.max_connections, self.timeout_s, self.ssl_context = key, max_connections, timeout_s, ssl_context
