@@ -298,7 +298,8 @@ def test_a_fresh_connection_closed_without_a_reply_is_a_lost_connection() -> Non
 @pytest.mark.parametrize(("answer", "why"), [
     (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "malformed HTTP reply: Expected HTTP/"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", "malformed HTTP reply: Invalid character in Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "malformed HTTP reply: Invalid character in chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+     "malformed HTTP reply: Invalid character in chunk size"),
 ], ids=["ssh", "negative-length", "chunk-size"])
 def test_a_reply_that_is_not_http_is_a_connection_error(answer: bytes, why: str) -> None:
     srv = serve(answer)
