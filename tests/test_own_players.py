@@ -127,3 +127,67 @@ def test_an_act_that_returns_still_plays_in_its_thread(folder: Path) -> None:
     for r in runs:
         mine = r["labels"].index("Half")
         assert r["actions"][mine] == pytest.approx(0.5 * r["private_values"][mine])
+
+
+# -- a game of one's own that fails --------------------------------------------------------------------------
+
+GAMES = '''
+from dataclasses import replace
+from typing import ClassVar
+
+from econarena.games.base import GameInfo
+from econarena.games.econarena.contests import BeautyContest
+
+
+class Raises(BeautyContest):
+    name: ClassVar[str] = "raises"
+    info: ClassVar[GameInfo] = replace(BeautyContest.info, title="raises")
+
+    def apply(self, state, actions, rng):
+        raise ZeroDivisionError("the rules divided by zero")
+
+
+class Endless(BeautyContest):
+    name: ClassVar[str] = "endless"
+    info: ClassVar[GameInfo] = replace(BeautyContest.info, title="endless")
+
+    def apply(self, state, actions, rng):
+        return state  # the contest never moves on: every seat is asked again and again
+
+
+class Nobody(BeautyContest):
+    name: ClassVar[str] = "nobody"
+    info: ClassVar[GameInfo] = replace(BeautyContest.info, title="nobody")
+
+    def to_move(self, state):
+        return (7,)  # a seat that is not at the table
+'''
+
+GAME_EXPERIMENT = """[experiment]
+name = "g"
+game = "mine.games:{cls}"
+sessions = 2
+runs = 1
+seed = 3
+
+[[players]]
+agent = "random"
+count = 3
+"""
+
+
+@pytest.mark.parametrize(("cls", "name", "said"), [
+    ("Raises", "raises", "at step 0: ZeroDivisionError: the rules divided by zero"),
+    ("Endless", "endless", "at step 2: it has not ended after 2 steps, 2 moves of one seat, past the 1 its "
+                           "max_moves declares"),
+    ("Nobody", "nobody", "at step 0: ValueError: to_move named (7,), not seats of the 3 at the table"),
+])
+def test_a_game_that_fails_ends_in_a_game_error_naming_where(cls: str, name: str, said: str, folder: Path) -> None:
+    (folder / "mine" / "games.py").write_text(GAMES, encoding="utf-8")
+    (folder / "g.toml").write_text(GAME_EXPERIMENT.format(cls=cls), encoding="utf-8")
+    proc = subprocess.run([*EXE, "run", "g.toml", "--out", "runs", "--quiet", "--concurrency", "1"], cwd=folder,
+                          env=_env(folder), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"econarena: error: the game {name} failed in lineup " in proc.stderr
+    assert ", session " in proc.stderr and ", run 0, " in proc.stderr and said in proc.stderr, proc.stderr
