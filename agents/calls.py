@@ -97,8 +97,13 @@ async def reserve_attempt(name: str, model: str, worst_in: int, max_tokens: int)
         await asyncio.sleep(0.02)
         held = cap[0].reserve(cap[1], model, worst_in, max_tokens)
     if held is None:
-        raise CallError(f"{name}: budget reached: this call could cost up to its worst case and pass the "
-                        "--max-cost limit, so it was not sent; resume with a higher limit to go on")
+        spent, limit = getattr(cap[0], "spent", None), getattr(cap[0], "limit", None)
+        worst = getattr(cap[0], "last_worst", None)
+        said = (f"${spent:.4f} spent of the ${limit:g} allowed, and this call could cost up to ${worst:.4f} "
+                "(its prompt and max_tokens at their worst)" if None not in (spent, limit, worst) else
+                "this call could cost up to its worst case and pass the --max-cost limit")
+        raise CallError(f"{name}: budget reached: {said}, so it was not sent; resume with a higher --max-cost "
+                        "to go on")
     return held
 
 
