@@ -290,3 +290,37 @@ def test_no_hostile_reply_prints_an_asyncio_traceback(monkeypatch: pytest.Monkey
             assert _outcome("lean", HOSTILE[case][0], monkeypatch).startswith("refused")
     assert [(r.getMessage(), r.exc_text) for r in caplog.records  # the client's loop (the servers run in threads)
             if r.name == "asyncio" and r.levelno >= logging.WARNING and r.threadName == "MainThread"] == []
+
+
+@pytest.mark.parametrize(("keepalive", "connections"), [(None, 1), ("timeout=1, max=100", 2), ("timeout=30", 1)])
+def test_an_idle_connection_is_given_up_before_the_server_s_keep_alive(keepalive: str | None, connections: int
+                                                                      ) -> None:
+    """Two calls 0.1 s apart: reused, unless the server announced a keep-alive that ends within a second of
+    that (``timeout=1``: given up after 1 - 1 = 0 s), so the request never races the server's close."""
+    head = ("Keep-Alive: " + keepalive,) if keepalive else ()
+
+    async def handler(srv: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await srv.read_request(reader) is not None:
+            writer.write(reply(headers=head))
+            await writer.drain()
+
+    srv = RawServer(handler)
+    s = settings(srv.url)
+
+    async def two() -> None:
+        from econarena.agents.base import Message
+        from econarena.agents.providers.openai import OpenAIProvider
+
+        p = OpenAIProvider(s)
+        try:
+            for _ in range(2):
+                assert (await p.generate([Message("user", "x")], s)).text == "7"
+                await asyncio.sleep(0.1)
+        finally:
+            await p.aclose()
+
+    try:
+        asyncio.run(two())
+        assert srv.connections == connections and len(srv.requests) == 2
+    finally:
+        srv.stop()

@@ -39,6 +39,9 @@ KEEPALIVE_S = 4.0
 KEEPALIVE_MARGIN_S = 1.0  # how long before a server's announced keep-alive timeout a connection is given up
 REPLY_BYTES = 32 * 2**20  # one reply: at most this many bytes on the wire, and at most this many decoded
 HEAD_BYTES = 65536  # the status line and headers of one reply
+# a host with several addresses (IPv6 and IPv4): the next is tried after this long, not after the first one's
+# connect timed out (RFC 8305's recommended delay)
+HAPPY_EYEBALLS_S = 0.25
 
 
 class ServerDisconnected(ConnectionResetError):
@@ -251,7 +254,8 @@ class Origin:
         loop = asyncio.get_running_loop()
         _, conn = await asyncio.wait_for(
             loop.create_connection(_Conn, self.host, self.port, ssl=self.ssl,
-                                   server_hostname=self.host if self.ssl else None), self.connect_timeout)
+                                   server_hostname=self.host if self.ssl else None,
+                                   happy_eyeballs_delay=HAPPY_EYEBALLS_S), self.connect_timeout)
         return conn
 
     async def post(self, head: bytes, body: bytes) -> tuple[int, dict[str, str], bytes]:
