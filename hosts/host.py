@@ -363,7 +363,9 @@ class Host:
             except Exception as exc:  # noqa: BLE001 - the game's own code failed: said as the game's error
                 raise self._game_error(ctx.lineup, ctx.session, ctx.run, f"step {play.rnd}", exc) from exc
             steps += 1
-            if max(play.moves, default=0) > most or steps > MAX_ROUNDS:  # a game that never ends
+            # a game that never ends; no seat has moved more often than there were steps, so this is one compare
+            # per step until the steps pass what max_moves declares
+            if steps > most and (max(play.moves, default=0) > most or steps > MAX_ROUNDS):
                 raise self._game_error(ctx.lineup, ctx.session, ctx.run, f"step {play.rnd}", None,
                                        f"it has not ended after {steps} steps, {max(play.moves)} moves of one "
                                        f"seat, past the {most} its max_moves declares" if steps <= MAX_ROUNDS
@@ -420,10 +422,8 @@ class Host:
     def _movers(self, ctx: RunContext, play: Playthrough) -> tuple[int, ...]:
         """The seats to move now, as the game says; a seat not at the table is the game's failure."""
         movers = self.game.to_move(play.state)
-        n = len(ctx.seats)
-        for seat in movers:
-            if type(seat) is not int or not 0 <= seat < n:
-                raise ValueError(f"to_move named {movers!r}, not seats of the {n} at the table")
+        if movers and (min(movers) < 0 or max(movers) >= len(ctx.seats)):  # what is no int fails where used
+            raise ValueError(f"to_move named {movers!r}, not seats of the {len(ctx.seats)} at the table")
         return movers
 
     def _fast_forward(self, ctx: RunContext, play: Playthrough, movers: tuple[int, ...]) -> bool:
