@@ -150,6 +150,8 @@ class _Conn(asyncio.Protocol):
 
     # -- httptools callbacks ------------------------------------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head_done:  # a trailer after the chunks: nothing we read (and no string to grow without end)
+            return
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1").strip()
         headers = self.headers
