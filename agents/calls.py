@@ -53,6 +53,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 MAX_TOKENS_COUNTED = 10**9  # a token count above this is no count: a billion tokens is no reply of one call
+_WARNED: set[tuple[str, str]] = set()  # (provider, field) whose bad count was said
 
 
 class SpendLimit(Protocol):
@@ -126,13 +127,17 @@ def settle_attempt(held: float | None, model: str, gen: Generation | None, worst
 
 def token_count(value: Any, what: str, provider: str) -> int | None:
     """A server's count of tokens if it is one: a whole number in [0, 10^9] (``12.0`` is 12); else None with a
-    warning that names the field and the value, so a negative or absurd count never becomes a cost."""
+    warning that names the field and the value (once per field and process), so a negative or absurd count
+    never becomes a cost."""
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer() and math.isfinite(value):
         value = int(value)
     if type(value) is int and 0 <= value <= MAX_TOKENS_COUNTED:
         return value
+    if (provider, what) in _WARNED:  # said once per field and process: a server that always sends -1 is no flood
+        return None
+    _WARNED.add((provider, what))
     log.warning("%s: the server's %s = %.40r is not a token count (a whole number in [0, 10^9]); counted as "
                 "unknown (a --max-cost cap counts the call at its worst case)", provider, what, value)
     return None

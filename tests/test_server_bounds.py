@@ -36,6 +36,7 @@ OK = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 def _env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(calls, "BACKOFF_BASE_S", 0.01)
     monkeypatch.setattr(http11, "REPLY_BYTES", LIMIT)
+    monkeypatch.setattr(calls, "_WARNED", set())  # each test sees the first warning of each field
     monkeypatch.setenv("OPENAI_API_KEY", "sk-bounds-test-0123456789")
     for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
@@ -242,6 +243,10 @@ def test_token_counts_are_whole_numbers_in_range_or_unknown_with_a_warning(
         assert (g.tokens_in, g.tokens_out) == counted
         warned = [r.getMessage() for r in caplog.records if "is not a token count" in r.getMessage()]
         assert len(warned) == sum(x is None for x in counted)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="econarena.agents.calls"):
+            calls_in_one_loop(settings(srv.url), 2)  # the same fields again: counted unknown, not said again
+        assert not [r for r in caplog.records if "is not a token count" in r.getMessage()]
     finally:
         srv.stop()
 
