@@ -191,3 +191,24 @@ def test_a_game_that_fails_ends_in_a_game_error_naming_where(cls: str, name: str
     assert "Traceback" not in proc.stderr
     assert f"econarena: error: the game {name} failed in lineup " in proc.stderr
     assert ", session " in proc.stderr and ", run 0, " in proc.stderr and said in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_blocking_act_in_check_is_stopped_by_a_signal(sig: str, folder: Path) -> None:
+    """SIGINT inherited as ignored (a command started with ``&`` by a script) and SIGTERM both stop `check
+    --agent` while act blocks: exit 130, one line, no traceback."""
+    proc = subprocess.Popen([*EXE, "check", "--agent", "mine.agents:Forever", "second_price_auction"], cwd=folder,
+                            env=_env(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "started").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert f"interrupted by {sig}" in err and "Traceback" not in err
