@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -325,7 +324,8 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return d / "cert.pem", d / "key.pem"
 
 
-def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[Path, Path]) -> None:
+def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[Path, Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A TLS server that would take HTTP/2 gets HTTP/1.1 (the one protocol the client speaks); a certificate
     the trust store does not know is refused, as the SDK refuses it."""
     import ssl
@@ -351,7 +351,7 @@ def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[
 
         assert json.loads(asyncio.run(go()))["model"] == "m-raw"
         for path in ("lean", "sdk"):  # the provider's own context (the system store), named as what it is
-            os.environ["ECONARENA_OPENAI_CLIENT"] = path
+            monkeypatch.setenv("ECONARENA_OPENAI_CLIENT", path)
             with pytest.raises(CallError, match="certificate verification failed for https://127.0.0.1:.*"
                                                 "self-signed certificate") as err:
                 calls_in_one_loop(settings(url, max_retries=2))

@@ -303,10 +303,11 @@ def test_no_hostile_reply_prints_an_asyncio_traceback(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.parametrize(("keepalive", "connections"), [(None, 1), ("timeout=1, max=100", 2), ("timeout=30", 1)])
-def test_an_idle_connection_is_given_up_before_the_server_s_keep_alive(keepalive: str | None, connections: int
-                                                                      ) -> None:
+def test_an_idle_connection_is_given_up_before_the_server_s_keep_alive(keepalive: str | None, connections: int,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Two calls 0.1 s apart: reused, unless the server announced a keep-alive that ends within a second of
     that (``timeout=1``: given up after 1 - 1 = 0 s), so the request never races the server's close."""
+    monkeypatch.setenv("ECONARENA_OPENAI_CLIENT", "lean")  # our own pool's expiry
     head = ("Keep-Alive: " + keepalive,) if keepalive else ()
 
     async def handler(srv: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
