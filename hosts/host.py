@@ -77,6 +77,7 @@ class RunResult:
 _NOT_THE_GAME = (OSError, AgentError, RunDirectoryBusy, GameError)
 MAX_ROUNDS = 100_000  # steps of one run: past this a game has not ended, whatever its max_moves says
 
+
 def _llm_problems(exp: Experiment, check: Any) -> list[str]:
     problems = []
     for i, p in enumerate(exp.players):

@@ -191,6 +191,7 @@ def test_a_game_that_fails_ends_in_a_game_error_naming_where(cls: str, name: str
     assert "Traceback" not in proc.stderr
     assert f"econarena: error: the game {name} failed in lineup " in proc.stderr
     assert ", session " in proc.stderr and ", run 0, " in proc.stderr and said in proc.stderr, proc.stderr
+    assert json.loads((folder / "runs" / "manifest.json").read_text(encoding="utf-8"))["status"] == "failed"
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
