@@ -469,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seeds", type=int, default=20, help="draws per check (default 20)")
     c.add_argument("--agent", metavar="MODULE:CLASS",
                    help="check a player of your own (a CustomAgent subclass) in GAME instead of the game itself")
-    c.set_defaults(func=cmd_check)
+    c.set_defaults(func=cmd_check, stop_signals=True)  # it plays code of one's own: a signal must stop it
 
     ls = sub.add_parser("list", help="list games and agents")
     ls.set_defaults(func=cmd_list)

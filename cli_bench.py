@@ -378,6 +378,10 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         for job in jobs:
             r = results[id(job)]
             if job.kind == "model" and not r["complete"]:
+                b = job.budget
+                if r["stopped"] == "budget" and b is not None:  # how far it got, and why it stopped there
+                    why["budget"] = (f"the --max-cost budget: ${b.spent:.4f} spent of ${b.limit:g}" + (
+                        f", and the next call could cost up to ${b.last_worst:.4f}" if b.last_worst else ""))
                 err(f"{job.spec.label}: incomplete ({why.get(r['stopped'], r['stopped'])}); run the same command "
                     "again to continue" + (" with a higher --max-cost" if r["stopped"] == "budget" else ""))
     return worst

@@ -61,11 +61,15 @@ def failed_job(result: Any, d: Path, command: str) -> int | None:
     a busy run directory, a file-system failure, an interruption), after one line saying why and how to go on
     (``command``: the one to run again, "suite", "bench"); None for a result. Anything else is re-raised."""
     from .agents.base import AgentError
+    from .hosts.playthrough import GameError
     from .rundir import RunDirectoryBusy
 
     if isinstance(result, (AgentError, RunDirectoryBusy)):
         err(str(result))
         return EXIT_CONFIG
+    if isinstance(result, GameError):
+        err(f"{result}; finished runs are kept")
+        return EXIT_ERROR
     if isinstance(result, OSError):
         err(write_error(d, result) + f"; finished runs are kept: run the same {command} command again")
         return EXIT_CONFIG
@@ -407,6 +411,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
     an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
     from .agents.base import AgentError
+    from .hosts.playthrough import GameError
     from .rundir import RunDirectoryBusy
 
     try:
@@ -430,6 +435,9 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
         err(str(exc))
         return EXIT_CONFIG
+    except GameError as exc:  # the game's own code failed (a game of one's own): where, not a traceback
+        err(f"{exc}; finished runs are kept")
+        return EXIT_ERROR
     except OSError as exc:  # a full disk, a directory made read-only mid-run
         err(write_error(d, exc) + f"; finished runs are kept: {resume_command(exp, d)}")
         return EXIT_CONFIG

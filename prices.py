@@ -84,6 +84,7 @@ class Budget:
         self.reserved = 0.0  # worst cases of the attempts in flight
         self.pending = 0.0  # actual costs of attempts returned but not yet charged by the Host
         self.refused = 0  # calls not started because the limit was reached
+        self.last_worst = 0.0  # the worst case of the last attempt refused: what no longer fit
 
     def _price(self, label: str, model: str | None) -> tuple[float, float] | None:
         return price_of(self.prices, label, [model] if model else [])
@@ -99,7 +100,10 @@ class Budget:
         return self.reserved > 1e-12
 
     def allows(self) -> bool:
-        if self.committed < self.limit:
+        """Whether a decision may start: money spent or owed is below the limit. Reservations of calls in flight
+        are not counted here (they counted once, stopping a bench at a third of its cap while its first wave
+        of calls was in flight): the attempt's own reservation waits for them (agents/calls.py)."""
+        if self.spent + self.pending < self.limit:
             return True
         self.refused += 1
         return False
@@ -116,6 +120,7 @@ class Budget:
         if self.committed + amount > self.limit:
             if not self.busy:
                 self.refused += 1
+                self.last_worst = amount
             return False
         self.reserved += amount
         return True

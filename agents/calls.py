@@ -11,6 +11,11 @@ is not chained (its request object carries the ``Authorization`` header).
 
 A spending cap (``bench --max-cost``) is honoured here, for every provider: each attempt's worst case is
 reserved before it is sent (:func:`reserve_attempt`) and settled when it returns (:func:`settle_attempt`).
+
+Nothing a server sends is trusted with a size or a wait: a ``Retry-After`` is clipped to what is left of
+``retry_max_wait_s`` before it pauses anything (and a call that cannot wait that long says so), and a token
+count is a whole number in [0, 10^9] or unknown (:func:`token_count`), an unknown one settling a cap at its
+worst case.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ import asyncio
 import contextlib
 import email.utils
 import json
+import logging
+import math
 import random
 import re
+import ssl
 import sys
 import time
 from collections.abc import Awaitable, Mapping, Sequence
@@ -43,6 +51,9 @@ BACKOFF_CAP_S = 30.0
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+MAX_TOKENS_COUNTED = 10**9  # a token count above this is no count: a billion tokens is no reply of one call
+_WARNED: set[tuple[str, str]] = set()  # (provider, field) whose bad count was said
 
 
 class SpendLimit(Protocol):
@@ -87,19 +98,49 @@ async def reserve_attempt(name: str, model: str, worst_in: int, max_tokens: int)
         await asyncio.sleep(0.02)
         held = cap[0].reserve(cap[1], model, worst_in, max_tokens)
     if held is None:
-        raise CallError(f"{name}: budget reached: this call could cost up to its worst case and pass the "
-                        "--max-cost limit, so it was not sent; resume with a higher limit to go on")
+        spent, limit = getattr(cap[0], "spent", None), getattr(cap[0], "limit", None)
+        worst = getattr(cap[0], "last_worst", None)
+        said = (f"${spent:.4f} spent of the ${limit:g} allowed, and this call could cost up to ${worst:.4f} "
+                "(its prompt and max_tokens at their worst)" if None not in (spent, limit, worst) else
+                "this call could cost up to its worst case and pass the --max-cost limit")
+        raise CallError(f"{name}: budget reached: {said}, so it was not sent; resume with a higher --max-cost "
+                        "to go on")
     return held
 
 
-def settle_attempt(held: float | None, model: str, gen: Generation | None) -> None:
+def settle_attempt(held: float | None, model: str, gen: Generation | None, worst_in: int = 0,
+                   max_tokens: int = 0) -> None:
     """After an attempt reserved by :func:`reserve_attempt`: its reservation becomes its actual cost (a
-    failed attempt's is unknown: 0, as the logs count it)."""
+    failed attempt's is unknown: 0, as the logs count it). A reply whose server gave no usable count of its
+    tokens (missing, negative, fractional, past 10^9) is settled at the attempt's worst case (``worst_in``
+    in, ``max_tokens`` out): a cap never learns less than it may have cost."""
     cap = SPEND.get()
     if held is None or cap is None:
         return
-    cap[0].settle(held, cap[1], (gen.model if gen else None) or model, gen.tokens_in if gen else None,
-                  gen.tokens_out if gen else None)
+    tokens_in = gen.tokens_in if gen else None
+    tokens_out = gen.tokens_out if gen else None
+    if gen is not None:
+        tokens_in = worst_in if tokens_in is None else tokens_in
+        tokens_out = max_tokens if tokens_out is None else tokens_out
+    cap[0].settle(held, cap[1], (gen.model if gen else None) or model, tokens_in, tokens_out)
+
+
+def token_count(value: Any, what: str, provider: str) -> int | None:
+    """A server's count of tokens if it is one: a whole number in [0, 10^9] (``12.0`` is 12); else None with a
+    warning that names the field and the value (once per field and process), so a negative or absurd count
+    never becomes a cost."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        value = int(value)
+    if type(value) is int and 0 <= value <= MAX_TOKENS_COUNTED:
+        return value
+    if (provider, what) in _WARNED:  # said once per field and process: a server that always sends -1 is no flood
+        return None
+    _WARNED.add((provider, what))
+    log.warning("%s: the server's %s = %.40r is not a token count (a whole number in [0, 10^9]); counted as "
+                "unknown (a --max-cost cap counts the call at its worst case)", provider, what, value)
+    return None
 
 
 class CallError(Exception):
@@ -126,6 +167,7 @@ class Failure:
     status: int | None = None
     retry_after: float | None = None
     down: bool = False  # refused, timed out, connection lost, 5xx: the endpoint itself is the problem
+    at_once: bool = False  # sent again without a pause (a kept-alive connection the server had closed)
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
@@ -135,7 +177,9 @@ def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
     try:
         ms = headers.get("retry-after-ms")
         if ms is not None:
-            return max(0.0, float(ms) / 1000.0)
+            wait = float(ms) / 1000.0
+            if not math.isnan(wait):
+                return max(0.0, wait)
     except (TypeError, ValueError):
         pass
     value = headers.get("retry-after")
@@ -143,9 +187,11 @@ def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
         return None
     value = str(value).strip()
     try:
-        return max(0.0, float(value))
+        wait = float(value)
     except ValueError:
         pass
+    else:  # "inf" and "1e18" are kept as asked: the caller clips every wait to its own bounds
+        return None if math.isnan(wait) else max(0.0, wait)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -395,9 +441,19 @@ class RemoteProvider(Provider):
         return state.clients[i]
 
     def _failure(self, exc: BaseException, timeout_s: float, url: str | None = None) -> Failure:
+        big = _in_chain(exc, lambda e: getattr(e, "too_large", False))
+        if big is not None:  # http11.ReplyTooLarge on either path (the SDK wraps it): the same reply again
+            return Failure(False, f"reply too large: {big}")
         if isinstance(exc, MalformedResponse):
             return Failure(False, f"malformed response: {exc}")
         url = url if url is not None else self.settings.base_url if isinstance(self.settings.base_url, str) else None
+        cert = _certificate_error(exc)
+        if cert is not None:  # an SSLCertVerificationError is also a ValueError: named before "malformed"
+            where = public_url(url, [self._key]) if url else "the server"
+            return Failure(False, f"certificate verification failed for {where}: {cert} (the server's "
+                                  "certificate is not trusted here; see docs/trust.md)")
+        if getattr(exc, "resend_now", False):  # http11.StaleConnection: an attempt of its own, sent at once
+            return Failure(True, f"connection lost: {exc}", at_once=True)
         if _refused(exc):  # before the SDK's own reading: some transports call a refusal a timeout
             where = public_url(url, [self._key]) if url else "the server"
             return Failure(True, f"connection refused by {where} (nothing is listening there; is the server "
@@ -446,7 +502,10 @@ class RemoteProvider(Provider):
                 except Exception as exc:  # noqa: BLE001 - every failure is judged below
                     failure = self._failure(exc, settings.timeout_s, pool.urls[i] if pool is not None else None)
                     if failure.retryable and failure.retry_after is not None:
-                        state.gate.pause(failure.retry_after)  # before the slot is free: no request slips by
+                        # clipped to what is left of retry_max_wait_s before it pauses anything: a server's
+                        # "Retry-After: 1e18" (or a date in 2100) never freezes the endpoint past the run's bounds
+                        left = max(0.0, deadline - time.monotonic())
+                        state.gate.pause(min(failure.retry_after, left))  # before the slot is free
                 else:
                     gen.latency_s = time.perf_counter() - t0
                     if pool is not None:
@@ -455,7 +514,7 @@ class RemoteProvider(Provider):
                 finally:
                     if pool is not None:
                         pool.in_flight[i] -= 1
-                    settle_attempt(held, self._model(settings), gen)
+                    settle_attempt(held, self._model(settings), gen, worst_in, settings.max_tokens)
             attempt += 1
             message = redact(failure.message, self._key, *url_secrets(self.settings.base_url))
             other = pool is not None and failure.down and pool.set_aside(i, message)
@@ -464,8 +523,15 @@ class RemoteProvider(Provider):
             if attempt > settings.max_retries:
                 raise CallError(f"{self.name}: {message} (gave up after {attempt} attempts)",
                                 status=failure.status, retryable=True, attempts=attempt)
-            if other:
-                continue  # another endpoint is up: try it at once (the attempt still counts)
+            if other or failure.at_once:
+                continue  # another endpoint is up, or a stale connection: try at once (the attempt counts)
+            left = deadline - time.monotonic()
+            if failure.retry_after is not None and failure.retry_after > left:
+                raise CallError(
+                    f"{self.name}: {message} (gave up after {attempt} attempts: the server asked to wait "
+                    f"{_seconds(failure.retry_after)}, more than the {max(0.0, left):.1f} s left of "
+                    f"retry_max_wait_s = {settings.retry_max_wait_s:g}; the endpoint was paused "
+                    f"{max(0.0, left):.1f} s at most)", status=failure.status, retryable=True, attempts=attempt)
             if failure.retry_after is not None:
                 wait = failure.retry_after + random.uniform(0, min(1.0, 0.1 * failure.retry_after))
             else:
@@ -489,6 +555,38 @@ class RemoteProvider(Provider):
                     if client is not None:  # closing must not mask the experiment's result
                         with contextlib.suppress(Exception):
                             await self._close_client(client)
+
+
+def _in_chain(exc: BaseException, test: Any) -> BaseException | None:
+    """The first exception in ``exc``'s cause chain that passes ``test``, or None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if test(cur):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _seconds(wait: float) -> str:
+    return "forever (Retry-After: inf)" if math.isinf(wait) else f"{wait:.4g} s"
+
+
+def _certificate_error(exc: BaseException) -> str | None:
+    """The reason of a failed certificate check anywhere in the cause chain (``ssl`` raises it; aiohttp keeps it
+    as ``certificate_error``), or None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        inner = getattr(cur, "certificate_error", None)
+        if isinstance(inner, ssl.SSLCertVerificationError):
+            cur = inner
+        if isinstance(cur, ssl.SSLCertVerificationError):
+            return str(cur.verify_message or cur.reason or cur)
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def _refused(exc: BaseException) -> bool:

@@ -8,21 +8,31 @@ messages) and what a baseline would (``request.strategy(kind)``: the game's refe
 ``request.rng``: the decision's seeded generator), and returns the reply's JSON object or raw text, which
 the Host judges and logs like any reply. Like a game path, this imports code by name: this module and
 ``games/plugins.py`` are the only ones that do (``tests/test_layers.py``).
+
+What a run takes from such a player is bounded: ``act`` runs in a thread of its own (one call at a time per
+player, as before), so the event loop goes on while it thinks: a blocking ``act`` ends in an error after
+``timeout_s`` seconds (60 unless the class sets another), and SIGTERM and Ctrl-C still stop the run at once
+(the thread is a daemon: it never holds the process open). A reply longer than :data:`MAX_REPLY_CHARS` is
+refused with its length, not judged.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from .base import DecisionRequest, Reply
 
+MAX_REPLY_CHARS = 1 << 20  # a million characters: far past any game's reply, far below what stalls a judge
 SPEC = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 _trusted: list[Path] = []  # folders named with --trust DIR: the only places a path is imported from
 
@@ -31,10 +41,15 @@ class PluginError(ValueError):
     """An agent path that does not lead to a usable agent class; the message says what was expected."""
 
 
+class AgentTimeout(TimeoutError):
+    """A player's ``act`` took longer than its ``timeout_s``."""
+
+
 class CustomAgent:
     """A strategy of your own: override :meth:`act`. Stateless between decisions unless you keep state."""
 
     kind = "custom"
+    timeout_s: float = 60.0  # the longest one act() may take; a subclass sets its own
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -45,8 +60,47 @@ class CustomAgent:
         raise NotImplementedError(f"{type(self).__name__}.act is not written")
 
     async def decide(self, request: DecisionRequest) -> Reply:
-        out = self.act(request)
-        return Reply(text=out if isinstance(out, str) else json.dumps(out))
+        lock = self.__dict__.get("_act_lock")
+        if lock is None:  # made here, inside the running loop; act() calls stay one at a time, as before
+            lock = self.__dict__["_act_lock"] = asyncio.Lock()
+        async with lock:
+            out = await _in_thread(self.act, request, self.timeout_s, type(self).__name__)
+        text = out if isinstance(out, str) else json.dumps(out)
+        if len(text) > MAX_REPLY_CHARS:
+            raise ValueError(f"{type(self).__name__}.act returned a reply of {len(text):,} characters, more "
+                             f"than the {MAX_REPLY_CHARS:,} a reply may have")
+        return Reply(text=text)
+
+
+async def _in_thread(act: Any, request: DecisionRequest, timeout_s: float, name: str) -> Any:
+    """``act(request)`` in a daemon thread, awaited up to ``timeout_s``: the loop (and its signal handlers)
+    runs meanwhile, and a thread that never returns is left behind, never joined."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(value)
+
+    def work() -> None:
+        try:
+            value, error = act(request), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task as its exception
+            value, error = None, exc
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"econarena-act-{name}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(done), timeout_s)
+    except asyncio.TimeoutError:
+        raise AgentTimeout(f"{name}.act did not return within timeout_s = {timeout_s:g} s (left running in "
+                           "its thread; set timeout_s on the class for a slower player)") from None
 
 
 def is_spec(name: str) -> bool:

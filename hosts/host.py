@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..agents.base import Agent, DecisionRequest, LazyGenerator, Message, Reply
+from ..agents.base import Agent, AgentError, DecisionRequest, LazyGenerator, Message, Reply
 from ..agents.baselines import StrategyAgent
 from ..agents.calls import SPEND
 from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
@@ -27,9 +27,9 @@ from ..agents.registry import create_agent
 from ..games.base import TRUNCATED, ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
 from ..games.schema import json_schema, reasoning_chars
 from ..games.text import storable
-from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, json_text, now_iso
+from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, RunDirectoryBusy, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
-from .playthrough import Conversations, Decision, Playthrough, RunContext
+from .playthrough import Conversations, Decision, GameError, Playthrough, RunContext
 from .progress import Progress
 from .prompts import Template
 
@@ -70,6 +70,12 @@ class RunResult:
     elapsed_s: float
     decisions: int
     stopped: tuple[str, ...] = ()  # why an engine left sessions unplayed (a lost Ray node), for --resume
+
+
+# what a game's code never raises, so it is not called the game's failure: the run directory's and the
+# players' own errors, and a game error said once already
+_NOT_THE_GAME = (OSError, AgentError, RunDirectoryBusy, GameError)
+MAX_ROUNDS = 100_000  # steps of one run: past this a game has not ended, whatever its max_moves says
 
 
 def _llm_problems(exp: Experiment, check: Any) -> list[str]:
@@ -281,8 +287,13 @@ class Host:
 
     async def _session(self, li: int, lineup: Lineup, session: int, resume: ResumeState) -> None:
         e = self.exps[li].experiment
-        setup, seats = self.session_setup(session, lineup, li)
-        ne = self.game.equilibrium(setup)  # None when the game declares no equilibrium
+        try:
+            setup, seats = self.session_setup(session, lineup, li)
+            ne = self.game.equilibrium(setup)  # None when the game declares no equilibrium
+        except _NOT_THE_GAME:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the game's own code failed: said as the game's error
+            raise self._game_error(lineup, session, None, "its setup", exc) from exc
         prior = resume.session_runs(lineup.name, session)  # runs 0..k-1: resume keeps no gaps
         counters = [resume.decisions_per_seat.get((lineup.name, session, i), 0) for i in range(len(seats))]
         # only the last max_history runs are ever shown: memory stays flat however many runs a session has
@@ -301,6 +312,14 @@ class Host:
             self.done += 1
             self.sink.run(record)
             self._progress.step(runs=1)
+
+    def _game_error(self, lineup: Lineup, session: int, run: int | None, where: str, exc: BaseException | None,
+                    what: str | None = None) -> GameError:
+        """The error of a game that failed, naming the game and where; ``exc``: what its code raised."""
+        said = what or f"{type(exc).__name__}: {exc}"
+        at = f"session {session}" + (f", run {run}" if run is not None else "")
+        return GameError(storable(f"the game {self.game.name} failed in lineup {lineup.name}, {at}, at {where}: "
+                                  f"{said}"[:2000]))
 
     def _history(self, past: deque[dict[str, Any]], e: ExperimentSection) -> list[dict[str, Any]]:
         mode = e.history
@@ -326,10 +345,32 @@ class Host:
         return out
 
     async def _play_run(self, ctx: RunContext) -> dict[str, Any]:
-        play = Playthrough(self.game.initial_state(ctx.setup), Conversations(self.game.info.rounds), len(ctx.seats))
+        try:
+            first = self.game.initial_state(ctx.setup)
+            most = self.game.max_moves(self.exps[ctx.table].params, len(ctx.seats))[0]
+        except _NOT_THE_GAME:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the game's own code failed: said as the game's error
+            raise self._game_error(ctx.lineup, ctx.session, ctx.run, "its first state", exc) from exc
+        play = Playthrough(first, Conversations(self.game.info.rounds), len(ctx.seats))
         start_counters = list(ctx.counters)
-        while await self._advance(ctx, play):
-            pass
+        steps = 0  # moves played (a fast-forward's stretch is one): play.rnd counts the rounds it skipped too
+        while True:
+            try:
+                if not await self._advance(ctx, play):
+                    break
+            except _NOT_THE_GAME:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the game's own code failed: said as the game's error
+                raise self._game_error(ctx.lineup, ctx.session, ctx.run, f"step {play.rnd}", exc) from exc
+            steps += 1
+            # a game that never ends; no seat has moved more often than there were steps, so this is one compare
+            # per step until the steps pass what max_moves declares
+            if steps > most and (max(play.moves, default=0) > most or steps > MAX_ROUNDS):
+                raise self._game_error(ctx.lineup, ctx.session, ctx.run, f"step {play.rnd}", None,
+                                       f"it has not ended after {steps} steps, {max(play.moves)} moves of one "
+                                       f"seat, past the {most} its max_moves declares" if steps <= MAX_ROUNDS
+                                       else f"it has not ended after {steps} steps")
         record = await self._finish(ctx, play, [c - s for c, s in zip(ctx.counters, start_counters)])
         if not record["complete"]:
             ctx.counters[:] = start_counters  # the retried run will reuse the same decision indices
@@ -338,9 +379,9 @@ class Host:
     async def _advance(self, ctx: RunContext, play: Playthrough, steer: dict[int, str] | None = None) -> bool:
         """Play one move of a run; False when the game is over or a reply stopped it. ``steer`` maps a
         seat to an instruction added to its request at this move (``econarena steer``)."""
-        movers = self.game.to_move(play.state)
+        movers = self._movers(ctx, play)
         if movers and not steer and self._fast_forward(ctx, play, movers):
-            movers = self.game.to_move(play.state)
+            movers = self._movers(ctx, play)
         if not movers:
             return False
         state = play.state
@@ -378,6 +419,13 @@ class Host:
         play.state = after
         play.rnd += 1
         return True
+
+    def _movers(self, ctx: RunContext, play: Playthrough) -> tuple[int, ...]:
+        """The seats to move now, as the game says; a seat not at the table is the game's failure."""
+        movers = self.game.to_move(play.state)
+        if movers and (min(movers) < 0 or max(movers) >= len(ctx.seats)):  # what is no int fails where used
+            raise ValueError(f"to_move named {movers!r}, not seats of the {len(ctx.seats)} at the table")
+        return movers
 
     def _fast_forward(self, ctx: RunContext, play: Playthrough, movers: tuple[int, ...]) -> bool:
         """Let the game skip the moves in which its baseline seats change nothing (``Game.fast_forward``);

@@ -268,15 +268,18 @@ def test_a_body_that_runs_until_the_server_closes() -> None:
         srv.stop()
 
 
-def test_a_keep_alive_the_server_ended_is_resent_once_not_counted_as_a_failure() -> None:
+def test_a_keep_alive_the_server_ended_is_resent_as_an_attempt_of_its_own() -> None:
     """A server that ends each connection after one request without a word (its keep-alive ran out as our
-    next request left): the request goes again on a fresh connection, no retry of ours is spent, and the
-    endpoint is not called down."""
+    next request left): the request goes again at once on a fresh connection, as an attempt counted under
+    max_retries (and reserved under a cost cap), never silently; the endpoint is not called down."""
     srv = serve(reply(), close_after=1)
     try:
-        gens = calls_in_one_loop(settings(srv.url, max_retries=0), 3)
+        gens = calls_in_one_loop(settings(srv.url, max_retries=1), 3)
         assert [g.text for g in gens] == ["7"] * 3
         assert srv.connections == 3 and len(srv.requests) == 5  # calls 2 and 3: sent twice, the second fresh
+        with pytest.raises(CallError, match="kept-alive connection was closed by the server") as err:
+            calls_in_one_loop(settings(srv.url, max_retries=0), 2)  # no retry left: the resend is not made
+        assert err.value.attempts == 1 and err.value.retryable
     finally:
         srv.stop()
 
@@ -292,9 +295,10 @@ def test_a_fresh_connection_closed_without_a_reply_is_a_lost_connection() -> Non
 
 
 @pytest.mark.parametrize(("answer", "why"), [
-    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "not an HTTP/1.x status line"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", "bad Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "malformed HTTP reply: Expected HTTP/"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", "malformed HTTP reply: Invalid character in Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+     "malformed HTTP reply: Invalid character in chunk size"),
 ], ids=["ssh", "negative-length", "chunk-size"])
 def test_a_reply_that_is_not_http_is_a_connection_error(answer: bytes, why: str) -> None:
     srv = serve(answer)
@@ -320,7 +324,8 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return d / "cert.pem", d / "key.pem"
 
 
-def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[Path, Path]) -> None:
+def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[Path, Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A TLS server that would take HTTP/2 gets HTTP/1.1 (the one protocol the client speaks); a certificate
     the trust store does not know is refused, as the SDK refuses it."""
     import ssl
@@ -345,8 +350,12 @@ def test_tls_offers_http_1_1_only_and_checks_the_certificate(certificate: tuple[
                 await client.close()
 
         assert json.loads(asyncio.run(go()))["model"] == "m-raw"
-        with pytest.raises(CallError, match="(?i)certificate verify failed"):
-            calls_in_one_loop(settings(url, max_retries=0))  # the provider's own context: the system store
+        for path in ("lean", "sdk"):  # the provider's own context (the system store), named as what it is
+            monkeypatch.setenv("ECONARENA_OPENAI_CLIENT", path)
+            with pytest.raises(CallError, match="certificate verification failed for https://127.0.0.1:.*"
+                                                "self-signed certificate") as err:
+                calls_in_one_loop(settings(url, max_retries=2))
+            assert "malformed" not in str(err.value) and err.value.attempts == 1  # a certificate is not retried
     finally:
         srv.stop()
 

@@ -23,6 +23,7 @@ from ..calls import (
     split_query,
     split_system,
     status_failure,
+    token_count,
 )
 from ..reasoning import ReplyParts, split_text
 from ..settings import Generation, LLMSettings
@@ -127,8 +128,10 @@ class AnthropicProvider(RemoteProvider):
                            tokens=count if isinstance(count, int) and count >= 0 else None)
         reasoning = "\n".join([t.strip() for t in thoughts] + ([parts.reasoning] if parts.reasoning else []))
         gen = Generation(text=text, model=model if isinstance(model, str) else None,
-                         tokens_in=getattr(usage, "input_tokens", None),
-                         tokens_out=getattr(usage, "output_tokens", None),
+                         tokens_in=token_count(getattr(usage, "input_tokens", None), "usage.input_tokens",
+                                               self.name),
+                         tokens_out=token_count(getattr(usage, "output_tokens", None), "usage.output_tokens",
+                                                self.name),
                          truncated=getattr(resp, "stop_reason", None) == "max_tokens")
         # a reply stopped at the token limit before any text block ended inside its thinking
         unfinished = parts.unfinished or (gen.truncated and bool(thoughts or hidden) and not text.strip())

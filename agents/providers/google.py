@@ -22,6 +22,7 @@ from ..calls import (
     RemoteProvider,
     split_system,
     status_failure,
+    token_count,
 )
 from ..reasoning import ReplyParts, split_text
 from ..settings import Generation, LLMSettings
@@ -120,12 +121,14 @@ class GoogleProvider(RemoteProvider):
         count = usage.thoughts_token_count if usage else None
         # Gemini counts the thinking apart from the answer's tokens but bills both as output: tokens_out is
         # their sum, so costs and the token columns see what was billed
-        out = usage.candidates_token_count if usage else None
-        if isinstance(count, int) and count > 0:
+        out = token_count(usage.candidates_token_count if usage else None, "candidatesTokenCount", self.name)
+        count = token_count(count, "thoughtsTokenCount", self.name)
+        if count:
             out = (out or 0) + count
         gen = Generation(
             text=text, model=resp.model_version or settings.model,
-            tokens_in=usage.prompt_token_count if usage else None, tokens_out=out, truncated=truncated)
+            tokens_in=token_count(usage.prompt_token_count if usage else None, "promptTokenCount", self.name),
+            tokens_out=out, truncated=truncated)
         parts_ = split_text(text, end=settings.reasoning_end, opened=settings.reasoning_end is not None,
                             tokens=count if isinstance(count, int) and count >= 0 else None)
         reasoning = "\n".join(thoughts + ([parts_.reasoning] if parts_.reasoning else []))

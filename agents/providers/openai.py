@@ -44,6 +44,7 @@ from ..calls import (
     server_detail,
     split_query,
     status_failure,
+    token_count,
 )
 from ..reasoning import split_message
 from ..settings import Generation, LLMSettings
@@ -89,12 +90,98 @@ def _http_client(settings: LLMSettings) -> Any | None:
     try:
         import httpx2
 
-        return openai.DefaultAioHttpClient(
+        client = openai.DefaultAioHttpClient(
             limits=httpx2.Limits(max_connections=settings.max_connections,
                                  max_keepalive_connections=settings.max_connections),
             timeout=settings.timeout_s, verify=_tls_context())
     except (ImportError, RuntimeError):  # extra not installed: the SDK's httpx transport still works
         return None
+    client._transport = _bounded_transport(client._transport)  # every reply bounded, as on the lean path
+    return client
+
+
+def _bounded_transport(inner: Any) -> Any:
+    """The SDK's transport with each reply bounded as on the lean path (http11.REPLY_BYTES): a Content-Length
+    past the bound refused from the head, the raw body counted as it arrives, a gzip or deflate body inflated
+    here step by step under the same bound (httpx would inflate it whole). aiohttp's parser bounds the framing
+    (a line of a head or a chunk size: 8 KiB)."""
+    import httpx2
+
+    from . import http11
+
+    class _BoundedStream(httpx2.AsyncByteStream):
+        """A reply's body, at most ``limit`` bytes on the wire and decoded; see :func:`_bounded_transport`."""
+
+        def __init__(self, resp: Any, encoding: str, limit: int, lost: Any = None) -> None:
+            import zlib
+
+            self.resp, self.limit, self.encoding, self.lost = resp, limit, encoding, lost
+            self.decoder = (zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+                            if encoding in ("gzip", "deflate") else None)
+
+        async def __aiter__(self) -> Any:
+            import zlib
+
+            wire = decoded = 0
+            async for data in self.resp.aiter_raw():
+                wire += len(data)
+                if wire > self.limit:
+                    raise http11.ReplyTooLarge(f"the reply passed {self.limit} bytes on the wire (the bound on one "
+                                               "reply)")
+                if self.decoder is None:
+                    yield data
+                    continue
+                try:
+                    out = self.decoder.decompress(data, self.limit - decoded + 1)
+                except zlib.error as exc:
+                    raise http11.BadReply(f"cannot decode a {self.encoding} body: {exc}") from None
+                decoded += len(out)
+                if decoded > self.limit or self.decoder.unconsumed_tail:
+                    raise http11.ReplyTooLarge(f"the reply's {self.encoding} body decodes past the bound on one "
+                                               f"reply ({self.limit} bytes)")
+                yield out
+            if self.decoder is not None and not self.decoder.eof:
+                raise http11.BadReply(f"cannot decode a {self.encoding} body: it ends before its stream does")
+            lost = self.lost
+            if lost is not None and lost.done() and not lost.cancelled() and lost.exception() is not None:
+                # aiohttp ends a body that runs until close on a reset as on a clean end: not a reply
+                raise http11.ServerDisconnected(f"Server disconnected before the reply was complete "
+                                                f"({lost.exception()})")
+
+        async def aclose(self) -> None:
+            await self.resp.aclose()
+
+    class Bounded(httpx2.AsyncBaseTransport):
+        query: bytes | None = None  # the base_url's query as typed, sent on every request
+
+        async def handle_async_request(self, request: Any) -> Any:
+            if self.query is not None:
+                request.url = request.url.copy_with(query=self.query)
+            resp = await inner.handle_async_request(request)
+            limit = http11.REPLY_BYTES
+            length = resp.headers.get("content-length", "")
+            if length.isdigit() and int(length) > limit:
+                await resp.aclose()
+                raise http11.ReplyTooLarge(f"the reply's Content-Length {length[:24]} is past the bound on one "
+                                           f"reply ({limit} bytes)")
+            encoding = resp.headers.get("content-encoding", "").lower()
+            headers = [(k, v) for k, v in resp.headers.multi_items()
+                       if not (encoding in ("gzip", "deflate") and k.lower() in ("content-encoding", "content-length"))]
+            lost = None
+            if "content-length" not in resp.headers and "chunked" not in resp.headers.get("transfer-encoding", ""):
+                # a body that runs until close: watch how the connection ends (aiohttp's protocol says it)
+                connection = getattr(getattr(resp.stream, "_aiohttp_response", None), "_connection", None)
+                lost = getattr(getattr(connection, "protocol", None), "closed", None)
+            return httpx2.Response(resp.status_code, headers=headers,
+                                   stream=_BoundedStream(resp, encoding, limit, lost), extensions=resp.extensions)
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+        def __getattr__(self, name: str) -> Any:  # the inner transport's settings (its TLS context...)
+            return getattr(inner, name)
+
+    return Bounded()
 
 
 @functools.lru_cache(maxsize=64)
@@ -125,10 +212,6 @@ def response_format(schema: dict[str, Any], settings: LLMSettings) -> dict[str, 
     return {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
 
 
-def _int(x: Any) -> int | None:
-    return x if isinstance(x, int) and not isinstance(x, bool) else None
-
-
 def completion(raw: bytes, end: str | None = None) -> Generation:
     """The reply text, model and token counts of a chat completion's JSON body; MalformedResponse when the
     body is not one (not JSON, no ``choices[0].message``, content that is not text). The reasoning, in a
@@ -153,7 +236,8 @@ def completion(raw: bytes, end: str | None = None) -> Generation:
     usage = usage if isinstance(usage, dict) else {}
     model = data.get("model")
     gen = Generation(text=text or "", model=model if isinstance(model, str) else None,
-                     tokens_in=_int(usage.get("prompt_tokens")), tokens_out=_int(usage.get("completion_tokens")),
+                     tokens_in=token_count(usage.get("prompt_tokens"), "usage.prompt_tokens", "openai"),
+                     tokens_out=token_count(usage.get("completion_tokens"), "usage.completion_tokens", "openai"),
                      truncated=isinstance(choice, dict) and choice.get("finish_reason") == "length")
     if not isinstance(message, dict):
         return gen
@@ -174,11 +258,18 @@ class OpenAIProvider(RemoteProvider):
             from .openai_lean import LeanClient
 
             tls = _lean_tls_context() if base_url.lower().startswith("https:") else None
-            return LeanClient(base_url, query, key, settings.max_connections, settings.timeout_s, tls)
+            # the query as typed, not parsed and re-encoded (a signed URL's %2F, a repeated key, a bare flag)
+            return LeanClient(base_url, urlsplit(settings.base_url or "").query, key, settings.max_connections,
+                              settings.timeout_s, tls)
         import openai
 
+        http_client = _http_client(settings)
+        raw_query = urlsplit(settings.base_url or "").query
+        if http_client is not None and raw_query:  # our transport puts the typed query on every request
+            http_client._transport.query = raw_query.encode("ascii", "strict") if raw_query.isascii() else None
+            query = {} if http_client._transport.query else query
         return openai.AsyncOpenAI(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
-                                  timeout=settings.timeout_s, http_client=_http_client(settings))
+                                  timeout=settings.timeout_s, http_client=http_client)
 
     async def _attempt(self, client: Any, messages: Sequence[Message],
                        settings: LLMSettings, schema: dict[str, Any] | None = None) -> Generation:

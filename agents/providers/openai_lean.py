@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 from ... import __version__
+from . import http11
 from .http11 import Origin
 
 
@@ -74,10 +75,13 @@ def status_error(status: int, raw: bytes, headers: Any) -> LeanStatusError:
     return LeanStatusError(status, message, body.get("error", body) if isinstance(body, dict) else body, headers)
 
 
-def chat_url(base_url: str, query: dict[str, str]) -> str:
+def chat_url(base_url: str, query: dict[str, str] | str) -> str:
     """``base_url`` + ``chat/completions`` joined as the SDK joins them (one slash between), with the query
-    typed in the base_url encoded as the SDK encodes its default query."""
+    typed in the base_url: a string goes as typed (a signature's ``%2F``, a repeated key, a bare flag kept), a
+    dict encoded as the SDK encodes its default query."""
     url = (base_url if base_url.endswith("/") else base_url + "/") + "chat/completions"
+    if isinstance(query, str):
+        return f"{url}?{query}" if query else url
     return f"{url}?{urlencode(query)}" if query else url
 
 
@@ -107,7 +111,7 @@ class LeanClient:
     request's head rendered once here; a proxied one, and a request the server redirects, through an aiohttp
     session made on first need (aiohttp follows redirects and speaks to proxies as the SDK's client did)."""
 
-    def __init__(self, base_url: str, query: dict[str, str], key: str, max_connections: int, timeout_s: float,
+    def __init__(self, base_url: str, query: dict[str, str] | str, key: str, max_connections: int, timeout_s: float,
                  ssl_context: Any = None) -> None:
         self.url = chat_url(base_url, query)
         self.key, self.max_connections, self.timeout_s, self.ssl_context = key, max_connections, timeout_s, ssl_context
@@ -140,13 +144,20 @@ class LeanClient:
         if self.origin is None:
             return await self._via_aiohttp(body, timeout_s)
         status, headers, raw = await self.origin.post(self.head + b"%d\r\n\r\n" % len(body), body)
-        if 300 <= status < 400 and "location" in headers:
-            return await self._via_aiohttp(body, timeout_s)  # followed, as the SDK's client follows them
+        if 300 <= status < 400 and "location" in headers:  # followed, as the SDK's client follows them
+            return await self._via_aiohttp(body, timeout_s, redirect=(status, headers["location"]))
         if status >= 400:
             raise status_error(status, raw, headers)
         return raw
 
-    async def _via_aiohttp(self, body: bytes, timeout_s: float | None) -> bytes:
+    async def _via_aiohttp(self, body: bytes, timeout_s: float | None,
+                           redirect: tuple[int, str] | None = None) -> bytes:
+        """The request through aiohttp; ``redirect``: the status and Location our own client was answered, so
+        aiohttp goes there at once (the POST is not sent to the first URL twice). The Location is followed as
+        aiohttp follows one: 307 and 308 keep the POST, 301, 302 and 303 become a GET; the key and the account
+        headers go to the same origin only."""
+        from urllib.parse import urljoin
+
         import aiohttp
 
         t = self.timeout_s if timeout_s is None else timeout_s
@@ -158,9 +169,16 @@ class LeanClient:
                                                  skip_auto_headers=("User-Agent",))
         # the SDK's Timeout(timeout_s) as its aiohttp transport maps it: connect, pool and each read
         timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_connect=t, sock_read=t)
-        async with self.session.post(_yarl(self.url), data=body, headers=self.headers, timeout=timeout,
-                                     proxy=self.proxy, proxy_auth=self.proxy_auth) as resp:
-            raw = await resp.read()
+        url, method, headers, data = self.url, "POST", self.headers, body
+        if redirect is not None:
+            url = urljoin(self.url, redirect[1])
+            if redirect[0] not in (307, 308):
+                method, data = "GET", None
+            if _origin(url) != _origin(self.url):
+                headers = {k: v for k, v in headers.items() if k.lower() not in _CREDENTIALS}
+        async with self.session.request(method, _yarl(url), data=data, headers=headers, timeout=timeout,
+                                        proxy=self.proxy, proxy_auth=self.proxy_auth) as resp:
+            raw = await _read_bounded(resp)
             if resp.status >= 400:
                 raise status_error(resp.status, raw, resp.headers)
             return raw
@@ -170,6 +188,29 @@ class LeanClient:
             self.origin.close()
         if self.session is not None:
             await self.session.close()
+
+
+_CREDENTIALS = frozenset({"authorization", "openai-organization", "openai-project"})
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.hostname, parts.port or (443 if parts.scheme.lower() == "https" else 80)
+
+
+async def _read_bounded(resp: Any) -> bytes:
+    """An aiohttp reply's body under the bound of one reply (http11.REPLY_BYTES), counted as it arrives
+    (aiohttp inflates a gzip body as it comes, so the count is of decoded bytes)."""
+    limit = http11.REPLY_BYTES
+    if resp.content_length is not None and resp.content_length > limit:
+        raise http11.ReplyTooLarge(f"the reply's Content-Length {resp.content_length} is past the bound on one "
+                                   f"reply ({limit} bytes)")
+    out = bytearray()
+    async for piece in resp.content.iter_chunked(65536):
+        out += piece
+        if len(out) > limit:
+            raise http11.ReplyTooLarge(f"the reply passed {limit} bytes (the bound on one reply)")
+    return bytes(out)
 
 
 def _default_tls() -> Any:

@@ -30,6 +30,7 @@ from ..calls import (
     RemoteProvider,
     split_query,
     status_failure,
+    token_count,
 )
 from ..keys import api_key_source
 from ..reasoning import split_message
@@ -105,8 +106,10 @@ class ZhipuAIProvider(RemoteProvider):
         usage = getattr(resp, "usage", None)
         model = getattr(resp, "model", None)
         gen = Generation(text=text or "", model=model if isinstance(model, str) else None,
-                         tokens_in=getattr(usage, "prompt_tokens", None),
-                         tokens_out=getattr(usage, "completion_tokens", None), truncated=truncated)
+                         tokens_in=token_count(getattr(usage, "prompt_tokens", None), "usage.prompt_tokens",
+                                               self.name),
+                         tokens_out=token_count(getattr(usage, "completion_tokens", None),
+                                                "usage.completion_tokens", self.name), truncated=truncated)
         # the same split as an OpenAI-compatible message: reasoning_content beside the content, or inline
         count = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
         return gen.reasoned(split_message(
