@@ -431,6 +431,45 @@ def _run_arguments(r: argparse.ArgumentParser) -> None:
     add_ray_arguments(r)
 
 
+# What ``econarena init`` writes: the quickstart, the tutorial's first study (a stand-in and the same study with
+# the bundled model in "your" seat) and a models file to edit, all shipped inside the package.
+STARTER = (("econarena.configs", "quickstart.toml"), ("econarena.configs.starter", "demo-stand-in.toml"),
+           ("econarena.configs.starter", "my-model.toml"), ("econarena.configs.starter", "models.toml"))
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """A starter folder from the installed package, so a pip user needs nothing from the repository."""
+    from importlib.resources import files
+
+    target = Path(args.dir)
+    if target.exists() and not target.is_dir():
+        err(f"{target}: exists and is not a folder")
+        return EXIT_CONFIG
+    names = [name for _, name in STARTER]
+    clash = [n for n in names if (target / n).exists()]
+    if clash and not args.force:
+        err(f"{target}: {', '.join(clash)} already there; nothing written (--force overwrites them)")
+        return EXIT_CONFIG
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for package, name in STARTER:
+            (target / name).write_bytes(files(package).joinpath(name).read_bytes())
+    except OSError as exc:
+        err(f"{exc.filename or target}: {exc.strerror or exc}")
+        return EXIT_CONFIG
+    cmd = "econarena"
+    where = "" if str(target) == "." else f"cd {target}\n  "
+    print(f"Wrote {', '.join(names)} into {target}/. Next, offline (baselines and a scripted stand-in, seconds):\n"
+          f"  {where}{cmd} run demo-stand-in.toml --out runs/demo-stand-in --quiet\n"
+          f"  {cmd} summary runs/demo-stand-in\n"
+          "With the bundled local model (needs the [hf] extra and its weights, about 3 minutes on a CPU):\n"
+          f"  {cmd} validate quickstart.toml my-model.toml\n"
+          f"  {cmd} run quickstart.toml\n"
+          f"  {cmd} report runs/quickstart --out runs/quickstart/report\n"
+          "Then edit my-model.toml (or models.toml) to seat your own model.")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="econarena", description="Economic games for language models.")
     p.add_argument("--version", action="version", version=f"econarena {__version__}")
@@ -470,6 +509,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--agent", metavar="MODULE:CLASS",
                    help="check a player of your own (a CustomAgent subclass) in GAME instead of the game itself")
     c.set_defaults(func=cmd_check, stop_signals=True)  # it plays code of one's own: a signal must stop it
+
+    i = sub.add_parser("init", help="write a starter folder: the quickstart, the tutorial's files, a models file",
+                       description="Write the quickstart, the tutorial's first study and a models file to edit "
+                                   "into DIR, from the installed package (no file of the repository needed).")
+    i.add_argument("dir", nargs="?", default="econarena-starter", metavar="DIR",
+                   help="the folder to write into (default: econarena-starter; created if missing)")
+    i.add_argument("--force", action="store_true", help="overwrite starter files already in DIR")
+    i.set_defaults(func=cmd_init)
 
     ls = sub.add_parser("list", help="list games and agents")
     ls.set_defaults(func=cmd_list)

@@ -107,6 +107,12 @@ _DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
 def local_model_problems(settings: LLMSettings, where: str) -> list[str]:
     """What is wrong with an hf player's model, device or dtype, found without loading anything."""
     problems = []
+    if settings.model is None:  # the bundled model: its package is looked up, never imported
+        from .providers.hf import find_bundled_gguf
+
+        found, missing = find_bundled_gguf()
+        if found is None:
+            problems.append(f"{where}: {missing}")
     if settings.dtype is not None and settings.dtype not in _DTYPES:
         problems.append(f"{where}: dtype = {settings.dtype!r} is not a dtype the hf provider knows "
                         f"(expected one of {', '.join(_DTYPES)})")

