@@ -78,7 +78,8 @@ def _env(folder: Path) -> dict[str, str]:
 
 def test_a_blocking_act_fails_check_after_its_timeout(folder: Path) -> None:
     t0 = time.monotonic()
-    proc = subprocess.run([*EXE, "check", "--agent", "mine.agents:Stuck", "second_price_auction", "--seeds", "2"],
+    proc = subprocess.run([*EXE, "check", "--trust", ".", "--agent", "mine.agents:Stuck", "second_price_auction",
+                           "--seeds", "2"],
                           cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=60)
     assert time.monotonic() - t0 < 30  # the act thread sleeps an hour: it was left behind, not joined
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -87,7 +88,8 @@ def test_a_blocking_act_fails_check_after_its_timeout(folder: Path) -> None:
 
 
 def test_a_50_mb_reply_is_refused_with_its_length(folder: Path) -> None:
-    proc = subprocess.run([*EXE, "check", "--agent", "mine.agents:Huge", "second_price_auction", "--seeds", "1"],
+    proc = subprocess.run([*EXE, "check", "--trust", ".", "--agent", "mine.agents:Huge", "second_price_auction",
+                           "--seeds", "1"],
                           cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert ("Huge.act returned a reply of 50,000,000 characters, more than the 1,048,576 a reply may have"
@@ -96,7 +98,8 @@ def test_a_50_mb_reply_is_refused_with_its_length(folder: Path) -> None:
 
 def test_a_blocking_act_in_a_run_is_stopped_by_sigterm(folder: Path) -> None:
     (folder / "own.toml").write_text(EXPERIMENT.format(cls="Forever"), encoding="utf-8")
-    proc = subprocess.Popen([*EXE, "run", "own.toml", "--out", "runs", "--quiet"], cwd=folder, env=_env(folder),
+    proc = subprocess.Popen([*EXE, "run", "own.toml", "--trust", ".", "--out", "runs", "--quiet"], cwd=folder,
+                            env=_env(folder),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -119,8 +122,8 @@ def test_a_blocking_act_in_a_run_is_stopped_by_sigterm(folder: Path) -> None:
 def test_an_act_that_returns_still_plays_in_its_thread(folder: Path) -> None:
     """The thread changes nothing of what is played: the bids are half the private values, as act says."""
     (folder / "own.toml").write_text(EXPERIMENT.format(cls="Half"), encoding="utf-8")
-    proc = subprocess.run([*EXE, "run", "own.toml", "--out", "runs", "--quiet"], cwd=folder, env=_env(folder),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*EXE, "run", "own.toml", "--trust", ".", "--out", "runs", "--quiet"], cwd=folder,
+                          env=_env(folder), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = [json.loads(x) for x in (folder / "runs" / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 2
@@ -185,8 +188,8 @@ count = 3
 def test_a_game_that_fails_ends_in_a_game_error_naming_where(cls: str, name: str, said: str, folder: Path) -> None:
     (folder / "mine" / "games.py").write_text(GAMES, encoding="utf-8")
     (folder / "g.toml").write_text(GAME_EXPERIMENT.format(cls=cls), encoding="utf-8")
-    proc = subprocess.run([*EXE, "run", "g.toml", "--out", "runs", "--quiet", "--concurrency", "1"], cwd=folder,
-                          env=_env(folder), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*EXE, "run", "g.toml", "--trust", ".", "--out", "runs", "--quiet", "--concurrency", "1"],
+                          cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"econarena: error: the game {name} failed in lineup " in proc.stderr
@@ -198,7 +201,8 @@ def test_a_game_that_fails_ends_in_a_game_error_naming_where(cls: str, name: str
 def test_a_blocking_act_in_check_is_stopped_by_a_signal(sig: str, folder: Path) -> None:
     """SIGINT inherited as ignored (a command started with ``&`` by a script) and SIGTERM both stop `check
     --agent` while act blocks: exit 130, one line, no traceback."""
-    proc = subprocess.Popen([*EXE, "check", "--agent", "mine.agents:Forever", "second_price_auction"], cwd=folder,
+    proc = subprocess.Popen([*EXE, "check", "--trust", ".", "--agent", "mine.agents:Forever",
+                             "second_price_auction"], cwd=folder,
                             env=_env(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
