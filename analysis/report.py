@@ -37,6 +37,7 @@ from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices
 from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
+from .cells import factor_columns, factors, shown_cell
 from .compare import compare, setting_pairs
 from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
@@ -251,10 +252,45 @@ def _comparisons_html(frames: Frames, n_boot: int, seed: int) -> str:
     return "\n".join(out)
 
 
+def _baselines(store: Any) -> set[tuple[str, str]]:
+    """(run_dir, label) of the baseline players (strategies, scripts, people): a [grid.llm] factor never
+    changes how they play, so their labels leave it out (``cells.shown_cell``)."""
+    names = [d.name for d in store.dirs]
+    found = store.con.execute("SELECT DISTINCT dir, label, agent FROM players WHERE label IS NOT NULL").fetchall()
+    return {(names[int(d)], str(label)) for d, label, agent in found if agent in BASELINE_AGENTS}
+
+
+def _findings_rows(store: Any, table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The metric table's rows for the findings: a label carries its cell as the summary shows it
+    (``level_k [ratio=0.5]``), a baseline's without its [grid.llm] factors, and a baseline's copies across
+    those cells count once (the first cell), so no sentence compares a baseline with itself."""
+    rows = table.to_dict("records")
+    if "cell" not in table.columns or not (table["cell"].fillna("") != "").any():
+        return rows
+    base = _baselines(store)
+    found = {d.name: factors(d.config) for d in store.dirs}
+    out, seen = [], {}
+    for r in rows:
+        cell = str(r.get("cell") or "")
+        baseline = (str(r["run_dir"]), str(r["label"])) in base
+        shown = shown_cell(cell, found.get(str(r["run_dir"]), []), baseline)
+        label = f"{r['label']} [{shown}]" if shown else str(r["label"])
+        if baseline:  # its copies in other [grid.llm] cells: the first one speaks for all
+            key = (r["run_dir"], label, r["metric"])
+            if seen.setdefault(key, cell) != cell:
+                continue
+        out.append({**r, "label": label})
+    return out
+
+
 def _summary_html(table: pd.DataFrame) -> str:
     parts = []
     for (exp, game), part in table.groupby(["experiment", "game"], sort=True):
-        w = wide(part, ["label"])
+        if "cell" in part.columns and (part["cell"].fillna("") != "").any():  # a grid: a row per label and cell
+            order = list(dict.fromkeys(zip(part["label"], part["cell"])))
+            w = wide(part, ["label", "cell"]).reindex(order)
+        else:
+            w = wide(part, ["label"])
         w.columns = [f"{METRICS[c].title} ({METRICS[c].unit})" for c in w.columns]
         parts.append(f"<details><summary>{_esc(exp)} ({_esc(F.game_title(game))})</summary>{_table_html(w)}"
                      "</details>")
@@ -355,7 +391,9 @@ def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | 
     """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage.
     (Run beside the figures on a second connection, it saved a little time and cost 80 MB more at the
     peak, the GLEE fits' and the intervals' arrays held at once: it runs after them.)"""
-    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
+    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot, seed=seed)
+    # a [grid] cell is part of each row's identity: its text and one column per factor, holding its level
+    table = factor_columns(table, {d.name: d.config for d in store.dirs})
     frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
     files = [out / "metrics.csv", *store.export(out)]
     return table, files, usage_table(store, load_prices(prices))
@@ -414,7 +452,7 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
             + ("<a href='#transcripts'>Conversations</a>" if talk is not None else "")
             + "<a href='#details'>Details</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#provenance'>Provenance</a></nav>"]
-    body.append(findings_html(table.to_dict("records")))  # the finding in words, before any table
+    body.append(findings_html(_findings_rows(store, table)))  # the finding in words, before any table
     body += [_card_html(c) for _, c in cards]
     if not cards:
         body.append("<p class='note'>No complete runs to score yet; the detail below shows what was found.</p>")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .cells import cell_of, cell_rank, factors, grid_of
 from .load import SETTING_COLUMNS, Frames
 from .stats import N_BOOT, Estimate, Sums, bootstrap_many, bootstrap_ratio, cluster_sums
 
@@ -121,7 +122,7 @@ def metric_table(frames: Any, metrics: Sequence[str] = MAIN_METRICS, by: Sequenc
     from .store import Store
 
     if isinstance(frames, Store):
-        if "run_dir" in by and "label" in by and set(by) <= {*SETTING_COLUMNS, "label"}:
+        if "run_dir" in by and "label" in by and set(by) <= {*SETTING_COLUMNS, "label", "cell"}:
             return _metric_table_store(frames, metrics, by, opponents, n_boot, seed)
         frames = frames.frames()
     out = []
@@ -286,19 +287,24 @@ def _key_order(groups: list[tuple[Any, dict[str, np.ndarray]]]) -> tuple[np.ndar
     return np.concatenate(parts), np.concatenate(strata)
 
 
-def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str
-                  ) -> list[tuple[str, str, Sums]]:
-    """(label, metric, Sums) of a directory's metrics of one table (``players`` or ``decisions``): what
-    :func:`~.stats.cluster_sums` gives on its rows, without the directory's rows in memory."""
+def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str, grid: bool = False
+                  ) -> list[tuple[str, str, str, Sums]]:
+    """(label, cell, metric, Sums) of a directory's metrics of one table (``players`` or ``decisions``): what
+    :func:`~.stats.cluster_sums` gives on its rows, without the directory's rows in memory. ``grid``: a
+    label's rows are split by their [grid] cell (``analysis/cells.py``), else every row is in cell ``""``."""
     wanted = [m for m in metrics if METRICS[m].frame == table]
     if not wanted:
         return []
     found = _session_sums(store, d, role, table)
     if not found:
         return []
-    out = []
+    split: dict[tuple[str, str], list[tuple[Any, dict[str, np.ndarray]]]] = {}
     for label in sorted(found):
-        groups = found[label]
+        for lineup, cols in found[label]:
+            split.setdefault((label, cell_of(lineup, grid)), []).append((lineup, cols))
+    out = []
+    for label, cell in sorted(split):
+        groups = split[(label, cell)]
         order, strata = _key_order(groups)
         # each column in key order once, shared by the metrics that read it (a study's Sums held at once
         # for the intervals: 20 metrics x 5 arrays per label and directory were 500 MB at 587,400 games)
@@ -315,7 +321,8 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
                 _, st = np.unique(strata[keep], return_inverse=True)
                 kept[n_col] = (slice(None) if every else keep, st.astype(int), np.flatnonzero(keep))
             keep, st, at = kept[n_col]
-            out.append((label, metric, Sums(cols[num_col][keep], cols[den_col][keep], cols[n_col][keep], st, at)))
+            out.append((label, cell, metric, Sums(cols[num_col][keep], cols[den_col][keep], cols[n_col][keep], st,
+                                                  at)))
     return out
 
 
@@ -325,11 +332,13 @@ def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], o
     entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
     for i, exp in enumerate(store.experiments):
         setting = {c: exp[c] for c in SETTING_COLUMNS}
+        grid = "cell" in by and grid_of(store.dirs[i])  # without "cell" in by, a label pools its cells
+        found = factors(store.dirs[i].config) if grid else []
         for table in ("decisions", "players"):
-            for label, metric, sums in _cluster_sums(store, store.dirs[i].index, role, metrics, table):
-                key = {**setting, "label": label}
-                entries.append((tuple(str(key[b]) for b in by), 0, {**{b: key[b] for b in by}, "metric": metric},
-                                sums))
+            for label, cell, metric, sums in _cluster_sums(store, store.dirs[i].index, role, metrics, table, grid):
+                key = {**setting, "label": label, "cell": cell}
+                entries.append((tuple(cell_rank(cell, found) if b == "cell" else str(key[b]) for b in by), 0,
+                                {**{b: key[b] for b in by}, "metric": metric}, sums))
     order = [metric for metric in metrics]
     entries.sort(key=lambda e: (order.index(e[2]["metric"]), e[0]))
     return _table([e[2] for e in entries], [(e[3], METRICS[e[2]["metric"]].scale) for e in entries], by, n_boot,
@@ -341,8 +350,8 @@ def wide(table: pd.DataFrame, index: Sequence[str], digits: int = 3, ci: bool = 
     def cell(r: pd.Series) -> str:
         return Estimate(r["value"], r["ci_low"], r["ci_high"], int(r["n"]), int(r["sessions"])).fmt(digits, ci)
 
-    t = table.assign(cell=table.apply(cell, axis=1) if len(table) else [])
-    return t.pivot_table(index=list(index), columns="metric", values="cell", aggfunc="first").reindex(
+    t = table.assign(_text=table.apply(cell, axis=1) if len(table) else [])  # not "cell": a grid's column
+    return t.pivot_table(index=list(index), columns="metric", values="_text", aggfunc="first").reindex(
         columns=[m for m in METRICS if m in set(table["metric"])])
 
 
