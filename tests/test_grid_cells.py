@@ -1,0 +1,120 @@
+"""A [grid] cell is part of every metric row's identity: metrics.csv, the exports and the report's card give
+one row per label and cell, its sessions counted within the cell, equal to the summary's and to a hand
+computation from runs.jsonl; and the cell's text read back into each factor's level, in natural order."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from conftest import read_jsonl, run_experiment
+
+from econarena.analysis import cells
+
+pd = pytest.importorskip("pandas")
+
+DOC = {"experiment": {"name": "bc-cells", "game": "beauty_contest", "sessions": 4, "runs": 1, "seed": 3,
+                      "environment": "melee"},
+       "game": {"upper_bound": 100, "prize": 100},
+       "grid": {"game": {"ratio": [0.9, 0.5]}},
+       "players": [{"agent": "level_k", "k": 1}, {"agent": "random", "count": 3}]}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from econarena.analysis.report import build_report
+
+    root = tmp_path_factory.mktemp("cells")
+    run_experiment(DOC, root / "run")
+    build_report([root / "run"], root / "report", n_boot=50, seed=1, transcripts=0)
+    return root / "run", root / "report"
+
+
+def _metric_rows(report: Path) -> list[dict[str, str]]:
+    with open(report / "metrics.csv", encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_metrics_csv_has_a_row_per_label_and_cell_equal_to_a_hand_computation(study: tuple[Path, Path]) -> None:
+    run, report = study
+    rows = _metric_rows(report)
+    assert list(rows[0])[7:11] == ["label", "cell", "ratio", "metric"]
+    runs = read_jsonl(run / "runs.jsonl")
+    for ratio in ("0.9", "0.5"):
+        mine = [r for r in runs if r["lineup"] == f"melee [ratio={ratio}]"]
+        assert len(mine) == 4
+        # level-1 plays ratio x the midpoint 50 of [0, 100]: its deviation from 0 is that over 100
+        dev = [r for r in rows if r["label"] == "level_k" and r["cell"] == f"ratio={ratio}"
+               and r["metric"] == "mean_deviation"]
+        assert len(dev) == 1 and dev[0]["ratio"] == ratio
+        assert float(dev[0]["value"]) == pytest.approx(float(ratio) * 50 / 100)
+        assert dev[0]["sessions"] == "4" and dev[0]["n"] == "4"  # the cell's sessions, not both cells' 8
+        payoff = [r for r in rows if r["label"] == "random" and r["cell"] == f"ratio={ratio}"
+                  and r["metric"] == "mean_payoff"][0]
+        by_hand = [p for r in mine for p, label in zip(r["payoffs"], r["labels"]) if label == "random"]
+        assert len(by_hand) == 12 and payoff["n"] == "12"
+        assert float(payoff["value"]) == pytest.approx(sum(by_hand) / 12)
+    # no row pools the cells
+    assert not [r for r in rows if r["label"] in ("level_k", "random") and r["cell"] == ""]
+
+
+def test_metrics_csv_agrees_with_the_summary(study: tuple[Path, Path]) -> None:
+    from econarena.analysis.metrics import summarize
+
+    run, report = study
+    summary = summarize(run)["labels"]
+    rows = _metric_rows(report)
+    for name, s in summary.items():
+        label, _, cell = name.partition(" [")
+        got = {r["metric"]: float(r["value"]) for r in rows
+               if r["label"] == label and r["cell"] == cell[:-1] and r["value"] != ""}
+        assert got["payoff_ratio"] == pytest.approx(s["payoff_ratio"])
+        assert got["mean_deviation"] == pytest.approx(s["mean_deviation"])
+        assert got["win_rate"] == pytest.approx(s["win_rate"])
+
+
+def test_the_exports_and_the_card_carry_the_cell(study: tuple[Path, Path]) -> None:
+    run, report = study
+    players = pd.read_parquet(report / "players.parquet")
+    assert set(players["cell"]) == {"ratio=0.9", "ratio=0.5"}
+    assert (players["cell"] == players["lineup"].str.slice(7, -1)).all()
+    page = (report / "report.html").read_text(encoding="utf-8")
+    card = page[page.index("id='card-econarena'"):]
+    card = card[:card.index("</section>")]
+    assert "<th>cell</th>" in card and card.count("ratio=0.5") == 2 and card.count("ratio=0.9") == 2
+
+
+def test_a_study_without_a_grid_has_no_cell_columns(tmp_path: Path) -> None:
+    from econarena.analysis.report import build_report
+
+    doc = {**DOC, "grid": None}
+    del doc["grid"]
+    run_experiment(doc, tmp_path / "run")
+    build_report([tmp_path / "run"], tmp_path / "report", n_boot=20, seed=1, transcripts=0)
+    rows = _metric_rows(tmp_path / "report")
+    assert "ratio" not in rows[0] and {r["cell"] for r in rows} == {""}
+    assert "cell" not in pd.read_parquet(tmp_path / "report" / "players.parquet").columns
+
+
+def test_a_cell_reads_back_into_its_levels() -> None:
+    config = {"grid": {"game": {"ratio": [0.5, 1.0], "prize": [10, 20]}, "llm": {"reasoning_effort": [
+        "high", "low", "medium"]}}}
+    found = cells.factors(config)
+    assert [f.key for f in found] == ["ratio", "prize", "reasoning_effort"]
+    assert found[0].levels == ("0.5", "1")  # whole floats as the Host names them
+    assert cells.levels("ratio=0.5,prize=20,reasoning_effort=low", found) == {
+        "ratio": "0.5", "prize": "20", "reasoning_effort": "low"}
+    assert cells.levels("cell 3: ratio=1,prize=10,reasoning_effort=high", found)["ratio"] == "1"
+    assert found[2].natural() == ["low", "medium", "high"]
+    assert found[2].ordered and not found[0].ordered  # two levels: a difference, not a trend
+    assert cells.cell_of("melee [ratio=0.5]", True) == "ratio=0.5"
+    assert cells.cell_of("melee [ratio=0.5]", False) == ""
+    assert cells.cell_of("melee", True) == ""
+    # a baseline's label leaves out the [grid.llm] factor; an LLM seat's keeps it
+    cell = "ratio=0.5,prize=20,reasoning_effort=low"
+    assert cells.shown_cell(cell, found, baseline=True) == "ratio=0.5,prize=20"
+    assert cells.shown_cell(cell, found, baseline=False) == cell
+    ranks = sorted(["ratio=1,prize=10,reasoning_effort=high", "ratio=0.5,prize=10,reasoning_effort=medium",
+                    "ratio=0.5,prize=10,reasoning_effort=low"], key=lambda c: cells.cell_rank(c, found))
+    assert ranks[0].endswith("low") and ranks[1].endswith("medium") and ranks[2].startswith("ratio=1")
