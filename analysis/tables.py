@@ -10,6 +10,7 @@ mean_payoff                 player-runs  payoff                         1
 mean_ne_payoff              player-runs  NE payoff                      1
 payoff_ratio                player-runs  payoff                         NE payoff
 mean_deviation              player-runs  deviation (valid replies)      1 (valid replies)
+bid_deviation               player-runs  |bid - value| / value (valid)  1 (valid; dominant-value games)
 win_rate                    player-runs  won (shared prize counts)      1
 rule_break_rate_pct         player-runs  100 x any invalid reply        1
 violations_per_decision_pct decisions    100 x violation                1
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..games import GAMES
 from .cells import cell_of, cell_rank, factors, grid_of
 from .load import SETTING_COLUMNS, Frames
 from .stats import N_BOOT, Estimate, Sums, bootstrap_many, bootstrap_ratio, cluster_sums
@@ -60,6 +62,20 @@ def _kind(kind: str) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda df: (df["violation"] == kind).astype(float)
 
 
+def dominant_value(game: Any) -> bool:
+    """Whether the game declares its equilibrium action dominant and equal to the private value."""
+    found = GAMES.get(str(game))
+    return bool(found is not None and found.info.dominant_value)
+
+
+def _bid_gap(df: pd.DataFrame) -> pd.Series:
+    """|action - value| / value of each valid player-run of a game whose equilibrium action is the value
+    (``GameInfo.dominant_value``); NaN elsewhere."""
+    games = df["game"].map(dominant_value).astype(bool) if "game" in df.columns else False
+    value = df["private_value"].where(df["private_value"] > 0)
+    return ((df["action"] - value).abs() / value).where(games & df["valid"].astype(bool))
+
+
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("mean_payoff", "mean payoff", "game units (auctions: final assets)", "players",
            lambda d: d["payoff"], _one, better="higher"),
@@ -68,6 +84,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            lambda d: d["ne_payoff"], better="higher"),
     Metric("mean_deviation", "deviation from NE", "fraction", "players", lambda d: d["deviation"],
            lambda d: d["deviation"].notna().astype(float).where(d["deviation"].notna()), better="lower"),
+    Metric("bid_deviation", "deviation of the bid from the value", "fraction of the value", "players",
+           lambda d: _bid_gap(d), lambda d: _bid_gap(d).notna().astype(float).where(_bid_gap(d).notna()),
+           better="lower"),
     Metric("win_rate", "win rate", "fraction of player-runs", "players", lambda d: d["win"].astype(float), _one,
            better="higher"),
     Metric("rule_break_rate_pct", "rule breaking", "% of player-runs", "players",
@@ -130,6 +149,8 @@ def metric_table(frames: Any, metrics: Sequence[str] = MAIN_METRICS, by: Sequenc
     for metric in metrics:
         m = METRICS[metric]
         df = rows_for(frames, metric, opponents)
+        if metric == "bid_deviation" and not df.empty:  # only the games whose equilibrium action is the value
+            df = df[df["game"].map(dominant_value).astype(bool)]
         if df.empty:
             continue
         num, den = m.num(df).to_numpy(dtype=float), m.den(df).to_numpy(dtype=float)
@@ -172,12 +193,16 @@ _PLAYER_VALUES = {
     "ratio_num": ("CASE WHEN ne_payoff IS NOT NULL THEN payoff END", True),
     "ratio_den": ("CASE WHEN payoff IS NOT NULL THEN ne_payoff END", True),
     "deviation": ("deviation", True), "win": ("win::DOUBLE", False), "broke": ("broke::DOUBLE", False),
+    # {dominant}: the directory's game declares its equilibrium action dominant and equal to the value
+    "bid_gap": ("CASE WHEN {dominant} AND valid AND private_value > 0 THEN abs(action - private_value) / "
+                "private_value END", True),
 }
 _PLAYER_PARTS = {  # metric -> (numerator, denominator, rows) columns: a row with either side missing is left out
     "mean_payoff": ("payoff", "payoff_n", "payoff_n"), "mean_ne_payoff": ("ne_payoff", "ne_payoff_n", "ne_payoff_n"),
     "payoff_ratio": ("ratio_num", "ratio_den", "ratio_den_n"),
     "mean_deviation": ("deviation", "deviation_n", "deviation_n"),
     "win_rate": ("win", "n", "n"), "rule_break_rate_pct": ("broke", "n", "n"),
+    "bid_deviation": ("bid_gap", "bid_gap_n", "bid_gap_n"),
 }
 _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "violations_per_decision_pct": ("violation", "n"), "parse_error_pct": ("parse_error", "n"),
@@ -219,7 +244,9 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
     n = np.zeros(cells, dtype=np.int64)
     sums = {c: np.zeros(cells) for c in values}
     counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
-    exprs = ", ".join(f"{sql} AS {c}" for c, (sql, _) in values.items())
+    game = next((x.game_name for x in store.dirs if x.index == d), "")
+    flag = "true" if dominant_value(game) else "false"
+    exprs = ", ".join(f"{sql.replace('{dominant}', flag)} AS {c}" for c, (sql, _) in values.items())
     reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
                            ).to_arrow_reader(STREAM_BATCH)
     last = -1
@@ -332,10 +359,11 @@ def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], o
     entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
     for i, exp in enumerate(store.experiments):
         setting = {c: exp[c] for c in SETTING_COLUMNS}
+        wanted = [m for m in metrics if m != "bid_deviation" or dominant_value(exp["game"])]
         grid = "cell" in by and grid_of(store.dirs[i])  # without "cell" in by, a label pools its cells
         found = factors(store.dirs[i].config) if grid else []
         for table in ("decisions", "players"):
-            for label, cell, metric, sums in _cluster_sums(store, store.dirs[i].index, role, metrics, table, grid):
+            for label, cell, metric, sums in _cluster_sums(store, store.dirs[i].index, role, wanted, table, grid):
                 key = {**setting, "label": label, "cell": cell}
                 entries.append((tuple(cell_rank(cell, found) if b == "cell" else str(key[b]) for b in by), 0,
                                 {**{b: key[b] for b in by}, "metric": metric}, sums))

@@ -118,3 +118,30 @@ def test_a_cell_reads_back_into_its_levels() -> None:
     ranks = sorted(["ratio=1,prize=10,reasoning_effort=high", "ratio=0.5,prize=10,reasoning_effort=medium",
                     "ratio=0.5,prize=10,reasoning_effort=low"], key=lambda c: cells.cell_rank(c, found))
     assert ranks[0].endswith("low") and ranks[1].endswith("medium") and ranks[2].startswith("ratio=1")
+
+
+def test_bid_deviation_measures_the_bid_itself(tmp_path: Path) -> None:
+    """Second-price auction: |bid - value| / value per valid seat-run, by hand from runs.jsonl; the rational
+    bidder bids its value (0), and a game whose equilibrium action is not the value has no such row."""
+    from econarena.analysis.report import build_report
+
+    doc = {"experiment": {"name": "spa", "game": "second_price_auction", "sessions": 3, "runs": 2, "seed": 4,
+                          "environment": "melee"},
+           "grid": {"game": {"assets": [100, 1000]}},
+           "players": [{"agent": "rational"}, {"agent": "random", "count": 2}]}
+    run_experiment(doc, tmp_path / "spa")
+    run_experiment(DOC, tmp_path / "bc")
+    build_report([tmp_path / "spa", tmp_path / "bc"], tmp_path / "report", n_boot=20, seed=1, transcripts=0)
+    rows = [r for r in _metric_rows(tmp_path / "report") if r["metric"] == "bid_deviation"]
+    assert {r["game"] for r in rows} == {"second_price_auction"}
+    runs = read_jsonl(tmp_path / "spa" / "runs.jsonl")
+    for assets in ("100", "1000"):
+        mine = [r for r in runs if r["lineup"] == f"melee [assets={assets}]"]
+        gaps = [abs(a - v) / v for r in mine for a, v, label, ok in
+                zip(r["actions"], r["private_values"], r["labels"], r["valid"]) if label == "random" and ok]
+        got = [r for r in rows if r["label"] == "random" and r["cell"] == f"assets={assets}"]
+        assert len(got) == 1 and got[0]["assets"] == assets
+        assert float(got[0]["value"]) == pytest.approx(sum(gaps) / len(gaps)) and int(got[0]["n"]) == len(gaps)
+        assert got[0]["sessions"] == "3"
+        rational = [r for r in rows if r["label"] == "rational" and r["cell"] == f"assets={assets}"]
+        assert float(rational[0]["value"]) == 0.0
