@@ -145,3 +145,30 @@ def test_bid_deviation_measures_the_bid_itself(tmp_path: Path) -> None:
         assert got[0]["sessions"] == "3"
         rational = [r for r in rows if r["label"] == "rational" and r["cell"] == f"assets={assets}"]
         assert float(rational[0]["value"]) == 0.0
+
+
+def test_compare_by_a_factor_is_paired_and_equals_the_hand_computed_differences(study: tuple[Path, Path]) -> None:
+    from econarena.analysis.compare import compare_by, format_compare_by
+    from econarena.analysis.load import load
+
+    run, _ = study
+    table = compare_by(load(run), cells.factors(DOC), "ratio", ("mean_deviation",), n_boot=200, seed=2)
+    # natural order: 0.5 is the reference although the grid declares 0.9 first
+    assert set(table["reference"]) == {"0.5"} and set(table["level"]) == {"0.9"}
+    assert bool(table["paired"].all())
+    level_k = table[table["player"] == "level_k"].iloc[0]
+    assert level_k["diff"].value == pytest.approx(0.45 - 0.25)  # level-1 plays 45 and 25 in every session
+    runs = read_jsonl(run / "runs.jsonl")
+
+    def mean_random(ratio: str) -> float:
+        devs = [d for r in runs if r["lineup"] == f"melee [ratio={ratio}]"
+                for d, label in zip(r["deviation"], r["labels"]) if label == "random"]
+        return sum(devs) / len(devs)
+
+    rnd = table[table["player"] == "random"].iloc[0]
+    assert rnd["diff"].value == pytest.approx(mean_random("0.9") - mean_random("0.5"))
+    assert rnd["diff"].low <= rnd["diff"].value <= rnd["diff"].high
+    text = format_compare_by(table, "ratio")
+    assert "2 comparisons" in text and "paired on the session" in text
+    with pytest.raises(ValueError, match="no such \\[grid\\] factor.*ratio"):
+        compare_by(load(run), cells.factors(DOC), "temperature")
