@@ -172,3 +172,12 @@ def test_compare_by_a_factor_is_paired_and_equals_the_hand_computed_differences(
     assert "2 comparisons" in text and "paired on the session" in text
     with pytest.raises(ValueError, match="no such \\[grid\\] factor.*ratio"):
         compare_by(load(run), cells.factors(DOC), "temperature")
+
+
+def test_the_report_compares_every_grid_factor_paired(study: tuple[Path, Path]) -> None:
+    _, report = study
+    page = (report / "report.html").read_text(encoding="utf-8")
+    part = page[page.index("id='comparisons'"):page.index("id='usage'")]
+    assert "nothing to compare here" not in part
+    assert "ratio, each level (A) against ratio=0.5 (B), paired on the session; 6 comparisons" in part
+    assert "0.200 [0.200, 0.200]*" in part  # level-1's deviation, 0.45 - 0.25 in every session
