@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .cells import Factor, levels
+from ..rundir import BASELINE_AGENTS
+from .cells import Factor, levels, llm_only
 from .load import Frames
 from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
 from .tables import METRICS, Metric
@@ -134,6 +135,7 @@ def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Se
                *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """Each level of one ``[grid]`` factor against its first level (natural order), per label and the rest
     of its cell, paired on the session: the cells of one grid share their sessions (same seeds, same draws).
+    A factor only ``[grid.llm]`` varies leaves the baselines out (they play alike at every level).
     One row per level, player and metric: level, reference, player, a, b, diff (a - b), paired."""
     keys = [f.key for f in found]
     if factor not in keys:
@@ -150,6 +152,9 @@ def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Se
                          _player=[f"{lab} [{r}]" if r else str(lab) for lab, r in zip(df["label"], rest)])
 
     players, decisions = tag(frames.players), tag(frames.decisions)
+    if factor in llm_only(found):  # an LLM setting: a baseline plays alike in every level, never compared
+        players = players[~players["agent"].isin(BASELINE_AGENTS)]
+        decisions = decisions[~decisions["agent"].isin(BASELINE_AGENTS)]
     out = []
     for level in order[1:]:
         sides = [Frames(players[players["_level"] == lv], frames.runs, decisions[decisions["_level"] == lv],
