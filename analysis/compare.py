@@ -146,10 +146,13 @@ def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Se
     reference = order[0]
 
     def tag(df: pd.DataFrame) -> pd.DataFrame:
-        got = [levels(str(c or ""), found) for c in df["cell"]] if "cell" in df.columns else [{}] * len(df)
-        rest = [",".join(f"{k}={g[k]}" for k in keys if k != factor and k in g) for g in got]
-        return df.assign(_level=[g.get(factor, "") for g in got],
-                         _player=[f"{lab} [{r}]" if r else str(lab) for lab, r in zip(df["label"], rest)])
+        """Each row's level and player (label and the rest of its cell), read once per distinct cell."""
+        cell = df["cell"].fillna("").astype(str) if "cell" in df.columns else pd.Series("", index=df.index)
+        got = {c: levels(c, found) for c in cell.unique()}
+        level = {c: g.get(factor, "") for c, g in got.items()}
+        rest = {c: ",".join(f"{k}={g[k]}" for k in keys if k != factor and k in g) for c, g in got.items()}
+        suffix = cell.map({c: f" [{r}]" if r else "" for c, r in rest.items()})
+        return df.assign(_level=cell.map(level), _player=df["label"].astype(str) + suffix)
 
     players, decisions = tag(frames.players), tag(frames.decisions)
     if factor in llm_only(found):  # an LLM setting: a baseline plays alike in every level, never compared
