@@ -134,6 +134,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if m not in METRICS and m not in REASONING_METRICS:
             err(f"unknown metric {m!r}; known: {', '.join([*METRICS, *REASONING_METRICS])}")
             return EXIT_CONFIG
+    if args.by is not None or args.dir_b is None:
+        return _compare_by(args)
     frames = []
     for d in (args.dir_a, args.dir_b):
         if _run_dirs([d]) is None:
@@ -163,6 +165,43 @@ def cmd_compare(args: argparse.Namespace) -> int:
         names.append(", ".join(f.experiments["experiment"]) if len(f.experiments) <= 2 else str(d))
     print(f"A = {args.dir_a}\nB = {args.dir_b}\n")
     print(format_compare(table, names[0], names[1], extra=extra))
+    if args.csv:
+        flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
+                               for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
+        frame_csv(flat.drop(columns=["a", "b", "diff"]), args.csv)
+        print(f"\nwritten: {args.csv}")
+    return EXIT_OK
+
+
+def _compare_by(args: argparse.Namespace) -> int:
+    """``compare DIR --by FACTOR``: the levels of one [grid] factor against the first, paired."""
+    import tomllib
+
+    from .analysis.cells import factors
+    from .analysis.compare import COMPARE_METRICS, compare_by, format_compare_by
+    from .analysis.load import load
+    from .csvcells import frame_csv
+
+    if args.by is None or args.dir_b is not None:
+        err("compare takes DIR_A DIR_B, or one DIR with --by FACTOR (a [grid] factor of it)")
+        return EXIT_CONFIG
+    if _run_dirs([args.dir_a]) is None:
+        return EXIT_CONFIG
+    config_path = Path(args.dir_a) / "config.toml"
+    try:
+        config = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        err(f"{config_path}: cannot read the experiment's config ({exc})")
+        return EXIT_CONFIG
+    frames = load(args.dir_a)
+    try:
+        table = compare_by(frames, factors(config), args.by, tuple(args.metrics or COMPARE_METRICS),
+                           n_boot=args.boot, seed=args.seed)
+    except ValueError as exc:
+        err(f"{args.dir_a}: {exc}")
+        return EXIT_CONFIG
+    print(f"{args.dir_a}: {args.by}, each level against the first (paired on the session)\n")
+    print(format_compare_by(table, args.by))
     if args.csv:
         flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
                                for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
@@ -590,7 +629,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description="Print A, B and A - B per label with 95% session-bootstrap intervals "
                                    "(paired when both drew the same sessions).")
     c.add_argument("dir_a", metavar="DIR_A", help="the first run directory (A)")
-    c.add_argument("dir_b", metavar="DIR_B", help="the second run directory (B)")
+    c.add_argument("dir_b", metavar="DIR_B", nargs="?", help="the second run directory (B); none with --by")
+    c.add_argument("--by", metavar="FACTOR", help="compare the levels of one [grid] factor of DIR_A, each "
+                   "against the first level, per label, paired on the session")
     c.add_argument("--metrics", nargs="+", metavar="METRIC",
                    help="metrics to compare (default: payoff_ratio mean_payoff mean_deviation win_rate "
                         "rule_break_rate_pct)")

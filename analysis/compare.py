@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..rundir import BASELINE_AGENTS
+from .cells import Factor, levels, llm_only
 from .load import Frames
 from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
 from .tables import METRICS, Metric
@@ -127,3 +129,63 @@ def setting_pairs(frames: Frames) -> list[tuple[str, str, str]]:
                 first, second = a, b
             out.append((first["run_dir"], second["run_dir"], f"{k}: {first[k]} vs {second[k]}"))
     return out
+
+
+def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Sequence[str] = COMPARE_METRICS,
+               *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """Each level of one ``[grid]`` factor against its first level (natural order), per label and the rest
+    of its cell, paired on the session: the cells of one grid share their sessions (same seeds, same draws).
+    A factor only ``[grid.llm]`` varies leaves the baselines out (they play alike at every level).
+    One row per level, player and metric: level, reference, player, a, b, diff (a - b), paired."""
+    keys = [f.key for f in found]
+    if factor not in keys:
+        raise ValueError(f"--by {factor!r}: no such [grid] factor in this study (its factors: "
+                         f"{', '.join(keys) or 'none, it has no [grid]'})")
+    f = next(x for x in found if x.key == factor)
+    order = f.natural()
+    reference = order[0]
+
+    def tag(df: pd.DataFrame) -> pd.DataFrame:
+        """Each row's level and player (label and the rest of its cell), read once per distinct cell."""
+        cell = df["cell"].fillna("").astype(str) if "cell" in df.columns else pd.Series("", index=df.index)
+        got = {c: levels(c, found) for c in cell.unique()}
+        level = {c: g.get(factor, "") for c, g in got.items()}
+        rest = {c: ",".join(f"{k}={g[k]}" for k in keys if k != factor and k in g) for c, g in got.items()}
+        suffix = cell.map({c: f" [{r}]" if r else "" for c, r in rest.items()})
+        return df.assign(_level=cell.map(level), _player=df["label"].astype(str) + suffix)
+
+    players, decisions = tag(frames.players), tag(frames.decisions)
+    if factor in llm_only(found):  # an LLM setting: a baseline plays alike in every level, never compared
+        players = players[~players["agent"].isin(BASELINE_AGENTS)]
+        decisions = decisions[~decisions["agent"].isin(BASELINE_AGENTS)]
+    out = []
+    for level in order[1:]:
+        sides = [Frames(players[players["_level"] == lv], frames.runs, decisions[decisions["_level"] == lv],
+                        frames.experiments, frames.dirs) for lv in (level, reference)]
+        t = compare(sides[0], sides[1], metrics, by="_player", n_boot=n_boot, seed=seed, paired=True)
+        out.append(t.rename(columns={"_player": "player"}).assign(level=level, reference=reference))
+    cols = ["level", "reference", "player", "metric", "a", "b", "diff", "paired"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
+
+
+def format_compare_by(table: pd.DataFrame, factor: str, digits: int = 3) -> str:
+    """``compare_by``'s table as text, one block per metric, with the number of comparisons it holds."""
+    if table.empty:
+        return f"nothing to compare: {factor} has a single level with complete runs"
+    lines = []
+    for metric, part in table.groupby("metric", sort=False):
+        m = METRICS[str(metric)]
+        head = [factor, "player", "A: level", f"B: {factor}={part['reference'].iloc[0]}", "A - B", ""]
+        rows = [[str(r["level"]), str(r["player"]), r["a"].fmt(digits), r["b"].fmt(digits), r["diff"].fmt(digits),
+                 _significant(r["diff"])] for _, r in part.iterrows()]
+        widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+        better = f", {m.better} is better" if m.better else ""
+        lines.append(f"== {m.title} ({m.unit}{better}): {len(rows)} comparison{'s' if len(rows) != 1 else ''}")
+        fmt = "  ".join(("{:<%d}" if i < 2 else "{:>%d}") % w for i, w in enumerate(widths))
+        lines.append(fmt.format(*head).rstrip())
+        lines.append(fmt.format(*("-" * w for w in widths)).rstrip())
+        lines += [fmt.format(*r).rstrip() for r in rows]
+        lines.append("")
+    lines.append(f"value [95% CI]; each level against the first, paired on the session (the cells of one grid "
+                 f"share their sessions); {len(table)} comparisons in all; * = the interval of A - B excludes 0")
+    return "\n".join(lines)

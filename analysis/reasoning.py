@@ -23,8 +23,9 @@ import pandas as pd
 from ..csvcells import frame_csv
 from ..prices import cost_usd, price_of
 from . import figures as F
+from .cells import EFFORTS
 from .page import Section, esc, table_html
-from .tables import Metric
+from .tables import Metric, dominant_value
 
 KEY = "reasoning_axis"
 
@@ -44,7 +45,7 @@ def has_reasoning(frames: Any) -> bool:
     return "reasoning_tokens" in frames.decisions and bool(frames.decisions["reasoning_tokens"].notna().any())
 COLUMNS = ("experiment", "game", "label", "model", "effort", "budget", "player-runs", "decisions",
            "reasoning tokens / decision", "hidden %", "cut inside reasoning", "tokens out / decision",
-           "deviation from NE", "payoff ratio", "rule breaks %", "cost (USD)")
+           "deviation from NE", "bid deviation", "payoff ratio", "rule breaks %", "cost (USD)")
 
 
 def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
@@ -66,7 +67,9 @@ def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None
     if dec.empty:
         return pd.DataFrame(columns=list(COLUMNS))
     players = store.con.execute("""SELECT dir, lineup, session, run, seat, payoff, ne_payoff, deviation,
-                                   broke FROM players WHERE role <> 'opponent'""").df()
+                                   broke, CASE WHEN valid AND private_value > 0 THEN
+                                   abs(action - private_value) / private_value END AS bid_gap
+                                   FROM players WHERE role <> 'opponent'""").df()
     rows = dec.merge(players, on=["dir", "lineup", "session", "run", "seat"], how="left")
     exps = {i: e for i, e in enumerate(store.experiments)}
     rows["experiment"] = [str(exps[int(d)]["experiment"]) for d in rows["dir"]]
@@ -74,10 +77,14 @@ def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None
     rows["budget"] = rows["budget"].astype(float)
     out = []
     keys = ["experiment", "game", "label", "model", "effort", "budget"]
-    for key, part in rows.groupby(keys, sort=True, dropna=False):
+    # efforts in their natural order (low before high), numbers exact: fsum, so 3 prints as 3
+    groups = sorted(rows.groupby(keys, sort=True, dropna=False),
+                    key=lambda kv: (*map(str, kv[0][:4]), EFFORTS.index(kv[0][4]) if kv[0][4] in EFFORTS
+                                    else len(EFFORTS), str(kv[0][4]), str(kv[0][5])))
+    for key, part in groups:
         decisions = int(part["decisions"].sum())
         both = part["payoff"].notna() & part["ne_payoff"].notna()
-        den = float(part.loc[both, "ne_payoff"].sum())
+        den = math.fsum(part.loc[both, "ne_payoff"])
         rtok_n = int(part["rtok_n"].sum())
         price = price_of(prices or {}, str(key[2]), [str(key[3])])
         tin, tout = float(part["tin"].sum()), float(part["tout"].sum())
@@ -87,13 +94,21 @@ def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None
             "hidden %": 100.0 * float(part["hidden"].sum()) / decisions if decisions else math.nan,
             "cut inside reasoning": int(part["cut"].sum()),
             "tokens out / decision": tout / decisions if decisions else math.nan,
-            "deviation from NE": float(part["deviation"].mean()) if part["deviation"].notna().any() else math.nan,
-            "payoff ratio": float(part.loc[both, "payoff"].sum()) / den if den else math.nan,
+            "deviation from NE": _mean(part["deviation"]),
+            # where bidding one's value is dominant, the bid itself (the asset deviation misses a losing underbid)
+            "bid deviation": _mean(part["bid_gap"]) if dominant_value(key[1]) else math.nan,
+            "payoff ratio": math.fsum(part.loc[both, "payoff"]) / den if den else math.nan,
             "rule breaks %": 100.0 * float(part["broke"].astype(float).mean()) if part["broke"].notna().any()
             else math.nan,
             "cost (USD)": cost_usd(price, tin, tout) if price is not None else math.nan,
         })
     return pd.DataFrame(out, columns=list(COLUMNS))
+
+
+def _mean(values: pd.Series) -> float:
+    """The exact mean of the known values (``math.fsum``), NaN without any."""
+    known = values.dropna()
+    return math.fsum(known) / len(known) if len(known) else math.nan
 
 
 def _setting(row: Mapping[str, Any]) -> str:
@@ -155,9 +170,10 @@ def reasoning_section(store: Any, figdir: Path, out: Path,
     shown = table.copy()
     shown["setting"] = [_setting(r) for _, r in table.iterrows()]
     shown = shown.drop(columns=["effort", "budget"])
-    for col in ("reasoning tokens / decision", "tokens out / decision", "deviation from NE", "payoff ratio",
-                "hidden %", "rule breaks %"):
-        shown[col] = [("-" if math.isnan(v) else f"{v:.3f}" if col in ("deviation from NE", "payoff ratio")
+    for col in ("reasoning tokens / decision", "tokens out / decision", "deviation from NE", "bid deviation",
+                "payoff ratio", "hidden %", "rule breaks %"):
+        shown[col] = [("-" if math.isnan(v) else f"{v:.3f}" if col in ("deviation from NE", "bid deviation",
+                                                                       "payoff ratio")
                        else f"{v:.1f}") for v in shown[col]]
     shown["cost (USD)"] = ["-" if math.isnan(v) else f"{v:.4f}" for v in shown["cost (USD)"]]
     lead = ["experiment", "game", "label", "model", "setting"]

@@ -37,7 +37,8 @@ from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices
 from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
-from .compare import compare, setting_pairs
+from .cells import factor_columns, factors, shown_cell
+from .compare import compare, compare_by, setting_pairs
 from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
 from .findings import findings_html
@@ -45,7 +46,7 @@ from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .reasoning import reasoning_section
 from .stats import N_BOOT
-from .tables import METRICS, metric_table, wide
+from .tables import METRICS, dominant_value, metric_table, wide
 from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
@@ -221,9 +222,53 @@ def _experiments_html(exps: pd.DataFrame) -> str:
                                                   "runs_per_session": "runs/session"}), index=False)
 
 
-def _comparisons_html(frames: Frames, n_boot: int, seed: int) -> str:
+def _cell_comparisons_html(store: Any, frames: Frames, n_boot: int, seed: int) -> str:
+    """Every factor of every grid: its levels against the first, per player, paired on the session (the
+    cells of one grid share their sessions), with the number of comparisons each table holds."""
+    out = []
+    configs = {d.name: d.config for d in store.dirs}
+    for run_dir in frames.experiments["run_dir"]:
+        found = factors(configs.get(str(run_dir), {}))
+        if not found:
+            continue
+        part = frames.subset(run_dir=run_dir)
+        game = str(part.experiments["game"].iloc[0])
+        metrics = ("payoff_ratio", "mean_deviation", *(("bid_deviation",) if dominant_value(game) else ()),
+                   "rule_break_rate_pct")
+        name = str(part.experiments["experiment"].iloc[0])
+        for f in found:
+            if len(f.levels) < 2:
+                continue
+            t = compare_by(part, found, f.key, metrics, n_boot=n_boot, seed=seed)
+            if t.empty:
+                continue
+            rows: dict[tuple[str, str], dict[str, str]] = {}
+            for _, r in t.iterrows():
+                m = METRICS[r["metric"]].title
+                d = r["diff"]
+                star = "*" if not math.isnan(d.low) and (d.low > 0 or d.high < 0) else ""
+                row = rows.setdefault((f"{f.key}={r['level']}", str(r["player"])), {})
+                row[f"{m}: A"] = r["a"].fmt(3, ci=False)
+                row[f"{m}: B"] = r["b"].fmt(3, ci=False)
+                row[f"{m}: A - B"] = d.fmt(3) + star
+            n = len(t)
+            out.append(f"<details open><summary>{_esc(F.game_title(game))}: {_esc(name)} &mdash; {_esc(f.key)}, "
+                       f"each level (A) against {_esc(f.key)}={_esc(t['reference'].iloc[0])} (B), paired on the "
+                       f"session; {n} comparison{'s' if n != 1 else ''}</summary>"
+                       f"{_table_html(pd.DataFrame(rows).T.rename_axis(['level', 'player']))}</details>")
+    if not out:
+        return ""
+    return ("<p>Each grid factor: every level against the first (natural order), per player and the rest of its "
+            "cell, with 95% intervals bootstrapped over the sessions the cells share (paired). <b>*</b>: the "
+            "interval of the difference excludes 0; weigh it against the number of comparisons.</p>"
+            + "\n".join(out))
+
+
+def _comparisons_html(frames: Frames, n_boot: int, seed: int, cells: str = "") -> str:
     pairs = setting_pairs(frames)
     if not pairs:
+        if cells:
+            return cells
         return ("<p class='meta'>No pair of experiments differs in exactly one of environment, history or prompt "
                 "(same game, group and players), so there is nothing to compare here. Use <code>econarena "
                 "compare DIR_A DIR_B</code> for any two directories.</p>")
@@ -248,13 +293,48 @@ def _comparisons_html(frames: Frames, n_boot: int, seed: int) -> str:
         paired = " (paired)" if bool(t["paired"].iloc[0]) else ""
         out.append(f"<details open><summary>{_esc(game)}: A = {_esc(name_a)} vs B = {_esc(name_b)} "
                    f"&mdash; {_esc(what)}{paired}</summary>{_table_html(pd.DataFrame(rows).T)}</details>")
-    return "\n".join(out)
+    return "\n".join(out) + cells
+
+
+def _baselines(store: Any) -> set[tuple[str, str]]:
+    """(run_dir, label) of the baseline players (strategies, scripts, people): a [grid.llm] factor never
+    changes how they play, so their labels leave it out (``cells.shown_cell``)."""
+    names = [d.name for d in store.dirs]
+    found = store.con.execute("SELECT DISTINCT dir, label, agent FROM players WHERE label IS NOT NULL").fetchall()
+    return {(names[int(d)], str(label)) for d, label, agent in found if agent in BASELINE_AGENTS}
+
+
+def _findings_rows(store: Any, table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The metric table's rows for the findings: a label carries its cell as the summary shows it
+    (``level_k [ratio=0.5]``), a baseline's without its [grid.llm] factors, and a baseline's copies across
+    those cells count once (the first cell), so no sentence compares a baseline with itself."""
+    rows = table.to_dict("records")
+    if "cell" not in table.columns or not (table["cell"].fillna("") != "").any():
+        return rows
+    base = _baselines(store)
+    found = {d.name: factors(d.config) for d in store.dirs}
+    out, seen = [], {}
+    for r in rows:
+        cell = str(r.get("cell") or "")
+        baseline = (str(r["run_dir"]), str(r["label"])) in base
+        shown = shown_cell(cell, found.get(str(r["run_dir"]), []), baseline)
+        label = f"{r['label']} [{shown}]" if shown else str(r["label"])
+        if baseline:  # its copies in other [grid.llm] cells: the first one speaks for all
+            key = (r["run_dir"], label, r["metric"])
+            if seen.setdefault(key, cell) != cell:
+                continue
+        out.append({**r, "label": label})
+    return out
 
 
 def _summary_html(table: pd.DataFrame) -> str:
     parts = []
     for (exp, game), part in table.groupby(["experiment", "game"], sort=True):
-        w = wide(part, ["label"])
+        if "cell" in part.columns and (part["cell"].fillna("") != "").any():  # a grid: a row per label and cell
+            order = list(dict.fromkeys(zip(part["label"], part["cell"])))
+            w = wide(part, ["label", "cell"]).reindex(order)
+        else:
+            w = wide(part, ["label"])
         w.columns = [f"{METRICS[c].title} ({METRICS[c].unit})" for c in w.columns]
         parts.append(f"<details><summary>{_esc(exp)} ({_esc(F.game_title(game))})</summary>{_table_html(w)}"
                      "</details>")
@@ -355,7 +435,9 @@ def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | 
     """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage.
     (Run beside the figures on a second connection, it saved a little time and cost 80 MB more at the
     peak, the GLEE fits' and the intervals' arrays held at once: it runs after them.)"""
-    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label"), n_boot=n_boot, seed=seed)
+    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot, seed=seed)
+    # a [grid] cell is part of each row's identity: its text and one column per factor, holding its level
+    table = factor_columns(table, {d.name: d.config for d in store.dirs})
     frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
     files = [out / "metrics.csv", *store.export(out)]
     return table, files, usage_table(store, load_prices(prices))
@@ -414,7 +496,7 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
             + ("<a href='#transcripts'>Conversations</a>" if talk is not None else "")
             + "<a href='#details'>Details</a><a href='#usage'>Tokens &amp; cost</a>"
             "<a href='#provenance'>Provenance</a></nav>"]
-    body.append(findings_html(table.to_dict("records")))  # the finding in words, before any table
+    body.append(findings_html(_findings_rows(store, table)))  # the finding in words, before any table
     body += [_card_html(c) for _, c in cards]
     if not cards:
         body.append("<p class='note'>No complete runs to score yet; the detail below shows what was found.</p>")
@@ -446,7 +528,9 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
         if sec.detail or sec.notes:
             body.append(f"<h3 id='detail-{_esc(sec.family)}'>{_esc(sec.title)}</h3>"
                         + "".join(f"<p class='note'>{_esc(n)}</p>" for n in sec.notes) + sec.detail)
-    body += ["<h3 id='comparisons'>Comparisons between settings</h3>", _comparisons_html(core, n_boot, seed),
+    cell_comparisons = _cell_comparisons_html(store, core, n_boot, seed)
+    body += ["<h3 id='comparisons'>Comparisons between settings</h3>",
+             _comparisons_html(core, n_boot, seed, cell_comparisons),
              "<h3 id='usage'>Tokens and cost per player</h3>",
              "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "
              "local models and baselines cost nothing; '-' = unknown.</p>", _table_html(usage, index=False),

@@ -38,6 +38,7 @@ import numpy as np
 from ..games import GAMES
 from ..games.text import storable
 from ..rundir import LogError, json_text
+from .cells import cell_sql, grid_of
 from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
 
@@ -506,7 +507,19 @@ class Store(Base):
         settings = ", ".join(f'{self._setting(c)} AS "{c}"' for c in SETTING_COLUMNS)
         keys = (f"{run_dir} || '|' || lineup || '|' || session AS cluster, "
                 f"{run_dir} || '|' || lineup AS stratum")
-        return f"SELECT {settings}, lineup, session, run, {middle}{keys}, {columns} FROM {table} {where}"
+        # a [grid] cell is part of each row's identity (analysis/cells.py): a column in a study with a grid
+        cell = f"{self._cell_sql()} AS cell, " if self.has_grid else ""
+        return f"SELECT {settings}, lineup, {cell}session, run, {middle}{keys}, {columns} FROM {table} {where}"
+
+    @property
+    def has_grid(self) -> bool:
+        """Whether any directory of the study played a ``[grid]``."""
+        return any(grid_of(d) for d in self.dirs)
+
+    def _cell_sql(self) -> str:
+        """Each row's cell from its lineup, where its directory played a grid (a list literal by directory)."""
+        flags = ", ".join("true" if grid_of(d) else "false" for d in self.dirs)
+        return cell_sql(f"[{flags}][dir + 1]")
 
     def _players_sql(self, where: str = "") -> str:
         return self._sql("players", "", """seat, label, agent, model, role, n_players, action, ne_action, scale,
@@ -546,6 +559,8 @@ class Store(Base):
             df = self.con.sql(sql).to_arrow_table().to_pandas()
             for col in ("session", "run"):
                 df[col] = df[col].astype("int64")
+            if "cell" not in df.columns and "lineup" in df.columns:  # no grid: every row in the one cell ""
+                df.insert(int(df.columns.get_loc("lineup")) + 1, "cell", "")
             for col in df.columns:  # a text column with no value at all: None, as pandas made it from rows
                 if df[col].dtype == "str" and df[col].isna().all():
                     df[col] = pd.Series([None] * len(df), index=df.index, dtype=object)

@@ -10,6 +10,7 @@ mean_payoff                 player-runs  payoff                         1
 mean_ne_payoff              player-runs  NE payoff                      1
 payoff_ratio                player-runs  payoff                         NE payoff
 mean_deviation              player-runs  deviation (valid replies)      1 (valid replies)
+bid_deviation               player-runs  |bid - value| / value (valid)  1 (valid; dominant-value games)
 win_rate                    player-runs  won (shared prize counts)      1
 rule_break_rate_pct         player-runs  100 x any invalid reply        1
 violations_per_decision_pct decisions    100 x violation                1
@@ -31,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..games import GAMES
+from .cells import cell_of, cell_rank, factors, grid_of
 from .load import SETTING_COLUMNS, Frames
 from .stats import N_BOOT, Estimate, Sums, bootstrap_many, bootstrap_ratio, cluster_sums
 
@@ -59,6 +62,20 @@ def _kind(kind: str) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda df: (df["violation"] == kind).astype(float)
 
 
+def dominant_value(game: Any) -> bool:
+    """Whether the game declares its equilibrium action dominant and equal to the private value."""
+    found = GAMES.get(str(game))
+    return bool(found is not None and found.info.dominant_value)
+
+
+def _bid_gap(df: pd.DataFrame) -> pd.Series:
+    """|action - value| / value of each valid player-run of a game whose equilibrium action is the value
+    (``GameInfo.dominant_value``); NaN elsewhere."""
+    games = df["game"].map(dominant_value).astype(bool) if "game" in df.columns else False
+    value = df["private_value"].where(df["private_value"] > 0)
+    return ((df["action"] - value).abs() / value).where(games & df["valid"].astype(bool))
+
+
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("mean_payoff", "mean payoff", "game units (auctions: final assets)", "players",
            lambda d: d["payoff"], _one, better="higher"),
@@ -67,6 +84,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            lambda d: d["ne_payoff"], better="higher"),
     Metric("mean_deviation", "deviation from NE", "fraction", "players", lambda d: d["deviation"],
            lambda d: d["deviation"].notna().astype(float).where(d["deviation"].notna()), better="lower"),
+    Metric("bid_deviation", "deviation of the bid from the value", "fraction of the value", "players",
+           lambda d: _bid_gap(d), lambda d: _bid_gap(d).notna().astype(float).where(_bid_gap(d).notna()),
+           better="lower"),
     Metric("win_rate", "win rate", "fraction of player-runs", "players", lambda d: d["win"].astype(float), _one,
            better="higher"),
     Metric("rule_break_rate_pct", "rule breaking", "% of player-runs", "players",
@@ -121,7 +141,7 @@ def metric_table(frames: Any, metrics: Sequence[str] = MAIN_METRICS, by: Sequenc
     from .store import Store
 
     if isinstance(frames, Store):
-        if "run_dir" in by and "label" in by and set(by) <= {*SETTING_COLUMNS, "label"}:
+        if "run_dir" in by and "label" in by and set(by) <= {*SETTING_COLUMNS, "label", "cell"}:
             return _metric_table_store(frames, metrics, by, opponents, n_boot, seed)
         frames = frames.frames()
     out = []
@@ -129,6 +149,8 @@ def metric_table(frames: Any, metrics: Sequence[str] = MAIN_METRICS, by: Sequenc
     for metric in metrics:
         m = METRICS[metric]
         df = rows_for(frames, metric, opponents)
+        if metric == "bid_deviation" and not df.empty:  # only the games whose equilibrium action is the value
+            df = df[df["game"].map(dominant_value).astype(bool)]
         if df.empty:
             continue
         num, den = m.num(df).to_numpy(dtype=float), m.den(df).to_numpy(dtype=float)
@@ -171,12 +193,16 @@ _PLAYER_VALUES = {
     "ratio_num": ("CASE WHEN ne_payoff IS NOT NULL THEN payoff END", True),
     "ratio_den": ("CASE WHEN payoff IS NOT NULL THEN ne_payoff END", True),
     "deviation": ("deviation", True), "win": ("win::DOUBLE", False), "broke": ("broke::DOUBLE", False),
+    # {dominant}: the directory's game declares its equilibrium action dominant and equal to the value
+    "bid_gap": ("CASE WHEN {dominant} AND valid AND private_value > 0 THEN abs(action - private_value) / "
+                "private_value END", True),
 }
 _PLAYER_PARTS = {  # metric -> (numerator, denominator, rows) columns: a row with either side missing is left out
     "mean_payoff": ("payoff", "payoff_n", "payoff_n"), "mean_ne_payoff": ("ne_payoff", "ne_payoff_n", "ne_payoff_n"),
     "payoff_ratio": ("ratio_num", "ratio_den", "ratio_den_n"),
     "mean_deviation": ("deviation", "deviation_n", "deviation_n"),
     "win_rate": ("win", "n", "n"), "rule_break_rate_pct": ("broke", "n", "n"),
+    "bid_deviation": ("bid_gap", "bid_gap_n", "bid_gap_n"),
 }
 _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "violations_per_decision_pct": ("violation", "n"), "parse_error_pct": ("parse_error", "n"),
@@ -218,7 +244,9 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
     n = np.zeros(cells, dtype=np.int64)
     sums = {c: np.zeros(cells) for c in values}
     counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
-    exprs = ", ".join(f"{sql} AS {c}" for c, (sql, _) in values.items())
+    game = next((x.game_name for x in store.dirs if x.index == d), "")
+    flag = "true" if dominant_value(game) else "false"
+    exprs = ", ".join(f"{sql.replace('{dominant}', flag)} AS {c}" for c, (sql, _) in values.items())
     reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
                            ).to_arrow_reader(STREAM_BATCH)
     last = -1
@@ -286,19 +314,24 @@ def _key_order(groups: list[tuple[Any, dict[str, np.ndarray]]]) -> tuple[np.ndar
     return np.concatenate(parts), np.concatenate(strata)
 
 
-def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str
-                  ) -> list[tuple[str, str, Sums]]:
-    """(label, metric, Sums) of a directory's metrics of one table (``players`` or ``decisions``): what
-    :func:`~.stats.cluster_sums` gives on its rows, without the directory's rows in memory."""
+def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str, grid: bool = False
+                  ) -> list[tuple[str, str, str, Sums]]:
+    """(label, cell, metric, Sums) of a directory's metrics of one table (``players`` or ``decisions``): what
+    :func:`~.stats.cluster_sums` gives on its rows, without the directory's rows in memory. ``grid``: a
+    label's rows are split by their [grid] cell (``analysis/cells.py``), else every row is in cell ``""``."""
     wanted = [m for m in metrics if METRICS[m].frame == table]
     if not wanted:
         return []
     found = _session_sums(store, d, role, table)
     if not found:
         return []
-    out = []
+    split: dict[tuple[str, str], list[tuple[Any, dict[str, np.ndarray]]]] = {}
     for label in sorted(found):
-        groups = found[label]
+        for lineup, cols in found[label]:
+            split.setdefault((label, cell_of(lineup, grid)), []).append((lineup, cols))
+    out = []
+    for label, cell in sorted(split):
+        groups = split[(label, cell)]
         order, strata = _key_order(groups)
         # each column in key order once, shared by the metrics that read it (a study's Sums held at once
         # for the intervals: 20 metrics x 5 arrays per label and directory were 500 MB at 587,400 games)
@@ -315,7 +348,8 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
                 _, st = np.unique(strata[keep], return_inverse=True)
                 kept[n_col] = (slice(None) if every else keep, st.astype(int), np.flatnonzero(keep))
             keep, st, at = kept[n_col]
-            out.append((label, metric, Sums(cols[num_col][keep], cols[den_col][keep], cols[n_col][keep], st, at)))
+            out.append((label, cell, metric, Sums(cols[num_col][keep], cols[den_col][keep], cols[n_col][keep], st,
+                                                  at)))
     return out
 
 
@@ -325,11 +359,14 @@ def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], o
     entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
     for i, exp in enumerate(store.experiments):
         setting = {c: exp[c] for c in SETTING_COLUMNS}
+        wanted = [m for m in metrics if m != "bid_deviation" or dominant_value(exp["game"])]
+        grid = "cell" in by and grid_of(store.dirs[i])  # without "cell" in by, a label pools its cells
+        found = factors(store.dirs[i].config) if grid else []
         for table in ("decisions", "players"):
-            for label, metric, sums in _cluster_sums(store, store.dirs[i].index, role, metrics, table):
-                key = {**setting, "label": label}
-                entries.append((tuple(str(key[b]) for b in by), 0, {**{b: key[b] for b in by}, "metric": metric},
-                                sums))
+            for label, cell, metric, sums in _cluster_sums(store, store.dirs[i].index, role, wanted, table, grid):
+                key = {**setting, "label": label, "cell": cell}
+                entries.append((tuple(cell_rank(cell, found) if b == "cell" else str(key[b]) for b in by), 0,
+                                {**{b: key[b] for b in by}, "metric": metric}, sums))
     order = [metric for metric in metrics]
     entries.sort(key=lambda e: (order.index(e[2]["metric"]), e[0]))
     return _table([e[2] for e in entries], [(e[3], METRICS[e[2]["metric"]].scale) for e in entries], by, n_boot,
@@ -341,8 +378,8 @@ def wide(table: pd.DataFrame, index: Sequence[str], digits: int = 3, ci: bool = 
     def cell(r: pd.Series) -> str:
         return Estimate(r["value"], r["ci_low"], r["ci_high"], int(r["n"]), int(r["sessions"])).fmt(digits, ci)
 
-    t = table.assign(cell=table.apply(cell, axis=1) if len(table) else [])
-    return t.pivot_table(index=list(index), columns="metric", values="cell", aggfunc="first").reindex(
+    t = table.assign(_text=table.apply(cell, axis=1) if len(table) else [])  # not "cell": a grid's column
+    return t.pivot_table(index=list(index), columns="metric", values="_text", aggfunc="first").reindex(
         columns=[m for m in METRICS if m in set(table["metric"])])
 
 

@@ -229,6 +229,9 @@ class GameInfo:
     # "messages": False}). Empty: the game has no such models.
     factors: tuple[tuple[str, Any], ...] = ()
     n_players: int | None = None  # a game for exactly this many seats (the two-player language games)
+    # the equilibrium action is dominant and equals the seat's private value (bid it; stay in until it): the
+    # analysis then measures the action itself (``bid_deviation``), which moves where payoffs do not
+    dominant_value: bool = False
 
 
 class Game(abc.ABC):

@@ -96,3 +96,15 @@ def test_effort_suite_end_to_end(thinking_server: ThinkingServer, tmp_path: Path
     block = c.stdout.split("== reasoning tokens per decision")[1]
     reasoner = next(line for line in block.splitlines() if line.startswith("Reasoner"))
     assert reasoner.split()[1] == "43.333"
+    # the efforts in their natural order, not alphabetical
+    rows = pd.read_csv(out / "report" / "reasoning.csv")
+    assert list(rows.loc[rows["label"] == "Reasoner", "effort"]) == ["low", "medium", "high"]
+    # each effort against low, paired on the session: the deviation falls by 0.2 and by 0.4, by hand
+    c = subprocess.run([ECONARENA, "compare", str(out / "bc-effort"), "--by", "reasoning_effort", "--metrics",
+                        "mean_deviation", "--boot", "20"], env=env, capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert c.returncode == 0, c.stderr[-2000:]
+    lines = [line.split() for line in c.stdout.splitlines() if " Reasoner " in f" {line} "]
+    assert [(x[0], x[1], x[8]) for x in lines] == [("medium", "Reasoner", "-0.200"), ("high", "Reasoner", "-0.400")]
+    assert "paired on the session" in c.stdout and "2 comparisons" in c.stdout
+    assert "rational" not in c.stdout and "level-1" not in c.stdout  # baselines: not against their own copies

@@ -28,6 +28,7 @@ def scorecard(ctx: Any) -> Any:
     """One table per game: a row per label and setting (environment, history, prompt), sorted by the
     payoff ratio; intervals are 95% session bootstraps, equilibrium opponents left out."""
     from .. import page
+    from ..cells import cell_rank, study_factors
     from ..figures import game_title
     from ..stats import Estimate
     from ..tables import metric_table
@@ -35,30 +36,37 @@ def scorecard(ctx: Any) -> Any:
     frames = ctx.core
     if frames is None or frames.players.empty:
         return None
-    by = ("game", "environment", "history", "prompt", "label")
+    # a [grid] cell is part of each row's identity: a row per label, setting and cell, its sessions counted
+    # and bootstrapped within the cell (the cell column appears only where a game has a grid)
+    by = ("game", "environment", "history", "prompt", "label", "cell")
+    if "cell" not in frames.players.columns:
+        by = by[:-1]
     table = metric_table(frames, CARD_METRICS, by, n_boot=ctx.n_boot, seed=ctx.seed)
     if table.empty:
         return None
+    found = study_factors(ctx.frames)
     parts = []
     for game, g in table.groupby("game", sort=True):
-        rows: dict[tuple[str, str], dict[str, Estimate]] = {}
+        rows: dict[tuple[str, str, str], dict[str, Estimate]] = {}
         for _, r in g.iterrows():
-            rows.setdefault((str(r["label"]), _setting(r)), {})[r["metric"]] = Estimate(
+            rows.setdefault((str(r["label"]), _setting(r), str(r.get("cell") or "")), {})[r["metric"]] = Estimate(
                 r["value"], r["ci_low"], r["ci_high"], int(r["n"]), int(r["sessions"]))
 
-        def headline(key: tuple[str, str], rows: dict[tuple[str, str], dict[str, Estimate]] = rows
-                     ) -> tuple[float, str, str]:
+        def headline(key: tuple[str, str, str], rows: dict[tuple[str, str, str], dict[str, Estimate]] = rows
+                     ) -> tuple[Any, ...]:
             e = rows[key].get("payoff_ratio")
             v = e.value if e is not None and e.value == e.value else float("-inf")
-            return (-v, key[1], key[0])
+            return (-v, key[1], key[0], cell_rank(key[2], found))
 
+        gridded = any(key[2] for key in rows)
         body = []
         for key in sorted(rows, key=headline):
             cells = rows[key]
-            body.append([page.esc(key[0]), page.esc(key[1]),
+            body.append([page.esc(key[0]), page.esc(key[1]), *([page.esc(key[2])] if gridded else []),
                          *(page.estimate_cell(cells[m], 1 if m == "rule_break_rate_pct" else 2)
                            if m in cells else "<span class='na'>-</span>" for m in CARD_METRICS)])
-        parts.append(page.grid(("model", "setting", *HEAD), body, page.esc(game_title(str(game))), numeric_from=2))
+        head = ("model", "setting", *(("cell",) if gridded else ()), *HEAD)
+        parts.append(page.grid(head, body, page.esc(game_title(str(game))), numeric_from=3 if gridded else 2))
     intro = ("Payoff as a multiple of the Nash-equilibrium payoff (1 = equilibrium; a rule break scores 0), "
              "deviation of play from the equilibrium (0 = equilibrium play), share of runs won, and % of runs "
              "with a rule break; each with its 95% interval (bootstrap over sessions). Best payoff first.")

@@ -168,7 +168,7 @@ class SecondPriceAuction(Game):
     info: ClassVar[GameInfo] = GameInfo(
         title="Second-price auction", scale_key="private_value", action_axis="bid / private value",
         equilibrium_note="NE: bid = value", stakes_key="assets", stakes_inclusive=True,
-        deviation_note="|asset / NE asset - 1|", policies=("rational", "random", "level_k"))
+        deviation_note="|asset / NE asset - 1|", policies=("rational", "random", "level_k"), dominant_value=True)
 
     def setup(self, params: AuctionParams, n_players: int, rng: np.random.Generator) -> Setup:
         return Setup(n_players, _draw_values(params, n_players, rng))
@@ -246,7 +246,7 @@ class EnglishAuction(Game):
     info: ClassVar[GameInfo] = GameInfo(
         title="English auction", scale_key="private_value", action_axis="drop-out price / private value",
         equilibrium_note="NE: stay until the value", stakes_key="assets", stakes_inclusive=True,
-        deviation_note="|asset / NE asset - 1|", policies=("rational", "random", "level_k"))
+        deviation_note="|asset / NE asset - 1|", policies=("rational", "random", "level_k"), dominant_value=True)
 
     def setup(self, params: EnglishAuctionParams, n_players: int, rng: np.random.Generator) -> Setup:
         values = _draw_values(params, n_players, rng)
