@@ -23,6 +23,8 @@ KINDS = {"parse_error_pct": "unreadable replies (parse errors)", "schema_error_p
          "rule_violation_pct": "moves the rules forbid"}
 ENVIRONMENTS = {"melee": "a melee", "rational": "a table of rational agents", "self": "a table of its own copies"}
 ANY_TABLE = "a table"
+INVALID = "violations_per_decision_pct"  # % of decisions unusable by the model's own fault (tables.py's metric)
+CUT = "truncated_pct"  # % of decisions cut at max_tokens before a usable answer (summary only, for now)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,10 @@ def setting_from_summary(summary: Mapping[str, Any], title: str = "") -> Setting
                 metrics[key] = Value(x, n=n)
         counts = v.get("violations") or {}
         total = sum(int(counts.get(k, 0)) for k in ("parse_error", "schema_error", "rule_violation"))
+        decisions = int(v.get("decisions") or 0)
+        if decisions:  # what share of the replies could be used at all (usable_sentences)
+            metrics[INVALID] = Value(100 * total / decisions, n=decisions)
+            metrics[CUT] = Value(100 * int(v.get("truncated_replies") or 0) / decisions, n=decisions)
         for k in ("parse_error", "schema_error", "rule_violation"):
             if total:
                 metrics[f"{k}_pct"] = Value(100 * int(counts.get(k, 0)) / total, n=n)
@@ -215,11 +221,69 @@ def ratio_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
     return out
 
 
+def unusable(s: Setting) -> tuple[list[str], list[str]]:
+    """(players with no usable reply, players with most replies unusable): cut at max_tokens or invalid."""
+    none, most = [], []
+    dev = s.metric("mean_deviation")
+    for label, m in sorted(s.labels.items()):
+        if dev and label not in dev and "payoff_ratio" in m:  # others were measured, it had no valid move
+            none.append(label)
+            continue
+        if INVALID not in m and CUT not in m:
+            continue
+        bad = (m[INVALID].value if INVALID in m else 0.0) + (m[CUT].value if CUT in m else 0.0)
+        if bad >= 100 - 1e-9:
+            none.append(label)
+        elif bad > 50:
+            most.append(label)
+    return none, most
+
+
+def _unusable_part(m: dict[str, Value]) -> str:
+    shares = [(m[k], what) for k, what in ((CUT, "cut at max_tokens"), (INVALID, "invalid"))
+              if k in m and m[k].value > 0]
+    if not shares:  # the long table has no cut share: known only from the missing deviation
+        return "no valid move to measure"
+    n = next((v.n for v, _ in shares if v.n), 0)
+    (first, what), rest = shares[0], shares[1:]
+    text = f"{first.shown(0, pct=True)} of {f'{n} ' if n else 'its '}replies {what}"
+    return text + "".join(f" and {v.shown(0, pct=True)} {w}" for v, w in rest)
+
+
+def usable_sentences(s: Setting) -> list[str]:
+    """The worst news first: a player that gave no usable move (or mostly none) says more about the study
+    than any ranking, whose numbers then come from the other players alone."""
+    none, most = unusable(s)
+    out = []
+    if none:
+        if len(none) == 1:
+            text = f"{none[0]} gave no usable reply ({_unusable_part(s.labels[none[0]])})."
+        else:
+            detail = "; ".join(f"{k}: {_unusable_part(s.labels[k])}" for k in none[:MAX_NAMED])
+            text = f"{_names(none)} gave no usable reply ({detail})."
+        if len(s.metric("mean_deviation")) > 1:
+            text += " No ranking by distance to the equilibrium is given: it would rank only the others."
+        if any(CUT in s.labels[k] and s.labels[k][CUT].value > 0 for k in none):
+            text += " Raise max_tokens, or set structured = \"format\"."
+        out.append(text)
+    for k in most:
+        out.append(f"Most of {k}'s replies were unusable ({_unusable_part(s.labels[k])}): its numbers rest "
+                   "on the few that were.")
+    return out
+
+
 def setting_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
-    """The findings of one setting, most telling first (``said``: explanations already given)."""
+    """The findings of one setting, most telling first (``said``: explanations already given). A player
+    without a usable reply leads, and the equilibrium ranking, which it is absent from, is left out."""
     said = set() if said is None else said
-    out = [x for x in (equilibrium_sentence(s),) if x]
-    out.append(rule_sentence(s, said))
+    lead = usable_sentences(s)
+    out = list(lead)
+    if not unusable(s)[0] or len(s.metric("mean_deviation")) < 2:  # one player's own deviation is no ranking
+        out += [x for x in (equilibrium_sentence(s),) if x]
+    rules = rule_sentence(s, said)
+    if lead and rules == "No player broke a rule.":  # not good news when replies were cut before any move
+        rules = "No player broke a rule (a reply cut at max_tokens counts as no break)."
+    out.append(rules)
     out += ratio_sentences(s, said)
     return out
 

@@ -15,6 +15,8 @@ How a page's code blocks are run (the line right above a fence may say otherwise
   the block under NAME, e.g. a game module and its prompt template (docs/own-games.md).
 - ``data SOURCE DIR`` writes small released results of another tool (``gamabench``, ``negotiationarena``,
   ``glee``, as the importer tests make them: never the real files) into DIR first, so import examples run.
+- ``output``: a ``text`` block is what the last command before it printed; each of its paragraphs must
+  stand in that output verbatim (a page may show part of it), so a page's numbers and stars cannot drift.
 - ``parse only (why)``: shell commands are only parsed by the CLI's own parser (flags and commands must
   exist); ``skip (why)``: not run at all (a cluster, an install). A reason is required; the tests count them.
 """
@@ -67,13 +69,13 @@ def _instructions(body: str) -> dict[str, str]:
     parts = re.split(r";\s*(?![^()]*\))", body)  # a reason in parentheses may hold ';'
     for part in filter(None, (p.strip() for p in parts)):
         for key in ("skip", "parse only", "validate only", "file", "fragment of", "exit", "models", "prices",
-                    "data", "save"):
+                    "data", "save", "output"):
             if part == key or part.startswith(key + " "):
                 out[key] = part[len(key):].strip()
                 break
         else:
             raise AssertionError(f"unknown docs instruction {part!r} (expected skip, parse only, validate only, "
-                                 "file, fragment of, exit, models, prices, data, save)")
+                                 "file, fragment of, exit, models, prices, data, save, output)")
     return out
 
 
@@ -100,7 +102,7 @@ def blocks(page: Path) -> list[Block]:
 
 
 ALL = [b for p in PAGES for b in blocks(p)]
-TESTED = [b for b in ALL if b.lang in SHELL | {"toml"} or "save" in b.says]
+TESTED = [b for b in ALL if b.lang in SHELL | {"toml"} or "save" in b.says or "output" in b.says]
 
 
 def test_reasons_are_given_for_what_is_not_run():
@@ -357,7 +359,20 @@ def _released_data(source: str, root: Path) -> None:
         raise AssertionError(f"no made-up released results of {source!r}")
 
 
-def _run_shell(b: Block, box: Path, env: dict[str, str]) -> None:
+def _check_output(b: Block, printed: str) -> None:
+    """An ``output`` block is what the page's last command printed: each of its paragraphs (a page may show
+    part of the output) stands in the printed text, verbatim but for trailing spaces, numbers and stars too."""
+    def norm(text: str) -> str:
+        return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+    got = norm(printed)
+    for para in (p for p in re.split(r"\n\s*\n", b.text) if p.strip()):
+        assert norm(para) in got, f"{b.where}: the page shows\n{norm(para)}\nbut the command printed\n{got}"
+
+
+def _run_shell(b: Block, box: Path, env: dict[str, str]) -> str:
+    """Run the block's commands; what the last one printed (for an ``output`` block after it)."""
+    printed = ""
     targets = _make_targets()
     if "data" in b.says:
         source, folder = b.says["data"].split()
@@ -376,6 +391,8 @@ def _run_shell(b: Block, box: Path, env: dict[str, str]) -> None:
                               text=True, stdin=subprocess.DEVNULL, timeout=budget(300))
         assert proc.returncode == want, (f"{b.where}: `{command}` exited {proc.returncode} (expected {want})\n"
                                          f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        printed = proc.stdout
+    return printed
 
 
 PAGES_WITH_CODE = sorted({b.page for b in TESTED})
@@ -385,8 +402,12 @@ PAGES_WITH_CODE = sorted({b.page for b in TESTED})
 def test_every_example_of_the_page_runs(page, tmp_path, server):
     box = _sandbox(tmp_path)
     env = _env(box, server)
+    printed = ""
     for b in (b for b in TESTED if b.page == page):
         if "skip" in b.says:
+            continue
+        if "output" in b.says:
+            _check_output(b, printed)
             continue
         if "save" in b.says:  # a file the page's later commands use (a game module, its template): as written
             target = box / b.says["save"]
@@ -395,4 +416,22 @@ def test_every_example_of_the_page_runs(page, tmp_path, server):
         elif b.lang == "toml":
             _run_toml(b, box, env)
         else:
-            _run_shell(b, box, env)
+            printed = _run_shell(b, box, env)
+
+
+def test_an_output_block_that_drifted_from_what_was_printed_fails(tmp_path):
+    """The comparison is strict about numbers and stars, and lets a page show part of the output."""
+    page = tmp_path / "p.md"
+    printed = "A = x\n\n== ratio\nlevel-2   2.750 [2.000, 3.500]  *   \nrandom-1  0.000\n\n== other\nz 1\n"
+    page.write_text("<!-- docs: output -->\n```text\n== ratio\nlevel-2   2.750 [2.000, 3.500]  *\n"
+                    "random-1  0.000\n```\n", encoding="utf-8")
+    (ok,) = blocks(page)
+    assert ok.says == {"output": ""}
+    _check_output(ok, printed)  # part of it, trailing spaces aside
+    for wrong in ("level-2   2.833 [2.000, 3.500]  *", "level-2   2.750 [2.000, 3.500]"):
+        page.write_text(f"<!-- docs: output -->\n```text\n== ratio\n{wrong}\nrandom-1  0.000\n```\n",
+                        encoding="utf-8")
+        (bad,) = blocks(page)
+        bad.page = ROOT / "docs" / "index.md"  # where the message names it
+        with pytest.raises(AssertionError, match="the page shows"):
+            _check_output(bad, printed)

