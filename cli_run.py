@@ -61,9 +61,10 @@ def failed_job(result: Any, d: Path, command: str) -> int | None:
     a busy run directory, a file-system failure, an interruption), after one line saying why and how to go on
     (``command``: the one to run again, "suite", "bench"); None for a result. Anything else is re-raised."""
     from .agents.base import AgentError
+    from .games.base import GameError
     from .rundir import RunDirectoryBusy
 
-    if isinstance(result, (AgentError, RunDirectoryBusy)):
+    if isinstance(result, (AgentError, RunDirectoryBusy, GameError)):
         err(str(result))
         return EXIT_CONFIG
     if isinstance(result, OSError):
@@ -407,6 +408,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
     an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
     from .agents.base import AgentError
+    from .games.base import GameError
     from .rundir import RunDirectoryBusy
 
     try:
@@ -427,7 +429,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
                                                         if getattr(args, "human_input", None) else ")"))
         err(f"interrupted{by}; finished runs are kept: {on_interrupt}")
         return EXIT_INTERRUPTED
-    except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
+    except (AgentError, RunDirectoryBusy, GameError) as exc:  # e.g. the response cache cannot be opened
         err(str(exc))
         return EXIT_CONFIG
     except OSError as exc:  # a full disk, a directory made read-only mid-run

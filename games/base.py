@@ -126,6 +126,26 @@ class ImportedRun:
     check: ReplayCheck | None = None
 
 
+class GameError(RuntimeError):
+    """A game broke its own contract during a run (a payoff that is no finite number, or beyond the bounds
+    it declared): the run cannot be recorded, since a silent ``null`` would read as a result."""
+
+
+def payoff_problem(payoffs: Any, bounds: tuple[float, float] | None) -> str | None:
+    """Why these payoffs break the contract (``econarena check`` and ``run`` both ask), or None.
+
+    Finite floats (ints allowed) within ``bounds`` where declared, with a relative slack of 1e-9 for the
+    rounding of sums."""
+    for seat, p in enumerate(payoffs):
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
+            return f"seat {seat}'s payoff {p!r} is not a finite number"
+        if bounds is not None:
+            lo, hi = bounds
+            if not lo - 1e-9 * max(1.0, abs(lo)) <= p <= hi + 1e-9 * max(1.0, abs(hi)):
+                return f"seat {seat}'s payoff {p!r} is outside the declared bounds [{lo}, {hi}]"
+    return None
+
+
 class ForeignValue(ValueError):
     """A value in another tool's released file that this game's own rules refuse: ``from_reference`` raises
     it and the importer refuses the item under ``category`` (never imports it as an agreeing result).
