@@ -267,6 +267,9 @@ class Game(abc.ABC):
     action_key: ClassVar[str]  # main JSON key, for summaries
     history_key: ClassVar[str]  # what a run's recorded action is called in history shown to players
     has_private_values: ClassVar[bool] = False
+    # why `econarena check` cannot verify the declared equilibrium by unilateral deviations (continuous types,
+    # huge sequential trees): it then reports a skip saying so; None: it is verified
+    equilibrium_unchecked: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def setup(self, params: GameParams, n_players: int, rng: np.random.Generator) -> Setup:
@@ -312,6 +315,11 @@ class Game(abc.ABC):
 
     def deviation(self, setup: Setup, outcome: Outcome, ne: Outcome, player: int) -> float | None:
         """Distance from equilibrium for one seat (see the module docstrings for the formula)."""
+        return None
+
+    def mixed_equilibrium(self, setup: Setup) -> tuple[Mapping[str, float], ...] | None:
+        """Per seat, the equilibrium's mixture over the choices of the stage game's one choice field (a
+        probability per choice, summing to 1; see :mod:`.mixed`); None: the equilibrium is pure (or none)."""
         return None
 
     def payoff_bounds(self, setup: Setup) -> tuple[float, float] | None:
