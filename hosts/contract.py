@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from ..games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup, payoff_problem
-from ..games.mixed import mixed_problems
 from .prompts import Template, TemplateError, _check_round_texts
 
 MAX_STEPS = 10_000
@@ -314,22 +313,6 @@ def _candidates(spec: Any, declared: dict[str, Any]) -> list[tuple[str, Any, lis
     return out
 
 
-def _mixed(game: Game, seeds: range) -> str:
-    """A declared mixed equilibrium (games/mixed.py): on several drawn setups, every choice in a seat's
-    support earns the same against the others' mixtures in the stage game, and none outside earns more."""
-    for seed in seeds[:DEVIATION_SEEDS]:
-        n = _seats(game, seed)
-        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
-        mixtures = game.mixed_equilibrium(setup)
-        if mixtures is None:
-            raise Failed(f"seed {seed}, {n} seats: a mixed equilibrium is declared on some draws but not this one")
-        problems = mixed_problems(game, setup, mixtures)
-        if problems:
-            raise Failed(f"seed {seed}, {n} seats: {problems[0]}")
-    return (f"mixed: on {min(len(seeds), DEVIATION_SEEDS)} drawn setups every support choice earns the same against "
-            "the others' mixtures and no other choice earns more")
-
-
 def _mixed(game: Game, seeds: range) -> str | None:
     """A declared mixed equilibrium (games/mixed.py): on drawn setups, every choice in a seat's support
     earns the same against the others' mixtures and none outside earns more. None: no mixture declared."""
@@ -355,8 +338,6 @@ def _mixed(game: Game, seeds: range) -> str | None:
 def _unilateral(game: Game, seeds: range) -> str:
     """No seat gains by a unilateral deviation from the declared equilibrium, searched over its action spec
     at its first decisions along the equilibrium path (the others playing the rational baseline)."""
-    if game.mixed_equilibrium(game.setup(game.Params(), _seats(game, 0), np.random.default_rng(0))) is not None:
-        return _mixed(game, seeds)
     why = game.equilibrium_unchecked
     if why:
         raise Skipped(why)
