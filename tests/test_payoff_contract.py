@@ -47,3 +47,12 @@ def test_the_payoff_rule_by_hand() -> None:
     assert payoff_problem((10.1,), (0.0, 10.0)) == "seat 0's payoff 10.1 is outside the declared bounds [0.0, 10.0]"
     assert payoff_problem((True,), None) == "seat 0's payoff True is not a finite number"
     assert payoff_problem((1e300,), None) is None  # no bounds declared: finite is all that is asked
+
+
+def test_the_cli_says_a_game_error_in_one_line_with_the_configuration_exit_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from econarena.cli_run import EXIT_CONFIG, failed_job
+
+    error = GameError("game g, lineup main, session 2, run 0: seat 1's payoff nan is not a finite number")
+    assert failed_job(error, tmp_path, "run") == EXIT_CONFIG
+    assert "session 2, run 0: seat 1's payoff nan is not a finite number" in capsys.readouterr().err
