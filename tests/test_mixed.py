@@ -134,3 +134,10 @@ def test_a_run_logs_the_declared_choices_and_the_deviation(arena, tmp_path: Path
     assert run["payoffs"] == [4.0 * heads, 1.0 * (5 - heads)]  # a match is always on heads here
     assert run["deviation"][1] == pytest.approx(abs(heads / 5 - 0.2))
     assert run["ne_payoffs"] == pytest.approx([5 * 4 / 5, 5 / 2])
+
+
+def test_without_a_generator_the_baselines_give_the_favoured_coin() -> None:
+    state = GAME.initial_state(_setup())
+    # the matcher's mixture is a tie (heads); the mismatcher's favours tails (0.8)
+    assert [GAME.strategy(state, i, "rational") for i in (0, 1)] == [{"coin": "heads"}, {"coin": "tails"}]
+    assert GAME.strategy(state, 1, "random") == {"coin": "heads"}

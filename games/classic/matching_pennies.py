@@ -36,7 +36,8 @@ Metrics per run: ``heads_rate`` and ``payoff`` per seat, ``match_rate`` (share o
 matched; 1/2 x 1/5 + 1/2 x 4/5 = 1/2 in equilibrium), ``invalid_rounds`` per seat.
 
 Baselines (policies): ``rational`` draws each round's coin from its equilibrium mixture; ``random`` shows
-heads or tails with probability 1/2 each (which for the matcher is its equilibrium mixture).
+heads or tails with probability 1/2 each (which for the matcher is its equilibrium mixture). Asked without a
+generator (a reference action, no draw), either gives the coin its mixture favours, heads on a tie.
 """
 
 from __future__ import annotations
@@ -206,8 +207,9 @@ class MatchingPennies(Game):
                  **kw: Any) -> dict[str, Any]:
         if kind not in self.info.policies or not self.to_move(state):
             return super().strategy(state, player, kind, rng, **kw)
-        assert rng is not None, f"the {kind} strategy draws its coin"
         heads = 0.5 if kind == "random" else mixtures(state.setup.values)[player][HEADS]
+        if rng is None:  # asked for a reference action without draws: the coin the mixture favours (heads on a tie)
+            return {"coin": HEADS if heads >= 0.5 else TAILS}
         return {"coin": HEADS if rng.random() < heads else TAILS}
 
     def metrics(self, setup: Setup, rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
