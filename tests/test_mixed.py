@@ -86,6 +86,7 @@ class WrongPennies(MatchingPennies):
 def test_check_passes_the_game_and_refuses_a_wrong_mixture() -> None:
     checks = {c.name: c for c in check_game(get_game("matching_pennies"), seeds=5)}
     assert all(c.ok for c in checks.values()), [c for c in checks.values() if not c.ok]
+    assert "the mixtures' expected values" in checks["equilibrium"].detail  # no drawn run is compared with them
     unilateral = next(c for name, c in checks.items() if "deviation" in name)
     assert unilateral.detail.startswith("mixed:") and not getattr(unilateral, "skipped", False)
     wrong = next(c for c in check_game(WrongPennies(), seeds=5) if c.name == unilateral.name)
