@@ -142,3 +142,14 @@ def test_without_a_generator_the_baselines_give_the_favoured_coin() -> None:
     # the matcher's mixture is a tie (heads); the mismatcher's favours tails (0.8)
     assert [GAME.strategy(state, i, "rational") for i in (0, 1)] == [{"coin": "heads"}, {"coin": "tails"}]
     assert GAME.strategy(state, 1, "random") == {"coin": "heads"}
+
+
+def test_the_indifference_test_names_what_it_cannot_read() -> None:
+    setup = _setup()
+    assert mixed_problems(GAME, setup, ({"heads": 1.0},)) == ["the mixed equilibrium has 1 mixtures for 2 seats"]
+    (bad,) = mixed_problems(GAME, setup, ({"heads": 0.7, "tails": 0.7}, {"heads": 0.2, "tails": 0.8}))
+    assert bad.startswith("seat 0: the mixture's probabilities sum to 1.4")
+    ultimatum = get_game("ultimatum")  # one proposer moves first: no simultaneous stage game to test
+    u = ultimatum.setup(ultimatum.Params(), 2, np.random.default_rng(0))
+    (why,) = mixed_problems(ultimatum, u, ({"accept": 1.0}, {"accept": 1.0}))
+    assert why.startswith("the mixed-equilibrium test needs every seat to move at once first")
