@@ -191,9 +191,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _checks_said(results: list[Any], title: str, what: str) -> int:
     """Each check on a line, then the count; exit 0 when all pass, 1 naming those that fail."""
     for c in results:
-        print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        print(f"{'skip' if getattr(c, 'skipped', False) else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
     failed = [c for c in results if not c.ok]
-    print(f"{title}: {len(results) - len(failed)} of {len(results)} {what} pass"
+    skipped = [c for c in results if getattr(c, "skipped", False)]
+    print(f"{title}: {len(results) - len(failed) - len(skipped)} of {len(results)} {what} pass"
+          + (f", {len(skipped)} skipped" if skipped else "")
           + ("" if not failed else f"; failing: {', '.join(c.name for c in failed)}"))
     return EXIT_OK if not failed else 1
 

@@ -61,7 +61,7 @@ def failed_job(result: Any, d: Path, command: str) -> int | None:
     a busy run directory, a file-system failure, an interruption), after one line saying why and how to go on
     (``command``: the one to run again, "suite", "bench"); None for a result. Anything else is re-raised."""
     from .agents.base import AgentError
-    from .hosts.playthrough import GameError
+    from .games.base import GameError
     from .rundir import RunDirectoryBusy
 
     if isinstance(result, (AgentError, RunDirectoryBusy)):
@@ -411,7 +411,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
     an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
     from .agents.base import AgentError
-    from .hosts.playthrough import GameError
+    from .games.base import GameError
     from .rundir import RunDirectoryBusy
 
     try:
@@ -435,7 +435,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
     except (AgentError, RunDirectoryBusy) as exc:  # e.g. the response cache cannot be opened
         err(str(exc))
         return EXIT_CONFIG
-    except GameError as exc:  # the game's own code failed (a game of one's own): where, not a traceback
+    except GameError as exc:  # the game broke its contract (raised, never ended, a payoff no number): where
         err(f"{exc}; finished runs are kept")
         return EXIT_ERROR
     except OSError as exc:  # a full disk, a directory made read-only mid-run

@@ -126,6 +126,28 @@ class ImportedRun:
     check: ReplayCheck | None = None
 
 
+class GameError(RuntimeError):
+    """A game broke its own contract during a run: it raised, never ended, asked a seat to move with no action
+    to take, or paid a payoff that is no finite number or beyond the bounds it declared (a silent ``null``
+    would read as a result). The message names the game, the lineup, session, run and step, and what the
+    game did; the run directory is left as after any stop (finished runs kept)."""
+
+
+def payoff_problem(payoffs: Any, bounds: tuple[float, float] | None) -> str | None:
+    """Why these payoffs break the contract (``econarena check`` and ``run`` both ask), or None.
+
+    Finite floats (ints allowed) within ``bounds`` where declared, with a relative slack of 1e-9 for the
+    rounding of sums."""
+    for seat, p in enumerate(payoffs):
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
+            return f"seat {seat}'s payoff {p!r} is not a finite number"
+        if bounds is not None:
+            lo, hi = bounds
+            if not lo - 1e-9 * max(1.0, abs(lo)) <= p <= hi + 1e-9 * max(1.0, abs(hi)):
+                return f"seat {seat}'s payoff {p!r} is outside the declared bounds [{lo}, {hi}]"
+    return None
+
+
 class ForeignValue(ValueError):
     """A value in another tool's released file that this game's own rules refuse: ``from_reference`` raises
     it and the importer refuses the item under ``category`` (never imports it as an agreeing result).
@@ -250,6 +272,9 @@ class Game(abc.ABC):
     action_key: ClassVar[str]  # main JSON key, for summaries
     history_key: ClassVar[str]  # what a run's recorded action is called in history shown to players
     has_private_values: ClassVar[bool] = False
+    # why `econarena check` cannot verify the declared equilibrium by unilateral deviations (continuous types,
+    # huge sequential trees): it then reports a skip saying so; None: it is verified
+    equilibrium_unchecked: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def setup(self, params: GameParams, n_players: int, rng: np.random.Generator) -> Setup:
@@ -295,6 +320,11 @@ class Game(abc.ABC):
 
     def deviation(self, setup: Setup, outcome: Outcome, ne: Outcome, player: int) -> float | None:
         """Distance from equilibrium for one seat (see the module docstrings for the formula)."""
+        return None
+
+    def mixed_equilibrium(self, setup: Setup) -> tuple[Mapping[str, float], ...] | None:
+        """Per seat, the equilibrium's mixture over the choices of the stage game's one choice field (a
+        probability per choice, summing to 1; see :mod:`.mixed`); None: the equilibrium is pure (or none)."""
         return None
 
     def payoff_bounds(self, setup: Setup) -> tuple[float, float] | None:

@@ -37,7 +37,9 @@ class ActionField:
 
     - ``number``: ``low``/``high`` are rule bounds (inclusive, breaking them is a rule violation);
       ``integer`` demands a whole number (a schema error otherwise); ``step`` a grid from ``low``.
-    - ``choice``: one of ``choices`` (case-insensitive).
+    - ``choice``: one of ``choices``, matched whatever the reply's case (``"defect"`` is ``"Defect"``); the
+      action holds the spelling declared, which the prompt shows and the log records. Two choices that
+      differ only by case could not be told apart, so declaring them is refused.
     - ``text``: a string of at most ``max_length`` characters; ``secret`` marks a private note that the
       Host logs but never shows to other players.
     - ``allocation``: an object over ``items`` (player ids or goods) of non-negative numbers summing to
@@ -64,6 +66,18 @@ class ActionField:
     targets: tuple[int, ...] = ()
     allow_none: bool = False
     read_when: tuple[str, tuple[str, ...]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind == "choice":
+            seen: dict[str, str] = {}
+            for c in self.choices:
+                if not isinstance(c, str):
+                    raise ValueError(f"choice field {self.name!r}: choices must be strings, got {c!r}")
+                key = c.strip().casefold()
+                if key in seen:
+                    raise ValueError(f"choice field {self.name!r}: the choices {seen[key]!r} and {c!r} differ "
+                                     "only by case or spaces, and a reply is matched without either; rename one")
+                seen[key] = c
 
     def type_name(self) -> str:
         return {"number": "int" if self.integer else "float", "choice": "str", "text": "str",
@@ -277,9 +291,12 @@ def _typed(f: ActionField, value: Any) -> tuple[Any, str | None]:
             return int(number), None
         return number, None
     if f.kind == "choice":
-        if not isinstance(value, str) or value.strip().lower() not in f.choices:
-            return None, f"{f.name!r} must be one of {f.format_hint()}, got {_show(value)}"
-        return value.strip().lower(), None
+        if isinstance(value, str):
+            wanted = value.strip().casefold()
+            for c in f.choices:  # the declared spelling is the action's, whatever the reply's case
+                if c.strip().casefold() == wanted:
+                    return c, None
+        return None, f"{f.name!r} must be one of {f.format_hint()}, got {_show(value)}"
     if f.kind == "text":
         if not isinstance(value, str):
             return None, f"{f.name!r} must be a string, got {_show(value)}"

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
+from ..games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup, payoff_problem
 from .prompts import Template, TemplateError, _check_round_texts
 
 MAX_STEPS = 10_000
@@ -32,6 +32,7 @@ class Check:
     name: str
     ok: bool
     detail: str = ""  # what was checked, or the first failure
+    skipped: bool = False  # could not run on this game (``detail`` says why): neither a pass nor a failure
 
 
 class Failed(AssertionError):
@@ -51,16 +52,13 @@ def _within(game: Game, setup: Setup, out: Outcome, where: str) -> None:
     if not (len(out.payoffs) == len(out.valid) == len(out.actions) == n):
         raise Failed(f"{where}: the outcome has {len(out.payoffs)} payoffs, {len(out.valid)} valid flags and "
                      f"{len(out.actions)} actions for {n} seats")
-    if not all(isinstance(p, float) and math.isfinite(p) for p in out.payoffs):
+    if not all(isinstance(p, float) for p in out.payoffs):
         raise Failed(f"{where}: payoffs must be finite floats, got {out.payoffs!r}")
     if not all(isinstance(w, int) and 0 <= w < n for w in out.winners) or len(set(out.winners)) != len(out.winners):
         raise Failed(f"{where}: winners {out.winners!r} are not distinct seats 0..{n - 1}")
-    bounds = game.payoff_bounds(setup)
-    if bounds is not None:
-        lo, hi = bounds
-        bad = [p for p in out.payoffs if not lo - 1e-9 * max(1.0, abs(lo)) <= p <= hi + 1e-9 * max(1.0, abs(hi))]
-        if bad:
-            raise Failed(f"{where}: payoff {bad[0]!r} outside the declared bounds [{lo}, {hi}]")
+    problem = payoff_problem(out.payoffs, game.payoff_bounds(setup))  # the same test ``run`` makes
+    if problem:
+        raise Failed(f"{where}: {problem}")
 
 
 def play(game: Game, setup: Setup, seed: int, policy: Callable[[Any, int, np.random.Generator], str | None],
@@ -222,7 +220,7 @@ def _json(game: Game, seeds: range) -> str:
 
 
 def _equilibrium(game: Game, seeds: range) -> str:
-    declared = 0
+    declared = mixtures = 0
     for seed in seeds:
         n = _seats(game, seed)
         setup = game.setup(game.Params(), n, np.random.default_rng(seed))
@@ -236,7 +234,9 @@ def _equilibrium(game: Game, seeds: range) -> str:
         _within(game, setup, ne, f"{where}, equilibrium")
         if game.equilibrium(setup) != ne:
             raise Failed(f"{where}: the equilibrium differs when asked twice")
-        if "rational" in game.policies():
+        mixed = game.mixed_equilibrium(setup) is not None  # a mixture's payoffs are expected values: one
+        mixtures += mixed  # drawn run does not reach them, so only the pure ones are compared with a run
+        if "rational" in game.policies() and not mixed:
             end, _, _ = play(game, setup, seed,
                              lambda s, i, r: json.dumps(game.strategy(s, i, "rational", rng=r)))
             got = game.outcome(end).payoffs
@@ -247,7 +247,146 @@ def _equilibrium(game: Game, seeds: range) -> str:
             raise Failed(f"{where}: the equilibrium's own deviation is not 0 for seat {bad[0]}")
     if not declared:
         return "no equilibrium declared (payoff ratio and deviation stay empty)"
-    return f"declared in {declared} of {len(seeds)} draws; the rational baseline reaches it; its deviation is 0"
+    reached = ("its payoffs are the mixtures' expected values (tested by the deviation check)" if mixtures
+               else "the rational baseline reaches it")
+    return f"declared in {declared} of {len(seeds)} draws; {reached}; its deviation is 0"
+
+
+class Skipped(Exception):
+    """A check that cannot run on this game, and why: reported as a skip, never as a pass."""
+
+
+GRID = 24  # points between a number field's bounds, before the bounds, the neighbours and the refinement
+DEVIATION_SEEDS = 3  # drawn setups the unilateral deviations are searched on
+DECISIONS = 2  # of each seat's decisions along the equilibrium path, the first this many are deviated at
+
+
+def _number_grid(f: Any, at: float) -> list[float]:
+    """Candidate values of a number field: the bounds, an even grid between them, the declared action's
+    neighbours (one ``step``, one unit or a thousandth of the range either side)."""
+    lo = f.low if f.low is not None else at - max(1.0, abs(at))
+    hi = f.high if f.high is not None else at + max(1.0, abs(at))
+    if f.integer and hi - lo <= 4 * GRID:
+        return [float(v) for v in range(math.ceil(lo), math.floor(hi) + 1)]
+    near = f.step or (1.0 if f.integer else (hi - lo) / 1000)
+    values = {lo, hi, at - near, at + near, *(lo + (hi - lo) * k / GRID for k in range(GRID + 1))}
+    return sorted(round(v) if f.integer else v for v in values if lo <= v <= hi)
+
+
+def _refined(f: Any, values: list[float], best: float) -> list[float]:
+    """Ten more points either side of the grid's best value, where the payoff moved most."""
+    i = values.index(best)
+    a, b = values[max(0, i - 1)], values[min(len(values) - 1, i + 1)]
+    more = {a + (b - a) * k / 20 for k in range(21)}
+    return sorted({round(v) for v in more} if f.integer else more)
+
+
+def _gain(game: Game, setup: Setup, seed: int, seat: int, decision: int, action: dict[str, Any]) -> float | None:
+    """Seat ``seat``'s payoff when it plays ``action`` at its ``decision``-th decision and the rational
+    baseline everywhere else (every other seat throughout); None when the game refuses the action there."""
+    count = [0]
+
+    def policy(state: Any, i: int, rng: np.random.Generator) -> str:
+        if i == seat:
+            count[0] += 1
+            if count[0] == decision + 1:
+                if not game.judge_action(state, i, action).valid:
+                    raise _Refused
+                return json.dumps(action)
+        return json.dumps(game.strategy(state, i, "rational", rng=rng))
+
+    try:
+        end, _, _ = play(game, setup, seed, policy)
+    except _Refused:
+        return None
+    return game.outcome(end).payoffs[seat]
+
+
+class _Refused(Exception):
+    pass
+
+
+def _candidates(spec: Any, declared: dict[str, Any]) -> list[tuple[str, Any, list[Any]]]:
+    """Per choice or number field: (name, field, values to try), the other fields held as declared."""
+    out = []
+    for f in spec.fields:
+        if f.kind == "choice":
+            out.append((f.name, f, list(f.choices)))
+        elif f.kind == "number" and isinstance(declared.get(f.name), (int, float)):
+            out.append((f.name, f, _number_grid(f, float(declared[f.name]))))
+    return out
+
+
+def _mixed(game: Game, seeds: range) -> str | None:
+    """A declared mixed equilibrium (games/mixed.py): on drawn setups, every choice in a seat's support
+    earns the same against the others' mixtures and none outside earns more. None: no mixture declared."""
+    from ..games.mixed import mixed_problems
+
+    searched = 0
+    for seed in seeds[:DEVIATION_SEEDS]:
+        n = _seats(game, seed)
+        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+        mixtures = game.mixed_equilibrium(setup)
+        if mixtures is None:
+            continue
+        searched += 1
+        problems = mixed_problems(game, setup, mixtures)
+        if problems:
+            raise Failed(f"seed {seed}, {n} seats: {problems[0]}")
+    if not searched:
+        return None
+    return (f"mixed: on {searched} drawn setups every support choice earns the same against the others' "
+            "mixtures and none outside earns more")
+
+
+def _unilateral(game: Game, seeds: range) -> str:
+    """No seat gains by a unilateral deviation from the declared equilibrium, searched over its action spec
+    at its first decisions along the equilibrium path (the others playing the rational baseline)."""
+    why = game.equilibrium_unchecked
+    if why:
+        raise Skipped(why)
+    mixed = _mixed(game, seeds)
+    if mixed is not None:
+        return mixed
+    if "rational" not in game.policies():
+        raise Skipped("no rational baseline plays the declared equilibrium, so there is no path to deviate from")
+    searched = tried = 0
+    for seed in seeds[:DEVIATION_SEEDS]:
+        n = _seats(game, seed)
+        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+        ne = game.equilibrium(setup)
+        if ne is None:
+            continue
+        searched += 1
+        end, states, _ = play(game, setup, seed, lambda s, i, r: json.dumps(game.strategy(s, i, "rational", rng=r)))
+        for seat in range(n):
+            path = [st for st in states[:-1] if seat in game.to_move(st)][:DECISIONS]
+            for k, state in enumerate(path):
+                declared = game.strategy(state, seat, "rational", rng=np.random.default_rng(seed))
+                fields = _candidates(game.action_spec(state, seat), declared)
+                if not fields:
+                    raise Skipped(f"seat {seat}'s action has no choice or number field to deviate in")
+                target = ne.payoffs[seat]
+                tol = 1e-6 * max(1.0, abs(target))
+                for name, f, values in fields:
+                    best, best_gain = None, -math.inf
+                    for rounds in (0, 1):
+                        for v in values:
+                            got = _gain(game, setup, seed, seat, k, {**declared, name: v})
+                            tried += 1
+                            if got is not None and got - target > best_gain:
+                                best, best_gain = v, got - target
+                        if best is None or f.kind != "number" or rounds:
+                            break
+                        values = _refined(f, values, best)
+                    if best_gain > tol:
+                        raise Failed(f"seed {seed}, {n} seats: seat {seat} gains {best_gain:.6g} by playing "
+                                     f"{name}={best!r} at its decision {k + 1} instead of {declared.get(name)!r} "
+                                     f"(earning {target + best_gain:.6g}, the equilibrium {target:.6g})")
+    if not searched:
+        raise Skipped("no equilibrium declared")
+    return (f"no seat gains by a unilateral deviation on {searched} drawn setups "
+            f"({tried} deviations at each seat's first {DECISIONS} decisions)")
 
 
 CHECKS: tuple[tuple[str, Callable[[Game, range], str]], ...] = (
@@ -258,6 +397,7 @@ CHECKS: tuple[tuple[str, Callable[[Game, range], str]], ...] = (
     ("determinism", _determinism),
     ("JSON round trips", _json),
     ("equilibrium", _equilibrium),
+    ("equilibrium survives unilateral deviations", _unilateral),
 )
 
 
@@ -269,6 +409,8 @@ def check_game(game: Game, seeds: int = 20) -> list[Check]:
             out.append(Check(name, True, fn(game, range(seeds))))
         except Failed as exc:
             out.append(Check(name, False, str(exc)))
+        except Skipped as exc:
+            out.append(Check(name, True, str(exc), skipped=True))
         except Exception as exc:  # the game's own code raised: that is the finding
             out.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
     return out

@@ -24,12 +24,22 @@ from ..agents.baselines import StrategyAgent
 from ..agents.calls import SPEND
 from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
-from ..games.base import TRUNCATED, ActionSpec, Game, Judgement, Outcome, Setup, is_plain_json
+from ..games.base import (
+    TRUNCATED,
+    ActionSpec,
+    Game,
+    GameError,
+    Judgement,
+    Outcome,
+    Setup,
+    is_plain_json,
+    payoff_problem,
+)
 from ..games.schema import json_schema, reasoning_chars
 from ..games.text import storable
 from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, RunDirectoryBusy, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
-from .playthrough import Conversations, Decision, GameError, Playthrough, RunContext
+from .playthrough import Conversations, Decision, Playthrough, RunContext
 from .progress import Progress
 from .prompts import Template
 
@@ -464,6 +474,10 @@ class Host:
             return {**base, "complete": False, "error": play.errors[0], "rounds": play.rnd + 1}
         record = {**base, **self.run_result(setup, play.state, ne, play.round_log, play.first_valid, decisions,
                                             outcome)}
+        problem = payoff_problem(record["payoffs"], self.game.payoff_bounds(setup))
+        if problem:  # never a silent null in the log: the game is broken, not the run
+            raise GameError(f"game {self.game.name}, lineup {lineup.name}, session {session}, run {run}: {problem}; "
+                            f"run `econarena check {self.game.name}` to find the rule that gives it")
         cut = play.truncated()
         if cut is not None:  # only then: the records of runs without a cut reply keep their shape
             record["truncated"] = cut

@@ -12,12 +12,6 @@ from ..games.text import storable
 from .experiment import Lineup
 
 
-class GameError(RuntimeError):
-    """The game itself failed, not a player: it raised, never ended, or asked a seat to move with no action to
-    take. The message names the game, the lineup, session, run and step, and what the game did; the run
-    directory is left as after any stop (finished runs kept)."""
-
-
 @dataclass
 class RunContext:
     """Where a run stands in the experiment and what all its decisions share.

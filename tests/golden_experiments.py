@@ -34,6 +34,7 @@ SMALL: dict[str, dict[str, Any]] = {  # game parameters that keep each experimen
     "battle_royale": {"max_turns": 4}, "bargaining": {"max_rounds": 4}, "negotiation": {"max_rounds": 3},
     "persuasion": {"rounds": 3}, "multi_turn_ultimatum": {"turns": 4}, "resource_exchange": {"turns": 4},
     "buy_sell": {"turns": 4}, "english_auction": {"max_rounds": 30, "increment": 5}, "prisoners_dilemma": {"rounds": 3},
+    "matching_pennies": {"rounds": 3},
 }
 
 

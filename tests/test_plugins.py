@@ -101,7 +101,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_an_installed_package_game_runs_checks_and_reports_by_its_name(site: Path, tmp_path: Path) -> None:
     assert "duopoly" in cli("list", cwd=tmp_path, site=site).stdout
     check = cli("check", "duopoly", cwd=tmp_path, site=site).stdout
-    assert "duopoly: 7 of 7 contract checks pass" in check
+    assert "duopoly: 8 of 8 contract checks pass" in check
     assert "ok   equilibrium: declared in 20 of 20 draws" in check
 
     (tmp_path / "duopoly.toml").write_text(EXPERIMENT.format(game="duopoly"), encoding="utf-8")
@@ -138,12 +138,12 @@ def test_a_module_path_beside_the_experiment_is_found(tmp_path: Path) -> None:
     decisions = [json.loads(x) for x in (study / "runs/duopoly/decisions.jsonl").read_text().splitlines()]
     assert len(decisions) == 12 and all(d["valid"] for d in decisions)
     out = cli("check", "my_games.duopoly:Duopoly", "--trust", ".", cwd=study).stdout  # from its own folder
-    assert "7 of 7 contract checks pass" in out
+    assert "8 of 8 contract checks pass" in out
     out = cli("check", "my_games/duopoly.py:Duopoly", "--seeds", "3", cwd=study).stdout  # the file's path
-    assert "duopoly: 7 of 7 contract checks pass" in out
+    assert "duopoly: 8 of 8 contract checks pass" in out
     for named in (study / "my_games" / "duopoly.py", Path("..") / "study" / "my_games" / "duopoly.py"):
         out = cli("check", f"{named}:Duopoly", "--seeds", "3", cwd=elsewhere).stdout  # an absolute path, or ../
-        assert "duopoly: 7 of 7 contract checks pass" in out
+        assert "duopoly: 8 of 8 contract checks pass" in out
     err = cli("check", f"{study / 'nope.py'}:Duopoly", cwd=elsewhere, code=2).stderr
     assert f"{study / 'nope.py'}: no such file" in err
     cli("report", "runs/duopoly", "--out", "report", "--trust", ".", cwd=study)
@@ -192,7 +192,10 @@ def test_check_fails_a_game_that_breaks_the_contract(tmp_path: Path) -> None:
     # 10 each: price 100 - 20 = 80, profit 10 x (80 - 10) = 700, not the equilibrium's 900
     assert "FAIL equilibrium: seed 0, 2 seats: the rational baseline earns (700.0, 700.0), the declared " \
            "equilibrium (900.0, 900.0)" in out
-    assert "6 of 7 contract checks pass; failing: equilibrium" in out
+    # and 10 is no equilibrium: against 10, producing 40 sells at 100 - 50 = 50 for 40 x (50 - 10) = 1600
+    assert "FAIL equilibrium survives unilateral deviations: seed 0, 2 seats: seat 0 gains 700 by playing " \
+           "quantity=40.0 at its decision 1 instead of 10 (earning 1600, the equilibrium 900)" in out
+    assert "6 of 8 contract checks pass; failing: equilibrium, equilibrium survives unilateral deviations" in out
 
     narrow = game.replace("return -float(a * c), float((a - c) ** 2) / 4", "return 0.0, 1000.0")
     assert narrow != game
@@ -295,7 +298,7 @@ def test_a_scorer_of_ones_own_subclasses_a_built_in_game_and_scores_by_hand(tmp_
     (tmp_path / "c.toml").write_text(EXPERIMENT.format(game="my_scores.closeness:Closeness")
                                      .replace('agent = "rational"', 'agent = "level_k"'), encoding="utf-8")
     out = cli("check", "my_scores.closeness:Closeness", "--seeds", "5", "--trust", ".", cwd=tmp_path).stdout
-    assert "closeness: 7 of 7 contract checks pass" in out and "prompt template: beauty_contest/v1" in out
+    assert "closeness: 8 of 8 contract checks pass" in out and "prompt template: beauty_contest/v1" in out
     cli("run", "c.toml", "--out", "runs/c", "--quiet", "--trust", ".", cwd=tmp_path)
     runs = [json.loads(x) for x in (tmp_path / "runs/c/runs.jsonl").read_text().splitlines()]
     assert len(runs) == 6

@@ -19,6 +19,7 @@ import textwrap
 import types
 import typing
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -332,6 +333,16 @@ def games_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+GAMES_PAGE_HEAD = ("# Games and agents\n\nGenerated from the game and agent registries by "
+                   "`python docs/_ext/econarena_docs.py` and checked in, so it reads the same in the repository as "
+                   "on the site (tests/test_games_reference.py fails when it is stale).\n\n")
+
+
+def games_page() -> str:
+    """docs/reference/games.md as checked in: the heading, then the games and agents reference."""
+    return GAMES_PAGE_HEAD + games_reference()
+
+
 GENERATORS = {"econarena-toml": toml_reference, "econarena-cli": cli_reference, "econarena-games": games_reference}
 
 
@@ -391,3 +402,7 @@ def write_page_texts(app: Any, exception: Exception | None) -> None:
     static.mkdir(parents=True, exist_ok=True)
     data = json.dumps(page_texts(app.env), ensure_ascii=True).replace("</", "<\\/")
     (static / "econarena-pages.js").write_text(f"window.ECONARENA_PAGES = {data};\n", encoding="utf-8")
+
+
+if __name__ == "__main__":  # regenerate the checked-in games reference
+    (Path(__file__).resolve().parents[1] / "reference" / "games.md").write_text(games_page(), encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Auctions of one item: sealed-bid second-price (Vickrey) and the English (ascending clock) auction.
+"""Auctions of one item: sealed-bid second-price (Vickrey) and the English (ascending clock) auction; the rules
+of each are below its name.
 
 Shared parameters: ``private_value`` v_i and ``assets`` A_i (numbers, per-player lists, or
 ``{normal=[mean, sd]}`` / ``{uniform=[low, high]}`` drawn once per session; drawn assets are redrawn
