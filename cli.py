@@ -85,7 +85,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for exp, f in zip(exps, files):
         e = exp.experiment
         cells = f" x {exp.n_cells()} grid cells" if exp.axes else ""
-        print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
+        env = e.environment if exp.tournament is None else f"{exp.tournament.design} tournament"
+        print(f"{f}: ok ({e.game}, {env}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
               f"session(s) x {_runs_text(exp)}){_calls_text(exp)}")
     return EXIT_OK
 
@@ -130,6 +131,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, info in sorted(PROVIDERS.items()):
         keys = f" [key: {' or '.join(info.key_envs)}]" if info.key_envs else ""
         print(f"  {name:<22} {info.description}; pip install 'econarena[{info.extra}]'{keys}")
+    print("tournaments ([tournament] with [[tournament.entrants]], any player table each; `econarena ratings` "
+          "rates them):")
+    for name, desc in (("round_robin", "every ordered lineup of distinct entrants (N seats: every combination, "
+                                       "seats rotated)"),
+                       ("balanced", "lineups = K seeded tables, every entrant equally often in every seat"),
+                       ("self_play", "true adds a table per entrant against copies of itself")):
+        print(f"  {name:<22} {desc}")
     return EXIT_OK
 
 
