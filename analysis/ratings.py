@@ -263,10 +263,9 @@ def build_events(t: Tournament) -> Events:
 def _closure(ev: Events, w: np.ndarray) -> np.ndarray:
     """reach[i, j]: a chain of wins leads from i to j (i finished above someone who ... finished above j)."""
     n = ev.n
-    beat = np.zeros((n, n), dtype=bool)
-    live = w > 0
-    for c, row in zip(ev.chosen[live], ev.alts[live]):
-        beat[c] |= row > 0
+    onehot = np.zeros((len(ev.chosen), n))
+    onehot[np.arange(len(ev.chosen)), ev.chosen] = (w > 0)
+    beat = (onehot.T @ (ev.alts > 0)) > 0
     np.fill_diagonal(beat, True)
     reach = beat.copy()
     for k in range(n):
@@ -311,11 +310,20 @@ def _newton(chosen: np.ndarray, alts: np.ndarray, w: np.ndarray, n: int) -> np.n
 
 
 def fit(ev: Events, w: np.ndarray | None = None, reference: int | None = None) -> tuple[np.ndarray, bool]:
+    """:func:`fit_ranked` without the ranks."""
+    rating, _, separated = fit_ranked(ev, w, reference)
+    return rating, separated
+
+
+def fit_ranked(ev: Events, w: np.ndarray | None = None,
+               reference: int | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
     """Ratings (natural-log worth, reference at 0) and whether the data separate. Separated: the strongly
     connected groups of the win graph (who finished above whom, through chains) are told apart; the largest
     (the reference's on a tie) keeps finite ratings, groups that finish above it get ``inf``, those below
     ``-inf``, those never compared with it ``nan``. The reference entrant is at 0 where it is in that group,
-    otherwise the group's mean is."""
+    otherwise the group's mean is. The ranks (1: best) read the same order: j is above i when j's rating is
+    higher within the finite group, or when j's group finishes above i's (a chain of wins leads from j to i,
+    none back), so separated data still rank entrants whose ratings are all ``-inf``."""
     w = ev.w if w is None else w
     n = ev.n
     reach = _closure(ev, w)
@@ -347,13 +355,32 @@ def fit(ev: Events, w: np.ndarray | None = None, reference: int | None = None) -
                     alts[use], w[keep][use], len(members))
     theta -= theta[pos[reference]] if reference is not None else theta.mean()
     out[members] = theta
-    return out, len(groups) > 1
+    above = reach & ~reach.T  # j's group above i's: above[j, i]
+    same = np.asarray(comp)[:, None] == np.asarray(comp)[None, :]
+    finite = np.isfinite(out)
+    higher = same & finite[:, None] & finite[None, :] & (out[:, None] > out[None, :] + 1e-9)
+    rank = 1 + (above | higher).sum(axis=0)
+    return out, rank.astype(np.int64), len(groups) > 1
 
 
-def ranks(values: np.ndarray) -> np.ndarray:
-    """Rank 1 is the best; entrants with equal ratings share the best rank of their group (``nan``: unranked)."""
-    v = np.where(np.isnan(values), -np.inf, values)
-    return np.array([1 + int(np.sum(v > x)) for x in v], dtype=np.int64)
+def boot_weights(offsets: Sequence[tuple[int, int]], n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(replications, units): how often each session unit is drawn, game by game (``offsets``: each game's
+    first unit and number of units). Session k of every lineup is one unit, so the pairing is kept."""
+    base = sum(u for _, u in offsets)
+    out = np.zeros((n_boot, base))
+    for b in range(n_boot):
+        for start, u in offsets:
+            out[b, start:start + u] = np.bincount(rng.integers(0, u, size=u), minlength=u)
+    return out
+
+
+def pl_boot(ev: Events, weights: np.ndarray, reference: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each replication's ratings and ranks, refitted on the sessions it drew."""
+    boot = np.empty((len(weights), ev.n))
+    rank = np.empty((len(weights), ev.n), dtype=np.int64)
+    for b, wt in enumerate(weights):
+        boot[b], rank[b], _ = fit_ranked(ev, ev.w * wt[ev.unit], reference)
+    return boot, rank
 
 
 # ---------------------------------------------------------------- the meta-game
@@ -540,7 +567,7 @@ def rate(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]
         base += len(t.units)
     ev = Events(np.concatenate(chosen), np.concatenate(alts), np.concatenate(w), np.concatenate(unit_of))
     ref = idx.get(reference) if reference is not None else None
-    rating, separated = fit(ev, reference=ref)
+    rating, _, separated = fit_ranked(ev, reference=ref)
     notes = []
     if separated:
         unbounded = [f"{e} ({'inf' if rating[i] > 0 else '-inf' if rating[i] < 0 else 'not compared'})"
@@ -571,19 +598,12 @@ def rate(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]
     pf = filled(p)
     nash_avg, nash = nash_averages(pf)
     alpha = alpharank(pf)
-    boot = np.empty((n_boot, n))
+    weights = boot_weights(offsets, n_boot, rng)
+    boot, rank_boot = pl_boot(ev, weights, ref)
+    boot_separated = int(np.sum(np.any(np.isfinite(boot) != np.isfinite(rating), axis=1)))
     a_boot = np.empty((n_boot, n, n))
-    rank_boot = np.empty((n_boot, n))
-    boot_separated = 0
     for b in range(n_boot):
-        weights = np.zeros(base)
-        for start, u in offsets:
-            weights[start:start + u] = np.bincount(rng.integers(0, u, size=u), minlength=u)
-        r, _ = fit(ev, ev.w * weights[ev.unit], reference=ref)
-        boot_separated += bool(np.any(np.isfinite(r) != np.isfinite(rating)))
-        boot[b] = r
-        rank_boot[b] = ranks(r)
-        pb = filled(game_p(weights))
+        pb = filled(game_p(weights[b]))
         a_boot[b] = pb - pb.T
     low, high = _interval(boot)
     rank_low, rank_high = _interval(rank_boot)
