@@ -1,0 +1,152 @@
+"""``[tournament]``: the designs' lineups counted by hand, the file's errors, and a tournament that plays paired
+sessions, resumes exactly and runs once per [grid] cell."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from econarena.cli import main
+from econarena.hosts.config import ConfigError, load_experiment
+from econarena.hosts.tournament import balanced, design_lineups, round_robin
+
+# Two seats of the beauty contest: the lower guess is always nearer 2/3 of the mean, so it wins.
+BASE = """\
+[experiment]
+name = "tour"
+game = "beauty_contest"
+sessions = 4
+seed = 5
+
+[game]
+upper_bound = {{ uniform = [50, 100] }}
+
+[tournament]
+seats = 2
+{extra}
+
+[[tournament.entrants]]
+agent = "scripted"
+label = "low"
+responses = ['{{"answer": 10}}']
+
+[[tournament.entrants]]
+agent = "scripted"
+label = "mid"
+responses = ['{{"answer": 30}}']
+
+[[tournament.entrants]]
+agent = "scripted"
+label = "high"
+responses = ['{{"answer": 45}}']
+
+[[tournament.entrants]]
+agent = "random"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "tour.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_round_robin_is_every_ordered_pair_and_every_rotation() -> None:
+    assert round_robin(3, 2) == [(0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)]
+    three = round_robin(4, 3)
+    assert len(three) == 4 * 3  # C(4, 3) combinations x 3 rotations
+    assert (0, 1, 2) in three and (1, 2, 0) in three and (2, 0, 1) in three
+    for seat in range(3):  # every entrant sits C(3, 2) = 3 times in every seat
+        assert Counter(t[seat] for t in three) == {0: 3, 1: 3, 2: 3, 3: 3}
+    assert design_lineups(3, 2, "round_robin", None, True, 0)[-3:] == ((0, 0), (1, 1), (2, 2))
+
+
+@pytest.mark.parametrize("n,seats,k", [(4, 2, 8), (5, 3, 10), (6, 2, 12), (7, 4, 14)])
+def test_balanced_seats_everyone_equally_in_every_seat(n: int, seats: int, k: int) -> None:
+    tables = balanced(n, seats, k, seed=1)
+    assert len(tables) == k and all(len(set(t)) == seats for t in tables)
+    for seat in range(seats):
+        assert Counter(t[seat] for t in tables) == {i: k // n for i in range(n)}
+    met = Counter(frozenset(p) for t in tables for p in itertools.combinations(t, 2))
+    pairs = [met[frozenset(p)] for p in itertools.combinations(range(n), 2)]
+    assert max(pairs) - min(pairs) <= 1  # as even as the numbers allow in these sizes
+    assert balanced(n, seats, k, seed=1) == tables  # reproducible from the file alone
+
+
+def test_a_tournament_parses_into_named_lineups(tmp_path: Path) -> None:
+    exp = load_experiment(write(tmp_path, BASE.format(extra="")))
+    names = [lu.name for lu in exp.lineups()]
+    assert len(names) == 12 and names[0] == "low vs mid" and names[1] == "mid vs low"
+    assert {lu.environment for lu in exp.lineups()} == {"tournament"}
+    exp = load_experiment(write(tmp_path, BASE.format(extra='design = "balanced"\nlineups = 8\nself_play = true')))
+    assert len(exp.lineups()) == 8 + 4 and exp.lineups()[-1].name == "random vs random"
+
+
+@pytest.mark.parametrize("extra,text", [
+    ('design = "balanced"', "tournament.lineups: the balanced design needs the number of lineups"),
+    ('design = "balanced"\nlineups = 6', "tournament.lineups: 6 is not a multiple of the 4 entrants"),
+    ("lineups = 4", "only the balanced design takes a number of lineups"),
+    ('design = "swiss"', "tournament.design"),
+    ("seats = 9", "tournament.seats: 9 seats need at least 9 entrants"),
+    ("rounds = 3", "tournament.rounds"),
+])
+def test_tournament_errors_name_the_key(tmp_path: Path, extra: str, text: str) -> None:
+    body = BASE.format(extra=extra).replace("seats = 2\nseats = 9", "seats = 9")
+    with pytest.raises(ConfigError) as info:
+        load_experiment(write(tmp_path, body))
+    assert text in str(info.value) and "tour.toml" in str(info.value)
+
+
+def test_players_beside_a_tournament_and_counts_are_refused(tmp_path: Path) -> None:
+    both = BASE.format(extra="") + '\n[[players]]\nagent = "random"\n'
+    with pytest.raises(ConfigError, match=r"\[\[players\]\] and \[tournament\] together"):
+        load_experiment(write(tmp_path, both))
+    counted = BASE.format(extra="").replace('agent = "random"\n', 'agent = "random"\ncount = 2\n')
+    with pytest.raises(ConfigError, match=r"tournament.entrants\[3\].count"):
+        load_experiment(write(tmp_path, counted))
+    one = BASE.format(extra="").split("[[tournament.entrants]]")[0] + '[[tournament.entrants]]\nagent = "random"\n'
+    with pytest.raises(ConfigError, match="at least 2"):
+        load_experiment(write(tmp_path, one))
+
+
+def test_lineups_play_paired_sessions_and_resume_exactly(tmp_path: Path) -> None:
+    toml = write(tmp_path, BASE.format(extra=""))
+    out = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    recs = records(out)
+    assert len(recs) == 12 * 4 and {r["environment"] for r in recs} == {"tournament"}
+    for s in range(4):  # session k draws the same upper bound in every lineup
+        assert len({json.dumps(r["params"], sort_keys=True) for r in recs if r["session"] == s}) == 1
+    assert len({json.dumps(r["params"], sort_keys=True) for r in recs}) == 4
+    for r in recs:  # the lower guess wins: the prize goes to it
+        if "random" not in r["labels"]:
+            lo = min(range(2), key=lambda i: {"low": 10, "mid": 30, "high": 45}[r["labels"][i]])
+            assert r["payoffs"][lo] > r["payoffs"][1 - lo]
+    lines = (out / "runs.jsonl").read_text().splitlines(keepends=True)
+    (out / "runs.jsonl").write_text("".join(lines[:30]))  # interrupted after 30 runs
+    assert main(["run", str(toml), "--out", str(out), "--resume", "--quiet"]) == 0
+    again = records(out)
+    key = lambda r: (r["lineup"], r["session"], r["run"])  # noqa: E731
+    assert sorted(map(key, again)) == sorted(map(key, recs))
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("time", "duration_s", "started", "wall_s")}  # noqa: E731
+    assert sorted(json.dumps(strip(r), sort_keys=True) for r in again) == sorted(
+        json.dumps(strip(r), sort_keys=True) for r in recs)
+
+
+def test_a_grid_plays_a_tournament_per_cell(tmp_path: Path) -> None:
+    text = BASE.format(extra="").replace("sessions = 4", "sessions = 2") + "\n[grid.game]\nratio = [0.5, 0.9]\n"
+    toml = write(tmp_path, text.replace("upper_bound = { uniform = [50, 100] }\n", "upper_bound = 100\n"))
+    out = tmp_path / "grid"
+    assert main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    recs = records(out)
+    assert len(recs) == 2 * 12 * 2
+    cells = Counter(json.dumps(r["cell"], sort_keys=True) for r in recs)
+    assert len(cells) == 2 and set(cells.values()) == {24}
