@@ -347,12 +347,12 @@ def fit_ranked(ev: Events, w: np.ndarray | None = None,
         a, b = members[0], groups[ref_group][0]
         out[members] = np.inf if reach[a, b] else -np.inf if reach[b, a] else np.nan
     members = groups[ref_group]
-    pos = {e: k for k, e in enumerate(members)}
-    keep = np.isin(ev.chosen, members) & (w > 0)
-    alts = ev.alts[keep][:, members]
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[members] = np.arange(len(members))
+    keep = (pos[ev.chosen] >= 0) & (w > 0)
+    alts = ev.alts[keep][:, members] if len(members) < n else ev.alts[keep]
     use = (alts > 0).sum(axis=1) >= 2
-    theta = _newton(np.asarray([pos[int(c)] for c in ev.chosen[keep][use]], dtype=np.int64),
-                    alts[use], w[keep][use], len(members))
+    theta = _newton(pos[ev.chosen[keep][use]], alts[use], w[keep][use], len(members))
     theta -= theta[pos[reference]] if reference is not None else theta.mean()
     out[members] = theta
     above = reach & ~reach.T  # j's group above i's: above[j, i]

@@ -22,7 +22,8 @@ import numpy as np
 
 DESIGNS = ("round_robin", "balanced")
 SEP = " vs "  # a lineup's name: its seats' labels in seat order
-BALANCED_CANDIDATES = 64  # seeded candidate blocks tried per block of a balanced design
+BALANCED_CANDIDATES = 1024  # seeded candidate blocks tried per block of a balanced design (at most)
+BALANCED_WORK = 2_000_000  # candidates tried in all: a design of many lineups tries fewer per block
 
 
 def round_robin(n: int, seats: int) -> list[tuple[int, ...]]:
@@ -54,9 +55,10 @@ def balanced(n: int, seats: int, k: int, seed: int) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
     met = np.zeros((n, n), dtype=np.int64)
     iu = np.triu_indices(n, 1)
+    tries = max(8, min(BALANCED_CANDIDATES, BALANCED_WORK // max(1, k // n)))
     for _ in range(k // n):
         best: tuple[float, list[tuple[int, ...]], np.ndarray] | None = None
-        for _ in range(BALANCED_CANDIDATES):
+        for _ in range(tries):
             perm = rng.permutation(n)
             offsets = (0, *sorted(rng.choice(np.arange(1, n), size=seats - 1, replace=False).tolist()))
             block = [tuple(int(perm[(j + d) % n]) for d in offsets) for j in range(n)]
@@ -65,6 +67,8 @@ def balanced(n: int, seats: int, k: int, seed: int) -> list[tuple[int, ...]]:
             spread = float(pairs.max() - pairs.min()) * 1e6 + float(pairs.var()) if pairs.size else 0.0
             if best is None or spread < best[0]:
                 best = (spread, block, after)
+            if pairs.size == 0 or pairs.max() - pairs.min() <= 1:
+                break  # as even as whole numbers allow so far
         assert best is not None
         out += best[1]
         met = best[2]
