@@ -719,3 +719,52 @@ def is_tournament(d: Path) -> bool:
         return "tournament" in _config(d)
     except RatingsError:
         return False
+
+
+REPORT_KEY = "tournament-ratings"
+
+
+def _cell(v: Any) -> str:
+    """A table cell of the report: three decimals, ``inf``/``-inf``, blank for not compared."""
+    if isinstance(v, float):
+        return "" if math.isnan(v) else "inf" if v == math.inf else "-inf" if v == -math.inf else f"{v:.3f}"
+    return str(v)
+
+
+def report_section(dirs: Sequence[Path], figdir: Path, n_boot: int, seed: int) -> Any:
+    """The report's section when the directories hold a tournament (None otherwise): the heat map of P per
+    game as a figure, and the ratings table with what was said about it (the same numbers as ``econarena
+    ratings`` with the report's bootstrap settings)."""
+    from html import escape
+
+    from . import figures as F
+    from .page import Section
+
+    tours = [Path(d) for d in dirs if is_tournament(Path(d))]
+    if not tours:
+        return None
+    sec = Section("tournament", "Tournament: ratings across opponents")
+    try:
+        per, overall = ratings(tours, n_boot=n_boot, seed=seed)
+    except RatingsError as exc:
+        sec.skipped.append(("Tournament ratings", str(exc)))
+        return sec
+    figdir.mkdir(parents=True, exist_ok=True)
+    tables = [*per.values(), *([overall] if overall is not None else [])]
+    html = ["<p>Plackett-Luce ratings (natural-log worth, reference at 0) with session-bootstrap 95% intervals "
+            "and rank ranges; the meta-game's Nash averages and alpha-Rank (see the ratings page of the "
+            "documentation). <code>econarena ratings</code> writes the same as ratings.csv.</p>"]
+    for k, t in enumerate(tables):
+        stem = f"{REPORT_KEY}-{k + 1}"
+        png, svg = heatmap(t, figdir / f"{stem}.png"), heatmap(t, figdir / f"{stem}.svg")
+        sec.figures.append(F.Figure(stem, f"{t.game}: who does well against whom",
+                                    "P[i][j]: the row entrant's mean payoff against the column entrant, "
+                                    "normalised to [0, 1]; blank where two entrants never met.", png, svg,
+                                    [str(d) for d in tours]))
+        rows = "".join("<tr>" + "".join(f"<td>{escape(_cell(r[c]))}</td>" for c in COLUMNS[1:]) + "</tr>"
+                       for r in t.rows())
+        html.append(f"<h4>{escape(t.game)}</h4><div class='tablewrap'><table><tr>"
+                    + "".join(f"<th>{c}</th>" for c in COLUMNS[1:]) + f"</tr>{rows}</table></div>"
+                    + "".join(f"<p class='note'>{escape(n)}</p>" for n in t.notes))
+    sec.detail = "".join(html)
+    return sec

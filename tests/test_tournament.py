@@ -150,3 +150,21 @@ def test_a_grid_plays_a_tournament_per_cell(tmp_path: Path) -> None:
     assert len(recs) == 2 * 12 * 2
     cells = Counter(json.dumps(r["cell"], sort_keys=True) for r in recs)
     assert len(cells) == 2 and set(cells.values()) == {24}
+
+
+def test_the_report_section_shows_the_heat_map_and_the_ratings(tmp_path: Path) -> None:
+    from econarena.analysis.ratings import report_section
+
+    toml = write(tmp_path, BASE.format(extra=""))
+    out = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    sec = report_section([out], tmp_path / "fig", n_boot=50, seed=0)
+    assert [f.key for f in sec.figures] == ["tournament-ratings-1"]
+    assert sec.figures[0].png.stat().st_size > 1000 and sec.figures[0].svg.is_file()
+    for label in ("low", "mid", "high", "random"):
+        assert f"<td>{label}</td>" in sec.detail
+    assert "reference at 0" in sec.detail
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.toml").write_text('[experiment]\nname = "x"\n', encoding="utf-8")
+    assert report_section([plain], tmp_path / "fig", n_boot=50, seed=0) is None
