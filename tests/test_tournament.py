@@ -168,3 +168,18 @@ def test_the_report_section_shows_the_heat_map_and_the_ratings(tmp_path: Path) -
     plain.mkdir()
     (plain / "config.toml").write_text('[experiment]\nname = "x"\n', encoding="utf-8")
     assert report_section([plain], tmp_path / "fig", n_boot=50, seed=0) is None
+
+
+def test_the_same_tournament_on_ray_gives_the_same_runs_and_ratings(tmp_path: Path, ray_cluster: object) -> None:
+    from econarena.analysis.ratings import ratings
+
+    toml = write(tmp_path, BASE.format(extra="").replace("sessions = 4", "sessions = 10"))
+    here, there = tmp_path / "here", tmp_path / "ray"
+    assert main(["run", str(toml), "--out", str(here), "--quiet"]) == 0
+    assert main(["run", str(toml), "--out", str(there), "--quiet", "--ray", "--ray-workers", "2"]) == 0
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("time", "duration_s", "started", "wall_s")}  # noqa: E731
+    assert sorted(json.dumps(strip(r), sort_keys=True) for r in records(there)) == sorted(
+        json.dumps(strip(r), sort_keys=True) for r in records(here))
+    a, _ = ratings([here], n_boot=100, seed=3)
+    b, _ = ratings([there], n_boot=100, seed=3)
+    assert a["beauty_contest"].rows() == b["beauty_contest"].rows()
