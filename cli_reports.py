@@ -8,6 +8,7 @@ runs, so the core CLI starts fast and works without them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -608,7 +609,9 @@ def cmd_ratings(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "ratings.csv").write_text(rt.csv_text(tables), encoding="utf-8")
+        # the aggregate's rows are always there: with one game they are that game's, as in --json
+        rows = tables if overall is not None else [*tables, dataclasses.replace(tables[0], game=rt.OVERALL)]
+        (out / "ratings.csv").write_text(rt.csv_text(rows), encoding="utf-8")
         for t in tables:
             rt.heatmap(t, out / f"metagame_{_safe_name(t.game)}.png")
         print(f"ratings: {out / 'ratings.csv'} (and the heat map of P per game)")

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import rundir
+from ..csvcells import csv_text as write_csv
 from ..files import CONFIG_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Setup
@@ -658,21 +659,11 @@ def _number(x: float) -> float | str | None:
 
 
 def csv_text(tables: Sequence[Rated]) -> str:
-    lines = [",".join(COLUMNS)]
-    for t in tables:
-        for r in t.rows():
-            cells = []
-            for k in COLUMNS:
-                v = r[k]
-                if isinstance(v, str):
-                    cells.append('"' + v.replace('"', '""') + '"' if any(c in v for c in ',"\n\r') else v)
-                elif isinstance(v, float):
-                    cells.append("inf" if v == math.inf else "-inf" if v == -math.inf else "" if math.isnan(v)
-                                 else repr(v))
-                else:
-                    cells.append(str(v))
-            lines.append(",".join(cells))
-    return "\n".join(lines) + "\n"
+    """ratings.csv: one row per entrant and table, through the project's one CSV writer (a label cannot run
+    as a spreadsheet formula); unbounded ratings are ``inf``/``-inf``, not compared ones blank."""
+    rows = ([("" if isinstance(v, float) and math.isnan(v) else v) for v in (r[k] for k in COLUMNS)]
+            for t in tables for r in t.rows())
+    return write_csv(COLUMNS, rows)
 
 
 def json_doc(per: dict[str, Rated], overall: Rated | None) -> dict[str, Any]:

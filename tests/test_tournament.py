@@ -183,3 +183,26 @@ def test_the_same_tournament_on_ray_gives_the_same_runs_and_ratings(tmp_path: Pa
     a, _ = ratings([here], n_boot=100, seed=3)
     b, _ = ratings([there], n_boot=100, seed=3)
     assert a["beauty_contest"].rows() == b["beauty_contest"].rows()
+
+
+def test_ratings_csv_always_has_the_overall_rows_and_safe_cells(tmp_path: Path) -> None:
+    import csv
+
+    import numpy as np
+
+    from econarena.analysis import ratings as rt
+
+    toml = write(tmp_path, BASE.format(extra=""))
+    out = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    assert main(["ratings", str(out), "--out", str(tmp_path / "rt"), "--boot", "20"]) == 0
+    with open(tmp_path / "rt" / "ratings.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    game = [{k: v for k, v in r.items() if k != "game"} for r in rows if r["game"] == "beauty_contest"]
+    overall = [{k: v for k, v in r.items() if k != "game"} for r in rows if r["game"] == "overall"]
+    assert len(game) == 4 and overall == game  # one game: the aggregate is that game
+    one = np.array([1.0])
+    t = rt.Rated("g", ["=HYPERLINK(1)"], np.array([-np.inf]), np.array([np.nan]), one, np.array([1]),
+                 np.array([2]), one, one, np.eye(1), [], [])
+    line = rt.csv_text([t]).splitlines()[1]
+    assert line == "g,'=HYPERLINK(1),-inf,,1.0,1,2,1.0,1.0"
