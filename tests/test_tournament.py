@@ -206,3 +206,28 @@ def test_ratings_csv_always_has_the_overall_rows_and_safe_cells(tmp_path: Path) 
                  np.array([2]), one, one, np.eye(1), [], [])
     line = rt.csv_text([t]).splitlines()[1]
     assert line == "g,'=HYPERLINK(1),-inf,,1.0,1,2,1.0,1.0"
+
+
+def test_a_human_is_an_entrant_like_any_other(tmp_path: Path) -> None:
+    text = BASE.format(extra="").replace("sessions = 4", "sessions = 1").replace(
+        'agent = "scripted"\nlabel = "high"\nresponses = [\'{"answer": 45}\']', 'agent = "human"\nlabel = "me"')
+    toml = write(tmp_path, text)
+    script = tmp_path / "replies.txt"
+    script.write_text('{"answer": 5}\n' * 6, encoding="utf-8")  # "me" sits in 6 of the 12 lineups, once each
+    out = tmp_path / "out"
+    assert main(["run", str(toml), "--out", str(out), "--quiet", "--human-input", str(script)]) == 0
+    mine = [r for r in records(out) if "me" in r["labels"]]
+    assert len(mine) == 6
+    for r in mine:  # 5 is below every other guess but random's: against the scripted it always wins
+        other = r["labels"][1 - r["labels"].index("me")]
+        if other != "random":
+            assert r["payoffs"][r["labels"].index("me")] > r["payoffs"][1 - r["labels"].index("me")]
+
+
+def test_list_and_validate_show_the_tournament(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "tournaments ([tournament]" in out and "round_robin" in out and "balanced" in out
+    toml = write(tmp_path, BASE.format(extra='design = "balanced"\nlineups = 8'))
+    assert main(["validate", str(toml)]) == 0
+    assert "(beauty_contest, balanced tournament, 8 table(s) x 4 session(s)" in capsys.readouterr().out
