@@ -554,8 +554,8 @@ def rate(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]
         a[:, remap] = ev.alts
         chosen.append(remap[ev.chosen])
         alts.append(a)
-        units = max(len(t.units), 1)
-        w.append(ev.w / units if len(parts) > 1 else ev.w)
+        total = float(ev.w.sum())  # several games: each game's comparisons weigh 1 in all, however many
+        w.append(ev.w / total if len(parts) > 1 and total > 0 else ev.w)
         unit_of.append(ev.unit + base)
         s, c, _ = _pair_sums(t, norm)
         full_s = np.zeros((len(t.units), n, n))

@@ -231,3 +231,34 @@ def test_list_and_validate_show_the_tournament(tmp_path: Path, capsys: pytest.Ca
     toml = write(tmp_path, BASE.format(extra='design = "balanced"\nlineups = 8'))
     assert main(["validate", str(toml)]) == 0
     assert "(beauty_contest, balanced tournament, 8 table(s) x 4 session(s)" in capsys.readouterr().out
+
+
+def test_overall_weighs_every_game_equally() -> None:
+    import math
+
+    import numpy as np
+
+    from econarena.analysis import ratings as rt
+
+    def part(game: str, rows: list[tuple[int, tuple[int, int], tuple[float, float]]]) -> tuple:
+        t = rt.Tournament(game, ["A", "B"])
+        t.sessions = [rt.Session(u, e, p, p, (0.0, 1.0)) for u, e, p in rows]
+        t.units = [(game, u) for u in sorted({u for u, _, _ in rows})]
+        norm, note = rt.normalised(t)
+        return t, rt.build_events(t), norm, note
+
+    win, lose = (1.0, 0.0), (0.0, 1.0)
+    # g1: one lineup, A wins 3 of 4; g2: both seat orders, A wins 2 of 8 (twice the comparisons)
+    g1 = part("g1", [(0, (0, 1), win), (1, (0, 1), win), (2, (0, 1), win), (3, (0, 1), lose)])
+    a_won = {(0, (0, 1)), (1, (1, 0))}  # (unit, lineup) where A wins; B wins the other six
+    g2 = part("g2", [(u, lu, (win if lu[0] == 0 else lose) if (u, lu) in a_won else (lose if lu[0] == 0 else win))
+                     for u in range(4) for lu in ((0, 1), (1, 0))])
+    a_wins = sum(1 for s in g2[0].sessions if s.total[s.entrants.index(0)] > 0.5)
+    assert a_wins == 2 and len(g2[0].sessions) == 8
+    r = rt.rate([g1, g2], rt.OVERALL, ["A", "B"], None, 20, np.random.default_rng(0))
+    # A's share: 3/4 in g1 and 2/8 in g2, each game weighing 1: 1.0 win each way, so equal ratings
+    assert r.rating[0] == pytest.approx(0.0, abs=1e-9) and r.rating[1] == pytest.approx(0.0, abs=1e-9)
+    # P: A's mean payoff against B is 3/4 in g1 and 2/8 in g2; their mean is 1/2
+    assert r.p[0, 1] == pytest.approx(0.5) and r.p[1, 0] == pytest.approx(0.5)
+    one = rt.rate([g1], "g1", ["A", "B"], None, 20, np.random.default_rng(0))
+    assert one.rating[0] - one.rating[1] == pytest.approx(math.log(3), abs=1e-9)
