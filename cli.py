@@ -261,7 +261,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
             part = f", shard {shard[0]}/{shard[1]} (its sessions only)" if shard else ""
-            print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{part}{left}")
+            env = exp.experiment.environment if exp.tournament is None else f"{exp.tournament.design} tournament"
+            print(f"{exp.name}: {exp.experiment.game}, {env}{part}{left}")
             for label, (n, exact) in planned_calls(exp, done, shard).items():
                 kind = next((p for p in exp.players if p.label == label), exp.judge)
                 llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"

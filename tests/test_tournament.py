@@ -231,6 +231,9 @@ def test_list_and_validate_show_the_tournament(tmp_path: Path, capsys: pytest.Ca
     toml = write(tmp_path, BASE.format(extra='design = "balanced"\nlineups = 8'))
     assert main(["validate", str(toml)]) == 0
     assert "(beauty_contest, balanced tournament, 8 table(s) x 4 session(s)" in capsys.readouterr().out
+    assert main(["run", str(toml), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "tour: beauty_contest, balanced tournament" in out and "low " in out
 
 
 def test_overall_weighs_every_game_equally() -> None:
