@@ -150,6 +150,12 @@ def test_a_grid_plays_a_tournament_per_cell(tmp_path: Path) -> None:
     assert len(recs) == 2 * 12 * 2
     cells = Counter(json.dumps(r["cell"], sort_keys=True) for r in recs)
     assert len(cells) == 2 and set(cells.values()) == {24}
+    from econarena.analysis.ratings import OVERALL, ratings
+
+    per, overall = ratings([out], n_boot=20)  # rated cell by cell, and over the cells weighted equally
+    assert sorted(per) == ["beauty_contest [ratio=0.5]", "beauty_contest [ratio=0.9]"]
+    assert overall is not None and overall.game == OVERALL and sorted(overall.entrants) == sorted(per[
+        "beauty_contest [ratio=0.5]"].entrants)
 
 
 def test_the_report_section_shows_the_heat_map_and_the_ratings(tmp_path: Path) -> None:
