@@ -86,7 +86,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for exp, f in zip(exps, files):
         e = exp.experiment
         cells = f" x {exp.n_cells()} grid cells" if exp.axes else ""
-        print(f"{f}: ok ({e.game}, {e.environment}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
+        env = e.environment if exp.tournament is None else f"{exp.tournament.design} tournament"
+        print(f"{f}: ok ({e.game}, {env}, {len(exp.lineups())} table(s){cells} x {e.sessions} "
               f"session(s) x {_runs_text(exp)}){_calls_text(exp)}")
     return EXIT_OK
 
@@ -131,6 +132,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, info in sorted(PROVIDERS.items()):
         keys = f" [key: {' or '.join(info.key_envs)}]" if info.key_envs else ""
         print(f"  {name:<22} {info.description}; pip install 'econarena[{info.extra}]'{keys}")
+    print("tournaments ([tournament] with [[tournament.entrants]], any player table each; `econarena ratings` "
+          "rates them):")
+    for name, desc in (("round_robin", "every ordered lineup of distinct entrants (N seats: every combination, "
+                                       "seats rotated)"),
+                       ("balanced", "lineups = K seeded tables, every entrant equally often in every seat"),
+                       ("self_play", "true adds a table per entrant against copies of itself")):
+        print(f"  {name:<22} {desc}")
     return EXIT_OK
 
 
@@ -269,7 +277,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
             left = f", {len(done)} run(s) already complete in {out}" if done else ""
             part = f", shard {shard[0]}/{shard[1]} (its sessions only)" if shard else ""
-            print(f"{exp.name}: {exp.experiment.game}, {exp.experiment.environment}{part}{left}")
+            env = exp.experiment.environment if exp.tournament is None else f"{exp.tournament.design} tournament"
+            print(f"{exp.name}: {exp.experiment.game}, {env}{part}{left}")
             for label, (n, exact) in planned_calls(exp, done, shard).items():
                 kind = next((p for p in exp.players if p.label == label), exp.judge)
                 llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"

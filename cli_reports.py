@@ -8,6 +8,7 @@ runs, so the core CLI starts fast and works without them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -609,6 +610,63 @@ def _analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the bootstrap (default 0)")
 
 
+def cmd_ratings(args: argparse.Namespace) -> int:
+    """Rate a tournament's entrants: Plackett-Luce with bootstrap intervals and rank ranges, Nash averaging,
+    alpha-Rank and the cycles, per game and overall (analysis/ratings.py)."""
+    from .analysis import ratings as rt
+    from .rundir import LogError
+    from .terminal import show
+
+    dirs = _run_dirs(args.run_dirs)
+    if dirs is None:
+        return EXIT_CONFIG
+    try:
+        per, overall = rt.ratings(dirs, n_boot=args.boot, seed=args.seed)
+    except (rt.RatingsError, LogError, FileRefused) as exc:
+        err(str(exc))
+        return EXIT_CONFIG
+    tables = [*per.values(), *([overall] if overall is not None else [])]
+    head = ["entrant", "rating", "95% interval", "ranks", "Nash avg", "alpha-Rank"]
+
+    def num(x: float) -> str:
+        return "inf" if x == float("inf") else "-inf" if x == float("-inf") else "n/a" if x != x else f"{x:.3f}"
+
+    for t in tables:
+        order = sorted(range(len(t.entrants)), key=lambda i: (-t.rating[i] if t.rating[i] == t.rating[i]
+                                                               else float("inf"), t.entrants[i]))
+        rows = [[t.entrants[i], num(t.rating[i]), f"[{num(t.low[i])}, {num(t.high[i])}]",
+                 f"{t.rank_low[i]}-{t.rank_high[i]}" if t.rank_low[i] != t.rank_high[i] else str(t.rank_low[i]),
+                 num(t.nash_average[i]), num(t.alpharank[i])] for i in order]
+        widths = [max(len(r[k]) for r in [head, *rows]) for k in range(len(head))]
+        plain = "\n".join(["  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths)))
+                           for r in [head, *rows]])
+        title = f"{t.game}: ratings (Plackett-Luce, log worth; reference at 0)"
+        show(head, rows, f"{title}\n{plain}", title=title)
+        for note in t.notes:
+            print(f"  - {note}")
+        print()
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        # the aggregate's rows are always there: with one game they are that game's, as in --json
+        rows = tables if overall is not None else [*tables, dataclasses.replace(tables[0], game=rt.OVERALL)]
+        (out / "ratings.csv").write_text(rt.csv_text(rows), encoding="utf-8")
+        for t in tables:
+            rt.heatmap(t, out / f"metagame_{_safe_name(t.game)}.png")
+        print(f"ratings: {out / 'ratings.csv'} (and the heat map of P per game)")
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(rt.json_doc(per, overall), indent=1) + "\n", encoding="utf-8")
+        print(f"ratings: {args.json}")
+    return EXIT_OK
+
+
+def _safe_name(text: str) -> str:
+    """A game's name (``game [cell]`` with a grid) as a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "game"
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the report commands to the ``econarena`` parser."""
     r = sub.add_parser("report", help="HTML report with the paper's figures and tables from run directories",
@@ -715,3 +773,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_ray_arguments(s)
     _analysis_options(s)
     s.set_defaults(func=cmd_suite, stop_signals=True)
+
+    rt = sub.add_parser("ratings", help="rate a tournament's entrants: Plackett-Luce, Nash averaging, alpha-Rank",
+                        description="Per game and overall: Plackett-Luce (Bradley-Terry for two seats) ratings "
+                                    "with session-bootstrap 95%% intervals and rank ranges, the meta-game's Nash "
+                                    "averages and alpha-Rank, and the cycles the intervals support.")
+    rt.add_argument("run_dirs", nargs="+", metavar="DIR", help="run directories of tournaments, folders of them, "
+                    "or a glob")
+    rt.add_argument("--out", metavar="DIR", help="write ratings.csv and the heat maps of P here")
+    rt.add_argument("--json", metavar="FILE", help="write the ratings and cycles as JSON")
+    rt.add_argument("--boot", type=_int_at_least(1, 1_000_000), default=1000, metavar="N",
+                    help="bootstrap replicates for the 95%% intervals and rank ranges (default 1000)")
+    rt.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the bootstrap (default 0)")
+    rt.set_defaults(func=cmd_ratings)

@@ -502,7 +502,8 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     if not quiet:
         from .analysis.findings import LEGEND, summary_findings, wrapped
 
-        if sentences := summary_findings(summary, exp.experiment.environment):  # the finding in words, then the table
+        env = exp.experiment.environment if exp.tournament is None else "tournament"  # a tournament: no melee
+        if sentences := summary_findings(summary, env):  # the finding in words, then the table
             print(wrapped(sentences) + "\n")
         head, rows, footer = summary_cells(summary)
         show(head, rows, format_table(summary), title=exp.name, footer=footer)

@@ -44,6 +44,7 @@ from .families import negotiationarena as na
 from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
+from .ratings import report_section as ratings_section
 from .reasoning import reasoning_section
 from .stats import N_BOOT
 from .tables import METRICS, dominant_value, metric_table, wide
@@ -468,6 +469,9 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
         thinking = reasoning_section(store, figdir, out, load_prices(prices))  # None without reasoning
         if thinking is not None:
             sections.append(thinking)
+        rated = ratings_section([Path(d) for d in dirs], figdir, n_boot, seed)  # a tournament's, else None
+        if rated is not None:
+            sections.append(rated)
     for family, fig, why in spread:
         if fig is not None:
             sections.append(Section(family, f"Metrics by player ({family})", [fig]))

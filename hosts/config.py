@@ -37,6 +37,7 @@ from .experiment import (
     Lineup,
     PlayerEntry,
     SteerSection,
+    TournamentSection,
     agent_names,
     cell_experiment,
     llm_call_bound,
@@ -151,7 +152,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
 
 
-TOP_KEYS = {"experiment", "game", "players", "llm", "prompts", "grid", "steer", "judge"}
+TOP_KEYS = {"experiment", "game", "players", "llm", "prompts", "grid", "steer", "judge", "tournament"}
 
 
 def load_experiment(path: str | Path, *, seed: int | None = None, overrides: dict[str, Any] | None = None,
@@ -170,6 +171,16 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
     itself win. The file is the one given (``--models``), else ``experiment.models`` relative to the
     experiment file, else ``models.toml`` beside it.
     """
+    tour = data.get("tournament")
+    if isinstance(tour, dict) and isinstance(tour.get("entrants"), list) and any(
+            isinstance(p, dict) and "alias" in p for p in tour["entrants"]):
+        # a tournament's entrants take aliases as players do: resolved as if they were [[players]]
+        try:
+            inner = resolve_aliases({k: v for k, v in data.items() if k not in ("players", "judge", "tournament")}
+                                    | {"players": tour["entrants"]}, where, base, models)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace(f"{where}: players[", f"{where}: tournament.entrants[", 1)) from None
+        data = {**data, "tournament": {**tour, "entrants": inner["players"]}}
     players = data.get("players")
     judge = data.get("judge")
     judge_alias = isinstance(judge, dict) and "alias" in judge
@@ -287,11 +298,17 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
 
     players_raw = data.get("players")
     players: list[PlayerEntry] = []
-    if not isinstance(players_raw, list) or not players_raw:
-        errors.append(f"{where}: at least one [[players]] entry is needed")
+    tournament = None
+    prefix = "players"
+    if "tournament" in data:
+        tournament, players_raw = _parse_tournament(data, where, exp, game, errors)
+        prefix = "tournament.entrants"
+    elif not isinstance(players_raw, list) or not players_raw:
+        errors.append(f"{where}: at least one [[players]] entry is needed (or a [tournament] with its "
+                      "[[tournament.entrants]])")
         players_raw = []
     for i, raw in enumerate(players_raw):
-        entry = _parse_player(raw, i, where, exp.environment, llm_raw, errors)
+        entry = _parse_player(raw, i, where, exp.environment, llm_raw, errors, prefix)
         if entry is not None:
             players.append(entry)
 
@@ -305,9 +322,11 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
             dup.append(repr(x) if seen[key] == x else f"{seen[key]!r} and {x!r}")
         seen.setdefault(key, x)
     if dup:
-        errors.append(f"{where}: players: duplicate label(s) {', '.join(dup)} (labels are compared ignoring "
+        errors.append(f"{where}: {prefix}: duplicate label(s) {', '.join(dup)} (labels are compared ignoring "
                       "case and surrounding spaces); give each entry its own label")
-    if players and len(players) == len(players_raw):
+    if tournament is not None:
+        pass  # its seats and lineups are checked in _parse_tournament and _check_tournament
+    elif players and len(players) == len(players_raw):
         if exp.environment == "melee":
             total = sum(p.count for p in players)
             if total < 2:
@@ -322,7 +341,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
                     errors.append(f"{where}: players[{i}].count: only a melee seats several copies of an "
                                   f"entry; in '{exp.environment}' players_per_game sets the table size")
 
-    errors += _policy_problems(where, game, players, exp.environment)
+    errors += _policy_problems(where, game, players, exp.environment, prefix)
     if (exp.environment == "rational" and players and not errors
             and not any(p.agent == "rational" for p in players)):
         if "rational" in {label_key(x) for x in labels}:
@@ -346,7 +365,8 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         raise ConfigError(f"{where}: {exc}") from None
     steer, judge = _parse_steer_judge(data, where, game, params, players, exp, llm_raw, axes)
     experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes,
-                            steer=steer, judge=judge)
+                            steer=steer, judge=judge, tournament=tournament)
+    _check_tournament(experiment, where)
     _check_cells(experiment, where)
     _check_history(experiment, where)
     _check_judge(experiment, where)
@@ -445,7 +465,8 @@ def _check_llm_budget(exp: Experiment, where: str) -> None:
         "a larger increment), or, if you mean it, raise experiment.max_llm_calls")
 
 
-def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environment: str) -> list[str]:
+def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environment: str,
+                     prefix: str = "players") -> list[str]:
     """A baseline the game has no rule for is a configuration error, found before anything runs (it used
     to fail every decision at run time, reported as API errors)."""
     offered = [k for k in game.policies() if k in POLICY_AGENTS]
@@ -454,12 +475,12 @@ def _policy_problems(where: str, game: Any, players: list[PlayerEntry], environm
     out = []
     for i, p in enumerate(players):
         if p.agent in POLICY_AGENTS and p.agent not in offered:
-            out.append(f"{where}: players[{i}].agent: {game.name} has no {p.agent!r} rule; its baselines are "
+            out.append(f"{where}: {prefix}[{i}].agent: {game.name} has no {p.agent!r} rule; its baselines are "
                        f"{known} (scripted and human seats play every game)")
         if p.agent == "policy" and p.policy not in own:
             hint = (f"use agent = {p.policy!r}" if p.policy in offered else
                     f"its own policies are {', '.join(own)}" if own else f"{game.name} declares no policy of its own")
-            out.append(f"{where}: players[{i}].policy: {game.name} has no policy {p.policy!r}; {hint}")
+            out.append(f"{where}: {prefix}[{i}].policy: {game.name} has no policy {p.policy!r}; {hint}")
     if environment == "rational" and "rational" not in offered:
         out.append(f"{where}: experiment.environment: 'rational' seats rational opponents, but {game.name} has no "
                    f"rational baseline (its baselines: {known})")
@@ -559,6 +580,94 @@ def _url_problem(url: str | list[str]) -> str | None:
     return None
 
 
+def _parse_tournament(data: dict[str, Any], where: str, exp: ExperimentSection, game: Any,
+                      errors: list[str]) -> tuple[TournamentSection | None, list[Any]]:
+    """``[tournament]``: its keys, and its entrants for the player parser. Refuses what a tournament cannot
+    mean: [[players]] beside it (which would seat whom?), an environment other than melee (the design sets the
+    tables), shuffled seats (the design already rotates them), a count (an entrant is one seat of a lineup)."""
+    raw = data["tournament"]
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: [tournament] must be a table")
+        return None, []
+    if "players" in data:
+        errors.append(f"{where}: [[players]] and [tournament] together: a tournament seats its "
+                      "[[tournament.entrants]]; move the players there")
+    if exp.environment != "melee":
+        errors.append(f"{where}: experiment.environment = {exp.environment!r} with a [tournament]: the "
+                      "tournament's design sets the tables; remove experiment.environment")
+    if exp.shuffle_seats:
+        errors.append(f"{where}: experiment.shuffle_seats with a [tournament]: the design already seats every "
+                      "entrant in every seat; remove shuffle_seats")
+    entrants = raw.get("entrants")
+    if not isinstance(entrants, list) or len(entrants) < 2:
+        errors.append(f"{where}: tournament.entrants: at least 2 [[tournament.entrants]] tables are needed "
+                      f"(got {len(entrants) if isinstance(entrants, list) else repr(entrants)})")
+        entrants = entrants if isinstance(entrants, list) else []
+    for i, e in enumerate(entrants):
+        if isinstance(e, dict) and "count" in e:
+            errors.append(f"{where}: tournament.entrants[{i}].count: an entrant sits once per lineup; "
+                          "use self_play = true for tables of copies")
+    entrants = [{k: v for k, v in e.items() if k != "count"} if isinstance(e, dict) else e for e in entrants]
+    try:
+        section = TournamentSection(**{k: v for k, v in raw.items() if k != "entrants"})
+    except ValidationError as err:
+        errors.extend(_pyd_errors(where, "tournament", err))
+        return None, entrants
+    seats = section.seats if section.seats is not None else game.info.n_players
+    if seats is None:
+        errors.append(f"{where}: tournament.seats: {game.name} plays at any table size; say how many seats "
+                      "each lineup has (seats = 2, ...)")
+        return None, entrants
+    if game.info.n_players is not None and seats != game.info.n_players:
+        errors.append(f"{where}: tournament.seats: {game.name} is a {game.info.n_players}-player game "
+                      f"(got seats = {seats})")
+    n = len(entrants)
+    if section.design == "balanced":
+        if section.lineups is None:
+            errors.append(f"{where}: tournament.lineups: the balanced design needs the number of lineups "
+                          f"(a multiple of the {n} entrants)")
+        elif n and section.lineups % n:
+            errors.append(f"{where}: tournament.lineups: {section.lineups} is not a multiple of the {n} entrants "
+                          "(each must sit equally often in every seat); use "
+                          f"{max(n, section.lineups // n * n)} or {(section.lineups // n + 1) * n}")
+    elif section.lineups is not None:
+        errors.append(f"{where}: tournament.lineups: only the balanced design takes a number of lineups "
+                      "(round_robin plays every one)")
+    if n >= 2 and seats > n and not section.self_play:
+        errors.append(f"{where}: tournament.seats: {seats} seats need at least {seats} entrants for lineups "
+                      f"of distinct entrants (got {n})")
+    elif n >= 2 and seats > n:
+        errors.append(f"{where}: tournament.seats: {seats} seats need at least {seats} entrants: self_play adds "
+                      "tables of copies, but the design still needs lineups of distinct entrants "
+                      f"(got {n})")
+    return section.model_copy(update={"seats": seats}), entrants
+
+
+MAX_TOURNAMENT_LINEUPS = 100_000  # tables of one tournament (per grid cell): each is a lineup of every session
+
+
+def _check_tournament(exp: Experiment, where: str) -> None:
+    """The design's lineups exist, are not too many, and have names no two share (a lineup's name keys its
+    runs on resume)."""
+    t = exp.tournament
+    if t is None:
+        return
+    import math
+
+    assert t.seats is not None
+    n = len(exp.players)
+    count = math.comb(n, t.seats) * t.seats if t.design == "round_robin" else t.lineups or 0
+    if count + (n if t.self_play else 0) > MAX_TOURNAMENT_LINEUPS:
+        raise ConfigError(f"{where}: [tournament]: the {t.design} design of {n} entrants in {t.seats} seats has "
+                          f"{count:,} lineups, more than {MAX_TOURNAMENT_LINEUPS:,}; use design = \"balanced\" "
+                          "with fewer lineups")
+    names = [lu.name for lu in exp.lineups()]
+    if len(set(names)) != len(names):
+        dup = next(x for x in names if names.count(x) > 1)
+        raise ConfigError(f"{where}: tournament.entrants: two lineups would both be named {dup!r} (a label "
+                          "contains ' vs ' or ends in a number in brackets); give the entrants other labels")
+
+
 def label_key(label: str) -> str:
     """What makes two labels the same player: case and surrounding spaces do not count."""
     return label.strip().casefold()
@@ -575,8 +684,8 @@ def _check_draws(exp: Experiment, where: str) -> None:
 
 
 def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: dict[str, Any],
-                  errors: list[str]) -> PlayerEntry | None:
-    key = f"players[{i}]"
+                  errors: list[str], prefix: str = "players") -> PlayerEntry | None:
+    key = f"{prefix}[{i}]"
     if not isinstance(raw, dict):
         errors.append(f"{where}: {key} must be a table")
         return None

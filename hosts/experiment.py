@@ -18,6 +18,7 @@ from ..agents.llm import PROVIDERS, LLMSettings
 from ..games import Game
 from ..games.base import GameParams
 from .grid import Axis, Cell, count_cells, iter_cells
+from .tournament import design_lineups, lineup_names
 
 BASELINES = {
     "rational": "plays the Nash equilibrium for its own private information",
@@ -125,6 +126,25 @@ class SteerSection(_Strict):
     """The iteration whose figures the tables report."""
 
 
+class TournamentSection(_Strict):
+    """``[tournament]``: entrants and a design; every lineup of the design plays every session (paired: session
+    k draws the same game parameters in every lineup), so ratings compare entrants across opponents."""
+
+    entrants: list[dict[str, Any]] = Field(default_factory=list)
+    """`[[tournament.entrants]]`: the entrants, each any `[[players]]` table (a model, a baseline, a policy, a
+    scripted or a human seat; `count` excepted). A file with a tournament has no `[[players]]`."""
+    seats: int | None = Field(default=None, ge=2, le=1000)
+    """Seats at each table. Default: the game's number of players (a game of any size needs it set)."""
+    design: Literal["round_robin", "balanced"] = "round_robin"
+    """`round_robin`: for two seats every ordered pair of distinct entrants (each plays each role against each
+    other), for N seats every combination of N entrants in each of its N seat rotations. `balanced`: `lineups`
+    seeded tables in which every entrant sits equally often in every seat and pairs meet as evenly as possible."""
+    lineups: int | None = Field(default=None, ge=1, le=100_000)
+    """`balanced` only: the number of tables, a multiple of the number of entrants."""
+    self_play: bool = False
+    """Add one table per entrant where it plays every seat against copies of itself."""
+
+
 class PlayerEntry(_Strict):
     """One ``[[players]]`` entry after validation; ``settings`` holds LLM settings or baseline options."""
 
@@ -175,6 +195,7 @@ class Experiment:
     axes: tuple[Axis, ...] = ()  # [grid]: one cell per combination of values
     steer: SteerSection | None = None  # [steer]: a steering experiment
     judge: PlayerEntry | None = None  # [judge]: the model that values runs of games with judged payoffs
+    tournament: TournamentSection | None = None  # [tournament]: players are its entrants, lineups its design
 
     @property
     def name(self) -> str:
@@ -183,6 +204,12 @@ class Experiment:
     def lineups(self) -> list[Lineup]:
         """Expand the environment into tables of seats (indices into ``players``)."""
         e = self.experiment
+        if self.tournament is not None:
+            t = self.tournament
+            assert t.seats is not None  # the parser fills in the game's own
+            tables = design_lineups(len(self.players), t.seats, t.design, t.lineups, t.self_play, e.seed)
+            names = lineup_names(tables, [p.label for p in self.players])
+            return [Lineup(name, seats, "tournament") for name, seats in zip(names, tables)]
         if e.environment == "melee":
             seats = tuple(i for i, p in enumerate(self.players) for _ in range(p.count))
             return [Lineup("melee", seats, "melee")]

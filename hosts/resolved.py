@@ -25,7 +25,14 @@ def resolved_data(exp: Experiment) -> dict[str, Any]:
         doc["llm"] = masked(exp.llm_defaults)
     if exp.prompts:
         doc["prompts"] = dict(exp.prompts)
-    doc["players"] = [_player(p, masked) for p in exp.players]
+    if exp.tournament is not None:  # its entrants, as the file gave them: a count is no key of theirs
+        entrants = [_player(p, masked) for p in exp.players]
+        for e in entrants:
+            e.pop("count", None)
+        doc["tournament"] = {**exp.tournament.model_dump(exclude_none=True, exclude={"entrants"}),
+                             "entrants": entrants}
+    else:
+        doc["players"] = [_player(p, masked) for p in exp.players]
     if exp.axes:
         grid: dict[str, dict[str, Any]] = {}
         for a in exp.axes:

@@ -151,14 +151,22 @@ def undocumented() -> list[str]:
 def _sections() -> list[tuple[str, type[BaseModel], list[str]]]:
     from econarena.agents.settings import LLMSettings
     from econarena.games import GAMES
-    from econarena.hosts.experiment import AGENT_KEYS, PLAYER_KEYS, ExperimentSection, PlayerEntry, SteerSection
+    from econarena.hosts.experiment import (
+        AGENT_KEYS,
+        PLAYER_KEYS,
+        ExperimentSection,
+        PlayerEntry,
+        SteerSection,
+        TournamentSection,
+    )
 
     player_keys = [k for k in PLAYER_KEYS if k in PlayerEntry.model_fields]
     player_keys += [k for ks in AGENT_KEYS.values() for k in ks]
     out = [("experiment", ExperimentSection, list(ExperimentSection.model_fields)),
            ("players", PlayerEntry, player_keys),
            ("llm", LLMSettings, list(LLMSettings.model_fields)),
-           ("steer", SteerSection, list(SteerSection.model_fields))]
+           ("steer", SteerSection, list(SteerSection.model_fields)),
+           ("tournament", TournamentSection, list(TournamentSection.model_fields))]
     out += [(f"game ({name})", g.Params, list(g.Params.model_fields)) for name, g in sorted(GAMES.items())]
     return out
 
@@ -173,7 +181,14 @@ def toml_reference() -> str:
     from econarena.agents.settings import LLMSettings
     from econarena.games import FAMILIES
     from econarena.hosts.config import TOP_KEYS
-    from econarena.hosts.experiment import AGENT_KEYS, PLAYER_KEYS, ExperimentSection, PlayerEntry, SteerSection
+    from econarena.hosts.experiment import (
+        AGENT_KEYS,
+        PLAYER_KEYS,
+        ExperimentSection,
+        PlayerEntry,
+        SteerSection,
+        TournamentSection,
+    )
     from econarena.hosts.grid import FIXED_EXPERIMENT_KEYS, GRID_SECTIONS, MAX_CELLS
     from econarena.hosts.prompts import PROMPT_KEYS
 
@@ -217,6 +232,11 @@ def toml_reference() -> str:
             f"`[experiment]` keys cannot vary within a file: "
             f"{', '.join(f'`{k}`' for k in sorted(FIXED_EXPERIMENT_KEYS))}.", ""]
     out += ["## `[steer]`", "", "A steering experiment (`econarena steer`).", "", *model_table(SteerSection), ""]
+    out += ["## `[tournament]`", "",
+            "A tournament (rated with `econarena ratings`, see the ratings page): `[[tournament.entrants]]` "
+            "tables take every `[[players]]` key but `count`, and a file with a tournament has no "
+            "`[[players]]`. Every lineup of the design plays every session; session k draws the same game "
+            "parameters in every lineup.", "", *model_table(TournamentSection), ""]
     out += ["## `[game]`", "",
             "Each game's parameters. A number typed *number, list or distribution* may be a number, a "
             "per-player list, or a distribution drawn once per session: `{ normal = [mean, sd] }` or "
