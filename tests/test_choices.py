@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
-def test_own_game_with_capitalised_choices_plays_and_logs_the_declared_spelling(arena, tmp_path: Path) -> None:
+
+def test_own_game_with_capitalised_choices_plays_and_logs_the_declared_spelling(
+        arena, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from econarena.games import plugins
+
+    monkeypatch.setattr(plugins, "_trusted", [])  # the tests' folder, trusted for this test alone (--trust)
+    plugins.trust(Path(__file__).parent)
     doc = arena.experiment_dict("own_games.effort:Effort", [
         {"agent": "scripted", "label": "S", "responses": ['{"effort": "m"}']},
         {"agent": "rational"}], sessions=1, runs=1)
