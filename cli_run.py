@@ -449,13 +449,12 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, write_summary
     from .hosts.host import Host, HostOptions
-    from .hosts.steer import SteerHost
 
     hosts = []
     for exp, d, resume in jobs:
         options = HostOptions(concurrency=args.concurrency, resume=resume, quiet=True, engine=args.engine,
                               runtime=RuntimeOptions(cache=not args.no_cache, cache_path=args.cache_dir))
-        hosts.append((SteerHost if exp.steer is not None else Host)(exp, d, options))
+        hosts.append((_steer_host() if exp.steer is not None else Host)(exp, d, options))
 
     async def together() -> list[Any]:
         return await asyncio.gather(*(h.run() for h in hosts), return_exceptions=True)
@@ -490,13 +489,12 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     from .agents.llm import RuntimeOptions
     from .analysis.metrics import format_table, summary_cells, write_summary
     from .hosts.host import Host, HostOptions
-    from .hosts.steer import SteerHost
     from .terminal import show
 
     options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
                           runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
                           prices=prices or {}, engine=engine, shard=shard)
-    host = (SteerHost if exp.steer is not None else Host)(exp, out, options)
+    host = (_steer_host() if exp.steer is not None else Host)(exp, out, options)
     result = run_until_signalled(host.run())
     summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
@@ -572,3 +570,10 @@ def print_steering(out: Path) -> None:
     from .analysis.families.steering import format_table, steering_table
 
     print(format_table(steering_table([out])))
+
+
+def _steer_host() -> type:
+    """The host of a [steer] experiment, imported only for one (it brings the steering family along)."""
+    from .hosts.steer import SteerHost
+
+    return SteerHost

@@ -381,8 +381,6 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
 def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any, players: list[PlayerEntry],
                        exp: ExperimentSection, llm_raw: dict[str, Any], axes: Any) -> tuple[Any, Any]:
     """``[steer]`` and ``[judge]``: checked against the game, the seats and each other."""
-    from ..games.steering.cfr import SpaceError, action_space
-
     errors: list[str] = []
     judge = None
     raw_judge = data.get("judge")
@@ -402,6 +400,8 @@ def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any,
     if raw is not None:
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: [steer] must be a table")
+        from ..games.steering.cfr import SpaceError, action_space  # only a [steer] file needs the family
+
         try:
             steer = SteerSection(**raw)
         except ValidationError as err:
