@@ -22,7 +22,7 @@ FAMILY_GAMES: dict[str, tuple[str, ...]] = {
     "negotiationarena": ("resource_exchange", "ultimatum", "buy_sell"),
     "glee": ("bargaining", "negotiation", "persuasion"),
     "steering": ("fruit_trade",),
-    "classic": ("prisoners_dilemma",),
+    "classic": ("prisoners_dilemma", "matching_pennies"),
 }
 
 

@@ -184,6 +184,8 @@ def resolve(registry: dict[str, Game], key: str) -> Game:
     if not is_spec(key):
         raise PluginError(f"unknown game {key!r}")
     game = load_spec(key)
+    if game.name in getattr(registry, "_lazy", {}):  # a built-in name whose family is not imported yet
+        registry[game.name]
     named = dict.get(registry, game.name)
     if named is not None and type(named) is not type(game):
         raise PluginError(f"{key}: the game's name {game.name!r} is taken by {type(named).__module__}."
