@@ -129,7 +129,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .analysis.load import load
     from .analysis.reasoning import REASONING_METRICS, has_reasoning
     from .analysis.tables import METRICS
-    from .csvcells import frame_csv
 
     for m in args.metrics or ():
         if m not in METRICS and m not in REASONING_METRICS:
@@ -167,33 +166,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"A = {args.dir_a}\nB = {args.dir_b}\n")
     print(format_compare(table, names[0], names[1], extra=extra))
     if args.csv:
-        flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
-                               for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
-        frame_csv(flat.drop(columns=["a", "b", "diff"]), args.csv)
-        print(f"\nwritten: {args.csv}")
+        _compare_csv(table, args.csv)
     return EXIT_OK
+
+
+def _compare_csv(table: Any, path: str) -> None:
+    """A comparison table as CSV: each side's value, interval and sessions in columns of their own."""
+    from .csvcells import frame_csv
+
+    flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
+                           for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
+    frame_csv(flat.drop(columns=["a", "b", "diff"]), path)
+    print(f"\nwritten: {path}")
 
 
 def _compare_by(args: argparse.Namespace) -> int:
     """``compare DIR --by FACTOR``: the levels of one [grid] factor against the first, paired."""
-    import tomllib
-
     from .analysis.cells import factors
     from .analysis.compare import COMPARE_METRICS, compare_by, format_compare_by
     from .analysis.load import load
-    from .csvcells import frame_csv
+    from .analysis.scan import read_dirs
 
     if args.by is None or args.dir_b is not None:
         err("compare takes DIR_A DIR_B, or one DIR with --by FACTOR (a [grid] factor of it)")
         return EXIT_CONFIG
     if _run_dirs([args.dir_a]) is None:
         return EXIT_CONFIG
-    config_path = Path(args.dir_a) / "config.toml"
-    try:
-        config = tomllib.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        err(f"{config_path}: cannot read the experiment's config ({exc})")
-        return EXIT_CONFIG
+    config = read_dirs([Path(args.dir_a)])[0].config  # the reader every analysis uses (its checks included)
     frames = load(args.dir_a)
     try:
         table = compare_by(frames, factors(config), args.by, tuple(args.metrics or COMPARE_METRICS),
@@ -204,10 +203,7 @@ def _compare_by(args: argparse.Namespace) -> int:
     print(f"{args.dir_a}: {args.by}, each level against the first (paired on the session)\n")
     print(format_compare_by(table, args.by))
     if args.csv:
-        flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
-                               for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
-        frame_csv(flat.drop(columns=["a", "b", "diff"]), args.csv)
-        print(f"\nwritten: {args.csv}")
+        _compare_csv(table, args.csv)
     return EXIT_OK
 
 
