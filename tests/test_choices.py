@@ -8,12 +8,22 @@ from pathlib import Path
 import pytest
 
 
-def test_own_game_with_capitalised_choices_plays_and_logs_the_declared_spelling(
-        arena, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from econarena.games import plugins
+@pytest.fixture
+def trusted_tests_folder(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """The tests' folder trusted (--trust) for one test; the games it files are taken out again after, so no
+    later test that lists every game meets them."""
+    from econarena.games import GAMES, plugins
 
-    monkeypatch.setattr(plugins, "_trusted", [])  # the tests' folder, trusted for this test alone (--trust)
+    before = set(dict.keys(GAMES))
+    monkeypatch.setattr(plugins, "_trusted", [])
     plugins.trust(Path(__file__).parent)
+    yield
+    for key in set(dict.keys(GAMES)) - before:
+        dict.__delitem__(GAMES, key)
+
+
+def test_own_game_with_capitalised_choices_plays_and_logs_the_declared_spelling(
+        arena, tmp_path: Path, trusted_tests_folder: None) -> None:
     doc = arena.experiment_dict("own_games.effort:Effort", [
         {"agent": "scripted", "label": "S", "responses": ['{"effort": "m"}']},
         {"agent": "rational"}], sessions=1, runs=1)
