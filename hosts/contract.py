@@ -14,7 +14,7 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,15 +317,20 @@ def _candidates(spec: Any, declared: dict[str, Any]) -> list[tuple[str, Any, lis
     return out
 
 
+def _drawn(game: Game, seeds: range) -> Iterator[tuple[int, int, Setup]]:
+    """The setups both equilibrium checks search: the first draws, each with its seed and seat count."""
+    for seed in seeds[:DEVIATION_SEEDS]:
+        n = _seats(game, seed)
+        yield seed, n, game.setup(game.Params(), n, np.random.default_rng(seed))
+
+
 def _mixed(game: Game, seeds: range) -> str | None:
     """A declared mixed equilibrium (games/mixed.py): on drawn setups, every choice in a seat's support
     earns the same against the others' mixtures and none outside earns more. None: no mixture declared."""
     from ..games.mixed import mixed_problems
 
     searched = 0
-    for seed in seeds[:DEVIATION_SEEDS]:
-        n = _seats(game, seed)
-        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+    for seed, n, setup in _drawn(game, seeds):
         mixtures = game.mixed_equilibrium(setup)
         if mixtures is None:
             continue
@@ -351,9 +356,7 @@ def _unilateral(game: Game, seeds: range) -> str:
     if "rational" not in game.policies():
         raise Skipped("no rational baseline plays the declared equilibrium, so there is no path to deviate from")
     searched = tried = 0
-    for seed in seeds[:DEVIATION_SEEDS]:
-        n = _seats(game, seed)
-        setup = game.setup(game.Params(), n, np.random.default_rng(seed))
+    for seed, n, setup in _drawn(game, seeds):
         ne = game.equilibrium(setup)
         if ne is None:
             continue
