@@ -183,7 +183,7 @@ def _compare_csv(table: Any, path: str) -> None:
 def _compare_by(args: argparse.Namespace) -> int:
     """``compare DIR --by FACTOR``: the levels of one [grid] factor against the first, paired."""
     from .analysis.cells import factors
-    from .analysis.compare import COMPARE_METRICS, compare_by, format_compare_by
+    from .analysis.compare import COMPARE_METRICS, compare_by, format_compare_by, trend_axis, trend_by
     from .analysis.load import load
     from .analysis.scan import read_dirs
 
@@ -194,14 +194,17 @@ def _compare_by(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     config = read_dirs([Path(args.dir_a)])[0].config  # the reader every analysis uses (its checks included)
     frames = load(args.dir_a)
+    found, metrics = factors(config), tuple(args.metrics or COMPARE_METRICS)
     try:
-        table = compare_by(frames, factors(config), args.by, tuple(args.metrics or COMPARE_METRICS),
-                           n_boot=args.boot, seed=args.seed)
+        table = compare_by(frames, found, args.by, metrics, n_boot=args.boot, seed=args.seed)
+        trends = trend_by(frames, found, args.by, metrics, n_boot=args.boot, seed=args.seed)
     except ValueError as exc:
         err(f"{args.dir_a}: {exc}")
         return EXIT_CONFIG
-    print(f"{args.dir_a}: {args.by}, each level against the first (paired on the session)\n")
-    print(format_compare_by(table, args.by))
+    factor = next(f for f in found if f.key == args.by)
+    print(f"{args.dir_a}: {args.by}, each level against the first (paired on the session)"
+          + (", and the trend across the levels" if len(trends) else "") + "\n")
+    print(format_compare_by(table, args.by, trends=trends, axis=trend_axis(factor)))
     if args.csv:
         _compare_csv(table, args.csv)
     return EXIT_OK
@@ -685,7 +688,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("dir_a", metavar="DIR_A", help="the first run directory (A)")
     c.add_argument("dir_b", metavar="DIR_B", nargs="?", help="the second run directory (B); none with --by")
     c.add_argument("--by", metavar="FACTOR", help="compare the levels of one [grid] factor of DIR_A, each "
-                   "against the first level, per label, paired on the session")
+                   "against the first level, per label, paired on the session; an ordered factor (numbers, "
+                   "efforts; three levels or more) adds the trend across its levels")
     c.add_argument("--metrics", nargs="+", metavar="METRIC",
                    help="metrics to compare (default: payoff_ratio mean_payoff mean_deviation win_rate "
                         "rule_break_rate_pct)")

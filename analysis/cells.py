@@ -70,6 +70,20 @@ class Factor:
         """The levels in their natural order: numeric, effort, else as declared."""
         return sorted(self.levels, key=lambda v: (self.rank(v), self.levels.index(v)))
 
+    @property
+    def numeric(self) -> bool:
+        """Every level a number (a ratio, a temperature, a token budget)."""
+        return all(_number(v) is not None for v in self.levels)
+
+    def positions(self) -> dict[str, float]:
+        """Where each level sits on the axis a trend is fitted along (only for :attr:`ordered` factors):
+        a number at its value (the design's own spacing); an effort at its step among the grid's levels
+        (0, 1, 2, ... from the lowest), since efforts have an order but no distance."""
+        order = self.natural()
+        if self.numeric:
+            return {v: float(v) for v in order}
+        return {v: float(i) for i, v in enumerate(order)}
+
 
 def _number(text: str) -> float | None:
     try:

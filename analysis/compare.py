@@ -17,7 +17,7 @@ import pandas as pd
 from ..rundir import BASELINE_AGENTS
 from .cells import Factor, levels, llm_only
 from .load import Frames
-from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, cluster_sums
+from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, bootstrap_trend, cluster_sums
 from .tables import METRICS, Metric
 
 COMPARE_METRICS = ("payoff_ratio", "mean_payoff", "mean_deviation", "win_rate", "rule_break_rate_pct")
@@ -131,19 +131,21 @@ def setting_pairs(frames: Frames) -> list[tuple[str, str, str]]:
     return out
 
 
-def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Sequence[str] = COMPARE_METRICS,
-               *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
-    """Each level of one ``[grid]`` factor against its first level (natural order), per label and the rest
-    of its cell, paired on the session: the cells of one grid share their sessions (same seeds, same draws).
-    A factor only ``[grid.llm]`` varies leaves the baselines out (they play alike at every level).
-    One row per level, player and metric: level, reference, player, a, b, diff (a - b), paired."""
+def _by_factor(frames: Frames, found: Sequence[Factor], factor: str,
+               metrics: Sequence[str]) -> tuple[Factor, pd.DataFrame, pd.DataFrame]:
+    """The factor, and the players' and decisions' rows tagged with their level (``_level``) and player
+    (``_player``: the label and the rest of its cell), baselines left out where only ``[grid.llm]`` varies
+    the factor; the decisions only when a metric reads them (they are the long table). Refuses a factor
+    the study does not have, naming those it has."""
     keys = [f.key for f in found]
     if factor not in keys:
         raise ValueError(f"--by {factor!r}: no such [grid] factor in this study (its factors: "
                          f"{', '.join(keys) or 'none, it has no [grid]'})")
     f = next(x for x in found if x.key == factor)
-    order = f.natural()
-    reference = order[0]
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"--by {factor}: {', '.join(unknown)} cannot be compared between levels (known: "
+                         f"{', '.join(METRICS)})")
 
     def tag(df: pd.DataFrame) -> pd.DataFrame:
         """Each row's level and player (label and the rest of its cell), read once per distinct cell."""
@@ -154,10 +156,24 @@ def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Se
         suffix = cell.map({c: f" [{r}]" if r else "" for c, r in rest.items()})
         return df.assign(_level=cell.map(level), _player=df["label"].astype(str) + suffix)
 
-    players, decisions = tag(frames.players), tag(frames.decisions)
+    players = tag(frames.players)
+    wanted = any(METRICS[m].frame == "decisions" for m in metrics)
+    decisions = tag(frames.decisions) if wanted else tag(frames.decisions.iloc[:0])
     if factor in llm_only(found):  # an LLM setting: a baseline plays alike in every level, never compared
         players = players[~players["agent"].isin(BASELINE_AGENTS)]
         decisions = decisions[~decisions["agent"].isin(BASELINE_AGENTS)]
+    return f, players, decisions
+
+
+def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Sequence[str] = COMPARE_METRICS,
+               *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """Each level of one ``[grid]`` factor against its first level (natural order), per label and the rest
+    of its cell, paired on the session: the cells of one grid share their sessions (same seeds, same draws).
+    A factor only ``[grid.llm]`` varies leaves the baselines out (they play alike at every level).
+    One row per level, player and metric: level, reference, player, a, b, diff (a - b), paired."""
+    f, players, decisions = _by_factor(frames, found, factor, metrics)
+    order = f.natural()
+    reference = order[0]
     out = []
     for level in order[1:]:
         sides = [Frames(players[players["_level"] == lv], frames.runs, decisions[decisions["_level"] == lv],
@@ -168,24 +184,90 @@ def compare_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Se
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 
-def format_compare_by(table: pd.DataFrame, factor: str, digits: int = 3) -> str:
-    """``compare_by``'s table as text, one block per metric, with the number of comparisons it holds."""
+TREND_COLUMNS = ["player", "metric", "first", "last", "levels", "trend", "paired"]
+
+
+def trend_by(frames: Frames, found: Sequence[Factor], factor: str, metrics: Sequence[str] = COMPARE_METRICS,
+             *, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """The trend of each metric across an ordered factor's levels (numbers, efforts; three levels or more),
+    per player as in :func:`compare_by`: the OLS line of the metric on the level's position
+    (``Factor.positions``: a number's value, an effort's step), read as the change it makes from the first
+    level to the last, with a 95% interval bootstrapped over the sessions the levels share (paired, see
+    ``stats.bootstrap_trend``). One row per player and metric: player, metric, first and last level
+    played, levels (how many), trend, paired. A factor without an order (or of two levels, where
+    ``compare_by``'s one difference is the trend) gives no rows."""
+    f, players, decisions = _by_factor(frames, found, factor, metrics)
+    if not f.ordered:
+        return pd.DataFrame(columns=TREND_COLUMNS)
+    order, where = f.natural(), f.positions()
+    out = []
+    for metric in metrics:
+        m = METRICS[metric]
+        rows = players if m.frame == "players" else decisions
+        rows = rows[rows["role"] != "opponent"]
+        num, den = m.num(rows).to_numpy(dtype=float), m.den(rows).to_numpy(dtype=float)
+        cluster, stratum = rows["cluster"].to_numpy(), rows["stratum"].to_numpy()
+        groups = rows.groupby(["_player", "_level"]).indices
+        for player in sorted(set(rows["_player"]), key=str):
+            sides = [cluster_sums(num[idx], den[idx], cluster[idx], stratum[idx])
+                     for idx in (groups.get((player, lv), np.zeros(0, dtype=int)) for lv in order)]
+            played = [lv for lv, s in zip(order, sides) if not s.empty]
+            if not played:
+                continue
+            est = bootstrap_trend(sides, [where[lv] for lv in order], n_boot=n_boot, seed=seed, scale=m.scale)
+            out.append({"player": player, "metric": metric, "first": played[0], "last": played[-1],
+                        "levels": len(played), "trend": est, "paired": True})
+    return pd.DataFrame(out, columns=TREND_COLUMNS)
+
+
+def trend_axis(f: Factor) -> str:
+    """What a trend of ``f`` is fitted along, in words, for a table's header."""
+    order = " < ".join(f.natural())
+    return f"{f.key} by value ({order})" if f.numeric else f"{f.key} in steps ({order})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _aligned(head: list[str], rows: list[list[str]], left: int) -> list[str]:
+    """A plain-text table: the first ``left`` columns aligned left, the rest right."""
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    fmt = "  ".join(("{:<%d}" if i < left else "{:>%d}") % w for i, w in enumerate(widths))
+    return [fmt.format(*head).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip(),
+            *(fmt.format(*r).rstrip() for r in rows)]
+
+
+def format_compare_by(table: pd.DataFrame, factor: str, digits: int = 3, trends: pd.DataFrame | None = None,
+                      axis: str = "") -> str:
+    """``compare_by``'s table as text, one block per metric, with the number of comparisons it holds;
+    ``trends`` (``trend_by``'s table, fitted along ``axis``, see ``trend_axis``) adds each metric's trend
+    under its comparisons, and counts them too."""
     if table.empty:
         return f"nothing to compare: {factor} has a single level with complete runs"
+    trends = trends if trends is not None else pd.DataFrame(columns=TREND_COLUMNS)
     lines = []
     for metric, part in table.groupby("metric", sort=False):
         m = METRICS[str(metric)]
         head = [factor, "player", "A: level", f"B: {factor}={part['reference'].iloc[0]}", "A - B", ""]
         rows = [[str(r["level"]), str(r["player"]), r["a"].fmt(digits), r["b"].fmt(digits), r["diff"].fmt(digits),
                  _significant(r["diff"])] for _, r in part.iterrows()]
-        widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+        mine = trends[trends["metric"] == metric]
         better = f", {m.better} is better" if m.better else ""
-        lines.append(f"== {m.title} ({m.unit}{better}): {len(rows)} comparison{'s' if len(rows) != 1 else ''}")
-        fmt = "  ".join(("{:<%d}" if i < 2 else "{:>%d}") % w for i, w in enumerate(widths))
-        lines.append(fmt.format(*head).rstrip())
-        lines.append(fmt.format(*("-" * w for w in widths)).rstrip())
-        lines += [fmt.format(*r).rstrip() for r in rows]
+        count = _plural(len(rows), "comparison") + (f", {_plural(len(mine), 'trend')}" if len(mine) else "")
+        lines.append(f"== {m.title} ({m.unit}{better}): {count}")
+        lines += _aligned(head, rows, 2)
+        if len(mine):
+            lines += ["", f"trend across {axis or factor}"]
+            lines += _aligned(["player", "levels", "trend, first to last", ""],
+                              [[str(r["player"]), f"{r['first']}..{r['last']} ({r['levels']})",
+                                r["trend"].fmt(digits), _significant(r["trend"])] for _, r in mine.iterrows()], 2)
         lines.append("")
+    counted = _plural(len(table), "comparison") + (f" and {_plural(len(trends), 'trend')}" if len(trends) else "")
     lines.append(f"value [95% CI]; each level against the first, paired on the session (the cells of one grid "
-                 f"share their sessions); {len(table)} comparisons in all; * = the interval of A - B excludes 0")
+                 f"share their sessions); {counted} in all; * = the interval of A - B excludes 0")
+    if len(trends):
+        lines.append("trend: the least-squares line of the metric on the level, read as the change it makes from "
+                     "the first level to the last; its interval bootstraps the sessions all levels share (paired); "
+                     "* = it excludes 0")
     return "\n".join(lines)

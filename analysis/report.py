@@ -38,7 +38,7 @@ from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
 from .cells import factor_columns, factors, shown_cell
-from .compare import compare, compare_by, setting_pairs
+from .compare import compare, compare_by, setting_pairs, trend_axis, trend_by
 from .families import econarena, gamabench, glee, steering
 from .families import negotiationarena as na
 from .findings import findings_html
@@ -252,17 +252,37 @@ def _cell_comparisons_html(store: Any, frames: Frames, n_boot: int, seed: int) -
                 row[f"{m}: A"] = r["a"].fmt(3, ci=False)
                 row[f"{m}: B"] = r["b"].fmt(3, ci=False)
                 row[f"{m}: A - B"] = d.fmt(3) + star
-            n = len(t)
+            trends = trend_by(part, found, f.key, metrics, n_boot=n_boot, seed=seed)
+            n, k = len(t), len(trends)
+            counted = f"{n} comparison{'s' if n != 1 else ''}" + (f" and {k} trend{'s' if k != 1 else ''}" if k else "")
             out.append(f"<details open><summary>{_esc(F.game_title(game))}: {_esc(name)} &mdash; {_esc(f.key)}, "
                        f"each level (A) against {_esc(f.key)}={_esc(t['reference'].iloc[0])} (B), paired on the "
-                       f"session; {n} comparison{'s' if n != 1 else ''}</summary>"
-                       f"{_table_html(pd.DataFrame(rows).T.rename_axis(['level', 'player']))}</details>")
+                       f"session; {counted}</summary>"
+                       f"{_table_html(pd.DataFrame(rows).T.rename_axis(['level', 'player']))}"
+                       f"{_trends_html(trends, trend_axis(f))}</details>")
     if not out:
         return ""
     return ("<p>Each grid factor: every level against the first (natural order), per player and the rest of its "
-            "cell, with 95% intervals bootstrapped over the sessions the cells share (paired). <b>*</b>: the "
-            "interval of the difference excludes 0; weigh it against the number of comparisons.</p>"
+            "cell, with 95% intervals bootstrapped over the sessions the cells share (paired); a factor with "
+            "ordered levels (numbers, efforts; three or more) also gives the trend across them. <b>*</b>: the "
+            "interval excludes 0; weigh it against the number of comparisons and trends each table holds.</p>"
             + "\n".join(out))
+
+
+def _trends_html(trends: pd.DataFrame, axis: str) -> str:
+    """An ordered factor's trends (``compare.trend_by``): one row per player, a column per metric."""
+    if trends.empty:
+        return ""
+    rows: dict[str, dict[str, str]] = {}
+    for _, r in trends.iterrows():
+        e = r["trend"]
+        star = "*" if not math.isnan(e.low) and (e.low > 0 or e.high < 0) else ""
+        row = rows.setdefault(str(r["player"]), {"levels": f"{r['first']}..{r['last']} ({r['levels']})"})
+        row[f"{METRICS[r['metric']].title}: trend"] = e.fmt(3) + star
+    return (f"<p class='meta'>Trend across {_esc(axis)}: the least-squares line of each metric on the level, read "
+            "as the change it makes from the first level to the last, with a 95% interval bootstrapped over the "
+            "sessions all levels share (paired).</p>"
+            f"{_table_html(pd.DataFrame(rows).T.rename_axis('player'))}")
 
 
 def _comparisons_html(frames: Frames, n_boot: int, seed: int, cells: str = "") -> str:

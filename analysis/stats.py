@@ -325,3 +325,53 @@ def bootstrap_diff(a: Sums, b: Sums, *, paired: bool = False, n_boot: int = N_BO
         rb = _ratio(*_replicates(b, rng, n_boot))
     lo, hi = _interval((ra - rb) * scale, level)
     return Estimate(value, lo, hi, n, k)
+
+
+def trend_weights(x: Sequence[float]) -> np.ndarray:
+    """Weights w with sum(w * y) = the OLS slope of y on x times the span max(x) - min(x): the change the
+    fitted line makes from the lowest level to the highest, in y's own unit. Why the span: a slope per unit
+    of a token budget is a tiny number, while the fitted change reads like a difference A - B (with two
+    levels it is exactly the later one minus the earlier one). NaN weights when x does not vary."""
+    xs = np.asarray(x, dtype=float)
+    centered = xs - xs.mean()
+    sxx = float((centered ** 2).sum())
+    if len(xs) < 2 or sxx == 0:
+        return np.full(len(xs), math.nan)
+    return centered / sxx * float(xs.max() - xs.min())
+
+
+def bootstrap_trend(sides: Sequence[Sums], x: Sequence[float], *, n_boot: int = N_BOOT, seed: int = 0,
+                    level: float = LEVEL, scale: float = 1.0) -> Estimate:
+    """The trend of a ratio across ordered levels: sum over levels of ``trend_weights(x)`` times each
+    level's ratio (one side per level, from :func:`cluster_sums`), with a PAIRED interval.
+
+    Why paired: the levels of one grid factor share their sessions, so a replicate draws the session
+    indices once and every level sums the same draws (sessions missing from any level are left out of the
+    interval, as in :func:`bootstrap_diff`). With two levels at x = (0, 1) the value and the interval are
+    those of ``bootstrap_diff(later, earlier, paired=True)``, to the bit (the same draws in the same order).
+    A side with no rows is left out (its level unplayed); fewer than two levels left gives NaN.
+    ``n`` and ``sessions`` add up the levels kept."""
+    kept = [i for i, s in enumerate(sides) if not s.empty]
+    w = trend_weights([x[i] for i in kept])
+    if len(kept) < 2 or bool(np.isnan(w).any()):
+        return NAN_ESTIMATE
+    used = [sides[i] for i in kept]
+    value = float(sum(wi * _total(s) for wi, s in zip(w, used))) * scale
+    n, k = int(sum(s.n.sum() for s in used)), sum(len(s) for s in used)
+    index = [_session_index(s.keys) for s in used]
+    keys = index[0]
+    for other in index[1:]:
+        keys = np.intersect1d(keys, other)
+    if len(keys) < 2:
+        return Estimate(value, math.nan, math.nan, n, k)
+    totals = [_sum_by(si, keys, s) for si, s in zip(index, used)]
+    rng = np.random.default_rng(seed)
+    reps = np.zeros(n_boot)
+    for start, rows in _blocks(n_boot, len(keys)):
+        idx = rng.integers(0, len(keys), size=(rows, len(keys)))
+        part = np.zeros(rows)
+        for wi, (num, den) in zip(w, totals):
+            part = part + wi * _ratio(num[idx].sum(1), den[idx].sum(1))
+        reps[start:start + rows] = part
+    lo, hi = _interval(reps * scale, level)
+    return Estimate(value, lo, hi, n, k)

@@ -11,7 +11,8 @@ requests consume in order; with the queue empty every request gets a normal repl
 seconds. Every request is recorded with its arrival time, path, query string, headers and JSON body, and the server
 tracks the most requests it ever had in flight, so tests can check limits from the server's side.
 
-``python tests/fakeservers.py --latency 0.1`` runs it standalone (prints ``PORT <n>``) for the benchmark.
+``python tests/fakeservers.py --latency 0.1`` runs it standalone (prints ``PORT <n>``) for the benchmark;
+``--thinking`` makes it the stand-in reasoning model of the tutorial (``ThinkingServer``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import threading
 import time
@@ -286,12 +288,62 @@ class FakeLLMServer:
         self._loop = None
 
 
+# A stand-in reasoning model's play per reasoning effort: (reasoning words, the answer it centres on). The
+# harder it thinks, the closer its beauty-contest choice lies to the equilibrium (0): the answer to "does more
+# effort bring a model closer to the equilibrium?" is yes by construction, so a study can be checked end to end.
+THINKING = {"none": (0, 70), "minimal": (5, 60), "low": (10, 50), "medium": (30, 30), "high": (90, 10),
+            "xhigh": (150, 5), "max": (200, 2)}
+
+
+def _jitter(body: Any, spread: int) -> int:
+    """A whole number in [-spread, spread] fixed by the prompt (the same prompt, the same number, in every
+    process: sha256, not Python's salted hash), so replies vary from session to session and stay reproducible."""
+    if not spread:
+        return 0
+    text = json.dumps((body or {}).get("messages"), sort_keys=True, ensure_ascii=False)
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % (2 * spread + 1) - spread
+
+
+class ThinkingServer(FakeLLMServer):
+    """A stand-in reasoning model that plays differently by effort. A chat completion that asks for a
+    ``reasoning_effort`` is answered from :data:`THINKING` (the answer plus a jitter of up to ``spread`` fixed
+    by the prompt), with its reasoning as a reasoning parser gives it: ``reasoning_content`` beside the answer
+    (ending in a draft ``{"answer": answer + 40}`` that must never be taken for the move), counted in
+    ``completion_tokens_details.reasoning_tokens`` (one token per word). A request without an effort gets the
+    plain server's reply, so the server can stand behind every other example too."""
+
+    def __init__(self, *, spread: int = 0, efforts: dict[str, tuple[int, int]] | None = None,
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self.spread = spread
+        self.efforts = THINKING if efforts is None else efforts
+
+    def _ok_body(self, protocol: str, body: Any, text: str, model: str, cut: bool = False) -> dict[str, Any]:
+        out = super()._ok_body(protocol, body, text, model, cut)
+        effort = body.get("reasoning_effort") if protocol == "openai" and isinstance(body, dict) else None
+        if effort not in self.efforts:
+            return out
+        words, centre = self.efforts[effort]
+        answer = min(100, max(0, centre + _jitter(body, self.spread)))
+        message = out["choices"][0]["message"]
+        message["content"] = json.dumps({"answer": answer})
+        if words:  # effort "none": thinking off, no reasoning at all
+            message["reasoning_content"] = " ".join(["hmm"] * (words - 1) + [f'{{"answer": {answer + 40}}}'])
+        out["usage"]["completion_tokens"] = words + 3
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": words}
+        return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="fake LLM server for benchmarks")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--thinking", action="store_true",
+                    help="a stand-in reasoning model that plays closer to the equilibrium the harder it thinks "
+                         "(reasoning_effort), as in the tutorial docs/tutorial/reasoning-effort.md")
     args = ap.parse_args()
-    server = FakeLLMServer(latency=args.latency, record=False)
+    server = (ThinkingServer(spread=10, latency=args.latency, record=False) if args.thinking
+              else FakeLLMServer(latency=args.latency, record=False))
 
     async def serve() -> None:
         await server.start_async(args.port)

@@ -6,7 +6,8 @@ How a page's code blocks are run (the line right above a fence may say otherwise
 
 - ``sh``/``bash``/``console`` blocks run in order in one scratch folder per page (a copy of configs/, with
   ``econarena`` and ``.venv/bin/econarena`` on hand), with stdin closed and LLM providers pointed at the
-  loopback OpenAI-compatible server (tests/fakeservers.py). Every command must exit 0 unless the block
+  loopback OpenAI-compatible server (tests/fakeservers.py; a request with a reasoning effort is answered
+  by its stand-in reasoning model, ``ThinkingServer``). Every command must exit 0 unless the block
   says ``exit N``. A ``make X`` line must name a Makefile target and is not run (the suite is one).
 - ``toml`` blocks are experiments: validated, then played in the page's folder (``validate only (why)``
   to stop after validation, e.g. for the bundled model); ``file NAME`` saves the block under NAME for the
@@ -396,6 +397,19 @@ def _run_shell(b: Block, box: Path, env: dict[str, str]) -> str:
 
 
 PAGES_WITH_CODE = sorted({b.page for b in TESTED})
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The loopback server the examples' ``openai`` players reach: the plain fake server's reply (``{"answer":
+    7}``), and for a request that sets a ``reasoning_effort`` the stand-in reasoning model that plays closer to
+    the equilibrium the harder it thinks (``ThinkingServer``, as ``python tests/fakeservers.py --thinking``
+    serves it to a reader of docs/tutorial/reasoning-effort.md)."""
+    from fakeservers import ThinkingServer
+
+    srv = ThinkingServer(spread=10).start()
+    yield srv
+    srv.stop()
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(ROOT)))

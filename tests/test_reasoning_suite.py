@@ -15,30 +15,18 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakeservers import FakeLLMServer  # noqa: E402
+import fakeservers  # noqa: E402
+from fakeservers import ThinkingServer  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ECONARENA = str(Path(sys.executable).with_name("econarena"))
 
 pytestmark = pytest.mark.timeout(300)
 
-# effort -> (reasoning words, the answer): more thinking, closer to the equilibrium (0)
-THINKING = {"low": (10, 50), "medium": (30, 30), "high": (90, 10)}
-
-
-class ThinkingServer(FakeLLMServer):
-    """Chat completions whose reasoning arrives as a reasoning parser gives it: ``reasoning_content`` beside
-    the answer, counted in ``completion_tokens_details.reasoning_tokens`` (one token per word here)."""
-
-    def _ok_body(self, protocol: str, body: Any, text: str, model: str, cut: bool = False) -> dict[str, Any]:
-        out = super()._ok_body(protocol, body, text, model, cut)
-        words, answer = THINKING[body["reasoning_effort"]]
-        message = out["choices"][0]["message"]
-        message["content"] = json.dumps({"answer": answer})
-        message["reasoning_content"] = " ".join(["hmm"] * (words - 1) + [f'{{"answer": {answer + 40}}}'])
-        out["usage"]["completion_tokens"] = words + 3
-        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": words}
-        return out
+# effort -> (reasoning words, the answer): more thinking, closer to the equilibrium (0); the stand-in
+# reasoning model (tests/fakeservers.py) plays these three without jitter here
+THINKING = {effort: fakeservers.THINKING[effort] for effort in ("low", "medium", "high")}
+assert THINKING == {"low": (10, 50), "medium": (30, 30), "high": (90, 10)}
 
 
 @pytest.fixture(scope="module")
@@ -106,5 +94,9 @@ def test_effort_suite_end_to_end(thinking_server: ThinkingServer, tmp_path: Path
     assert c.returncode == 0, c.stderr[-2000:]
     lines = [line.split() for line in c.stdout.splitlines() if " Reasoner " in f" {line} "]
     assert [(x[0], x[1], x[8]) for x in lines] == [("medium", "Reasoner", "-0.200"), ("high", "Reasoner", "-0.400")]
-    assert "paired on the session" in c.stdout and "2 comparisons" in c.stdout
+    assert "paired on the session" in c.stdout and "2 comparisons, 1 trend" in c.stdout
+    # the trend across the three efforts (steps 0, 1, 2): the line's change from low to high, -0.4 by hand
+    assert "trend across reasoning_effort in steps (low < medium < high)" in c.stdout
+    trend = next(line for line in c.stdout.splitlines() if line.startswith("Reasoner  low..high (3)"))
+    assert trend.split()[3:7] == ["-0.400", "[-0.400,", "-0.400]", "*"]
     assert "rational" not in c.stdout and "level-1" not in c.stdout  # baselines: not against their own copies
