@@ -170,40 +170,47 @@ def test_the_report_shows_the_trend_and_counts_it(study: tuple[Path, Path]) -> N
 TRUE_MEAN = {"0.3": 0.20, "0.5": 0.30, "0.9": 0.36}  # the random player's mean deviation per ratio
 # by hand: -6/7 x 0.20 - 3/14 x 0.30 + 15/14 x 0.36 = (-2.4 - 0.9 + 5.4) / 14 = 0.15
 TRUE_TREND = 0.15
+REPLICATIONS, SEED = 100, 1000
 
 
-def _replicate(frames: Any, found: list[cells.Factor], rep: int) -> list[bool]:
-    """One replication: the random seats' deviations drawn anew (seed ``rep``), then the paired differences
-    and the trend as ``compare --by`` computes them; whether each interval covers the true value."""
-    from econarena.analysis.compare import compare_by, trend_by
-
-    rng = np.random.default_rng(1000 + rep)
+def _replications(frames: Any) -> Any:
+    """The study's frames with its random seats played anew REPLICATIONS times, replication k as the player
+    ``random-k`` (seed SEED + k), so one ``compare --by`` computation holds them all. The random player: in
+    each session a temper shared by the session's cells (what pairing takes out) and per seat-run a draw of
+    its own, both uniform on [0, 1]; its deviation is TRUE_MEAN[ratio] x (temper + draw), of expectation
+    TRUE_MEAN[ratio]."""
     p = frames.players
-    # in each session a temper shared by the session's cells (what pairing takes out), and per seat-run a
-    # draw of its own, both uniform on [0, 1]: deviation = mean x (temper + draw), whose expectation is mean
-    mean = p["cell"].map({f"ratio={k}": v for k, v in TRUE_MEAN.items()}).to_numpy(dtype=float)
-    temper = rng.uniform(size=SESSIONS)[p["session"].to_numpy()]
-    drawn = replace(frames, players=p.assign(deviation=mean * (temper + rng.uniform(size=len(p)))))
-    diffs = compare_by(drawn, found, "ratio", ("mean_deviation",), seed=rep)
-    trend = trend_by(drawn, found, "ratio", ("mean_deviation",), seed=rep)
-    covered = []
-    for level in ("0.5", "0.9"):
-        d = diffs[(diffs["player"] == "random") & (diffs["level"] == level)]["diff"].iloc[0]
-        covered.append(bool(d.low <= TRUE_MEAN[level] - TRUE_MEAN["0.3"] <= d.high))
-    t = trend[trend["player"] == "random"]["trend"].iloc[0]
-    return [*covered, bool(t.low <= TRUE_TREND <= t.high)]
+    seats = p[p["label"] == "random"]
+    mean = seats["cell"].map({f"ratio={k}": v for k, v in TRUE_MEAN.items()}).to_numpy(dtype=float)
+    session = seats["session"].to_numpy()
+    parts = []
+    for k in range(REPLICATIONS):
+        rng = np.random.default_rng(SEED + k)
+        temper = rng.uniform(size=SESSIONS)[session]
+        parts.append(seats.assign(label=f"random-{k:03d}", deviation=mean * (temper + rng.uniform(size=len(seats)))))
+    return replace(frames, players=pd.concat(parts, ignore_index=True))
 
 
 def test_paired_intervals_cover_the_true_difference_in_93_of_100_replications(study: tuple[Path, Path]) -> None:
-    """At the default 2000 bootstrap replicates; measured over 1000 replications, the differences' intervals
-    covered 94.5% and 94.8%, the trend's 95.1%."""
+    """100 seeded replications through compare_by and trend_by (what ``compare --by`` calls), at their
+    default 2000 bootstrap replicates and 40 shared sessions. Measured over 5000 replications the intervals
+    covered about 94% (the percentile bootstrap's own shortfall at 40 sessions), so 100 replications land
+    at 93 or more for a good share of seeds, not all: this seed was set before it was run."""
+    from econarena.analysis.compare import compare_by, trend_by
     from econarena.analysis.load import load
 
     run, _ = study
-    frames = load(run)
     found = cells.factors(DOC)
     assert sum(float(w) * TRUE_MEAN[r] for w, r in zip(WEIGHTS, ("0.3", "0.5", "0.9"))) == pytest.approx(TRUE_TREND)
-    hits = np.zeros(3, dtype=int)
-    for rep in range(100):
-        hits += _replicate(frames, found, rep)
-    assert (hits >= 93).all(), f"covered in {hits.tolist()} of 100 (0.5 - 0.3, 0.9 - 0.3, trend)"
+    drawn = _replications(load(run))
+    diffs = compare_by(drawn, found, "ratio", ("mean_deviation",))
+    trends = trend_by(drawn, found, "ratio", ("mean_deviation",))
+    hits = []
+    for level in ("0.5", "0.9"):
+        mine = diffs[diffs["level"] == level]
+        assert len(mine) == REPLICATIONS and bool(mine["paired"].all())
+        truth = TRUE_MEAN[level] - TRUE_MEAN["0.3"]
+        hits.append(sum(d.low <= truth <= d.high for d in mine["diff"]))
+    assert len(trends) == REPLICATIONS
+    hits.append(sum(t.low <= TRUE_TREND <= t.high for t in trends["trend"]))
+    assert min(hits) >= 93, f"covered in {hits} of 100 (0.5 - 0.3, 0.9 - 0.3, the trend)"

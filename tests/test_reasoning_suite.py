@@ -92,7 +92,8 @@ def test_effort_suite_end_to_end(thinking_server: ThinkingServer, tmp_path: Path
                         "mean_deviation", "--boot", "20"], env=env, capture_output=True, text=True, timeout=120,
                        stdin=subprocess.DEVNULL)
     assert c.returncode == 0, c.stderr[-2000:]
-    lines = [line.split() for line in c.stdout.splitlines() if " Reasoner " in f" {line} "]
+    lines = [line.split() for line in c.stdout.splitlines()
+             if " Reasoner " in f" {line} " and line.split()[0] in ("medium", "high")]
     assert [(x[0], x[1], x[8]) for x in lines] == [("medium", "Reasoner", "-0.200"), ("high", "Reasoner", "-0.400")]
     assert "paired on the session" in c.stdout and "2 comparisons, 1 trend" in c.stdout
     # the trend across the three efforts (steps 0, 1, 2): the line's change from low to high, -0.4 by hand
