@@ -141,6 +141,34 @@ def test_trend_by_equals_the_hand_computed_trend(study: tuple[Path, Path]) -> No
     assert trend_by(frames, cells.factors(two), "ratio", ("mean_deviation",)).empty
 
 
+def test_a_trend_per_player_and_the_rest_of_its_cell(tmp_path: Path) -> None:
+    """Two factors: the trend across ratio is fitted within each prize, never across prizes."""
+    from econarena.analysis.compare import trend_by
+    from econarena.analysis.load import load
+
+    doc = {**DOC, "experiment": {**DOC["experiment"], "sessions": 3},
+           "grid": {"game": {"ratio": [0.3, 0.5, 0.9], "prize": [10, 20]}}}
+    run_experiment(doc, tmp_path / "run")
+    trends = trend_by(load(tmp_path / "run"), cells.factors(doc), "ratio", ("mean_deviation", "mean_payoff"),
+                      n_boot=100)
+    dev = trends[trends["metric"] == "mean_deviation"].set_index("player")["trend"]
+    assert sorted(dev.index) == ["level_k [prize=10]", "level_k [prize=20]", "random [prize=10]",
+                                 "random [prize=20]"]
+    assert dev["level_k [prize=10]"].value == pytest.approx(0.3) == dev["level_k [prize=20]"].value
+    # the payoff scales with the prize: by hand from runs.jsonl, per prize, the weighted means per ratio
+    runs = read_jsonl(tmp_path / "run" / "runs.jsonl")
+    pay = trends[trends["metric"] == "mean_payoff"].set_index("player")["trend"]
+    for prize in ("10", "20"):
+        means = []
+        for ratio in ("0.3", "0.5", "0.9"):
+            got = [x for r in runs if r["lineup"] == f"melee [ratio={ratio},prize={prize}]"
+                   for x, lab in zip(r["payoffs"], r["labels"]) if lab == "random"]
+            assert len(got) == 6
+            means.append(sum(got) / 6)
+        want = sum(float(w) * m for w, m in zip(WEIGHTS, means))
+        assert pay[f"random [prize={prize}]"].value == pytest.approx(want)
+
+
 def test_compare_by_prints_the_trend_and_counts_it(study: tuple[Path, Path]) -> None:
     run, _ = study
     r = cli("compare", str(run), "--by", "ratio", "--metrics", "mean_deviation", "--boot", "200")
