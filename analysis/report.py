@@ -39,22 +39,18 @@ from . import distributions
 from . import figures as F
 from .cells import factor_columns, factors, shown_cell
 from .compare import compare, compare_by, setting_pairs
-from .families import econarena, gamabench, glee, steering
-from .families import negotiationarena as na
+from .families import econarena
 from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .ratings import report_section as ratings_section
+from .readers import FAMILY_MODULES, report_collectors
 from .reasoning import reasoning_section
 from .stats import N_BOOT
 from .tables import METRICS, dominant_value, metric_table, wide
-from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
-# Every family module gives scorecard(ctx) and section(ctx); the order breaks ties between cards that
-# summarise as many run directories. EconArena's card covers the experiments no other module claims.
-FAMILY_MODULES = (econarena, gamabench, na, glee, steering)
 
 
 @dataclass
@@ -409,9 +405,7 @@ def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_
                  transcripts: int = 50) -> Report:
     """Read the run directories (once) and write the report, figures and exports into ``out``; up to
     ``transcripts`` games per directory of a game that talks can be read as conversations (0: none)."""
-    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
-    collectors["distributions"] = distributions.Collector()
-    collectors["transcripts"] = TalkCollector(transcripts)
+    collectors = report_collectors(transcripts)
     store, found = study(run_dirs, consumers=list(collectors.values()))
     try:
         return _build(store, found, Path(out), n_boot, seed, prices, title, transcripts, collectors)
