@@ -527,7 +527,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
     try:
         result = run_until_signalled(host.run())
     finally:
-        if follower is not None:
+        if follower is not None and follower.stdin is not None:
             follower.stdin.close()  # the run is over: the follower writes the copy, or nothing (not complete)
     summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:

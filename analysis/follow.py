@@ -3,7 +3,7 @@
 Why: a report's first read of a finished directory parsed every log line and fed it to the scan's readers
 (57,600 GLEE games: about 8 of 18 s), then wrote the copy (``analysis/columnar.py``) that made every later
 report fast. Here a process of its own follows the logs as ``econarena run`` appends them, feeds each new
-record to the same readers the report uses (``readers.report_collectors`` and the store) and, once the run
+record to the same readers the report uses (``report.report_collectors`` and the store) and, once the run
 ends with its manifest ``complete``, writes their parts into the directory's copy, under the same source
 key the report checks. The run itself does none of this work (it only starts this process), and a report
 started meanwhile waits for the copy (``columnar.wait_for_follower``) instead of parsing the logs.
@@ -107,7 +107,7 @@ class Follower:
     """The report's readers fed from one run directory as it grows; ``finish`` writes their copy."""
 
     def __init__(self, run_dir: Path) -> None:
-        from .readers import report_collectors
+        from .report import report_collectors
         from .scan import Names, read_dirs
         from .store import Store
 
@@ -217,9 +217,9 @@ class Follower:
         self.store.close()
 
 
-def follow(run_dir: Path, ended: Callable[[float], bool]) -> bool:
+def follow(run_dir: Path, ended: Callable[[float | None], bool]) -> bool:
     """Follow ``run_dir`` until ``ended(timeout)`` says the run is over; True when the copy was written.
-    ``ended`` waits up to ``timeout`` seconds for the end."""
+    ``ended`` waits up to ``timeout`` seconds for the end (None: until it comes)."""
     from .scan import _Watch
 
     with _Watch() as watch:
@@ -238,11 +238,11 @@ def follow(run_dir: Path, ended: Callable[[float], bool]) -> bool:
             except Restart:
                 continue
             except GiveUp:
-                ended(None)  # type: ignore[arg-type] - wait for the end: nothing more to do
+                ended(None)  # wait for the end: nothing more to do
                 return False
 
 
-def _start(run_dir: Path, ended: Callable[[float], bool]) -> Follower | None:
+def _start(run_dir: Path, ended: Callable[[float | None], bool]) -> Follower | None:
     """The follower, once the run wrote its config and manifest; None when the run ended first."""
     from ..rundir import CONFIG
 

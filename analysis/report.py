@@ -39,18 +39,22 @@ from . import distributions
 from . import figures as F
 from .cells import factor_columns, factors, shown_cell
 from .compare import compare, compare_by, setting_pairs
-from .families import econarena
+from .families import econarena, gamabench, glee, steering
+from .families import negotiationarena as na
 from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .ratings import report_section as ratings_section
-from .readers import FAMILY_MODULES, report_collectors
 from .reasoning import reasoning_section
 from .stats import N_BOOT
 from .tables import METRICS, dominant_value, metric_table, wide
+from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
+# Every family module gives scorecard(ctx) and section(ctx); the order breaks ties between cards that
+# summarise as many run directories. EconArena's card covers the experiments no other module claims.
+FAMILY_MODULES = (econarena, gamabench, na, glee, steering)
 
 
 @dataclass
@@ -398,6 +402,15 @@ def _provenance_html(exps: pd.DataFrame, report: Report, numbers: dict[str, int]
     parts.append("</ul><h3>Files</h3><p>" + ", ".join(f"<a href='{_esc(p.name)}'>{_esc(p.name)}</a>"
                                                        for p in report.files) + "</p>")
     return "\n".join(parts)
+
+
+def report_collectors(transcripts: int = 50) -> dict[str, Any]:
+    """The scan's consumers a report feeds beside the store, by name: one place, so the copy written as a run
+    plays (``analysis/follow.py``) holds the parts the report's own reading asks for."""
+    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
+    collectors["distributions"] = distributions.Collector()
+    collectors["transcripts"] = TalkCollector(transcripts)
+    return collectors
 
 
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,

@@ -186,10 +186,11 @@ def test_a_log_changed_after_the_run_is_read_from_the_logs(tmp_path: Path, follo
 
 def test_the_follower_gives_up_on_logs_a_copy_cannot_stand_for(tmp_path: Path, follow: Path) -> None:
     """In process: a run recorded twice, a torn last line, or a manifest that is not complete: no copy."""
+    import tomllib
+    from conftest import run_experiment
+
     from econarena.analysis import columnar
     from econarena.analysis.follow import follow as follow_dir
-    from conftest import run_experiment
-    import tomllib
 
     doc = tomllib.loads(_config(tmp_path, 2).read_text(encoding="utf-8"))
     for case in ("twice", "torn", "running", "whole"):
