@@ -84,10 +84,10 @@ class Tail:
         data, self.rest = data[:end], data[end:]
         self.read += end
         out = []
-        for line in data.splitlines(keepends=True):
+        for line in data[:-1].split(b"\n"):  # lines end at b"\n" alone, as a file's lines do for iter_records
             self.number += 1
-            if not line.isspace():
-                out.append((self.number, line))
+            if line and not line.isspace():
+                out.append((self.number, line + b"\n"))
         return out
 
     def whole(self) -> bool:

@@ -167,6 +167,19 @@ def test_shards_each_get_their_copy(tmp_path: Path, follow: Path, monkeypatch: p
     _same_reports(outs, tmp_path, monkeypatch)
 
 
+@pytest.mark.timeout(600)
+def test_a_run_on_ray_gets_its_copy(tmp_path: Path, follow: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --ray`: the driver writes what the workers ship, the follower reads the same files."""
+    pytest.importorskip("ray")
+    out = tmp_path / "ray"
+    r = cli("run", str(_config(tmp_path, 3)), "--out", str(out), "--quiet", "--ray", "--ray-workers", "1",
+            timeout=480)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["engine"]["engine"] == "ray"
+    assert set(_ready(out).get("parts", {})) == PARTS
+    _same_reports([out], tmp_path, monkeypatch)
+
+
 def test_a_log_changed_after_the_run_is_read_from_the_logs(tmp_path: Path, follow: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The follower's copy carries the source key of the logs it followed: a line appended afterwards (a
