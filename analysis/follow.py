@@ -264,6 +264,8 @@ def _pipe_closed(fd: int) -> Callable[[float | None], bool]:
 
 def main(argv: list[str]) -> int:
     run_dir, _lock = Path(argv[0]), int(argv[1])  # the lock is held by holding the descriptor open
+    with contextlib.suppress(OSError, AttributeError):  # the run comes first where cores are short
+        os.nice(10)
     try:
         follow(run_dir, _pipe_closed(sys.stdin.fileno()))
     except Exception:  # noqa: BLE001 - a copy is never worth an error: the first report reads the logs

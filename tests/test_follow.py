@@ -226,5 +226,28 @@ def test_the_follower_gives_up_on_logs_a_copy_cannot_stand_for(tmp_path: Path, f
         assert bool(copy.meta) is (case == "whole"), case
 
 
+def test_the_conversations_sample_keeps_its_reasoning_when_fed_run_by_run() -> None:
+    """The follower feeds a run's decisions right after its record: a run that enters the sample after
+    another's decisions were read still gets its reasoning, one pushed out loses it (as the two passes of a
+    read from the logs give)."""
+    from types import SimpleNamespace
+
+    from econarena.analysis.transcripts import Collector
+
+    log = [{"round": 0, "actions": [{"message": "hi"}], "events": {}}]
+    c = Collector(max_runs=1)
+    d: Any = SimpleNamespace(exp={"game": "bargaining"}, config={"x": 1}, path=Path("d"))
+    assert c.begin(d)
+    for session in (1, 0):  # session 1 first: in the sample, then pushed out by session 0
+        c.run(d, session, {"lineup": "m", "session": session, "run": 0, "round_log": log})
+        c.decision(d, {"lineup": "m", "session": session, "run": 0, "round": 0, "player": 0,
+                       "reasoning": f"thought {session}", "reasoning_tokens": 3})
+    c.end(d)
+    (_, _, total, runs), = c.found
+    assert total == 2 and [r["session"] for r in runs] == [0]
+    assert runs[0]["_reasoning"] == {(0, 0): ("thought 0", False, 3)}
+    assert c.thoughts == {(("m", 0, 0)): {(0, 0): ("thought 0", False, 3)}}
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
