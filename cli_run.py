@@ -12,6 +12,7 @@ import contextlib
 import math
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -480,6 +481,33 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
     return out
 
 
+def start_follower(out: Path) -> subprocess.Popen[bytes] | None:
+    """The process that writes the directory's columnar copy while the run plays (analysis/follow.py), so
+    the first report reads no JSON; None without the [report] extra (pyarrow, duckdb) or with copies off.
+    It holds the lock a report waits on from before the run starts (handed over, already locked), reads
+    only the logs, and learns that the run ended when the pipe closes: however the run ends, the kernel
+    closes it. It outlives the run (its own session) so that ``run`` waits for none of its work."""
+    import importlib.util
+
+    from .analysis import columnar
+
+    if os.environ.get("ECONARENA_FOLLOW", "").strip().lower() in ("off", "0", "no", "false"):
+        return None
+    if any(importlib.util.find_spec(m) is None for m in ("pyarrow", "duckdb")):
+        return None
+    fd = columnar.follower_lock(out)
+    if fd is None:
+        return None
+    try:
+        return subprocess.Popen([sys.executable, "-m", f"{__package__}.analysis.follow", str(out), str(fd)],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                pass_fds=(fd,), start_new_session=True)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # the follower holds the lock now (the same open file)
+
+
 def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quiet: bool = False,  # noqa: ANN001
             cache: bool = True, cache_dir: str | None = None, human_io=None,  # noqa: ANN001
             prices: dict[str, tuple[float, float]] | None = None, engine=None,  # noqa: ANN001
@@ -495,7 +523,12 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
                           runtime=RuntimeOptions(cache=cache, cache_path=cache_dir), human_io=human_io,
                           prices=prices or {}, engine=engine, shard=shard)
     host = (_steer_host() if exp.steer is not None else Host)(exp, out, options)
-    result = run_until_signalled(host.run())
+    follower = start_follower(out)
+    try:
+        result = run_until_signalled(host.run())
+    finally:
+        if follower is not None and follower.stdin is not None:
+            follower.stdin.close()  # the run is over: the follower writes the copy, or nothing (not complete)
     summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
         from .analysis.findings import LEGEND, summary_findings, wrapped

@@ -480,6 +480,20 @@ def iter_records(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
         print(f"econarena: warning: {path}: skipped {len(skipped)} unreadable line(s): {shown}", file=sys.stderr)
 
 
+def record_of(line: bytes, kind: str) -> dict[str, Any] | None:
+    """One complete line of a log as :func:`iter_records` reads it: its record, or None for a line it would
+    skip or refuse (not JSON, the wrong shape, NaN). For readers that follow a log as it grows (the
+    columnar copy written as a run plays, ``analysis/follow.py``): None makes them give up, never guess."""
+    try:
+        rec, slow = _loads(line)
+    except (ValueError, RecursionError):
+        return None
+    problem = record_problem(rec, kind)
+    if problem is None and slow:
+        problem = _slow_problem(rec)
+    return None if problem is not None else rec
+
+
 def read_jsonl(path: Path, *, warn: bool = False, kind: str | None = None,
                strict: bool = False) -> list[dict[str, Any]]:
     """Read records, skipping a torn last line left by a killed process.

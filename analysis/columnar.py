@@ -212,10 +212,75 @@ class Copy:
                 tmp.unlink(missing_ok=True)
 
 
+def _digest_of(run_dir: Path) -> str:
+    return hashlib.blake2b(str(run_dir.resolve()).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+
 def open_copy(run_dir: Path, manifest: dict[str, Any]) -> Copy | None:
     """The directory's copy (existing or to be written), or None when copies are off."""
     base = root()
     if base is None:
         return None
-    digest = hashlib.blake2b(str(run_dir.resolve()).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
-    return Copy(run_dir, base / digest, manifest.get("status") == "complete")
+    return Copy(run_dir, base / _digest_of(run_dir), manifest.get("status") == "complete")
+
+
+# The copy written as the run plays (analysis/follow.py): the follower holds an exclusive lock on
+# ``<root>/<digest>.follow`` from before the run starts until its copy is written, so a report of the finished
+# directory waits for that copy instead of parsing the logs and writing it a second time.
+FOLLOW_WAIT_S = 600.0  # a follower that takes longer: the report reads the logs
+
+
+def follower_lock(run_dir: Path) -> int | None:
+    """An open descriptor of the directory's follower lock, locked exclusively (for the process that follows
+    the run); None when copies are off, the cache is not writable or not this user's own, or not POSIX."""
+    base = root()
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no follower, copies are written on the first read
+        return None
+    if base is None:
+        return None
+    try:
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _own(base, True):
+            return None
+        path = base / f"{_digest_of(run_dir)}.follow"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        return None
+    try:
+        if not _own(path, False):
+            raise OSError("not ours")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run's follower still writing: none here
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def wait_for_follower(run_dir: Path, timeout: float = FOLLOW_WAIT_S) -> None:
+    """Wait while a follower of ``run_dir`` still writes its copy (it holds the lock); at most ``timeout``."""
+    import time
+
+    base = root()
+    if base is None:
+        return
+    path = base / f"{_digest_of(run_dir)}.follow"
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except (ImportError, OSError):
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+    finally:
+        os.close(fd)

@@ -424,14 +424,21 @@ def _provenance_html(exps: pd.DataFrame, report: Report, numbers: dict[str, int]
     return "\n".join(parts)
 
 
+def report_collectors(transcripts: int = 50) -> dict[str, Any]:
+    """The scan's consumers a report feeds beside the store, by name: one place, so the copy written as a run
+    plays (``analysis/follow.py``) holds the parts the report's own reading asks for."""
+    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
+    collectors["distributions"] = distributions.Collector()
+    collectors["transcripts"] = TalkCollector(transcripts)
+    return collectors
+
+
 def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
                  prices: str | Path | None = None, title: str = "EconArena report",
                  transcripts: int = 50) -> Report:
     """Read the run directories (once) and write the report, figures and exports into ``out``; up to
     ``transcripts`` games per directory of a game that talks can be read as conversations (0: none)."""
-    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
-    collectors["distributions"] = distributions.Collector()
-    collectors["transcripts"] = TalkCollector(transcripts)
+    collectors = report_collectors(transcripts)
     store, found = study(run_dirs, consumers=list(collectors.values()))
     try:
         return _build(store, found, Path(out), n_boot, seed, prices, title, transcripts, collectors)

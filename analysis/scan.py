@@ -348,6 +348,8 @@ def _copies(dirs: list[Dir], counts: dict[str, int]) -> dict[int, columnar.Copy]
     out: dict[int, columnar.Copy] = {}
     groups: dict[str, list[Dir]] = {}
     for d in dirs:
+        if d.manifest.get("status") == "complete":  # a run just ended: its follower may still write its copy
+            columnar.wait_for_follower(d.path)
         copy = columnar.open_copy(d.path, d.manifest)
         if copy is None:
             return {}

@@ -218,22 +218,23 @@ class Collector(Base):
         self.max_runs = max_runs
         self.found: list[tuple[Dir, Game, int, list[dict[str, Any]]]] = []
         self.thoughts: dict[tuple[str, Any, Any], dict[tuple[Any, Any], tuple[str, bool, Any]]] = {}
-        self._keys: set[tuple[str, Any, Any]] | None = None
+        self._keys: set[tuple[str, Any, Any]] = set()  # the runs in the sample now
 
     def begin(self, d: Dir) -> bool:
         game = GAMES.get(d.exp.get("game", ""))
         if self.max_runs <= 0 or game is None or game.info.messages == "none" or not d.config:
             return False
         self.game, self.total, self.heap, self.count = game, 0, [], 0
-        self.thoughts, self._keys = {}, None
+        self.thoughts, self._keys = {}, set()
         return True
 
     def decision(self, d: Dir, rec: dict[str, Any]) -> None:
         """Keep the reasoning of the kept runs' decisions (the last attempt of a move wins, as on the page)."""
         if "reasoning" not in rec and "reasoning_hidden" not in rec:
             return
-        if self._keys is None:  # the runs are all read before the decisions: the sample is final
-            self._keys = {x[0].key for x in self.heap}
+        # the sample as it stands: a reader that follows a run as it plays feeds a run's decisions right after
+        # its record, not after every record (a run out of the sample now never enters it later; one that
+        # leaves it takes its reasoning with it), so the sample's reasoning is the same either way
         key = (str(rec.get("lineup", "")), rec.get("session", 0), rec.get("run", 0))
         if key not in self._keys:
             return
@@ -251,8 +252,12 @@ class Collector(Base):
         item = (_Reversed(key, -self.count), r)  # the largest key on top, ties: the later line first out
         if len(self.heap) < self.max_runs:
             heapq.heappush(self.heap, item)
+            self._keys.add(key)
         elif item[0] > self.heap[0][0]:
-            heapq.heapreplace(self.heap, item)
+            out = heapq.heapreplace(self.heap, item)[0].key
+            self._keys.discard(out)
+            self.thoughts.pop(out, None)
+            self._keys.add(key)
 
     def end(self, d: Dir) -> None:
         if self.total:

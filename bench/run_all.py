@@ -20,6 +20,7 @@ sys.path.insert(0, str(HERE))
 from figures import PREVIOUS, RESULTS_ENV, load_average  # noqa: E402
 
 BENCHES = ["bench_e2e.py", "bench_host.py", "bench_gama.py", "bench_report.py", "bench_analysis.py",
+           "bench_first_report.py --sessions 30 --repeats 3",
            "bench_concurrency.py", "bench_concurrency.py --via sdk", "bench_llm_cost.py", "bench_startup.py",
            "bench_steering.py", "bench_hf.py", "bench_ray.py", "bench_quick_tier.py", "bench_reasoning.py"]
 

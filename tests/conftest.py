@@ -23,6 +23,9 @@ def pytest_configure(config: pytest.Config) -> None:
     import tempfile
 
     os.environ["ECONARENA_CACHE_DIR"] = tempfile.mkdtemp(prefix="econarena-test-cache-")
+    # no process writing each `econarena run`'s columnar copy beside it (a second of imports per run, on a
+    # machine the suite shares): tests/test_follow.py turns it on where it is the subject
+    os.environ.setdefault("ECONARENA_FOLLOW", "off")
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

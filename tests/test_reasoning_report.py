@@ -29,7 +29,7 @@ def test_reasoning_is_folded_under_its_move() -> None:
 def test_collector_keeps_reasoning_of_the_shown_runs_only() -> None:
     c = Collector(max_runs=1)
     d = SimpleNamespace(exp={"game": "pirate_game"}, config={"x": 1}, path=Path("d"))
-    c.game, c.total, c.heap, c.count, c.thoughts, c._keys = None, 0, [], 0, {}, None
+    c.game, c.total, c.heap, c.count, c.thoughts, c._keys = None, 0, [], 0, {}, set()
     for session in (0, 1):
         c.run(d, session, {"lineup": "m", "session": session, "run": 0, "round_log": LOG})  # type: ignore[arg-type]
     for session in (0, 1):
