@@ -1,39 +1,17 @@
-"""What each provider accepts of the reasoning settings, checked at ``validate`` (no key, no SDK needed).
+"""The reasoning settings a provider cannot honour, checked at ``validate`` (no key, no SDK needed); what
+each provider accepts is its record's ``accepts`` (``providers/__init__.py``).
 
-Why a table of its own: a setting a provider cannot honour must be refused, naming the provider and the
+Why a check of its own: a setting a provider cannot honour must be refused, naming the provider and the
 key, never dropped in silence; and the sampling rules of reasoning models (a budget that must fit under
 ``max_tokens``, the headroom an answer needs after the thinking) are the same check for every player.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .providers import ALL_EFFORTS, PROVIDERS, Accepts
 from .settings import LLMSettings
 
-
-@dataclass(frozen=True)
-class Accepts:
-    """One provider's reasoning settings: the effort levels it has, and whether it takes a token budget
-    (with the smallest budget its API allows)."""
-
-    efforts: tuple[str, ...]
-    budget: bool
-    min_budget: int = 1
-    note: str = ""  # why a setting is missing, for the error message
-
-
-ALL_EFFORTS = ("none", "minimal", "low", "medium", "high")
-
-ACCEPTS: dict[str, Accepts] = {
-    "openai": Accepts(ALL_EFFORTS, False, note="chat completions take reasoning_effort but no token budget"),
-    "anthropic": Accepts(("none", "low", "medium", "high"), True, 1024,
-                         note="the Messages API's effort levels are low, medium and high (none: thinking off); "
-                              "extended thinking's budget_tokens is at least 1024"),
-    "google": Accepts(ALL_EFFORTS, True, note="Gemini takes a thinking_level or a thinking_budget"),
-    "zhipuai": Accepts(ALL_EFFORTS, False, note="GLM has a thinking switch and reasoning_effort, no budget"),
-    "hf": Accepts(ALL_EFFORTS, True, note="a chat template's thinking switch and a cap on thinking tokens"),
-}
+__all__ = ["ALL_EFFORTS", "Accepts", "reasoning_problems"]  # the efforts live in each provider's record
 
 # what an answer needs after the reasoning, when the player leaves max_tokens at its default
 DEFAULT_MAX_TOKENS = LLMSettings.model_fields["max_tokens"].default
@@ -41,7 +19,8 @@ DEFAULT_MAX_TOKENS = LLMSettings.model_fields["max_tokens"].default
 
 def reasoning_problems(provider: str, settings: LLMSettings, where: str) -> list[str]:
     """The reasoning settings this provider cannot honour, or that would cut the model before it answers."""
-    accepts = ACCEPTS.get(provider)
+    record = PROVIDERS.get(provider)
+    accepts = record.accepts if record is not None else None
     if accepts is None or (settings.reasoning_effort is None and settings.reasoning_tokens is None):
         return []
     problems: list[str] = []
