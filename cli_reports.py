@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from .cli_run import (
     same_experiment,
 )
 from .files import CONFIG_BYTES, FileRefused, read_text
+from .formats.registry import Registry
 from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
@@ -492,7 +494,18 @@ def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     return [games_path, summary_path]
 
 
-_AFTER_IMPORT = {"gamabench": _after_gamabench, "negotiationarena": _after_negotiationarena, "glee": _after_glee}
+def _hook(obj: Any, source: str) -> Callable[[Any, Path, argparse.Namespace], list[Path]]:
+    if not callable(obj):
+        raise TypeError(f"expected a function (result, out, args) -> written files, got {type(obj).__name__}")
+    return obj  # type: ignore[no-any-return]
+
+
+# what each source prints and writes after its import (the family's own tables), by source name; the
+# targets are relative to the package
+_AFTER_IMPORT: Registry[Callable[[Any, Path, argparse.Namespace], list[Path]]] = Registry("import hook", {
+    "gamabench": ".cli_reports:_after_gamabench", "negotiationarena": ".cli_reports:_after_negotiationarena",
+    "glee": ".cli_reports:_after_glee",
+}, package=__package__, check=_hook)
 
 
 # -------------------------------------------------------------------------------------------- analyze

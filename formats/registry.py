@@ -15,10 +15,12 @@ refuses a name that is not an entry. This module imports nothing of the package,
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:  # importlib.metadata is imported when entry points are first read: start-up stays short
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
 
@@ -41,8 +43,9 @@ class Registry(Generic[T]):
     (the module is the object); a target that starts with ``.`` is relative to ``package``. ``group`` names
     an entry-point group whose entries join after the built-ins (a built-in name is never replaced).
     ``kind`` is what every loaded object must be: a class (the object must be that class, a subclass of it,
-    or an instance of it) or a ``runtime_checkable`` Protocol (the object must satisfy it); ``check`` may
-    turn the loaded object into the one filed (it raises ``ValueError`` or ``TypeError`` to refuse it).
+    or an instance of it) or a ``runtime_checkable`` Protocol (the object must satisfy it); ``check(obj, name)`` may
+    turn the loaded object into the one filed (it raises ``ValueError`` or ``TypeError`` to refuse it, and
+    the registry puts the entry's name and target before the message).
     """
 
     def __init__(self, what: str, entries: Mapping[str, str], *, package: str | None = None,
@@ -60,16 +63,18 @@ class Registry(Generic[T]):
         self._check = check
         self._entries: dict[str, str] = dict(entries)
         self._loaded: dict[str, T] = {}
-        self._from_group: dict[str, importlib.metadata.EntryPoint] | None = None
+        self._from_group: dict[str, EntryPoint] | None = None
 
     # ----------------------------------------------------------------------------------------- names
 
-    def _group(self) -> dict[str, importlib.metadata.EntryPoint]:
+    def _group(self) -> dict[str, EntryPoint]:
         """The entry points of ``group`` not shadowing a built-in, read once (asked only when needed)."""
         if self._from_group is None:
-            found: dict[str, importlib.metadata.EntryPoint] = {}
+            found: dict[str, EntryPoint] = {}
             if self.group is not None:
-                for ep in importlib.metadata.entry_points(group=self.group):
+                from importlib.metadata import entry_points
+
+                for ep in entry_points(group=self.group):
                     if ep.name not in self._entries:
                         found.setdefault(ep.name, ep)
             self._from_group = found
@@ -119,7 +124,7 @@ class Registry(Generic[T]):
                 obj = ep.load()
             except Exception as exc:  # whatever a third-party package raises, said with the entry named
                 raise RegistryError(f"{where}: does not load: {type(exc).__name__}: {exc}") from exc
-        filed = self._checked(obj, where)
+        filed = self._checked(obj, name, where)
         self._loaded[name] = filed
         return filed
 
@@ -149,7 +154,7 @@ class Registry(Generic[T]):
                 raise RegistryError(f"{where}: module {module!r} has no {attr!r}") from None
         return obj
 
-    def _checked(self, obj: Any, where: str) -> T:
+    def _checked(self, obj: Any, name: str, where: str) -> T:
         kind = self.kind
         if kind is not None:
             is_protocol = getattr(kind, "_is_protocol", False)
@@ -164,9 +169,9 @@ class Registry(Generic[T]):
                                     f"got {got}")
         if self._check is not None:
             try:
-                return self._check(obj, where)
+                return self._check(obj, name)
             except (TypeError, ValueError) as exc:
-                raise RegistryError(str(exc)) from exc
+                raise RegistryError(f"{where}: {exc}") from exc
         return obj  # type: ignore[no-any-return]
 
     def _unknown(self, name: str) -> RegistryError:

@@ -11,7 +11,6 @@ is ever imported by name.
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from dataclasses import dataclass
 
@@ -114,10 +113,12 @@ def older(installed: str, minimum: str) -> bool:
 def check_sdk(record: ProviderRecord) -> None:
     """Refuse an SDK older than the record's minimum before importing it: an old SDK would fail later,
     deep in a call, with an error that names neither the version nor the fix."""
+    from importlib import metadata
+
     for dist, minimum in record.sdk_min:
         try:
-            installed = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
+            installed = metadata.version(dist)
+        except metadata.PackageNotFoundError:
             continue  # not installed: the import says so, and the preflight names the extra
         if older(installed, minimum):
             raise AgentError(f"agent '{record.name}' needs {dist} >= {minimum}, but {dist} {installed} is "
