@@ -199,7 +199,7 @@ def toml_reference() -> str:
             ""]
     out += ["## `[[players]]`", "",
             "Every entry takes the keys below; `agent` decides which others it may have. An LLM provider "
-            "(`openai`, `anthropic`, `google`, `zhipuai`, `hf`) takes the LLM keys of `[llm]` as well.", ""]
+            f"({_providers()}) takes the LLM keys of `[llm]` as well.", ""]
     docs = field_docs(PlayerEntry) | {"alias": ALIAS_DOC}
     rows = ["| key | for | type | default | meaning |", "|---|---|---|---|---|"]
     for key in PLAYER_KEYS:
@@ -319,6 +319,13 @@ CLI_TASKS = (
 
 
 # ---------------------------------------------------------------- games and agents
+
+
+def _providers() -> str:
+    """The providers' names from their records, so a new provider needs no edit here."""
+    from econarena.agents.providers import PROVIDERS
+
+    return ", ".join(f"`{name}`" for name in PROVIDERS)
 
 
 def games_reference() -> str:
