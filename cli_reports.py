@@ -423,7 +423,9 @@ def _import_into(args: argparse.Namespace, module: Any, given: dict[str, Any], o
         return EXIT_CONFIG
     for d in result.dirs:
         write_summary(d)
-    files += _AFTER_IMPORT[args.source](result, out, args)
+    hook = _AFTER_IMPORT.get(args.source)  # a source's own tables, where it has any
+    if hook is not None:
+        files += hook(result, out, args)
     print()
     print("\n".join(result.lines()))
     for d in result.disagreements[:_SHOWN]:
@@ -678,6 +680,8 @@ def _safe_name(text: str) -> str:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the report commands to the ``econarena`` parser."""
+    from .importers.registry import IMPORTERS  # the sources' names only: no importer is imported
+
     r = sub.add_parser("report", help="HTML report with the paper's figures and tables from run directories",
                        description="Build report.html (self-contained), PNG/SVG figures, metrics.csv and "
                                    "parquet exports from run directories (or folders of them).")
@@ -718,7 +722,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                     "the published Figure 3 beside the logs "
                                     "(OUT/negotiationarena_published_check.csv). glee: GLEE's Data/ folder (models "
                                     "and people) -> OUT/glee_games.csv (one row per game) and OUT/glee_summary.csv.")
-    im.add_argument("source", choices=["gamabench", "negotiationarena", "glee"],
+    im.add_argument("source", choices=IMPORTERS.builtin(),
                     help="whose results: gamabench (CUHK-ARISE/GAMABench raw_results/), negotiationarena "
                          "(vinid/NegotiationArena game_state.json logs) or glee (eilamshapira/GLEE Data/)")
     im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR|DATA_DIR",

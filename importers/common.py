@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -34,18 +34,6 @@ from ..games.text import name_problem, storable
 from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
-
-
-@runtime_checkable
-class Importer(Protocol):
-    """A source module (the registry checks each on load): the members the module docstring describes."""
-
-    NAME: str
-    DESCRIPTION: str
-    ITEMS: str
-    OPTIONS: tuple[str, ...]
-
-    def import_dir(self, src: str | Path, out: str | Path, **options: Any) -> ImportResult: ...
 
 
 class ImportFailed(Exception):

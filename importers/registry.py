@@ -1,14 +1,30 @@
 """The importers, by the source name ``econarena import`` takes: lazy entries of the one registry type
-(``formats/registry.py``), each checked on load against :class:`.common.Importer`. Adding a source is one
+(``formats/registry.py``), each checked on load against :class:`Importer`. Adding a source is one
 line here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..formats.registry import Registry
-from .common import Importer
+
+if TYPE_CHECKING:
+    from .common import ImportResult
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """A source module, checked on load: the interface ``importers/common.py`` describes. Declared here, not
+    there, so that naming the sources (the command line's choices) imports no importer."""
+
+    NAME: str
+    DESCRIPTION: str
+    ITEMS: str
+    OPTIONS: tuple[str, ...]
+
+    def import_dir(self, src: str | Path, out: str | Path, **options: Any) -> ImportResult: ...
 
 
 def _named(module: Any, source: str) -> ModuleType:
