@@ -22,8 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from econarena.agents.providers import RECORDS
+
 REPO = Path(__file__).resolve().parent.parent
 SDKS = ("openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "aiohttp", "httpx")
+SDKS = tuple(dict.fromkeys((*SDKS, *(m.split(".")[0] for r in RECORDS for m in r.sdk_modules))))  # a new one too
 LAYERS = ("games", "agents", "hosts", "importers", "analysis")
 CLI = ("cli", "cli_reports", "cli_bench", "cli_run")
 # games/plugins.py finds games of the user's own packages (module:Class paths, entry points): it imports by
