@@ -38,16 +38,16 @@ def reasoning_problems(provider: str, settings: LLMSettings, where: str) -> list
         if effort == "none":
             problems.append(f"{where}: reasoning_tokens = {budget} with reasoning_effort = \"none\": a budget for "
                             "thinking that is switched off; set one of them")
-        elif effort is not None and provider in ("anthropic", "google"):
+        elif effort is not None and accepts.effort_or_budget:
             problems.append(f"{where}: agent '{provider}' takes reasoning_effort or reasoning_tokens, not both; "
                             "remove one of them")
         if budget >= settings.max_tokens:
             problems.append(f"{where}: reasoning_tokens = {budget} must be below max_tokens = {settings.max_tokens} "
                             "(the reasoning counts toward max_tokens and the answer needs room after it); "
                             "raise max_tokens")
-    if provider == "hf" and settings.reasoning_on and settings.structured != "off":
+    if not accepts.structured_reasoning and settings.reasoning_on and settings.structured != "off":
         problems.append(f"{where}: structured = \"{settings.structured}\" with a reasoning setting is not available "
-                        "for agent 'hf': the grammar constrains the reply from its first token, so the model "
+                        f"for agent '{provider}': the grammar constrains the reply from its first token, so the model "
                         "could not think first; use structured = \"off\" or remove the reasoning setting")
     if settings.reasoning_on and "max_tokens" not in settings.model_fields_set:
         problems.append(f"{where}: a reasoning model with the default max_tokens = {DEFAULT_MAX_TOKENS} is cut "

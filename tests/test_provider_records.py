@@ -46,6 +46,16 @@ def test_every_fact_of_a_provider_comes_from_its_record(name: str, monkeypatch: 
         f"p: reasoning_effort = \"high\" is not available for agent '{name}' (what the forged {name} says); "
         "use one of low"]
 
+    grammar = dataclasses.replace(forged, accepts=Accepts(("high",), True, effort_or_budget=True,
+                                                          structured_reasoning=False))
+    monkeypatch.setitem(PROVIDERS, name, grammar)
+    both = LLMSettings(model="m", reasoning_effort="high", reasoning_tokens=100, max_tokens=4000, structured="format")
+    got = reasoning_problems(name, both, "p")
+    assert len(got) == 2 and got[0].startswith(f"p: agent '{name}' takes reasoning_effort or reasoning_tokens")
+    assert got[1].startswith(f"p: structured = \"format\" with a reasoning setting is not available for agent "
+                             f"'{name}': the grammar")
+    monkeypatch.setitem(PROVIDERS, name, forged)
+
     problems = preflight(name, settings, "p")
     assert problems[0] == f"p: agent '{name}' needs no_such_sdk_{name}: pip install 'econarena[extra_{name}]'"
 
@@ -77,16 +87,19 @@ def test_no_provider_class_restates_a_fact_of_its_record() -> None:
 def test_the_records_hold_the_facts_they_held_before() -> None:
     """The values moved from the four places, unchanged (written out here by hand)."""
     got = {r.name: (r.extra, r.sdk_modules, r.key_envs, r.accepts.efforts, r.accepts.budget, r.accepts.min_budget,
-                    r.needs_model, r.structured) for r in RECORDS}
+                    r.accepts.effort_or_budget, r.accepts.structured_reasoning, r.needs_model, r.structured)
+           for r in RECORDS}
     every = ("none", "minimal", "low", "medium", "high")
     assert got == {
-        "openai": ("openai", ("openai",), ("OPENAI_API_KEY",), every, False, 1, True, ("format", "strict")),
-        "anthropic": ("anthropic", ("anthropic",), ("ANTHROPIC_API_KEY",), ("none", "low", "medium", "high"), True,
-                      1024, True, ("format",)),
-        "google": ("google", ("google.genai",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"), every, True, 1, True,
+        "openai": ("openai", ("openai",), ("OPENAI_API_KEY",), every, False, 1, False, True, True,
                    ("format", "strict")),
-        "zhipuai": ("zhipuai", ("zai",), ("ZHIPUAI_API_KEY", "ZAI_API_KEY"), every, False, 1, True, ("format",)),
-        "hf": ("hf", ("torch", "transformers"), (), every, True, 1, False, ("format", "strict")),
+        "anthropic": ("anthropic", ("anthropic",), ("ANTHROPIC_API_KEY",), ("none", "low", "medium", "high"), True,
+                      1024, True, True, True, ("format",)),
+        "google": ("google", ("google.genai",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"), every, True, 1, True, True,
+                   True, ("format", "strict")),
+        "zhipuai": ("zhipuai", ("zai",), ("ZHIPUAI_API_KEY", "ZAI_API_KEY"), every, False, 1, False, True, True,
+                    ("format",)),
+        "hf": ("hf", ("torch", "transformers"), (), every, True, 1, False, False, False, ("format", "strict")),
     }
 
 

@@ -30,6 +30,8 @@ class Accepts:
     budget: bool
     min_budget: int = 1
     note: str = ""  # why a setting is missing, for the error message
+    effort_or_budget: bool = False  # takes reasoning_effort or reasoning_tokens, never both at once
+    structured_reasoning: bool = True  # False: a structured reply cannot think first (a grammar from token one)
 
 
 @dataclass(frozen=True)
@@ -68,14 +70,14 @@ RECORDS: tuple[ProviderRecord, ...] = (
         "anthropic", ("anthropic",), (("anthropic", "0.50"),), ("ANTHROPIC_API_KEY",),
         Accepts(("none", "low", "medium", "high"), True, 1024,
                 note="the Messages API's effort levels are low, medium and high (none: thinking off); "
-                     "extended thinking's budget_tokens is at least 1024"),
+                     "extended thinking's budget_tokens is at least 1024", effort_or_budget=True),
         structured=("format",),
         structured_note="Anthropic's structured outputs do not enforce numeric bounds (minimum/maximum)",
     ),
     ProviderRecord(
         "google", "Google Gemini through google-genai", ".google:GoogleProvider",
         "google", ("google.genai",), (("google-genai", "1.0"),), ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-        Accepts(ALL_EFFORTS, True, note="Gemini takes a thinking_level or a thinking_budget"),
+        Accepts(ALL_EFFORTS, True, note="Gemini takes a thinking_level or a thinking_budget", effort_or_budget=True),
     ),
     ProviderRecord(
         "zhipuai", "ZhipuAI / Z.ai GLM models through zai-sdk", ".zhipuai:ZhipuAIProvider",
@@ -87,7 +89,8 @@ RECORDS: tuple[ProviderRecord, ...] = (
     ProviderRecord(
         "hf", "local Hugging Face transformers model (default: bundled SmolLM2-135M-Instruct)", ".hf:HFProvider",
         "hf", ("torch", "transformers"), (("torch", "2.2"), ("transformers", "4.50")), (),
-        Accepts(ALL_EFFORTS, True, note="a chat template's thinking switch and a cap on thinking tokens"),
+        Accepts(ALL_EFFORTS, True, note="a chat template's thinking switch and a cap on thinking tokens",
+                structured_reasoning=False),
         needs_model=False,
     ),
 )
