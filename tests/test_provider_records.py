@@ -85,10 +85,12 @@ def test_no_provider_class_restates_a_fact_of_its_record() -> None:
 
 
 def test_the_records_hold_the_facts_they_held_before() -> None:
-    """The values moved from the four places, unchanged (written out here by hand)."""
+    """The values moved from the four places, unchanged (written out here by hand); a provider added later
+    is held by its own tests."""
+    moved = ("openai", "anthropic", "google", "zhipuai", "hf")
     got = {r.name: (r.extra, r.sdk_modules, r.key_envs, r.accepts.efforts, r.accepts.budget, r.accepts.min_budget,
                     r.accepts.effort_or_budget, r.accepts.structured_reasoning, r.needs_model, r.structured)
-           for r in RECORDS}
+           for r in RECORDS if r.name in moved}
     every = ("none", "minimal", "low", "medium", "high")
     assert got == {
         "openai": ("openai", ("openai",), ("OPENAI_API_KEY",), every, False, 1, False, True, True,
