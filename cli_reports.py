@@ -503,11 +503,11 @@ def _hook(obj: Any, source: str) -> Callable[[Any, Path, argparse.Namespace], li
 
 
 # what each source prints and writes after its import (the family's own tables), by source name; the
-# targets are relative to the package
+# targets name this module by its own __name__, so they hold wherever the module lives
 _AFTER_IMPORT: Registry[Callable[[Any, Path, argparse.Namespace], list[Path]]] = Registry("import hook", {
-    "gamabench": ".cli_reports:_after_gamabench", "negotiationarena": ".cli_reports:_after_negotiationarena",
-    "glee": ".cli_reports:_after_glee",
-}, package=__package__, check=_hook)
+    "gamabench": f"{__name__}:_after_gamabench", "negotiationarena": f"{__name__}:_after_negotiationarena",
+    "glee": f"{__name__}:_after_glee",
+}, check=_hook)
 
 
 # -------------------------------------------------------------------------------------------- analyze
