@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from .cli_run import (
     same_experiment,
 )
 from .files import CONFIG_BYTES, FileRefused, read_text
+from .formats.registry import Registry
 from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
@@ -424,7 +426,9 @@ def _import_into(args: argparse.Namespace, module: Any, given: dict[str, Any], o
         return EXIT_CONFIG
     for d in result.dirs:
         write_summary(d)
-    files += _AFTER_IMPORT[args.source](result, out, args)
+    hook = _AFTER_IMPORT.get(args.source)  # a source's own tables, where it has any
+    if hook is not None:
+        files += hook(result, out, args)
     print()
     print("\n".join(result.lines()))
     for d in result.disagreements[:_SHOWN]:
@@ -495,7 +499,18 @@ def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     return [games_path, summary_path]
 
 
-_AFTER_IMPORT = {"gamabench": _after_gamabench, "negotiationarena": _after_negotiationarena, "glee": _after_glee}
+def _hook(obj: Any, source: str) -> Callable[[Any, Path, argparse.Namespace], list[Path]]:
+    if not callable(obj):
+        raise TypeError(f"expected a function (result, out, args) -> written files, got {type(obj).__name__}")
+    return obj  # type: ignore[no-any-return]
+
+
+# what each source prints and writes after its import (the family's own tables), by source name; the
+# targets name this module by its own __name__, so they hold wherever the module lives
+_AFTER_IMPORT: Registry[Callable[[Any, Path, argparse.Namespace], list[Path]]] = Registry("import hook", {
+    "gamabench": f"{__name__}:_after_gamabench", "negotiationarena": f"{__name__}:_after_negotiationarena",
+    "glee": f"{__name__}:_after_glee",
+}, check=_hook)
 
 
 # -------------------------------------------------------------------------------------------- analyze
@@ -668,6 +683,8 @@ def _safe_name(text: str) -> str:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the report commands to the ``econarena`` parser."""
+    from .importers.registry import IMPORTERS  # the sources' names only: no importer is imported
+
     r = sub.add_parser("report", help="HTML report with the paper's figures and tables from run directories",
                        description="Build report.html (self-contained), PNG/SVG figures, metrics.csv and "
                                    "parquet exports from run directories (or folders of them).")
@@ -709,7 +726,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                     "the published Figure 3 beside the logs "
                                     "(OUT/negotiationarena_published_check.csv). glee: GLEE's Data/ folder (models "
                                     "and people) -> OUT/glee_games.csv (one row per game) and OUT/glee_summary.csv.")
-    im.add_argument("source", choices=["gamabench", "negotiationarena", "glee"],
+    im.add_argument("source", choices=IMPORTERS.builtin(),
                     help="whose results: gamabench (CUHK-ARISE/GAMABench raw_results/), negotiationarena "
                          "(vinid/NegotiationArena game_state.json logs) or glee (eilamshapira/GLEE Data/)")
     im.add_argument("raw_dir", metavar="RAW_DIR|LOG_DIR|DATA_DIR",

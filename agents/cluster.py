@@ -206,8 +206,6 @@ class ReplicaProvider(Provider):
     in flight from here (the replicas batch what they receive)."""
 
     name: ClassVar[str] = "hf"
-    extra: ClassVar[str] = "hf"
-    sdk_modules: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: LLMSettings, replicas: Sequence[Any]) -> None:
         super().__init__(settings)

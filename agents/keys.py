@@ -1,27 +1,24 @@
-"""Which environment variable holds each provider's API key, and reading it.
+"""Reading each provider's API key from the variables its record names (``providers/__init__.py``).
 
-Below the provider registry and the providers themselves, which all need it: keys are looked up by name
-here, never logged; only the variable's name ever appears in a message.
+Keys are looked up by name here, never logged; only the variable's name ever appears in a message.
 """
 
 from __future__ import annotations
 
 import os
 
+from .providers import PROVIDERS
 from .settings import LLMSettings
 
-# the variables each provider reads, first set wins (a player's api_key_env replaces them)
-KEY_ENVS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "zhipuai": ("ZHIPUAI_API_KEY", "ZAI_API_KEY"),
-    "hf": (),
-}
+
+def _record_envs(provider: str) -> tuple[str, ...]:
+    record = PROVIDERS.get(provider)
+    return record.key_envs if record is not None else ()
 
 
 def key_envs(provider: str, settings: LLMSettings) -> tuple[str, ...]:
-    return (settings.api_key_env,) if settings.api_key_env else KEY_ENVS.get(provider, ())
+    """The variables this player reads, first set wins (its api_key_env replaces the record's)."""
+    return (settings.api_key_env,) if settings.api_key_env else _record_envs(provider)
 
 
 def api_key_source(provider: str, settings: LLMSettings) -> tuple[str, str] | None:
@@ -41,7 +38,7 @@ def api_key(provider: str, settings: LLMSettings) -> str | None:
 def key_value(provider: str, api_key_env: str | None = None) -> str | None:
     """The key a player of ``provider`` (with its ``api_key_env``, if any) would send, or None: masked in its
     ``base_url`` wherever that is written (a proxy's URL may carry the key in its path)."""
-    for env in (api_key_env,) if api_key_env else KEY_ENVS.get(provider, ()):
+    for env in (api_key_env,) if api_key_env else _record_envs(provider):
         value = os.environ.get(env, "").strip()
         if value:
             return value
@@ -52,7 +49,7 @@ def key_value(provider: str, api_key_env: str | None = None) -> str | None:
 def known_keys(*envs: str | None) -> list[str]:
     """The value of every key variable this process could send (each provider's, and the ``envs`` named by
     api_key_env), longest first, those of 8 characters or more: what no file, message or page may show."""
-    names = {e for group in KEY_ENVS.values() for e in group} | {e for e in envs if e}
+    names = {e for record in PROVIDERS.values() for e in record.key_envs} | {e for e in envs if e}
     values = {os.environ.get(n, "").strip() for n in names}
     return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
 

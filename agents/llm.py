@@ -27,11 +27,11 @@ from .preflight import (
     preflight,
     settings_problems,
 )
-from .providers import PROVIDERS, ProviderInfo, unknown_provider
+from .providers import PROVIDERS, ProviderRecord, unknown_provider
 from .settings import LLM_SETTING_KEYS, Generation, LLMSettings, Provider
 
 __all__ = [
-    "LLM_SETTING_KEYS", "PROVIDERS", "Generation", "LLMAgent", "LLMSettings", "Provider", "ProviderInfo",
+    "LLM_SETTING_KEYS", "PROVIDERS", "Generation", "LLMAgent", "LLMSettings", "Provider", "ProviderRecord",
     "RuntimeOptions", "api_key", "api_key_source", "build_llm_agent", "close_all", "decision_seed",
     "is_loopback", "load_dotenv", "local_model_problems", "preflight", "provider_key", "settings_problems",
     "share_provider", "unknown_provider",

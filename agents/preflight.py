@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from .base import AgentError
 from .effort import reasoning_problems
 from .keys import api_key, key_envs
-from .providers import PROVIDERS
+from .providers import PROVIDERS, check_sdk
 from .settings import LLMSettings
 
 if TYPE_CHECKING:
@@ -68,6 +69,11 @@ def preflight(provider: str, settings: LLMSettings, where: str) -> list[str]:
             f"{where}: agent '{provider}' needs {', '.join(missing)}: "
             f"pip install 'econarena[{info.extra}]'"
         )
+    else:
+        try:
+            check_sdk(info)  # an SDK older than the record's minimum, said before any run starts
+        except AgentError as exc:
+            problems.append(f"{where}: {exc}")
     envs = key_envs(provider, settings)
     if envs and not _key_optional(settings) and api_key(provider, settings) is None:
         problems.append(f"{where}: agent '{provider}' needs an API key: set {' or '.join(envs)}"

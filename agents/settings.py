@@ -126,12 +126,11 @@ class Generation:
 
 
 class Provider(abc.ABC):
-    """One backend. Subclasses set the class attributes and implement :meth:`generate`."""
+    """One backend. Subclasses set ``name`` and implement :meth:`generate`; what is known of a provider
+    before its SDK loads (extra, SDK modules and versions, key variables) is its record in
+    ``providers/__init__.py``."""
 
     name: ClassVar[str]
-    extra: ClassVar[str]  # pip extra that installs the SDK
-    sdk_modules: ClassVar[tuple[str, ...]]  # import names that must be importable
-    key_envs: ClassVar[tuple[str, ...]] = ()  # accepted key variables, first set wins
     default_model: ClassVar[str | None] = None
 
     def __init__(self, settings: LLMSettings) -> None:

@@ -24,13 +24,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from .. import __version__
 from ..csvcells import frame_csv
+from ..formats.registry import Registry
 from ..games import GAMES
 from ..games.text import storable
 from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
@@ -39,8 +41,6 @@ from . import distributions
 from . import figures as F
 from .cells import factor_columns, factors, shown_cell
 from .compare import compare, compare_by, setting_pairs, trend_axis, trend_by
-from .families import econarena, gamabench, glee, steering
-from .families import negotiationarena as na
 from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
 from .page import Card, Context, Section, esc, sources_html, table_html
@@ -52,9 +52,31 @@ from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
-# Every family module gives scorecard(ctx) and section(ctx); the order breaks ties between cards that
-# summarise as many run directories. EconArena's card covers the experiments no other module claims.
-FAMILY_MODULES = (econarena, gamabench, na, glee, steering)
+
+
+@runtime_checkable
+class ReportSection(Protocol):
+    """A family's part of the report (``analysis/families/<family>.py``): the family it reads and its
+    scorecard; it may also give ``section(ctx)`` (its part of the page) and ``collector()`` (what it keeps
+    of each record while the scan reads the logs)."""
+
+    FAMILY: str
+
+    def scorecard(self, ctx: Any) -> Any: ...
+
+
+# The family sections in report order (which also breaks ties between cards that summarise as many run
+# directories), each imported when a report is built. The first one's card covers the experiments no other
+# section claims, and it gives no section of its own.
+SECTIONS: Registry[ModuleType] = Registry("report section", {
+    "econarena": ".families.econarena", "gamabench": ".families.gamabench",
+    "negotiationarena": ".families.negotiationarena", "glee": ".families.glee", "steering": ".families.steering",
+}, package=__package__, kind=ReportSection)
+REST = "econarena"  # the section whose card takes the experiments the others do not claim
+
+
+def _sections() -> list[tuple[str, ModuleType]]:
+    return list(SECTIONS.items())
 
 
 @dataclass
@@ -398,7 +420,7 @@ def _family_of(game: str) -> str:
 def _core(store: Any) -> Frames:
     """The experiments no family module other than EconArena's analyses (the paper's figures and card), as
     pandas frames: only their rows are read into memory."""
-    claimed = {m.FAMILY for m in FAMILY_MODULES if m is not econarena}
+    claimed = {m.FAMILY for name, m in _sections() if name != REST}
     keep = [d.index for d, e in zip(store.dirs, store.experiments) if _family_of(str(e["game"])) not in claimed]
     return store.frames(keep)
 
@@ -427,7 +449,7 @@ def _provenance_html(exps: pd.DataFrame, report: Report, numbers: dict[str, int]
 def report_collectors(transcripts: int = 50) -> dict[str, Any]:
     """The scan's consumers a report feeds beside the store, by name: one place, so the copy written as a run
     plays (``analysis/follow.py``) holds the parts the report's own reading asks for."""
-    collectors = {m.FAMILY: m.collector() for m in FAMILY_MODULES if hasattr(m, "collector")}
+    collectors = {m.FAMILY: m.collector() for _, m in _sections() if hasattr(m, "collector")}
     collectors["distributions"] = distributions.Collector()
     collectors["transcripts"] = TalkCollector(transcripts)
     return collectors
@@ -490,8 +512,8 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
                 else:
                     report.figures.append(fig)
                     numbers[fig.key] = figure_number(fig)
-        cards = [(i, c) for i, m in enumerate(FAMILY_MODULES) if (c := m.scorecard(ctx)) is not None]
-        sections = [s for m in FAMILY_MODULES if m is not econarena and (s := m.section(ctx)) is not None]
+        cards = [(i, c) for i, (_, m) in enumerate(_sections()) if (c := m.scorecard(ctx)) is not None]
+        sections = [s for name, m in _sections() if name != REST and (s := m.section(ctx)) is not None]
         spread = distributions.report_sections(dirs, figdir, collectors["distributions"])
         thinking = reasoning_section(store, figdir, out, load_prices(prices))  # None without reasoning
         if thinking is not None:

@@ -8,11 +8,11 @@ use of their key (``plugins.py``: a ``module:Class`` path, or an ``econarena.gam
 
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from ..formats.registry import Registry as Shared
 from .base import Game
 
-FAMILY_NAMES = ("econarena", "gamabench", "negotiationarena", "glee", "steering", "classic")
 # each family's games, so that a family is imported only when one of its games is played or named (a
 # one-game experiment's validate, run and summary import one family); tests check this against GAMES
 FAMILY_GAMES: dict[str, tuple[str, ...]] = {
@@ -24,6 +24,7 @@ FAMILY_GAMES: dict[str, tuple[str, ...]] = {
     "steering": ("fruit_trade",),
     "classic": ("prisoners_dilemma", "matching_pennies"),
 }
+FAMILY_NAMES = tuple(FAMILY_GAMES)  # in the order above: the order of listings, reports and the reference
 
 
 class Registry(dict[str, Game]):
@@ -117,33 +118,21 @@ class Registry(dict[str, Game]):
 
 
 _BUILTIN = {name for names in FAMILY_GAMES.values() for name in names}
-def _import_family(family: str) -> ModuleType:  # written out: nothing is imported by a computed name
-    if family == "econarena":
-        from .econarena import GAMES  # noqa: F401
-    elif family == "gamabench":
-        from .gamabench import GAMES  # noqa: F401
-    elif family == "negotiationarena":
-        from .negotiationarena import GAMES  # noqa: F401
-    elif family == "glee":
-        from .glee import GAMES  # noqa: F401
-    elif family == "steering":
-        from .steering import GAMES  # noqa: F401
-    elif family == "classic":
-        from .classic import GAMES  # noqa: F401
-    else:
-        raise KeyError(family)
-    return globals()[family]  # the import filed the submodule here (asking getattr would recurse)
 
 
-class _Families(dict[str, ModuleType]):
-    """The family modules by name, each imported on first use."""
+@runtime_checkable
+class Family(Protocol):
+    """What a family module gives: its games, in order (and a card in its docstring)."""
 
-    def __missing__(self, family: str) -> ModuleType:
-        module = self[family] = _import_family(family)
-        return module
+    GAMES: tuple[Game, ...]
 
 
-_modules = _Families()
+# the family modules, each imported on first use; the targets are written out (nothing is imported by a
+# name computed or read from a file)
+_modules: Shared[ModuleType] = Shared("game family", {
+    "econarena": ".econarena", "gamabench": ".gamabench", "negotiationarena": ".negotiationarena",
+    "glee": ".glee", "steering": ".steering", "classic": ".classic",
+}, package=__name__, kind=Family)
 GAMES: Registry = Registry({name: family for family, names in FAMILY_GAMES.items() for name in names})
 
 

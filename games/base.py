@@ -259,9 +259,13 @@ class GameInfo:
 class Game(abc.ABC):
     """Rules of one game. Subclasses are stateless; all state lives in the frozen state objects.
 
-    Required: ``setup``, ``initial_state``, ``to_move``, ``action_spec``, ``observation``, ``apply`` and
-    ``outcome``. Optional capabilities: ``equilibrium``/``deviation`` (return None when the game has
-    none), ``strategy`` (baselines), ``report``/``events`` (rounds), ``score`` and ``metrics``.
+    The contract in parts (:mod:`.capabilities`): the core a game must write (:class:`.capabilities.Core`:
+    the declarations and ``setup``, ``initial_state``, ``to_move``, ``action_spec``, ``observation``,
+    ``apply``, ``outcome``) and the capabilities it may add, each a protocol of the methods it writes:
+    solvable (``equilibrium``, ``deviation``), scored (``score``), replayable from released logs
+    (``from_reference``), judged by an LLM (``needs_judge``, ``judge_requests``, ``judged_outcome``) and
+    steerable (``prompt_actions``). The rest are refinements with a default here: baselines
+    (``strategy``), rounds (``events``, ``report``, ``fresh_conversation``), ``metrics``, ``check``.
     """
 
     name: ClassVar[str]

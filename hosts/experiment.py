@@ -149,8 +149,8 @@ class PlayerEntry(_Strict):
     """One ``[[players]]`` entry after validation; ``settings`` holds LLM settings or baseline options."""
 
     agent: str
-    """Who decides: a baseline (`rational`, `random`, `scripted`, `level_k`, `policy`), `human`, or a
-    provider (`openai`, `anthropic`, `google`, `zhipuai`, `hf`) that takes the LLM keys."""
+    """Who decides: a baseline (`rational`, `random`, `scripted`, `level_k`, `policy`), `human`, or an
+    LLM provider (`econarena list` names them) that takes the LLM keys."""
     label: str
     """How results name the player; unique per file ignoring case and surrounding spaces. Default: the
     agent's name (`agent/model` for an LLM)."""

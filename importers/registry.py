@@ -1,10 +1,39 @@
-"""The importers, by the source name ``econarena import`` takes. Each module follows the interface in
-``importers/common.py`` (NAME, DESCRIPTION, OPTIONS, ITEMS, ``import_dir``); adding a source is one line here."""
+"""The importers, by the source name ``econarena import`` takes: lazy entries of the one registry type
+(``formats/registry.py``), each checked on load against :class:`Importer`. Adding a source is one
+line here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import gamabench, glee, negotiationarena
+from ..formats.registry import Registry
 
-IMPORTERS: dict[str, ModuleType] = {m.NAME: m for m in (gamabench, negotiationarena, glee)}
+if TYPE_CHECKING:
+    from .common import ImportResult
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """A source module, checked on load: the interface ``importers/common.py`` describes. Declared here, not
+    there, so that naming the sources (the command line's choices) imports no importer."""
+
+    NAME: str
+    DESCRIPTION: str
+    ITEMS: str
+    OPTIONS: tuple[str, ...]
+
+    def import_dir(self, src: str | Path, out: str | Path, **options: Any) -> ImportResult: ...
+
+
+def _named(module: Any, source: str) -> ModuleType:
+    """The module, refused where its NAME is not the source it is filed under."""
+    if source != module.NAME:
+        raise ValueError(f"NAME = {module.NAME!r}, expected {source!r} (the name it is filed under)")
+    return module  # type: ignore[no-any-return]
+
+
+IMPORTERS: Registry[ModuleType] = Registry("importer", {
+    "gamabench": ".gamabench", "negotiationarena": ".negotiationarena", "glee": ".glee",
+}, package=__package__, kind=Importer, check=_named)

@@ -74,9 +74,6 @@ def thinking_params(settings: LLMSettings) -> dict[str, Any]:
 
 class AnthropicProvider(RemoteProvider):
     name: ClassVar[str] = "anthropic"
-    extra: ClassVar[str] = "anthropic"
-    sdk_modules: ClassVar[tuple[str, ...]] = ("anthropic",)
-    key_envs: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
 
     _warned = False
 

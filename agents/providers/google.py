@@ -61,9 +61,6 @@ def thinking_config(settings: LLMSettings) -> types.ThinkingConfig | None:
 
 class GoogleProvider(RemoteProvider):
     name: ClassVar[str] = "google"
-    extra: ClassVar[str] = "google"
-    sdk_modules: ClassVar[tuple[str, ...]] = ("google.genai",)
-    key_envs: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def _make_client(self, settings: LLMSettings, key: str) -> genai.Client:
         options = types.HttpOptions(

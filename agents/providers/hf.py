@@ -256,8 +256,6 @@ class HFProvider(Provider):
     """One loaded model shared by every player that names it; concurrent calls are batched."""
 
     name: ClassVar[str] = "hf"
-    extra: ClassVar[str] = "hf"
-    sdk_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
     default_model: ClassVar[str | None] = DEFAULT_MODEL
     flush_s: ClassVar[float] = 0.005  # a free model waits this long for the rest of a burst...
     flush_max_s: ClassVar[float] = 0.05  # ...and at most this long while requests keep arriving

@@ -246,9 +246,6 @@ def completion(raw: bytes, end: str | None = None) -> Generation:
 
 class OpenAIProvider(RemoteProvider):
     name: ClassVar[str] = "openai"
-    extra: ClassVar[str] = "openai"
-    sdk_modules: ClassVar[tuple[str, ...]] = ("openai",)
-    key_envs: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
 
     _warned = False
 

@@ -39,9 +39,6 @@ from ..settings import Generation, LLMSettings
 
 class ZhipuAIProvider(RemoteProvider):
     name: ClassVar[str] = "zhipuai"
-    extra: ClassVar[str] = "zhipuai"
-    sdk_modules: ClassVar[tuple[str, ...]] = ("zai",)
-    key_envs: ClassVar[tuple[str, ...]] = ("ZHIPUAI_API_KEY", "ZAI_API_KEY")
 
     def __init__(self, settings: LLMSettings) -> None:
         super().__init__(settings)

@@ -199,7 +199,7 @@ def toml_reference() -> str:
             ""]
     out += ["## `[[players]]`", "",
             "Every entry takes the keys below; `agent` decides which others it may have. An LLM provider "
-            "(`openai`, `anthropic`, `google`, `zhipuai`, `hf`) takes the LLM keys of `[llm]` as well.", ""]
+            f"({_providers()}) takes the LLM keys of `[llm]` as well.", ""]
     docs = field_docs(PlayerEntry) | {"alias": ALIAS_DOC}
     rows = ["| key | for | type | default | meaning |", "|---|---|---|---|---|"]
     for key in PLAYER_KEYS:
@@ -321,19 +321,28 @@ CLI_TASKS = (
 # ---------------------------------------------------------------- games and agents
 
 
+def _providers() -> str:
+    """The providers' names from their records, so a new provider needs no edit here."""
+    from econarena.agents.providers import PROVIDERS
+
+    return ", ".join(f"`{name}`" for name in PROVIDERS)
+
+
 def games_reference() -> str:
     from econarena.agents.baselines import POLICY_AGENTS
     from econarena.agents.llm import PROVIDERS
     from econarena.games import FAMILIES
+    from econarena.games.capabilities import capabilities
     from econarena.hosts.experiment import BASELINES
 
-    out = ["## Games", "",
-           "The baselines each game has a rule for (`scripted` and `human` seats play every game) and the "
-           "strategies it declares itself (`agent = \"policy\"`).", ""]
+    out = [*_contract_reference(), "## Games", "",
+           "The baselines each game has a rule for (`scripted` and `human` seats play every game), the "
+           "strategies it declares itself (`agent = \"policy\"`) and the capabilities it implements "
+           "(see the contract above).", ""]
     for family in FAMILIES:
         first = (family.__doc__ or "").strip().split("\n\n")[0]
         out += [f"### Family `{family.__name__.rsplit('.', 1)[-1]}`", "", " ".join(first.split()), "",
-                "| game | title | players | moves | rounds | 0-100 score | baselines | policies |",
+                "| game | title | players | moves | rounds | capabilities | baselines | policies |",
                 "|---|---|---|---|---|---|---|---|"]
         for g in family.GAMES:
             info = g.info
@@ -341,7 +350,7 @@ def games_reference() -> str:
             own = [k for k in g.policies() if k not in POLICY_AGENTS]
             players = str(info.n_players) if info.n_players else "any"
             out.append(f"| `{g.name}` | {_cell(info.title)} | {players} | {info.moves} | "
-                       f"{'yes' if info.rounds else 'no'} | {'yes' if info.score else 'no'} | "
+                       f"{'yes' if info.rounds else 'no'} | {', '.join(capabilities(g)) or '-'} | "
                        f"{', '.join(base) or '-'} | {', '.join(own) or '-'} |")
         out.append("")
     out += ["## Agents", "", "| agent | kind | what it is |", "|---|---|---|"]
@@ -351,6 +360,29 @@ def games_reference() -> str:
         out.append(f"| `{name}` | LLM provider | {_cell(info.description)}; `pip install 'econarena[{info.extra}]'`."
                    f"{keys} |")
     return "\n".join(out) + "\n"
+
+
+def _contract_reference() -> list[str]:
+    """The game contract from its protocols (games/capabilities.py): the core, then each capability with
+    the methods it names, so the page cannot drift from the code."""
+    import inspect
+
+    from econarena.games import capabilities as C
+
+    def first(obj: object) -> str:
+        return " ".join((inspect.getdoc(obj) or "").split("\n\n")[0].split()).replace("``", "`")
+
+    out = ["## The game contract", "", first(C.Core), "",
+           "Declarations: " + ", ".join(f"`{k}`" for k in C.Core.__annotations__) + ".", "",
+           "| core method | what it does |", "|---|---|"]
+    out += [f"| `{m}` | {_cell(first(getattr(C.Core, m)))} |" for m in C.members(C.Core)]
+    out += ["", "A game may add capabilities; each is a protocol of the methods the game writes itself "
+            "(`econarena.games.capabilities.implements(game, protocol)`; a method kept from `Game` says "
+            "\"none\").", "", "| capability | protocol | methods | what it gives |", "|---|---|---|---|"]
+    for name, proto in C.CAPABILITIES.items():
+        methods = ", ".join(f"`{m}`" for m in C.members(proto))
+        out.append(f"| {name} | `{proto.__name__}` | {methods} | {_cell(first(proto))} |")
+    return out + [""]
 
 
 GAMES_PAGE_HEAD = ("# Games and agents\n\nGenerated from the game and agent registries by "
