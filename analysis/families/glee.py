@@ -40,6 +40,7 @@ from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Setup
 from ...rundir import RUNS, LogError, complete_runs, game_name, read_jsonl
+from ..cells import cell_of, cell_rank, grid_of, study_factors
 from ..load import expand_run_dirs
 from ..scan import Base, Dir
 from .metagame import pure_equilibria
@@ -164,9 +165,28 @@ class GameData:
     lineup: array = field(default_factory=lambda: array("i"))
     session: array = field(default_factory=lambda: array("q"))
     run: array = field(default_factory=lambda: array("q"))
+    grid_dirs: set[int] = field(default_factory=set)  # indexes into ``dirs`` of the directories with a [grid]
 
     def __len__(self) -> int:
         return len(self.origin)
+
+    def cells(self) -> tuple[list[str], np.ndarray]:
+        """(cell names, each run's index into them): a run's [grid] cell read from its table's name
+        (``analysis/cells.py``), ``""`` for a directory without a grid."""
+        origin = np.frombuffer(self.origin, dtype=np.int32) if len(self.origin) else np.zeros(0, np.int32)
+        lineup = np.frombuffer(self.lineup, dtype=np.int32) if len(self.lineup) else np.zeros(0, np.int32)
+        if not self.grid_dirs:
+            return [""], np.zeros(len(origin), dtype=np.int64)
+        pairs, inverse = np.unique(np.stack([origin, lineup], axis=1), axis=0, return_inverse=True)
+        names: list[str] = []
+        code_of: dict[str, int] = {}
+        codes = np.empty(len(pairs), dtype=np.int64)
+        for k, (o, li) in enumerate(pairs):
+            cell = cell_of(self.lineups.names[int(li)], int(o) in self.grid_dirs)
+            codes[k] = code_of.setdefault(cell, len(names))
+            if codes[k] == len(names):
+                names.append(cell)
+        return names, codes[np.asarray(inverse).reshape(-1)]
 
     def column(self, name: str) -> np.ndarray:
         """An outcome column as floats (NaN where a run has none)."""
@@ -446,6 +466,7 @@ class Collector(Base):
 
     def _end(self, d: Dir) -> None:
         data, name, buf = self.data, self.name, self.buf
+        assert data is not None  # begin() found the game
         if not len(buf):
             return
         names = data.lineups.names
@@ -495,6 +516,8 @@ class Collector(Base):
         data.lineup.frombytes(lineup[keep].astype(np.int32).tobytes())
         data.session.frombytes(session[keep].tobytes())
         data.run.frombytes(run[keep].tobytes())
+        if grid_of(d):  # its runs' tables name their [grid] cell
+            data.grid_dirs.add(len(data.dirs))
         data.dirs.append(str(d.path))
 
     def result(self) -> dict[str, GameData]:
@@ -977,45 +1000,73 @@ def _sums(xs: np.ndarray) -> Any:
     return cluster_sums(vals, np.ones_like(vals), np.arange(len(vals)))
 
 
-def _seat_values(data: GameData, player: str, metric: str) -> np.ndarray:
+def _seat_values(data: GameData, player: str, metric: str, runs: np.ndarray | None = None) -> np.ndarray:
     """The metric of every seat ``player`` took, run by run and seat by seat (a self-play run twice); a
-    value recorded as None is there (as NaN), a metric the run does not have is not."""
+    value recorded as None is there (as NaN), a metric the run does not have is not. ``runs``: a mask of
+    the runs to read (one [grid] cell's), else all."""
     masks, cols = [], []
     for i, seat in enumerate(data.players):
         col = data.column(f"self_gain_p{i + 1}" if metric == "self_gain" else metric)
         present = col.view(np.uint64) != np.float64(_ABSENT).view(np.uint64)
-        masks.append((seat.array() == seat.index.get(player, -1)) & present)
+        mask = (seat.array() == seat.index.get(player, -1)) & present
+        masks.append(mask if runs is None else mask & runs)
         cols.append(col)
     return np.stack(cols, axis=1)[np.stack(masks, axis=1)]
+
+
+def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The card's rows of one game: a row per player and [grid] cell (``cell`` ``""`` without a grid), each
+    metric's Estimate over the cell's games only, and ``seats`` (the seats it played there); cells in their
+    factors' natural order (``found``: the study's factors), best self-gain first within a cell."""
+    from ..stats import bootstrap_many
+
+    names, codes = data.cells()
+    per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    for k, cell in enumerate(names):
+        runs = None if len(names) == 1 else codes == k
+        for p in sorted(data.player_names()):
+            vals = {m: _seat_values(data, p, m, runs) for m in CARD_METRICS}
+            if runs is None or any(len(v) for v in vals.values()):  # a player sits in the cells it played
+                per[(p, cell)] = vals
+    keys = list(per)
+    requests = [(_sums(per[k][m]), 1.0) for k in keys for m in CARD_METRICS]
+    got = iter(bootstrap_many(requests, n_boot=n_boot, seed=seed))
+    est = {k: {m: next(got) for m in CARD_METRICS} for k in keys}
+
+    def order(k: tuple[str, str]) -> tuple[Any, ...]:
+        e = est[k]["self_gain"]
+        return (cell_rank(k[1], found), -(e.value if e.n else -1e300), k[0])
+
+    return [{"player": k[0], "cell": k[1], **est[k], "seats": max(len(per[k][m]) for m in CARD_METRICS)}
+            for k in sorted(keys, key=order)]
 
 
 def scorecard(ctx: Any) -> Any:
     """Per game (bargaining, negotiation, persuasion) and player: mean efficiency and fairness of the games
     it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
-    first."""
+    first. Where a directory has a [grid], a row per player and cell, over the cell's games only."""
     from .. import page
-    from ..stats import bootstrap_many
 
     datas = _datas(ctx)
     if not datas:
         return None
-    parts, dirs = [], set()
+    parts, dirs, any_split = [], set(), False
+    found = study_factors(ctx.frames) if ctx.frames is not None else []
     for name in sorted(datas):
         data = datas[name]
         dirs.update(data.dirs)
-        players = sorted(data.player_names())
-        per = {p: {m: _seat_values(data, p, m) for m in CARD_METRICS} for p in players}
-        requests = [(_sums(per[p][m]), 1.0) for p in players for m in CARD_METRICS]
-        found = iter(bootstrap_many(requests, n_boot=ctx.n_boot, seed=ctx.seed))
-        est = {p: {m: next(found) for m in CARD_METRICS} for p in players}
-        order = sorted(est, key=lambda p: (-(est[p]["self_gain"].value if est[p]["self_gain"].n else -1e300), p))
-        body = [[page.esc(p), *(page.estimate_cell(est[p][m]) for m in CARD_METRICS),
-                 str(max(len(per[p][m]) for m in CARD_METRICS))] for p in order]
-        parts.append(page.grid(("player", "efficiency", "fairness", "self-gain", "seats played"), body,
-                               page.esc(data.title)))
+        rows = card_rows(data, ctx.n_boot, ctx.seed, found)
+        split = any(r["cell"] for r in rows)
+        any_split = any_split or split
+        body = [[page.esc(r["player"]), *([page.esc(r["cell"])] if split else []),
+                 *(page.estimate_cell(r[m]) for m in CARD_METRICS), str(r["seats"])] for r in rows]
+        parts.append(page.grid(("player", *(("cell",) if split else ()), "efficiency", "fairness", "self-gain",
+                                "seats played"), body, page.esc(data.title), numeric_from=2 if split else 1))
     intro = ("Per game and player: efficiency and fairness of the games it played (0-1, clipped as GLEE does) and "
              "its own self-gain (share of the surplus it kept, either seat), each with a 95% bootstrap interval "
              "over games; runs with a rule break left out, as in GLEE's data. Best self-gain first.")
+    if any_split:
+        intro += " A row per player and [grid] cell, over that cell's games only (cells are never pooled)."
     return page.Card(FAMILY, "GLEE: efficiency, fairness, self-gain", "".join(parts), intro, len(dirs))
 
 
