@@ -865,7 +865,9 @@ def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path,
                                 "metric in the runs"))
             continue
         pairs_by_family.setdefault(data.family, []).append(t)
-        sec.tables.append((f"{data.title}: mean {PAYOFF_METRIC} of p1 / p2 by pair (* = pure equilibrium)",
+        # the model-choice game is GLEE's own pooling over the drawn parameters: said where a [grid] is pooled
+        pooled = ", pooled over cells" if data.grid_dirs else ""
+        sec.tables.append((f"{data.title}: mean {PAYOFF_METRIC} of p1 / p2 by pair (* = pure equilibrium{pooled})",
                            pairs_frame(t)))
         sec.notes.append(format_equilibria(t).replace(f"{t.game}:", f"{data.title}:", 1))
         sec.figures.append(_figure_pairs(data, t, figdir, F))
