@@ -166,3 +166,25 @@ def test_family_figures_show_each_cell(study: dict[str, Path], monkeypatch: pyte
     na.report_section([study["na"]], study["report"])
     titles = [ax.get_title() for ax in drawn["na_offers"].axes if ax.get_title()]
     assert len(titles) == 2 and titles[0].startswith("Multi-turn ultimatum [total=")
+
+
+def test_a_large_glee_grid_is_pooled_on_the_card_said_and_split_in_the_detail(tmp_path: Path) -> None:
+    """More than 16 cells would fill the first screen: the card pools them, says so beside each row, and the
+    detail below has every cell's row."""
+    from econarena.analysis.families import glee
+    from econarena.analysis.report import build_report
+
+    doc = {**GLEE, "experiment": {**GLEE["experiment"], "sessions": 1},
+           "grid": {"game": {"delta_alice": [0.8, 0.9, 0.95, 1.0], "money": [100, 10000, 1000000],
+                             "max_rounds": [2, 4]}}}
+    run_experiment(doc, tmp_path / "big")
+    build_report([tmp_path / "big"], tmp_path / "report", n_boot=20, seed=1, transcripts=0)
+    card = _card(tmp_path / "report", "glee")
+    assert card.count("pooled over cells (24)") == 2 and "more than 16 cells" in card
+    valid = [r for r in read_jsonl(tmp_path / "big" / "runs.jsonl") if all(r["valid"])]
+    pooled = glee.card_rows(glee.collect([tmp_path / "big"])["bargaining"], 20, 1, split=False)
+    assert {r["seats"] for r in pooled} == {len(valid)}
+    page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    detail = page[page.index("efficiency, fairness, self-gain per cell"):]
+    detail = detail[:detail.index("</table>")]
+    assert detail.count("<tr>") == 2 * 24  # a row per player and cell (the header row has a style)

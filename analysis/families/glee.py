@@ -1016,13 +1016,18 @@ def _seat_values(data: GameData, player: str, metric: str, runs: np.ndarray | No
     return np.stack(cols, axis=1)[np.stack(masks, axis=1)]
 
 
-def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = ()) -> list[dict[str, Any]]:
+MAX_CARD_CELLS = 16  # more cells than this (GLEE's 384-configuration grid): the card pools them, saying so
+
+
+def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (), split: bool = True
+              ) -> list[dict[str, Any]]:
     """The card's rows of one game: a row per player and [grid] cell (``cell`` ``""`` without a grid), each
     metric's Estimate over the cell's games only, and ``seats`` (the seats it played there); cells in their
-    factors' natural order (``found``: the study's factors), best self-gain first within a cell."""
+    factors' natural order (``found``: the study's factors), best self-gain first within a cell.
+    ``split=False``: one row per player over every cell (the pooled row a card shows for a large grid)."""
     from ..stats import bootstrap_many
 
-    names, codes = data.cells()
+    names, codes = data.cells() if split else ([""], np.zeros(len(data), dtype=np.int64))
     per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     for k, cell in enumerate(names):
         runs = None if len(names) == 1 else codes == k
@@ -1043,6 +1048,12 @@ def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = ())
             for k in sorted(keys, key=order)]
 
 
+def _card_rows(ctx: Any, name: str) -> list[dict[str, Any]]:
+    """:func:`card_rows` of one game, computed once for the card and the detail."""
+    found = study_factors(ctx.frames) if ctx.frames is not None else []
+    return ctx.memo(f"{FAMILY}/cells/{name}", lambda: card_rows(_datas(ctx)[name], ctx.n_boot, ctx.seed, found))
+
+
 def scorecard(ctx: Any) -> Any:
     """Per game (bargaining, negotiation, persuasion) and player: mean efficiency and fairness of the games
     it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
@@ -1052,13 +1063,17 @@ def scorecard(ctx: Any) -> Any:
     datas = _datas(ctx)
     if not datas:
         return None
-    parts, dirs, any_split = [], set(), False
-    found = study_factors(ctx.frames) if ctx.frames is not None else []
+    parts, dirs, any_split, pooled = [], set(), False, []
     for name in sorted(datas):
         data = datas[name]
         dirs.update(data.dirs)
-        rows = card_rows(data, ctx.n_boot, ctx.seed, found)
+        rows = _card_rows(ctx, name)
         split = any(r["cell"] for r in rows)
+        if len({r["cell"] for r in rows}) > MAX_CARD_CELLS:  # pooled, said beside each row; per cell: below
+            n = len({r["cell"] for r in rows})
+            rows = [{**r, "cell": f"pooled over cells ({n})"} for r in card_rows(data, ctx.n_boot, ctx.seed,
+                                                                                     split=False)]
+            pooled.append(data.title)
         any_split = any_split or split
         body = [[page.esc(r["player"]), *([page.esc(r["cell"])] if split else []),
                  *(page.estimate_cell(r[m]) for m in CARD_METRICS), str(r["seats"])] for r in rows]
@@ -1068,7 +1083,10 @@ def scorecard(ctx: Any) -> Any:
              "its own self-gain (share of the surplus it kept, either seat), each with a 95% bootstrap interval "
              "over games; runs with a rule break left out, as in GLEE's data. Best self-gain first.")
     if any_split:
-        intro += " A row per player and [grid] cell, over that cell's games only (cells are never pooled)."
+        intro += " A row per player and [grid] cell, over that cell's games only."
+    if pooled:
+        intro += (f" {page.esc(', '.join(pooled))}: more than {MAX_CARD_CELLS} cells, so each player's row is "
+                  "pooled over them (said beside it); the row of every cell is in the GLEE detail below.")
     return page.Card(FAMILY, "GLEE: efficiency, fairness, self-gain", "".join(parts), intro, len(dirs))
 
 
@@ -1084,6 +1102,16 @@ def section(ctx: Any) -> Any:
         return None
     out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))
     detail = []
+    for name, data in sorted(_datas(ctx).items()):  # a grid the card pooled: every cell's row here
+        rows = _card_rows(ctx, name)
+        if len({r["cell"] for r in rows}) > MAX_CARD_CELLS:
+            import pandas as pd
+
+            table = pd.DataFrame([{"player": r["player"], "cell": r["cell"],
+                                   **{m: r[m].fmt(3) for m in CARD_METRICS}, "seats played": r["seats"]}
+                                  for r in rows])
+            detail.append(f"<h4>{page.esc(data.title)}: efficiency, fairness, self-gain per cell</h4>"
+                          + page.table_html(table, index=False))
     for sec in secs:
         out.figures += sec.figures
         out.skipped += sec.skipped
