@@ -995,25 +995,29 @@ def _datas(ctx: Any) -> dict[str, GameData]:
 
 
 def _sums(xs: np.ndarray) -> Any:
-    """Each game its own resampling unit (the card's intervals are over games)."""
-    from ..stats import cluster_sums
+    """Each game its own resampling unit (the card's intervals are over games): the Sums ``cluster_sums``
+    gives for one session per value, made directly (a grid of 384 cells asks for thousands)."""
+    from ..stats import Sums
 
     vals = xs[~np.isnan(xs)]
-    return cluster_sums(vals, np.ones_like(vals), np.arange(len(vals)))
+    ones = np.ones(len(vals))
+    return Sums(vals + 0.0, ones, ones, np.zeros(len(vals), dtype=int), np.arange(len(vals)))
 
 
-def _seat_values(data: GameData, player: str, metric: str, runs: np.ndarray | None = None) -> np.ndarray:
-    """The metric of every seat ``player`` took, run by run and seat by seat (a self-play run twice); a
-    value recorded as None is there (as NaN), a metric the run does not have is not. ``runs``: a mask of
-    the runs to read (one [grid] cell's), else all."""
+def _seat_values(data: GameData, player: str, metric: str, cells: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(values, their run's cell code): the metric of every seat ``player`` took, run by run and seat by
+    seat (a self-play run twice); a value recorded as None is there (as NaN), a metric the run does not
+    have is not. ``cells``: each run's cell code (``GameData.cells``), else every run in cell 0."""
     masks, cols = [], []
     for i, seat in enumerate(data.players):
         col = data.column(f"self_gain_p{i + 1}" if metric == "self_gain" else metric)
         present = col.view(np.uint64) != np.float64(_ABSENT).view(np.uint64)
-        mask = (seat.array() == seat.index.get(player, -1)) & present
-        masks.append(mask if runs is None else mask & runs)
+        masks.append((seat.array() == seat.index.get(player, -1)) & present)
         cols.append(col)
-    return np.stack(cols, axis=1)[np.stack(masks, axis=1)]
+    mask = np.stack(masks, axis=1)
+    codes = np.zeros(len(data), dtype=np.int64) if cells is None else cells
+    return np.stack(cols, axis=1)[mask], np.repeat(codes[:, None], len(cols), axis=1)[mask]
 
 
 MAX_CARD_CELLS = 16  # more cells than this (GLEE's 384-configuration grid): the card pools them, saying so
@@ -1028,13 +1032,18 @@ def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (),
     from ..stats import bootstrap_many
 
     names, codes = data.cells() if split else ([""], np.zeros(len(data), dtype=np.int64))
+    split_of: dict[tuple[str, str], list[np.ndarray]] = {}  # each metric's values per cell, in run order
+    for p in sorted(data.player_names()):
+        for m in CARD_METRICS:
+            vals, where = _seat_values(data, p, m, codes)
+            order = np.argsort(where, kind="stable")  # a cell's values keep their (run, seat) order
+            split_of[(p, m)] = np.split(vals[order], np.searchsorted(where[order], np.arange(1, len(names))))
     per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     for k, cell in enumerate(names):
-        runs = None if len(names) == 1 else codes == k
         for p in sorted(data.player_names()):
-            vals = {m: _seat_values(data, p, m, runs) for m in CARD_METRICS}
-            if runs is None or any(len(v) for v in vals.values()):  # a player sits in the cells it played
-                per[(p, cell)] = vals
+            got = {m: split_of[(p, m)][k] for m in CARD_METRICS}
+            if len(names) == 1 or any(len(v) for v in got.values()):  # a player sits in the cells it played
+                per[(p, cell)] = got
     keys = list(per)
     requests = [(_sums(per[k][m]), 1.0) for k in keys for m in CARD_METRICS]
     got = iter(bootstrap_many(requests, n_boot=n_boot, seed=seed))
