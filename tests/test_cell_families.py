@@ -166,6 +166,11 @@ def test_family_figures_show_each_cell(study: dict[str, Path], monkeypatch: pyte
     na.report_section([study["na"]], study["report"])
     titles = [ax.get_title() for ax in drawn["na_offers"].axes if ax.get_title()]
     assert len(titles) == 2 and titles[0].startswith("Multi-turn ultimatum [total=")
+    from econarena.analysis.families import glee
+
+    glee.report_sections([study["glee"]], study["report"], study["report"])
+    # GLEE's model-choice meta-game pools the drawn parameters: said in its title where a grid is pooled
+    assert "(pooled over cells)" in drawn["pairs_bargaining"].get_suptitle()
 
 
 def test_a_large_glee_grid_is_pooled_on_the_card_said_and_split_in_the_detail(tmp_path: Path) -> None:

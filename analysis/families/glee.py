@@ -956,7 +956,8 @@ def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
         ax.set_title(f"{t.metric} of {who}")
         ax.grid(False)
     eqs = "; ".join(f"({t.rows[i]}, {t.cols[j]})" for i, j in t.equilibria) or "none among the observed pairs"
-    fig.suptitle(f"{data.title}: mean {t.metric} by pair; red boxes: pure equilibria of the model choice")
+    pooled = " (pooled over cells)" if data.grid_dirs else ""  # GLEE's meta-game pools the drawn parameters
+    fig.suptitle(f"{data.title}: mean {t.metric} by pair{pooled}; red boxes: pure equilibria of the model choice")
     key = f"pairs_{data.game}"
     png, svg = F._save(fig, figdir, key, data.dirs)
     return F.Figure(key, f"{PAIRS_TITLE}: {data.title}",
