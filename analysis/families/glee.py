@@ -1037,14 +1037,14 @@ def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (),
     for p in sorted(data.player_names()):
         for m in CARD_METRICS:
             vals, where = _seat_values(data, p, m, codes)
-            order = np.argsort(where, kind="stable")  # a cell's values keep their (run, seat) order
-            split_of[(p, m)] = np.split(vals[order], np.searchsorted(where[order], np.arange(1, len(names))))
+            idx = np.argsort(where, kind="stable")  # a cell's values keep their (run, seat) order
+            split_of[(p, m)] = np.split(vals[idx], np.searchsorted(where[idx], np.arange(1, len(names))))
     per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     for k, cell in enumerate(names):
         for p in sorted(data.player_names()):
-            got = {m: split_of[(p, m)][k] for m in CARD_METRICS}
-            if len(names) == 1 or any(len(v) for v in got.values()):  # a player sits in the cells it played
-                per[(p, cell)] = got
+            here = {m: split_of[(p, m)][k] for m in CARD_METRICS}
+            if len(names) == 1 or any(len(v) for v in here.values()):  # a player sits in the cells it played
+                per[(p, cell)] = here
     keys = list(per)
     requests = [(_sums(per[k][m]), 1.0) for k in keys for m in CARD_METRICS]
     got = iter(bootstrap_many(requests, n_boot=n_boot, seed=seed))
