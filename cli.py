@@ -20,6 +20,7 @@ from .cli_run import (
     EXIT_OK,
     Interrupted,
     add_ray_arguments,
+    cell_order,
     config_difference,
     default_out,
     err,
@@ -237,7 +238,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             print(f"== {path}")
-            if sentences := summary_findings(summary, _environment_of(path)):  # the finding in words, then the table
+            # the finding in words, then the table; a [grid]'s cells each on its own, in natural order
+            if sentences := summary_findings(summary, _environment_of(path), cell_order(path)):
                 print(wrapped(sentences) + "\n")
             head, rows, footer = summary_cells(summary)
             show(head, rows, format_table(summary), footer=footer)

@@ -407,6 +407,19 @@ def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
     return None
 
 
+def cell_order(run_dir: Path) -> Callable[[str], Any]:
+    """A sort key putting a directory's [grid] cells in their factors' natural order (numbers by value,
+    efforts least first, else as declared), read from its config.toml; any order for an unreadable one."""
+    from .analysis.cells import cell_rank, factors
+    from .hosts.config import ConfigError, read_toml
+
+    try:
+        found = factors(read_toml(run_dir / "config.toml"))
+    except ConfigError:
+        found = []
+    return lambda cell: cell_rank(cell, found)
+
+
 def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_interrupt: str,  # noqa: ANN001
                 human_io: Any = None) -> Any:
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
@@ -534,7 +547,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
         from .analysis.findings import LEGEND, summary_findings, wrapped
 
         env = exp.experiment.environment if exp.tournament is None else "tournament"  # a tournament: no melee
-        if sentences := summary_findings(summary, env):  # the finding in words, then the table
+        if sentences := summary_findings(summary, env, cell_order(out)):  # the finding in words, then the table
             print(wrapped(sentences) + "\n")
         head, rows, footer = summary_cells(summary)
         show(head, rows, format_table(summary), title=exp.name, footer=footer)

@@ -109,6 +109,15 @@ def cut_only(run: dict[str, Any], seat: int) -> bool:
     return isinstance(cut, list) and seat < len(cut) and cut[seat] is True
 
 
+def bid_gap(action: Any, value: Any) -> float | None:
+    """|bid - value| / value of a valid seat-run, the deviation of the action itself where bidding one's value
+    is dominant (the paper's asset deviation misses a losing underbid); None without a positive value."""
+    if isinstance(action, bool) or isinstance(value, bool) or not isinstance(action, (int, float)) \
+            or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+        return None
+    return abs(action - value) / value
+
+
 def cell_suffix(run: dict[str, Any]) -> str:
     """`` [ratio=0.5]`` for a run of a [grid] cell (its table's name ends with the cell), else ``""``."""
     lineup = str(run.get("lineup", ""))
@@ -120,11 +129,12 @@ def cell_suffix(run: dict[str, Any]) -> str:
 class _Label:
     """What the summary needs of one label (and [grid] cell)."""
 
-    __slots__ = ("broke", "cached", "cut_decisions", "cut_runs", "decisions", "dev", "dev_by_run", "latency", "ne",
-                 "payoffs", "player_runs", "scores", "tokens_in", "tokens_out", "violations", "wins")
+    __slots__ = ("bid", "broke", "cached", "cut_decisions", "cut_runs", "decisions", "dev", "dev_by_run", "latency",
+                 "ne", "payoffs", "player_runs", "scores", "tokens_in", "tokens_out", "violations", "wins")
 
     def __init__(self) -> None:
         self.payoffs, self.ne, self.dev, self.latency = ExactSum(), ExactSum(), ExactSum(), ExactSum()
+        self.bid = ExactSum()  # |bid - value| / value of valid seat-runs with a private value (bid_gap)
         self.dev_by_run: dict[Any, ExactSum] = {}
         self.player_runs = self.wins = self.broke = self.decisions = self.cut_decisions = self.cut_runs = 0
         self.tokens_in = self.tokens_out = self.cached = 0
@@ -134,7 +144,7 @@ class _Label:
     def fold(self) -> None:
         """Fold every sum, called when the payoffs have grown long: the other sums of a label grow with
         its player-runs too (latency with its decisions), so memory stays bounded by the batch size."""
-        for x in (self.payoffs, self.ne, self.dev, self.latency, *self.dev_by_run.values()):
+        for x in (self.payoffs, self.ne, self.dev, self.latency, self.bid, *self.dev_by_run.values()):
             if x.buf:
                 x.fold()
 
@@ -188,6 +198,10 @@ class Tally:
         first = r.get("first_valid")
         first = first if isinstance(first, list) else ()
         score = r.get("score")
+        found = r.get("private_values")
+        values: list[Any] = found if isinstance(found, list) else []
+        actions = r.get("actions") if values else None
+        actions = actions if isinstance(actions, list) else None
         labels = self.labels
         touched: list[_Label] = []
         for i, label in enumerate(r["labels"]):
@@ -206,6 +220,8 @@ class Tally:
             if by_run is None:
                 by_run = a.dev_by_run[run] = ExactSum()
             by_run.buf.append(dev)
+            if actions is not None and valid and i < len(actions) and i < len(values):
+                a.bid.buf.append(bid_gap(actions[i], values[i]))
             if i in winners:
                 a.wins += 1
             if i < len(first) and not first[i]:  # broke(): first attempts count
@@ -234,9 +250,11 @@ class Tally:
         a.cached += bool(d.get("cached"))
         a.latency.buf.append(d.get("latency_s"))  # folded with the label's payoffs (_Label.fold)
 
-    def summary(self, run_dir: str, scored: bool = False) -> dict[str, Any]:
+    def summary(self, run_dir: str, scored: bool = False, dominant: bool = False) -> dict[str, Any]:
         """The summary dict (``summary.json``); ``scored``: the game declares a 0-100 score
-        (``GameInfo.score``), else the score columns are None. Definitions: ``analysis/metrics.py``."""
+        (``GameInfo.score``), else the score columns are None; ``dominant``: its equilibrium action is the
+        private value (``GameInfo.dominant_value``), which adds ``bid_deviation`` (the mean of
+        :func:`bid_gap`; None without a valid bid). Definitions: ``analysis/metrics.py``."""
         labels = {}
         for label in sorted(self.labels):
             a = self.labels[label]
@@ -268,6 +286,8 @@ class Tally:
                 "score": scores.mean() if scored else None,
                 "score_std": sample_std(a.scores) if scored else None,
             }
+            if dominant:  # only these games: every other summary keeps its keys
+                labels[label]["bid_deviation"] = a.bid.mean()
             if a.cut_decisions or a.cut_runs:  # replies cut at max_tokens: apart from the model's own errors
                 labels[label]["truncated_replies"] = a.cut_decisions
                 labels[label]["truncated_runs"] = a.cut_runs

@@ -16,6 +16,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -29,6 +30,8 @@ from matplotlib.ticker import FixedLocator, MaxNLocator
 
 from ..games import GAMES
 from ..games.base import GameInfo
+from ..rundir import BASELINE_AGENTS
+from .cells import cell_rank, shown_cell
 from .load import Frames
 from .stats import N_BOOT, bootstrap_mean
 from .tables import estimate, running_mean
@@ -279,7 +282,35 @@ def _fig_size(n_x: int, n_hue: int, n_rows: int) -> tuple[float, float]:
 
 
 def _players(frames: Frames) -> pd.DataFrame:
-    return frames.players[frames.players["role"] != "opponent"]
+    """The players' rows (opponents of the rational environment left out), a [grid] cell in the label as the
+    summary names it (``level_k [ratio=0.5]``): every figure then shows a bar, a line or a legend entry per
+    cell. A baseline's label leaves out the ``[grid.llm]`` factors, which do not change how it plays, and
+    only its copy in the first such cell (natural order) is drawn, so no figure pools or repeats it."""
+    df = frames.players[frames.players["role"] != "opponent"]
+    if "cell" not in df.columns or df.empty or not (df["cell"].fillna("") != "").any():
+        return df
+    agent = df["agent"] if "agent" in df.columns else pd.Series("", index=df.index)
+    keys = df.groupby([df["run_dir"], df["label"], agent.fillna(""), df["cell"].fillna("")], sort=False).indices
+    names = np.empty(len(df), dtype=object)
+    keep = np.ones(len(df), dtype=bool)
+    first: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for (run_dir, label, who, cell), idx in keys.items():
+        found = frames.factors.get(str(run_dir), [])
+        baseline = who in BASELINE_AGENTS
+        shown = shown_cell(str(cell), found, baseline) if found else str(cell)
+        names[idx] = f"{label} [{shown}]" if shown else str(label)
+        if baseline and shown != cell:  # copies across [grid.llm] cells: the first in natural order speaks
+            rank = cell_rank(str(cell), found)
+            key = (str(run_dir), str(names[idx[0]]))
+            if key not in first or rank < first[key]:
+                first[key] = rank
+    if first:
+        for (run_dir, _label, _who, cell), idx in keys.items():
+            found = frames.factors.get(str(run_dir), [])
+            key = (str(run_dir), str(names[idx[0]]))
+            if key in first and cell_rank(str(cell), found) != first[key]:
+                keep[idx] = False
+    return df.assign(label=names)[keep]
 
 
 def _explicit(frames: Frames) -> set[str]:

@@ -8,6 +8,12 @@ above 1 or a 0 means in that setting, and whether a difference is clear of the n
 
 "Clear of the noise" is said only when the two 95% bootstrap intervals do not overlap, a conservative
 test (two overlapping intervals can still differ; the report's comparisons give the tests proper).
+
+A ``[grid]`` cell is a setting of its own: players are ranked within a cell, never across cells, and a
+player's cells are compared in one sentence of their own (``across_sentences``), in the order the rows
+give them (the caller's natural order). Where bidding one's value is dominant (second-price and English
+auctions), closeness to the equilibrium is read from ``bid_deviation``, the bid's own distance from the
+value: the paper's asset deviation leaves a losing underbid at 0.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EQUILIBRIUM_TOLERANCE = 0.05  # a mean deviation within this of 0 is "played the equilibrium" (tally.py's)
-SETTING_KEYS = ("run_dir", "experiment", "game", "environment", "history", "prompt", "group")
+SETTING_KEYS = ("run_dir", "experiment", "game", "environment", "history", "prompt", "group", "cell")
+BID = "bid_deviation"  # |bid - value| / value, where bidding one's value is dominant (tables.py's metric)
 KINDS = {"parse_error_pct": "unreadable replies (parse errors)", "schema_error_pct": "replies of the wrong shape",
          "rule_violation_pct": "moves the rules forbid"}
 ENVIRONMENTS = {"melee": "a melee", "rational": "a table of rational agents", "self": "a table of its own copies"}
@@ -52,6 +59,9 @@ class Setting:
     environment: str = ""
     sessions: int = 0
     labels: dict[str, dict[str, Value]] = field(default_factory=dict)
+    cell: str = ""  # the [grid] cell ("" without a grid)
+    place: str = ""  # what the cells of one grid share (the setting without its cell)
+    baselines: set[str] = field(default_factory=set)  # labels played by a fixed rule (no setting of their own)
 
     def metric(self, name: str) -> dict[str, Value]:
         return {label: m[name] for label, m in self.labels.items() if name in m}
@@ -74,14 +84,18 @@ def settings_from_table(rows: Iterable[Mapping[str, Any]]) -> list[Setting]:
         value = _num(r.get("value"))
         if value is None:
             continue
-        key = tuple(str(r.get(k, "")) for k in SETTING_KEYS)
+        key = tuple(str(r.get(k) or "") for k in SETTING_KEYS)
         if key not in out:
             parts = [str(r.get("experiment") or r.get("run_dir") or "")]
             env = str(r.get("environment") or "")
             if r.get("history") not in (None, "", "none"):
                 parts.append(f"history {r['history']}")
-            out[key] = Setting(" / ".join(p for p in parts if p), env)
+            cell = str(r.get("cell") or "")
+            title = " / ".join(p for p in parts if p) + (f" [{cell}]" if cell else "")
+            out[key] = Setting(title, env, cell=cell, place="\x1f".join(key[:-1]))
         s = out[key]
+        if r.get("baseline"):
+            s.baselines.add(str(r["label"]))
         sessions = _num(r.get("sessions"))
         if sessions is not None:
             s.sessions = max(s.sessions, int(sessions))
@@ -97,7 +111,7 @@ def setting_from_summary(summary: Mapping[str, Any], title: str = "") -> Setting
     for label, v in summary.get("labels", {}).items():
         n = int(v.get("player_runs") or 0)
         metrics = {}
-        for key in ("payoff_ratio", "mean_deviation", "rule_break_rate_pct", "win_rate", "score"):
+        for key in ("payoff_ratio", "mean_deviation", BID, "rule_break_rate_pct", "win_rate", "score"):
             x = _num(v.get(key))
             if x is not None:
                 metrics[key] = Value(x, n=n)
@@ -130,18 +144,42 @@ def _names(labels: list[str]) -> str:
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
+def split_cells(s: Setting) -> list[Setting]:
+    """A summary's setting, whose labels carry their cell (``level_k [ratio=0.5]``), as one setting per
+    cell (in the order the labels come), so that no sentence ranks players of different cells."""
+    out: dict[str, Setting] = {}
+    for label, m in s.labels.items():
+        name, cell = label, ""
+        if label.endswith("]") and " [" in label:
+            name, cell = label[:label.index(" [")], label[label.index(" [") + 2:-1]
+        part = out.setdefault(cell, Setting(s.title + (f" [{cell}]" if cell else ""), s.environment, s.sessions,
+                                            cell=cell, place=s.title))
+        part.labels[name] = m
+    return list(out.values())
+
+
+def _closeness(s: Setting) -> tuple[str, dict[str, Value], str]:
+    """(metric, values, its words): the bid's own deviation where the game has it, else the paper's."""
+    bid = s.metric(BID)
+    if bid:
+        return BID, bid, "deviation of the bid from the value"
+    return "mean_deviation", s.metric("mean_deviation"), "mean deviation"
+
+
 def equilibrium_sentence(s: Setting) -> str | None:
-    """Who is closest to the equilibrium, and whether that is clear of the noise."""
-    dev = s.metric("mean_deviation")
+    """Who is closest to the equilibrium, and whether that is clear of the noise (where bidding one's value
+    is dominant, by the bid's own deviation: the asset deviation misses a losing underbid)."""
+    _, dev, words = _closeness(s)
     if not dev:
         return None
     order = sorted(dev, key=lambda k: (dev[k].value, k))
     best = order[0]
     if len(order) == 1:
-        text = f"{best}'s mean deviation from the equilibrium is {dev[best].shown(3)}"
+        what = words if words != "mean deviation" else "mean deviation from the equilibrium"
+        text = f"{best}'s {what} is {dev[best].shown(3)}"
         return text + (" (it played the equilibrium)." if dev[best].value <= EQUILIBRIUM_TOLERANCE else ".")
     worst = order[-1]
-    text = (f"Closest to the equilibrium: {best} (mean deviation {dev[best].shown(3)}); furthest: {worst} "
+    text = (f"Closest to the equilibrium: {best} ({words} {dev[best].shown(3)}); furthest: {worst} "
             f"({dev[worst].shown(3)}).")
     ties = [k for k in order[1:] if dev[k].value == dev[best].value]
     if ties:
@@ -305,9 +343,43 @@ def uncertainty_sentence(settings: list[Setting]) -> str:
     return "[brackets]: 95% bootstrap intervals over sessions."
 
 
+def across_sentences(settings: list[Setting]) -> list[str]:
+    """Each player's cells of one grid side by side (settings within a player), in the order the settings
+    come: the closeness measure per cell, and whether the first and last cells are clear of the noise. A
+    baseline is left out: a fixed rule, not a setting's effect."""
+    by_place: dict[str, list[Setting]] = {}
+    for s in settings:
+        if s.cell:
+            by_place.setdefault(s.place, []).append(s)
+    out = []
+    for group in by_place.values():
+        if len(group) < 2:
+            continue
+        labels = list(dict.fromkeys(k for s in group for k in s.labels if k not in s.baselines))
+        for label in labels:
+            points = []
+            for s in group:
+                _, values, words = _closeness(s)
+                if label in values:
+                    points.append((s.cell, values[label], words))
+            if len(points) < 2:
+                continue
+            words = points[0][2]
+            shown = "; ".join(f"{cell}: {v.shown(3)}" for cell, v, _ in points)
+            text = f"{label} across its cells, {words}: {shown}."
+            clear = _apart(points[0][1], points[-1][1]) or _apart(points[-1][1], points[0][1])
+            if clear is not None:
+                text += (f" {points[0][0]} and {points[-1][0]} are clear of the noise (the 95% intervals do "
+                         "not overlap)." if clear else f" {points[0][0]} and {points[-1][0]} cannot be told apart "
+                         "at this sample size (paired comparisons: `econarena compare DIR --by FACTOR`).")
+            out.append(text)
+    return out
+
+
 def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) -> list[tuple[str, list[str]]]:
     """(setting title, sentences) for the report's opening, at most ``max_settings`` settings (the rest are
-    in the tables below); the last item is the uncertainty sentence under an empty title."""
+    in the tables below); the last item is the uncertainty sentence under an empty title. A [grid] cell is
+    a setting (its players ranked among themselves); each player's cells are then set side by side."""
     settings = settings_from_table(rows)
     said: set[str] = set()
     out: list[tuple[str, list[str]]] = []
@@ -321,6 +393,8 @@ def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) ->
             continue
         out.append((s.title + (f" ({s.environment})" if s.environment else ""), sentences))
     rest = max(0, len(settings) - max_settings)
+    if across := across_sentences(settings):
+        out.append(("Across the cells of a grid", across[:2 * MAX_NAMED]))
     if quiet:
         out.append(("", [f"{quiet} more setting(s) without an equilibrium to compare: no player broke a rule"
                          + (f"; {rest} more in the tables below." if rest else ".")]))
@@ -331,14 +405,25 @@ def report_findings(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) ->
     return out
 
 
-def summary_findings(summary: Mapping[str, Any], environment: str = "") -> list[str]:
+def summary_findings(summary: Mapping[str, Any], environment: str = "", rank: Any = None) -> list[str]:
     """The sentences that open ``econarena summary`` for one run directory (``environment``: the
-    experiment's, when known: melee, rational or self)."""
+    experiment's, when known: melee, rational or self). A [grid] directory's cells are ranked each on its
+    own, then each player's cells side by side; ``rank``: a sort key of a cell's text (natural order)."""
     s = setting_from_summary(summary)
     s.environment = environment
     if not s.labels:
         return []
-    return [*setting_sentences(s), uncertainty_sentence([s])]
+    parts = split_cells(s)
+    if len(parts) == 1 and not parts[0].cell:
+        return [*setting_sentences(s), uncertainty_sentence([s])]
+    if rank is not None:
+        parts.sort(key=lambda p: rank(p.cell))
+    said: set[str] = set()
+    out = []
+    for p in parts:
+        sentences = setting_sentences(p, said)
+        out += [f"[{p.cell}] {sentences[0]}", *sentences[1:]] if sentences and p.cell else sentences
+    return [*out, *across_sentences(parts), uncertainty_sentence(parts)]
 
 
 def findings_html(rows: Iterable[Mapping[str, Any]], max_settings: int = 3) -> str:

@@ -33,6 +33,7 @@ class Frames:
     decisions: pd.DataFrame
     experiments: pd.DataFrame
     dirs: list[str] = field(default_factory=list)
+    factors: dict[str, list[Any]] = field(default_factory=dict)  # run_dir -> its [grid] factors (cells.Factor)
 
     def subset(self, **where: Any) -> Frames:
         """Frames restricted to rows whose setting columns match (a value or a list of values)."""
@@ -46,7 +47,7 @@ class Frames:
 
         exps = keep(self.experiments)
         return Frames(keep(self.players), keep(self.runs), keep(self.decisions), exps,
-                      [d for d in self.dirs if d in set(exps["run_dir"])])
+                      [d for d in self.dirs if d in set(exps["run_dir"])], self.factors)
 
 
 def is_run_dir(path: Path) -> bool:

@@ -17,6 +17,9 @@ Per label (a label may hold several seats), over COMPLETE runs only:
 - score / score_std (games that declare a 0-100 score): mean and sample std (ddof = 1) of the run score
   over the complete runs the label played in, each run once however many seats the label held; with
   every seat one label (GAMA-Bench) this is the reference's per-game number.
+- bid deviation (games whose equilibrium action is dominant and equals the private value: the second-price
+  and English auctions): mean |bid - value| / value over valid player-runs; the paper's deviation above is
+  measured on the final asset, where a losing underbid changes nothing (``tally.bid_gap``).
 - convergence: mean deviation per run index, and the first run index whose mean is within 0.05 of NE.
 """
 
@@ -41,8 +44,9 @@ __all__ = ["CONVERGENCE_TOLERANCE", "SCALARS", "VIOLATIONS", "broke", "format_ta
            "write_summary"]
 
 
-def _declares_score(path: Path) -> bool:
-    """Whether the directory's game declares a 0-100 score (``GameInfo.score``)."""
+def _declares(path: Path) -> tuple[bool, bool]:
+    """Whether the directory's game declares (a 0-100 score, ``GameInfo.score``; its equilibrium action
+    dominant and equal to the private value, ``GameInfo.dominant_value``)."""
     from ..games import GAMES
 
     try:
@@ -50,10 +54,10 @@ def _declares_score(path: Path) -> bool:
     except FileRefused:
         raise
     except (OSError, UnicodeDecodeError, ValueError):
-        return False
+        return False, False
     exp = cfg.get("experiment")
     game = GAMES.get(exp.get("game")) if isinstance(exp, dict) and isinstance(exp.get("game"), str) else None
-    return game is not None and game.info.score
+    return (game is not None and game.info.score, game is not None and game.info.dominant_value)
 
 
 def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
@@ -90,7 +94,8 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
         for label in list(tally.labels):
             if label not in names:  # a decision's label the runs do not name: checked once, not per line
                 names.check(path / DECISIONS, "a record", "label", label)
-    return tally.summary(str(path), _declares_score(path))
+    scored, dominant = _declares(path)
+    return tally.summary(str(path), scored, dominant)
 
 
 SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_ratio", "mean_deviation",
@@ -104,8 +109,10 @@ CUT_KEYS = ("truncated_replies", "truncated_runs")  # replies cut at max_tokens 
 def summary_csv(summary: dict[str, Any]) -> str:
     runs = sorted({k for v in summary["labels"].values() for k in v["deviation_by_run"]}, key=int)
     cut = [k for k in CUT_KEYS if any(k in v for v in summary["labels"].values())]  # only when a reply was cut
-    return csv_text(["label", *SCALARS, *VIOLATIONS, *cut, *(f"deviation_run_{k}" for k in runs)],
-                    ([label, *(v[k] for k in SCALARS), *(v["violations"][k] for k in VIOLATIONS),
+    bid = [k for k in ("bid_deviation",) if any(k in v for v in summary["labels"].values())]  # auctions only
+    return csv_text(["label", *SCALARS, *bid, *VIOLATIONS, *cut, *(f"deviation_run_{k}" for k in runs)],
+                    ([label, *(v[k] for k in SCALARS), *(v.get(k) for k in bid),
+                      *(v["violations"][k] for k in VIOLATIONS),
                       *(v.get(k, 0) for k in cut), *(v["deviation_by_run"].get(k) for k in runs)]
                      for label, v in summary["labels"].items()))
 
@@ -136,6 +143,10 @@ def summary_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[str]], 
     rows = [[label, _f(v["player_runs"]), _f(v["mean_payoff"], 2), _f(v["mean_ne_payoff"], 2),
              _f(v["payoff_ratio"]), _f(v["mean_deviation"]), _f(v["win_rate"]), _f(v["rule_break_rate_pct"], 1),
              _f(v["converged_at_run"])] for label, v in summary["labels"].items()]
+    if any("bid_deviation" in v for v in summary["labels"].values()):  # bidding one's value is dominant
+        head.insert(head.index("deviation") + 1, "bid deviation")
+        for row, v in zip(rows, summary["labels"].values()):
+            row.insert(head.index("bid deviation"), _f(v.get("bid_deviation")))
     if any(v.get("score") is not None for v in summary["labels"].values()):  # games with a 0-100 score
         head.append("score (std)")
         for row, v in zip(rows, summary["labels"].values()):

@@ -122,19 +122,24 @@ def _setting(row: Mapping[str, Any]) -> str:
 
 
 def reasoning_figure(table: pd.DataFrame, out: Path, sources: list[str]) -> F.Figure:
-    """Outcome against reasoning tokens per decision, one line per model (label) through its settings."""
+    """Outcome against reasoning tokens per decision, one line per model (label) and game through its
+    settings; the legend names both (one model plays several games of a suite). Where bidding one's value
+    is dominant a panel shows the bid's own deviation: the asset deviation misses a losing underbid."""
     panels = [("deviation from NE", "deviation from NE (lower is closer)"), ("payoff ratio", "payoff ratio"),
               ("rule breaks %", "rule breaks (% of player-runs)")]
+    if table["bid deviation"].notna().any():
+        panels.insert(1, ("bid deviation", "|bid - value| / value (dominant-bid games)"))
     cost = "cost (USD)" if table["cost (USD)"].notna().any() else "tokens out / decision"
     panels.append((cost, cost if cost != "cost (USD)" else "cost (USD, with --prices)"))
     x = table["reasoning tokens / decision"].fillna(0.0)
     fig, axes = F._subplots(1, len(panels), (3.2 * len(panels), 3.2))
-    groups = list(table.groupby(["experiment", "label", "model"], sort=True, dropna=False))
+    groups = list(table.groupby(["experiment", "game", "label", "model"], sort=True, dropna=False))
     colors = F._palette(len(groups))
+    names = _legend_names([(str(e), str(g), str(lab), str(m)) for (e, g, lab, m), _ in groups])
     for ax, (col, title) in zip(np.ravel(axes), panels):
-        for color, ((_exp, label, _model), part) in zip(colors, groups):
+        for color, name, (_key, part) in zip(colors, names, groups):
             order = x[part.index].sort_values().index
-            ax.plot(x[order], part.loc[order, col], marker="o", color=color, label=str(label))
+            ax.plot(x[order], part.loc[order, col], marker="o", color=color, label=name)
             for i in order:
                 ax.annotate(_setting(part.loc[i]), (x[i], part.loc[i, col]), fontsize=7,
                             textcoords="offset points", xytext=(3, 3))
@@ -142,13 +147,24 @@ def reasoning_figure(table: pd.DataFrame, out: Path, sources: list[str]) -> F.Fi
         ax.set_xlabel("reasoning tokens / decision")
     handles, labels = np.ravel(axes)[0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="outside right upper", title="player")
+        fig.legend(handles, labels, loc="outside right upper", title="player (game)")
     png, svg = F._save(fig, out, KEY, sources)
     return F.Figure(KEY, "What reasoning buys", "Each point is one player at one reasoning setting (its effort or "
                     "budget, annotated); x: reasoning tokens per decision as the provider counted them (0 where it "
                     "gave no count); panels: deviation from the Nash equilibrium, payoff ratio to it, rule breaks "
                     "and cost (reasoning tokens are billed as output). A line joins one player's settings.",
                     png, svg, sources)
+
+
+def _legend_names(keys: list[tuple[str, str, str, str]]) -> list[str]:
+    """One legend entry per (experiment, game, label, model): ``label (game title)``, with the experiment
+    where one game has several, and the model where one label plays several: never one name twice."""
+    names = [f"{lab} ({F.game_title(game)})" for _exp, game, lab, _model in keys]
+    if len(set(names)) < len(names):
+        names = [f"{lab} ({F.game_title(game)}, {exp})" for exp, game, lab, _model in keys]
+    if len(set(names)) < len(names):
+        names = [f"{n[:-1]}, {key[3]})" for n, key in zip(names, keys)]
+    return names
 
 
 def reasoning_section(store: Any, figdir: Path, out: Path,

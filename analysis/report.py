@@ -39,7 +39,7 @@ from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices
 from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
-from .cells import factor_columns, factors, shown_cell
+from .cells import cell_rank, factor_columns, factors
 from .compare import compare, compare_by, setting_pairs, trend_axis, trend_by
 from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
@@ -348,26 +348,19 @@ def _baselines(store: Any) -> set[tuple[str, str]]:
 
 
 def _findings_rows(store: Any, table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The metric table's rows for the findings: a label carries its cell as the summary shows it
-    (``level_k [ratio=0.5]``), a baseline's without its [grid.llm] factors, and a baseline's copies across
-    those cells count once (the first cell), so no sentence compares a baseline with itself."""
+    """The metric table's rows for the findings, cells in their factors' natural order: each cell is a
+    setting of its own (players ranked within it), and a baseline is flagged, so that the findings set the
+    cells of an LLM player side by side but never a baseline's copies (a fixed rule, whatever the cell)."""
     rows = table.to_dict("records")
     if "cell" not in table.columns or not (table["cell"].fillna("") != "").any():
         return rows
     base = _baselines(store)
     found = {d.name: factors(d.config) for d in store.dirs}
-    out, seen = [], {}
     for r in rows:
-        cell = str(r.get("cell") or "")
-        baseline = (str(r["run_dir"]), str(r["label"])) in base
-        shown = shown_cell(cell, found.get(str(r["run_dir"]), []), baseline)
-        label = f"{r['label']} [{shown}]" if shown else str(r["label"])
-        if baseline:  # its copies in other [grid.llm] cells: the first one speaks for all
-            key = (r["run_dir"], label, r["metric"])
-            if seen.setdefault(key, cell) != cell:
-                continue
-        out.append({**r, "label": label})
-    return out
+        r["baseline"] = (str(r["run_dir"]), str(r["label"])) in base
+    place = {d: i for i, d in enumerate(dict.fromkeys(str(r["run_dir"]) for r in rows))}
+    return sorted(rows, key=lambda r: (place[str(r["run_dir"])],
+                                       cell_rank(str(r.get("cell") or ""), found.get(str(r["run_dir"]), []))))
 
 
 def _summary_html(table: pd.DataFrame) -> str:

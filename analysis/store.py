@@ -38,7 +38,7 @@ import numpy as np
 from ..games import GAMES
 from ..games.text import storable
 from ..rundir import LogError, json_text
-from .cells import cell_sql, grid_of
+from .cells import cell_sql, factors, grid_of
 from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
 
@@ -570,7 +570,8 @@ class Store(Base):
                             columns=list(self.experiments[0]) if self.experiments else None)
         return Frames(frame(self._players_sql(where)), frame(self._runs_sql(where)), frame(self._decisions_sql(where)),
                       exps,
-                      [d.name for d in self.dirs if d.index in keep])
+                      [d.name for d in self.dirs if d.index in keep],
+                      {d.name: factors(d.config) for d in self.dirs if d.index in keep and grid_of(d)})
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> dict[str, np.ndarray]:
         return self.con.execute(sql, list(params)).fetchnumpy()

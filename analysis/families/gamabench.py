@@ -8,6 +8,9 @@ Definitions (those of the reference's ``board.py`` / ``scoring.ipynb``):
 - Only games that declare ``family = "gamabench"`` and a score take part. A run's column is the game's
   name, or ``name[key=value]`` when its parameters match a later (unscored) entry of
   ``GameInfo.reference`` such as the explicit bar; only the first (leaderboard) setting counts for Overall.
+- A ``[grid]`` cell is part of a label's identity: where the directory has a grid, each label's runs are kept
+  apart per cell (``label [cell]``, the summary's name), so every number below is over the cell's runs only
+  and the CSV gains a ``cell`` column (empty without a grid); nothing pools the cells.
 - Cell (label x column): the mean of the scores of the complete runs the label played in (a run scores
   the whole table, so a run with several labels counts once for each); ``std`` is the sample standard
   deviation (ddof = 1) over those runs, empty with one run.
@@ -33,6 +36,7 @@ from ...files import open_regular
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import RUNS, game_name
+from ..cells import cell_of, grid_of
 from ..scan import Base, Dir, key_of
 
 if sys.version_info >= (3, 11):
@@ -43,6 +47,12 @@ else:  # pragma: no cover
 FAMILY = "gamabench"
 OVERALL = "overall"
 CSV_COLUMNS = ("model", "game", "score", "std", "runs")
+CELL_COLUMNS = ("model", "cell", "game", "score", "std", "runs")  # a study with a [grid]
+
+
+def row_name(label: str, cell: str) -> str:
+    """A row's identity: the label, with its ``[grid]`` cell as the summary names it (``label [cell]``)."""
+    return f"{label} [{cell}]" if cell else label
 
 
 def leaderboard_games(games: Mapping[str, Game] | None = None) -> list[str]:
@@ -73,6 +83,7 @@ class RunScore:
     run: int
     score: float
     run_dir: str
+    cell: str = ""  # the [grid] cell of the run's table ("" without a grid)
 
 
 @dataclass
@@ -157,18 +168,21 @@ class Collector(Base):
 
     def end(self, d: Dir) -> None:
         out, used = self.out, False
-        for (_lineup, session, run), column, lead, labels, score, key, curve, logged in sorted(
+        grid = grid_of(d)
+        for (lineup, session, run), column, lead, labels, score, key, curve, logged in sorted(
                 self.items, key=lambda x: x[0]):
             out.titles.setdefault(column, self.game.info.title + column[len(self.game.name):])
+            cell = cell_of(lineup, grid)
             if score is not None:
                 used = True
-                out.scores += [RunScore(lab, column, lead, session, run, score, str(d.path)) for lab in labels]
+                out.scores += [RunScore(lab, column, lead, session, run, score, str(d.path), cell) for lab in labels]
             if not logged:
                 continue
             out.curve_keys[column] = key
             for index, value in curve:
                 for lab in labels:
-                    out.curves.setdefault(column, {}).setdefault(lab, {}).setdefault(index, []).append(value)
+                    out.curves.setdefault(column, {}).setdefault(row_name(lab, cell), {}).setdefault(
+                        index, []).append(value)
         if used:
             out.dirs.append(str(d.path))
         self.items = []
@@ -196,17 +210,23 @@ def _std(xs: Sequence[float]) -> float | None:
 
 
 def score_table(scores: Sequence[RunScore], games: Mapping[str, Game] | None = None) -> list[dict[str, Any]]:
-    """Rows ``model, game, score, std, runs``: each label x column, then the label's Overall (see module doc)."""
+    """Rows ``model, game, score, std, runs``: each label (and [grid] cell) x column, then its Overall (see
+    module doc). ``model`` is the row's identity (:func:`row_name`); ``label`` and ``cell`` its parts."""
     board = leaderboard_games(games)
     cells: dict[str, dict[str, list[RunScore]]] = defaultdict(lambda: defaultdict(list))
+    parts: dict[str, tuple[str, str]] = {}
     for s in scores:
-        cells[s.label][s.column].append(s)
+        name = row_name(s.label, s.cell)
+        parts.setdefault(name, (s.label, s.cell))
+        cells[name][s.column].append(s)
     others = sorted({s.column for s in scores if s.column not in board})
     rows = []
     for label in sorted(cells):
+        who = {"label": parts[label][0], "cell": parts[label][1]}
         for column in [c for c in board if c in cells[label]] + [c for c in others if c in cells[label]]:
             xs = [s.score for s in cells[label][column]]
-            rows.append({"model": label, "game": column, "score": _mean(xs), "std": _std(xs), "runs": len(xs)})
+            rows.append({"model": label, "game": column, "score": _mean(xs), "std": _std(xs), "runs": len(xs),
+                         **who})
         if board and all(c in cells[label] for c in board):
             by_run: list[dict[tuple[int, int], list[float]]] = []
             for c in board:
@@ -218,11 +238,20 @@ def score_table(scores: Sequence[RunScore], games: Mapping[str, Game] | None = N
             run_means = [_mean([_mean(p[k]) for p in by_run]) for k in sorted(common)]
             overall = _mean([_mean([s.score for s in cells[label][c]]) for c in board])
             rows.append({"model": label, "game": OVERALL, "score": overall, "std": _std(run_means),
-                         "runs": len(run_means)})
+                         "runs": len(run_means), **who})
     return rows
 
 
+def gridded(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any row belongs to a [grid] cell (then tables show the cell beside the label)."""
+    return any(r.get("cell") for r in rows)
+
+
 def scores_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The CSV: one row per label, cell and column; with a grid ``model`` is the label and ``cell`` the cell."""
+    if gridded(rows):
+        return csv_text(CELL_COLUMNS, ([r.get("label", r["model"]), r.get("cell", ""),
+                                        *("" if r[k] is None else r[k] for k in CELL_COLUMNS[2:])] for r in rows))
     return csv_text(CSV_COLUMNS, (["" if r[k] is None else r[k] for k in CSV_COLUMNS] for r in rows))
 
 
@@ -428,16 +457,20 @@ def scorecard(ctx: Any) -> Any:
     titles = {**data.titles, OVERALL: "Overall"}
     short = {c: titles.get(c, c) for c in columns}
     imported_dirs = _imported(data.dirs)
-    imported_labels = {s.label for s in data.scores if s.run_dir in imported_dirs}
+    imported_labels = {row_name(s.label, s.cell) for s in data.scores if s.run_dir in imported_dirs}
     agreement = page.Agreement()
+    split = gridded(rows)  # a [grid]: the cell beside the label, each row over its cell's runs
+    parts = {r["model"]: (str(r.get("label", r["model"])), str(r.get("cell", ""))) for r in rows}
     body = []
     for lab in labels:
-        name = board.published_name("model", lab) if board is not None else None
+        plain, cell = parts.get(lab, (lab, ""))
+        # a published model's number is for its default setting: a grid cell is compared with nothing
+        name = board.published_name("model", lab) if board is not None and not cell else None
         sub = [page.esc(name)] if name and name != lab else []
         if lab in imported_labels:
             sub.append("<span class='tag'>imported</span>")
-        who = page.esc(lab) + (f"<span class='sub'>{' &middot; '.join(sub)}</span>" if sub else "")
-        row = [who]
+        who = page.esc(plain) + (f"<span class='sub'>{' &middot; '.join(sub)}</span>" if sub else "")
+        row = [who, *([page.esc(cell)] if split else [])]
         for c in columns:
             r = cells.get((lab, c))
             cell = page.spread_cell(r["score"] if r else None, r["std"] if r else None)
@@ -447,9 +480,11 @@ def scorecard(ctx: Any) -> Any:
                                             agreement=agreement, where=f"{lab}, {short[c]}")
             row.append(cell)
         body.append(row)
-    head = ["model", *(short[c] for c in columns)]
+    head = ["model", *(["cell"] if split else []), *(short[c] for c in columns)]
     intro = ("0-100 per game (higher is more rational), mean &plusmn; sd over runs; Overall: the mean of the eight "
              "games, &plusmn; over per-run means. Best Overall first.")
+    if split:
+        intro += " A row per label and [grid] cell, each over the cell's runs only."
     if board is not None and agreement.compared:
         intro += (f" <span class='pub'>pub</span>: {page.esc(board.table)}, {page.esc(board.source)}; &#10003; "
                   "agrees to the published decimal, else the gap ours &minus; published; * a note on that cell "
@@ -457,8 +492,8 @@ def scorecard(ctx: Any) -> Any:
     other = sorted({c for c in pivot(rows)[1] if c not in columns})
     if other:
         intro += f" Unscored modes ({page.esc(', '.join(other))}) are in the detail below."
-    return page.Card(FAMILY, "GAMA-Bench leaderboard", page.grid(head, body), intro, len(data.dirs),
-                     agreement.verdict())
+    return page.Card(FAMILY, "GAMA-Bench leaderboard", page.grid(head, body, numeric_from=2 if split else 1),
+                     intro, len(data.dirs), agreement.verdict())
 
 
 def section(ctx: Any) -> Any:

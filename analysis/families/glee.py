@@ -40,6 +40,7 @@ from ...csvcells import csv_text
 from ...games import GAMES
 from ...games.base import Setup
 from ...rundir import RUNS, LogError, complete_runs, game_name, read_jsonl
+from ..cells import cell_of, cell_rank, grid_of, study_factors
 from ..load import expand_run_dirs
 from ..scan import Base, Dir
 from .metagame import pure_equilibria
@@ -164,9 +165,28 @@ class GameData:
     lineup: array = field(default_factory=lambda: array("i"))
     session: array = field(default_factory=lambda: array("q"))
     run: array = field(default_factory=lambda: array("q"))
+    grid_dirs: set[int] = field(default_factory=set)  # indexes into ``dirs`` of the directories with a [grid]
 
     def __len__(self) -> int:
         return len(self.origin)
+
+    def cells(self) -> tuple[list[str], np.ndarray]:
+        """(cell names, each run's index into them): a run's [grid] cell read from its table's name
+        (``analysis/cells.py``), ``""`` for a directory without a grid."""
+        origin = np.frombuffer(self.origin, dtype=np.int32) if len(self.origin) else np.zeros(0, np.int32)
+        lineup = np.frombuffer(self.lineup, dtype=np.int32) if len(self.lineup) else np.zeros(0, np.int32)
+        if not self.grid_dirs:
+            return [""], np.zeros(len(origin), dtype=np.int64)
+        pairs, inverse = np.unique(np.stack([origin, lineup], axis=1), axis=0, return_inverse=True)
+        names: list[str] = []
+        code_of: dict[str, int] = {}
+        codes = np.empty(len(pairs), dtype=np.int64)
+        for k, (o, li) in enumerate(pairs):
+            cell = cell_of(self.lineups.names[int(li)], int(o) in self.grid_dirs)
+            codes[k] = code_of.setdefault(cell, len(names))
+            if codes[k] == len(names):
+                names.append(cell)
+        return names, codes[np.asarray(inverse).reshape(-1)]
 
     def column(self, name: str) -> np.ndarray:
         """An outcome column as floats (NaN where a run has none)."""
@@ -446,6 +466,7 @@ class Collector(Base):
 
     def _end(self, d: Dir) -> None:
         data, name, buf = self.data, self.name, self.buf
+        assert data is not None  # begin() found the game
         if not len(buf):
             return
         names = data.lineups.names
@@ -495,6 +516,8 @@ class Collector(Base):
         data.lineup.frombytes(lineup[keep].astype(np.int32).tobytes())
         data.session.frombytes(session[keep].tobytes())
         data.run.frombytes(run[keep].tobytes())
+        if grid_of(d):  # its runs' tables name their [grid] cell
+            data.grid_dirs.add(len(data.dirs))
         data.dirs.append(str(d.path))
 
     def result(self) -> dict[str, GameData]:
@@ -842,7 +865,9 @@ def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path,
                                 "metric in the runs"))
             continue
         pairs_by_family.setdefault(data.family, []).append(t)
-        sec.tables.append((f"{data.title}: mean {PAYOFF_METRIC} of p1 / p2 by pair (* = pure equilibrium)",
+        # the model-choice game is GLEE's own pooling over the drawn parameters: said where a [grid] is pooled
+        pooled = ", pooled over cells" if data.grid_dirs else ""
+        sec.tables.append((f"{data.title}: mean {PAYOFF_METRIC} of p1 / p2 by pair (* = pure equilibrium{pooled})",
                            pairs_frame(t)))
         sec.notes.append(format_equilibria(t).replace(f"{t.game}:", f"{data.title}:", 1))
         sec.figures.append(_figure_pairs(data, t, figdir, F))
@@ -931,7 +956,8 @@ def _figure_pairs(data: GameData, t: PairTable, figdir: Path, F: Any) -> Any:
         ax.set_title(f"{t.metric} of {who}")
         ax.grid(False)
     eqs = "; ".join(f"({t.rows[i]}, {t.cols[j]})" for i, j in t.equilibria) or "none among the observed pairs"
-    fig.suptitle(f"{data.title}: mean {t.metric} by pair; red boxes: pure equilibria of the model choice")
+    pooled = " (pooled over cells)" if data.grid_dirs else ""  # GLEE's meta-game pools the drawn parameters
+    fig.suptitle(f"{data.title}: mean {t.metric} by pair{pooled}; red boxes: pure equilibria of the model choice")
     key = f"pairs_{data.game}"
     png, svg = F._save(fig, figdir, key, data.dirs)
     return F.Figure(key, f"{PAIRS_TITLE}: {data.title}",
@@ -970,52 +996,107 @@ def _datas(ctx: Any) -> dict[str, GameData]:
 
 
 def _sums(xs: np.ndarray) -> Any:
-    """Each game its own resampling unit (the card's intervals are over games)."""
-    from ..stats import cluster_sums
+    """Each game its own resampling unit (the card's intervals are over games): the Sums ``cluster_sums``
+    gives for one session per value, made directly (a grid of 384 cells asks for thousands)."""
+    from ..stats import Sums
 
     vals = xs[~np.isnan(xs)]
-    return cluster_sums(vals, np.ones_like(vals), np.arange(len(vals)))
+    ones = np.ones(len(vals))
+    return Sums(vals + 0.0, ones, ones, np.zeros(len(vals), dtype=int), np.arange(len(vals)))
 
 
-def _seat_values(data: GameData, player: str, metric: str) -> np.ndarray:
-    """The metric of every seat ``player`` took, run by run and seat by seat (a self-play run twice); a
-    value recorded as None is there (as NaN), a metric the run does not have is not."""
+def _seat_values(data: GameData, player: str, metric: str, cells: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(values, their run's cell code): the metric of every seat ``player`` took, run by run and seat by
+    seat (a self-play run twice); a value recorded as None is there (as NaN), a metric the run does not
+    have is not. ``cells``: each run's cell code (``GameData.cells``), else every run in cell 0."""
     masks, cols = [], []
     for i, seat in enumerate(data.players):
         col = data.column(f"self_gain_p{i + 1}" if metric == "self_gain" else metric)
         present = col.view(np.uint64) != np.float64(_ABSENT).view(np.uint64)
         masks.append((seat.array() == seat.index.get(player, -1)) & present)
         cols.append(col)
-    return np.stack(cols, axis=1)[np.stack(masks, axis=1)]
+    mask = np.stack(masks, axis=1)
+    codes = np.zeros(len(data), dtype=np.int64) if cells is None else cells
+    return np.stack(cols, axis=1)[mask], np.repeat(codes[:, None], len(cols), axis=1)[mask]
+
+
+MAX_CARD_CELLS = 16  # more cells than this (GLEE's 384-configuration grid): the card pools them, saying so
+
+
+def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (), split: bool = True
+              ) -> list[dict[str, Any]]:
+    """The card's rows of one game: a row per player and [grid] cell (``cell`` ``""`` without a grid), each
+    metric's Estimate over the cell's games only, and ``seats`` (the seats it played there); cells in their
+    factors' natural order (``found``: the study's factors), best self-gain first within a cell.
+    ``split=False``: one row per player over every cell (the pooled row a card shows for a large grid)."""
+    from ..stats import bootstrap_many
+
+    names, codes = data.cells() if split else ([""], np.zeros(len(data), dtype=np.int64))
+    split_of: dict[tuple[str, str], list[np.ndarray]] = {}  # each metric's values per cell, in run order
+    for p in sorted(data.player_names()):
+        for m in CARD_METRICS:
+            vals, where = _seat_values(data, p, m, codes)
+            idx = np.argsort(where, kind="stable")  # a cell's values keep their (run, seat) order
+            split_of[(p, m)] = np.split(vals[idx], np.searchsorted(where[idx], np.arange(1, len(names))))
+    per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    for k, cell in enumerate(names):
+        for p in sorted(data.player_names()):
+            here = {m: split_of[(p, m)][k] for m in CARD_METRICS}
+            if len(names) == 1 or any(len(v) for v in here.values()):  # a player sits in the cells it played
+                per[(p, cell)] = here
+    keys = list(per)
+    requests = [(_sums(per[k][m]), 1.0) for k in keys for m in CARD_METRICS]
+    got = iter(bootstrap_many(requests, n_boot=n_boot, seed=seed))
+    est = {k: {m: next(got) for m in CARD_METRICS} for k in keys}
+
+    def order(k: tuple[str, str]) -> tuple[Any, ...]:
+        e = est[k]["self_gain"]
+        return (cell_rank(k[1], found), -(e.value if e.n else -1e300), k[0])
+
+    return [{"player": k[0], "cell": k[1], **est[k], "seats": max(len(per[k][m]) for m in CARD_METRICS)}
+            for k in sorted(keys, key=order)]
+
+
+def _card_rows(ctx: Any, name: str) -> list[dict[str, Any]]:
+    """:func:`card_rows` of one game, computed once for the card and the detail."""
+    found = study_factors(ctx.frames) if ctx.frames is not None else []
+    return ctx.memo(f"{FAMILY}/cells/{name}", lambda: card_rows(_datas(ctx)[name], ctx.n_boot, ctx.seed, found))
 
 
 def scorecard(ctx: Any) -> Any:
     """Per game (bargaining, negotiation, persuasion) and player: mean efficiency and fairness of the games
     it played and its own self-gain (either seat), with 95% bootstrap intervals over games; best self-gain
-    first."""
+    first. Where a directory has a [grid], a row per player and cell, over the cell's games only."""
     from .. import page
-    from ..stats import bootstrap_many
 
     datas = _datas(ctx)
     if not datas:
         return None
-    parts, dirs = [], set()
+    parts, dirs, any_split, pooled = [], set(), False, []
     for name in sorted(datas):
         data = datas[name]
         dirs.update(data.dirs)
-        players = sorted(data.player_names())
-        per = {p: {m: _seat_values(data, p, m) for m in CARD_METRICS} for p in players}
-        requests = [(_sums(per[p][m]), 1.0) for p in players for m in CARD_METRICS]
-        found = iter(bootstrap_many(requests, n_boot=ctx.n_boot, seed=ctx.seed))
-        est = {p: {m: next(found) for m in CARD_METRICS} for p in players}
-        order = sorted(est, key=lambda p: (-(est[p]["self_gain"].value if est[p]["self_gain"].n else -1e300), p))
-        body = [[page.esc(p), *(page.estimate_cell(est[p][m]) for m in CARD_METRICS),
-                 str(max(len(per[p][m]) for m in CARD_METRICS))] for p in order]
-        parts.append(page.grid(("player", "efficiency", "fairness", "self-gain", "seats played"), body,
-                               page.esc(data.title)))
+        rows = _card_rows(ctx, name)
+        split = any(r["cell"] for r in rows)
+        if len({r["cell"] for r in rows}) > MAX_CARD_CELLS:  # pooled, said beside each row; per cell: below
+            n = len({r["cell"] for r in rows})
+            rows = [{**r, "cell": f"pooled over cells ({n})"} for r in card_rows(data, ctx.n_boot, ctx.seed,
+                                                                                     split=False)]
+            pooled.append(data.title)
+        any_split = any_split or split
+        body = [[page.esc(r["player"]), *([page.esc(r["cell"])] if split else []),
+                 *(page.estimate_cell(r[m]) for m in CARD_METRICS), str(r["seats"])] for r in rows]
+        parts.append(page.grid(("player", *(("cell",) if split else ()), "efficiency", "fairness", "self-gain",
+                                "seats played"), body, page.esc(data.title), numeric_from=2 if split else 1))
     intro = ("Per game and player: efficiency and fairness of the games it played (0-1, clipped as GLEE does) and "
              "its own self-gain (share of the surplus it kept, either seat), each with a 95% bootstrap interval "
              "over games; runs with a rule break left out, as in GLEE's data. Best self-gain first.")
+    if any_split:
+        intro += " A row per player and [grid] cell, over that cell's games only."
+    if pooled:
+        intro += (f" {page.esc(', '.join(pooled))}: more than {MAX_CARD_CELLS} cells, so each player's row is "
+                  "pooled over them (said beside it); the row of every cell is in the GLEE detail below.")
     return page.Card(FAMILY, "GLEE: efficiency, fairness, self-gain", "".join(parts), intro, len(dirs))
 
 
@@ -1031,6 +1112,16 @@ def section(ctx: Any) -> Any:
         return None
     out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))
     detail = []
+    for name, data in sorted(_datas(ctx).items()):  # a grid the card pooled: every cell's row here
+        rows = _card_rows(ctx, name)
+        if len({r["cell"] for r in rows}) > MAX_CARD_CELLS:
+            import pandas as pd
+
+            table = pd.DataFrame([{"player": r["player"], "cell": r["cell"],
+                                   **{m: r[m].fmt(3) for m in CARD_METRICS}, "seats played": r["seats"]}
+                                  for r in rows])
+            detail.append(f"<h4>{page.esc(data.title)}: efficiency, fairness, self-gain per cell</h4>"
+                          + page.table_html(table, index=False))
     for sec in secs:
         out.figures += sec.figures
         out.skipped += sec.skipped

@@ -14,6 +14,9 @@ aggregated, with the scenario being the game's name and player 1 the label in se
 - Bad counter-offer rate: the share of buy/sell games whose buyer's first counter-price exceeds the
   seller's first price, with SE = sqrt(x (1 - x) / n).
 - Acceptance curve: per first offered amount, the share of first responses that accept it.
+
+A ``[grid]`` cell is part of every row's identity: where a directory has a grid, each aggregation is per
+scenario and cell (its games only), the pair CSV gains a ``cell`` column and the card a table per cell.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ from ...games import GAMES
 from ...games.base import Game
 from ...rundir import game_name
 from .. import published
+from ..cells import cell_of, cell_rank, grid_of, study_factors
 from ..scan import Base, Dir, key_of
 
 FAMILY = "negotiationarena"
 FORMULAS = ("correct", "paper")
 PAIR_COLUMNS = ("scenario", "p1_model", "p2_model", "games", "p1_win_rate", "p2_win_rate", "p1_payoff",
                 "p2_payoff")
+CELL_PAIR_COLUMNS = ("scenario", "cell", *PAIR_COLUMNS[1:])  # a study with a [grid]
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class GameRow:
     first_response: str | None = None
     final_price: float | None = None
     bad_counter_offer: bool | None = None
+    cell: str = ""  # the [grid] cell of the game's table ("" without a grid)
 
 
 def win_rates(win1: Sequence[bool], win2: Sequence[bool], formula: str = "correct") -> tuple[float | None,
@@ -135,14 +141,14 @@ def acceptance_curve(rows: Iterable[GameRow]) -> dict[float, tuple[float, int]]:
 
 
 def pair_table(rows: Iterable[GameRow], formula: str = "correct") -> list[dict[str, Any]]:
-    """One row per scenario and ordered (p1, p2) pair: games, win rates and mean payoffs."""
-    groups: dict[tuple[str, str, str], list[GameRow]] = defaultdict(list)
+    """One row per scenario, [grid] cell and ordered (p1, p2) pair: games, win rates and mean payoffs."""
+    groups: dict[tuple[str, str, str, str], list[GameRow]] = defaultdict(list)
     for r in rows:
-        groups[(r.scenario, r.p1, r.p2)].append(r)
+        groups[(r.scenario, r.cell, r.p1, r.p2)].append(r)
     out = []
-    for (scenario, p1, p2), rs in sorted(groups.items()):
+    for (scenario, cell, p1, p2), rs in sorted(groups.items()):
         r1, r2 = win_rates([r.win[0] for r in rs], [r.win[1] for r in rs], formula)
-        out.append({"scenario": scenario, "p1_model": p1, "p2_model": p2, "games": len(rs),
+        out.append({"scenario": scenario, "cell": cell, "p1_model": p1, "p2_model": p2, "games": len(rs),
                     "p1_win_rate": r1, "p2_win_rate": r2,
                     "p1_payoff": math.fsum(r.payoff[0] for r in rs) / len(rs),
                     "p2_payoff": math.fsum(r.payoff[1] for r in rs) / len(rs)})
@@ -157,14 +163,23 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def gridded(table: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any row belongs to a [grid] cell (then the cell is a column)."""
+    return any(r.get("cell") for r in table)
+
+
 def pairs_csv(table: Sequence[Mapping[str, Any]]) -> str:
-    return csv_text(PAIR_COLUMNS, ([_cell(row[c]) for c in PAIR_COLUMNS] for row in table))
+    columns = CELL_PAIR_COLUMNS if gridded(table) else PAIR_COLUMNS
+    return csv_text(columns, ([_cell(row.get(c, "")) for c in columns] for row in table))
 
 
 def pairs_cells(table: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of the pair table."""
-    head = ["scenario", "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win", "P1 payoff", "P2 payoff"]
-    return head, [[str(r["scenario"]), str(r["p1_model"]), str(r["p2_model"]), str(r["games"])]
+    """(header, rows) of the pair table (a ``cell`` column where a study has a [grid])."""
+    split = gridded(table)
+    head = ["scenario", *(["cell"] if split else []), "P1 (RED)", "P2 (BLUE)", "games", "P1 win", "P2 win",
+            "P1 payoff", "P2 payoff"]
+    return head, [[str(r["scenario"]), *([str(r.get("cell", ""))] if split else []), str(r["p1_model"]),
+                   str(r["p2_model"]), str(r["games"])]
                   + ["-" if r[k] is None else f"{r[k]:.3f}" for k in ("p1_win_rate", "p2_win_rate")]
                   + [f"{r['p1_payoff']:.2f}", f"{r['p2_payoff']:.2f}"] for r in table]
 
@@ -190,11 +205,13 @@ def _num(x: Any) -> float | None:
     return float(x)
 
 
-def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None) -> GameRow | None:
+def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None, grid: bool = False
+           ) -> GameRow | None:
     """A complete run record as a GameRow; None when it lacks the metrics (an older or foreign record).
 
     ``reading`` ("correct" or "paper"): for an imported run, score the payoffs by that per-game rule from
-    the outcome its log records, whatever ``--metrics`` the import used; None: the run's own metrics."""
+    the outcome its log records, whatever ``--metrics`` the import used; None: the run's own metrics.
+    ``grid``: the directory has a [grid], so the row carries its table's cell."""
     m = record.get("metrics")
     labels = record.get("labels") or []
     if not isinstance(m, Mapping) or len(labels) != 2:
@@ -215,7 +232,8 @@ def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None)
     resp = m.get("first_response")
     return GameRow(scenario, str(labels[0]), str(labels[1]), (p[0], p[1]), (bool(win[0]), bool(win[1])),
                    bool(m.get("agreement")), _num(m.get("first_offer")), resp if isinstance(resp, str) else None,
-                   _num(m.get("final_price")), bad if isinstance(bad, bool) else None)
+                   _num(m.get("final_price")), bad if isinstance(bad, bool) else None,
+                   cell_of(record.get("lineup", "melee"), grid))
 
 
 class Collector(Base):
@@ -230,12 +248,12 @@ class Collector(Base):
         game = self.games.get(d.game_name)
         if game is None or game.info.family != FAMILY:
             return False
-        self.game, self.items = game, []
+        self.game, self.items, self.grid = game, [], grid_of(d)
         return True
 
     def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:
         if rec.get("complete", True):
-            row = row_of(self.game.name, rec, self.reading)
+            row = row_of(self.game.name, rec, self.reading, self.grid)
             if row is not None:
                 self.items.append((key_of(rec), row))
 
@@ -252,7 +270,7 @@ class Collector(Base):
 
     @property
     def copy_version(self) -> str:
-        return f"1:{self.reading}"  # imported runs are scored by the reading asked for
+        return f"2:{self.reading}"  # imported runs are scored by the reading asked for; 2: the cell kept
 
     def save(self, d: Dir, copy: Any) -> None:
         """The directory's games in (lineup, session, run) order, one column per field."""
@@ -270,15 +288,16 @@ class Collector(Base):
             "first_offer": pa.array([r.first_offer for r in rows], pa.float64()),
             "first_response": pa.array([r.first_response for r in rows], pa.string()),
             "final_price": pa.array([r.final_price for r in rows], pa.float64()),
-            "bad_counter_offer": pa.array([r.bad_counter_offer for r in rows], pa.bool_())}
+            "bad_counter_offer": pa.array([r.bad_counter_offer for r in rows], pa.bool_()),
+            "cell": pa.array([r.cell for r in rows], pa.string())}
         copy.put(self.copy_name, self.copy_version, {"games": pa.table(cols)}, {})
 
     def restore(self, d: Dir, copy: Any) -> None:
         t = copy.table(self.copy_name, "games").to_pydict()
-        self.rows += [GameRow(sc, p1, p2, (a, b), (w1, w2), ag, fo, fr, fp, bad) for sc, p1, p2, a, b, w1, w2, ag, fo,
-                      fr, fp, bad in zip(t["scenario"], t["p1"], t["p2"], t["pay1"], t["pay2"], t["win1"], t["win2"],
-                                         t["agreement"], t["first_offer"], t["first_response"], t["final_price"],
-                                         t["bad_counter_offer"])]
+        self.rows += [GameRow(sc, p1, p2, (a, b), (w1, w2), ag, fo, fr, fp, bad, cell) for sc, p1, p2, a, b, w1, w2, ag,
+                      fo, fr, fp, bad, cell in zip(t["scenario"], t["p1"], t["p2"], t["pay1"], t["pay2"], t["win1"],
+                                                   t["win2"], t["agreement"], t["first_offer"], t["first_response"],
+                                                   t["final_price"], t["bad_counter_offer"], t["cell"])]
 
 
 def collect(run_dirs: Iterable[str | Path], games: Mapping[str, Game] | None = None,
@@ -365,6 +384,17 @@ def format_check(rows: Sequence[Mapping[str, Any]]) -> str:
 
 # ---- the report's NegotiationArena section ----
 
+def parts_of(rows: Iterable[GameRow], found: Sequence[Any] = ()) -> list[tuple[str, str]]:
+    """The (scenario, [grid] cell) pairs the rows hold: scenarios by name, cells in their factors' natural
+    order (``found``: the study's factors)."""
+    return sorted({(r.scenario, r.cell) for r in rows}, key=lambda k: (k[0], cell_rank(k[1], found)))
+
+
+def part_title(scenario: str, cell: str) -> str:
+    """A scenario's title with its [grid] cell: ``Ultimatum [rounds=2]``."""
+    return _title(scenario) + (f" [{cell}]" if cell else "")
+
+
 def _title(scenario: str) -> str:
     game = GAMES.get(scenario)
     return game.info.title if game is not None else scenario
@@ -387,25 +417,26 @@ def _rate(x: float | None) -> str:
 
 
 def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = "correct",
-                   rows: list[GameRow] | None = None) -> dict[str, Any] | None:
-    """Per scenario: win-rate and payoff matrices by ordered model pair, the anchoring scatter (first
-    offer vs agreed price, with Spearman and Pearson), the ultimatum acceptance curve and the bad
-    counter-offer rate. None when no NegotiationArena runs are present."""
+                   rows: list[GameRow] | None = None, found: Sequence[Any] = ()) -> dict[str, Any] | None:
+    """Per scenario (and [grid] cell, in ``found``'s natural order): win-rate and payoff matrices by ordered
+    model pair, the anchoring scatter (first offer vs agreed price, with Spearman and Pearson), the ultimatum
+    acceptance curve and the bad counter-offer rate. None when no NegotiationArena runs are present."""
     from .. import figures as F
 
     rows = collect(run_dirs) if rows is None else rows
     if not rows:
         return None
     table = pair_table(rows, formula)
-    scenarios = sorted({r.scenario for r in rows})
+    scenarios = parts_of(rows, found)
     out: dict[str, Any] = {"scenarios": [], "figures": [], "formula": formula}
-    for sc in scenarios:
-        mine = [r for r in rows if r.scenario == sc]
+    for sc, cell in scenarios:
+        mine = [r for r in rows if r.scenario == sc and r.cell == cell]
+        here = [r for r in table if r.get("cell", "") == cell]
         out["scenarios"].append({
-            "name": sc, "title": _title(sc), "games": len(mine),
-            "wins": _matrix(table, sc, lambda r: f"{_rate(r['p1_win_rate'])} / {_rate(r['p2_win_rate'])} "
-                                                  f"(n={r['games']})"),
-            "payoffs": _matrix(table, sc, lambda r: f"{r['p1_payoff']:.2f} / {r['p2_payoff']:.2f}"),
+            "name": sc, "cell": cell, "title": part_title(sc, cell), "games": len(mine),
+            "wins": _matrix(here, sc, lambda r: f"{_rate(r['p1_win_rate'])} / {_rate(r['p2_win_rate'])} "
+                                                 f"(n={r['games']})"),
+            "payoffs": _matrix(here, sc, lambda r: f"{r['p1_payoff']:.2f} / {r['p2_payoff']:.2f}"),
             "anchoring": anchoring(mine), "bad_counter_offers": bad_counter_offer_rate(mine),
             "acceptance": acceptance_curve(mine)})
     try:
@@ -415,14 +446,16 @@ def report_section(run_dirs: Sequence[str | Path], figdir: Path, formula: str = 
     return out
 
 
-def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Path, F: Any) -> Any:
-    """Per scenario with offers: the anchoring scatter, and for the ultimatum the acceptance curve."""
-    panels = [sc for sc in scenarios if any(r.first_offer is not None for r in rows if r.scenario == sc)]
+def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[tuple[str, str]], figdir: Path, F: Any) -> Any:
+    """Per scenario (and [grid] cell: a facet each) with offers: the anchoring scatter, and for the ultimatum
+    the acceptance curve."""
+    panels = [(sc, cell) for sc, cell in scenarios
+              if any(r.first_offer is not None for r in rows if r.scenario == sc and r.cell == cell)]
     if not panels:
         raise F.Skip("no game recorded a first offer")
     fig, axes = F._subplots(1, len(panels), (4.2 * len(panels), 3.6))
-    for ax, sc in zip(axes[0], panels):
-        mine = [r for r in rows if r.scenario == sc]
+    for ax, (sc, cell) in zip(axes[0], panels):
+        mine = [r for r in rows if r.scenario == sc and r.cell == cell]
         agreed = [(r.first_offer, r.final_price) for r in mine
                   if r.agreement and r.first_offer is not None and r.final_price is not None]
         a = anchoring(mine)
@@ -438,7 +471,7 @@ def _figure_offers(rows: Sequence[GameRow], scenarios: Sequence[str], figdir: Pa
             ax2.set_ylabel("first offers accepted")
         rho = "-" if a["spearman"] is None else f"{a['spearman']:.2f}"
         r = "-" if a["pearson"] is None else f"{a['pearson']:.2f}"
-        ax.set_title(f"{_title(sc)}: Spearman {rho}, Pearson {r} (n={a['n']})", fontsize=9)
+        ax.set_title(f"{part_title(sc, cell)}: Spearman {rho}, Pearson {r} (n={a['n']})", fontsize=9)
         ax.set_xlabel("first offer")
         ax.set_ylabel("agreed price / trade")
     sources = sorted({f"{r.p1} vs {r.p2}" for r in rows})[:4]
@@ -515,8 +548,9 @@ def scorecard(ctx: Any) -> Any:
     board = pub.table(PUBLISHED)
     agreement = page.Agreement()
     parts = []
-    for sc in sorted({r.scenario for r in rows}):
-        mine = [r for r in table if r["scenario"] == sc]
+    found = study_factors(ctx.frames) if ctx.frames is not None else []
+    for sc, where in parts_of(rows, found):  # a [grid] cell: its own tables, over its games only
+        mine = [r for r in table if r["scenario"] == sc and r["cell"] == where]
         p1s = sorted({r["p1_model"] for r in mine}, key=lambda m: -max(
             (r["p1_win_rate"] or 0) for r in mine if r["p1_model"] == m))
         p2s = sorted({r["p2_model"] for r in mine})
@@ -534,14 +568,14 @@ def scorecard(ctx: Any) -> Any:
                     vals = [r[k] for k in keys]
                     cell = ("<b>" + " / ".join(page.number(v, digits) for v in vals)
                             + f"</b><small>n={r['games']}</small>")
-                    if board is not None:
+                    if board is not None and not where:  # a published number is for the default setting
                         for k, v in zip(keys, vals):
                             c = _published_cell(board, sc, a, b, k)
                             if c is not None:
                                 cell += _beside(page, v, c, k, digits, agreement, f"{_title(sc)} {a} vs {b} {k}")
                     line.append(cell)
                 body.append(line)
-            caption = f"{page.esc(_title(sc))}: {kind} P1 / P2 ({sum(r['games'] for r in mine)} games)"
+            caption = f"{page.esc(part_title(sc, where))}: {kind} P1 / P2 ({sum(r['games'] for r in mine)} games)"
             parts.append(page.grid(["P1 (RED) \\ P2 (BLUE)", *p2s], body, caption))
     intro = ("Rows: player 1 (RED, moves first); columns: player 2 (BLUE). Win rate: a player wins a game when "
              "its payoff change is larger than the opponent's (the correct formula); payoff: mean change per "
@@ -567,7 +601,8 @@ def section(ctx: Any) -> Any:
     rows = _rows(ctx)
     if not rows:
         return None
-    found = report_section(ctx.run_dirs, ctx.figdir, rows=rows)
+    factors = study_factors(ctx.frames) if ctx.frames is not None else []
+    found = report_section(ctx.run_dirs, ctx.figdir, rows=rows, found=factors)
     assert found is not None
     parts = []
     for sc in found["scenarios"]:
