@@ -109,7 +109,7 @@ class Registry(dict[str, Game]):
         self.load_all()
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         self.load_all()
@@ -119,17 +119,17 @@ class Registry(dict[str, Game]):
 _BUILTIN = {name for names in FAMILY_GAMES.values() for name in names}
 def _import_family(family: str) -> ModuleType:  # written out: nothing is imported by a computed name
     if family == "econarena":
-        from .econarena import GAMES  # noqa: F401
+        from .econarena import GAMES as _econarena  # noqa: F401
     elif family == "gamabench":
-        from .gamabench import GAMES  # noqa: F401
+        from .gamabench import GAMES as _gamabench  # noqa: F401
     elif family == "negotiationarena":
-        from .negotiationarena import GAMES  # noqa: F401
+        from .negotiationarena import GAMES as _negotiationarena  # noqa: F401
     elif family == "glee":
-        from .glee import GAMES  # noqa: F401
+        from .glee import GAMES as _glee  # noqa: F401
     elif family == "steering":
-        from .steering import GAMES  # noqa: F401
+        from .steering import GAMES as _steering  # noqa: F401
     elif family == "classic":
-        from .classic import GAMES  # noqa: F401
+        from .classic import GAMES as _classic  # noqa: F401
     else:
         raise KeyError(family)
     return globals()[family]  # the import filed the submodule here (asking getattr would recurse)

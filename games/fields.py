@@ -14,17 +14,18 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from .params import MAX_GAME_NUMBER, fmt_num
 from .text import PlayerText, text_problem
 
-PARSE_ERROR = "parse_error"
-SCHEMA_ERROR = "schema_error"
-RULE_VIOLATION = "rule_violation"
+# Final: each name keeps its literal type, so a Judgement built from one is checked against Violation
+PARSE_ERROR: Final = "parse_error"
+SCHEMA_ERROR: Final = "schema_error"
+RULE_VIOLATION: Final = "rule_violation"
 # not a judgement of the model: its reply was cut at the token limit (max_tokens) before it ended, and could not
 # be read; the Host records it so, and the summaries count it apart from the model's own errors
-TRUNCATED = "truncated"
+TRUNCATED: Final = "truncated"
 Violation = Literal["parse_error", "schema_error", "rule_violation", "truncated"]
 
 
@@ -532,7 +533,7 @@ def _finite_or_text(text: str) -> float | str:
     return x if math.isfinite(x) else text
 
 
-class _Repeated(dict):  # type: ignore[type-arg]
+class _Repeated(dict[str, Any]):
     """A JSON object whose text wrote some key more than once (``repeated``: those keys); JSON keeps the
     last silently, the judge calls it ambiguous (``_ambiguous``)."""
 

@@ -90,7 +90,7 @@ def _turn_events(setup: Setup, t: int, turn: Turn) -> dict[str, Any]:
             "strongest": right, "at_strongest": 1.0 if correct else 0.0}
 
 
-class BattleRoyale(Game):
+class BattleRoyale(Game[BattleParams, BattleState]):
     name: ClassVar[str] = "battle_royale"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: survival shooting game, one shooter per turn; 0-100 score"

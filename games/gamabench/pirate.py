@@ -123,7 +123,7 @@ def _plan_text(alive: Sequence[int], plan: Sequence[int]) -> str:
     return ", ".join(f"player {i}: {g}" for i, g in zip(alive, plan))
 
 
-class PirateGame(Game):
+class PirateGame(Game[PirateParams, PirateState]):
     name: ClassVar[str] = "pirate_game"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: pirates propose and vote on splitting gold; 0-100 score"
