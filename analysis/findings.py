@@ -190,8 +190,8 @@ def ratio_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
     out = []
     above = sorted((k for k, v in ratio.items() if v.value > 1), key=lambda k: -ratio[k].value)
     if above:
-        clear = [k for k in above if ratio[k].low is not None and ratio[k].low > 1]
-        unsure = [k for k in above if ratio[k].low is not None and ratio[k].low <= 1]
+        clear = [k for k in above if (low := ratio[k].low) is not None and low > 1]
+        unsure = [k for k in above if (low := ratio[k].low) is not None and low <= 1]
         shown = [f"{k} {ratio[k].shown()}" for k in above[:MAX_NAMED]]
         more = f" and {len(above) - MAX_NAMED} more" if len(above) > MAX_NAMED else ""
         text = ("Payoff ratio above 1" if "above" in said else "A payoff ratio above 1 means earning more than "

@@ -314,7 +314,8 @@ def _findings_rows(store: Any, table: pd.DataFrame) -> list[dict[str, Any]]:
         return rows
     base = _baselines(store)
     found = {d.name: factors(d.config) for d in store.dirs}
-    out, seen = [], {}
+    out: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, str, Any], str] = {}  # (run directory, label, metric) -> its first cell
     for r in rows:
         cell = str(r.get("cell") or "")
         baseline = (str(r["run_dir"]), str(r["label"])) in base
