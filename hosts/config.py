@@ -195,7 +195,7 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
     else:
         mpath = base / "models.toml"
     table = read_toml(mpath)
-    if judge_alias:
+    if judge_alias and isinstance(judge, dict):  # (the second test narrows the type only)
         try:
             entry = follow_alias(table, judge["alias"], str(mpath))
         except ConfigError as exc:

@@ -81,7 +81,7 @@ class AnthropicProvider(RemoteProvider):
     _warned = False
 
     def _make_client(self, settings: LLMSettings, key: str) -> anthropic.AsyncAnthropic:
-        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        base_url, query = split_query(settings.url)  # the query goes on every request (calls.split_query)
         return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
                                         timeout=settings.timeout_s, http_client=_http_client(settings),
                                         open_telemetry=False)

@@ -70,8 +70,8 @@ class GoogleProvider(RemoteProvider):
             timeout=int(settings.timeout_s * 1000),  # milliseconds
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        if settings.base_url:
-            options.base_url = settings.base_url
+        if settings.url:
+            options.base_url = settings.url
             options.api_version = "v1beta"
         return genai.Client(api_key=key, vertexai=False, http_options=options)
 
