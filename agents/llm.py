@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .cache import ResponseCache
+    from .cache import ReplyCache
 
 
 def decision_seed(seed: int, request: DecisionRequest) -> int:
@@ -54,7 +54,7 @@ class LLMAgent:
     """An agent backed by a provider. Retries and rate limits live in the provider layer; the cache here."""
 
     def __init__(self, label: str, provider_name: str, provider: Provider, settings: LLMSettings,
-                 cache: ResponseCache | None = None):
+                 cache: ReplyCache | None = None):
         self.label = label
         self.kind = provider_name
         self.provider = provider
