@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from . import __version__
 from .cli_run import (
@@ -312,7 +312,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
     humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
               if p.agent == "human"]
-    human_io = None
+    human_io: tuple[TextIO, TextIO, bool] | None = None
     if humans:
         if args.human_input:
             try:
