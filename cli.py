@@ -331,7 +331,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
         else:
             with contextlib.suppress(AttributeError, ValueError):  # what a person types: the same rule as a file
-                sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
+                sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]  # a TextIOWrapper
             human_io = (sys.stdin, sys.stdout, False)
     args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
     if args.price_table is None:

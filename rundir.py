@@ -31,7 +31,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]  # private, unstubbed
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -375,7 +375,10 @@ def scan_jsonl(path: Path, kind: str | None = None) -> tuple[list[dict[str, Any]
     out: list[dict[str, Any]] = []
     bad: list[BadLine] = []
     for x in _scan(path, kind):
-        (bad if isinstance(x, BadLine) else out).append(x)  # type: ignore[arg-type]
+        if isinstance(x, BadLine):
+            bad.append(x)
+        else:
+            out.append(x)
     return out, bad
 
 

@@ -272,7 +272,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
                                  "games": len(mine), "games_scored": len(scored), "score": None, "low": None,
                                  "high": None}
         if mine and len(scored) == len(mine):
-            entry["score"] = math.fsum(gs.score for gs in scored) / len(scored)  # type: ignore[misc]
+            entry["score"] = math.fsum(gs.score for gs in scored if gs.score is not None) / len(scored)
             fam_parts[name] = [(1.0 / len(scored), gs) for gs in scored]
             if any(gs.sessions >= 2 for gs in scored):
                 entry["low"], entry["high"] = _t_interval(entry["score"], *_combined(fam_parts[name]), level)

@@ -116,9 +116,9 @@ def setting_from_summary(summary: Mapping[str, Any], title: str = "") -> Setting
 
 def _apart(a: Value, b: Value) -> bool | None:
     """Whether a lies below b with non-overlapping intervals; None when either has no interval."""
-    if None in (a.low, a.high, b.low, b.high):
+    if a.low is None or a.high is None or b.low is None or b.high is None:
         return None
-    return a.high < b.low  # type: ignore[operator]
+    return a.high < b.low
 
 
 MAX_NAMED = 4  # a sentence names at most this many players (a [grid] has a label per cell)

@@ -392,7 +392,7 @@ def normalised(t: Tournament) -> tuple[list[tuple[float, ...]], str]:
     if all(s.bounds is not None for s in t.sessions):
         out = []
         for s in t.sessions:
-            lo, hi = s.bounds  # type: ignore[misc]
+            lo, hi = s.bounds  # type: ignore[misc]  # every session has bounds (tested above)
             out.append(tuple((x - lo) / (hi - lo) if hi > lo else 0.5 for x in s.payoff))
         return out, "payoffs normalised by the game's declared payoff bounds"
     lo = min(min(s.payoff) for s in t.sessions)

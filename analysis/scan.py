@@ -335,7 +335,7 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
             continue
         with _Watch() as watch:
             # a shard of a group whose copies showed no shared run reads as if alone
-            alone = d.index in copies and not getattr(copies[d.index], "grouped", False)
+            alone = d.index in copies and not copies[d.index].grouped
             others, whole = _read(d, dirs, active, {**counts, d.identity: 1} if alone else counts, seen, names,
                                   result)
         # a copy holds what this directory gives alone: none for one that shared runs with another read
@@ -377,7 +377,7 @@ def _copies(dirs: list[Dir], counts: dict[str, int]) -> dict[int, columnar.Copy]
         if not all(c.has(SCAN_PART, SCAN_VERSION) for c in found) or _overlap(found):
             for d in group:  # read from the logs with the check; copies written where no run was shared
                 out[d.index].meta = {}
-                out[d.index].grouped = True  # type: ignore[attr-defined]
+                out[d.index].grouped = True
     return out
 
 

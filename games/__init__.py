@@ -72,7 +72,7 @@ class Registry(dict[str, Game]):
             raise KeyError(key)
         return found
 
-    def get(self, key: str, default: Game | None = None) -> Game | None:  # type: ignore[override]
+    def get(self, key: str, default: Game | None = None) -> Game | None:  # type: ignore[override]  # by name only
         try:
             return self[key]
         except KeyError:

@@ -250,8 +250,8 @@ def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dic
 
 def _inner_ambiguous(value: dict[str, Any]) -> str | None:
     """The same for the keys of an object inside a field (an allocation's goods or players)."""
-    if getattr(value, "repeated", ()):
-        return f"the key {_short(value.repeated[0])} is written twice in one object, so the reply is ambiguous"  # type: ignore[attr-defined]
+    if repeated := getattr(value, "repeated", ()):
+        return f"the key {_short(repeated[0])} is written twice in one object, so the reply is ambiguous"
     seen: dict[str, Any] = {}
     for k in value:
         nk = _norm_key(str(k))
@@ -546,7 +546,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return obj
     seen: set[str] = set()
     out = _Repeated(obj)
-    out.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    out.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]  # add: None
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import ActionField, ActionSpec, Game, GameParams, Outcome, P, Setup
+from .base import ActionField, ActionSpec, Game, Outcome, P, Setup
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class RepeatedGame(Game[P, RepeatedState]):
         return {**extra, "payoffs": list(payoffs)}
 
     # ---- the protocol ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
+    def max_moves(self, params: P, n_players: int) -> tuple[int, bool]:
         return int(getattr(params, self.rounds_key)), True
 
     def initial_state(self, setup: Setup) -> RepeatedState:

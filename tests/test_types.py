@@ -89,3 +89,16 @@ def test_played_by_names_the_model_asked_for() -> None:
     reading a default from the provider's registry entry (which holds none) raised AttributeError."""
     assert played_by(ModelSpec("gpt", {"agent": "openai", "model": "gpt-x"}, "openai:gpt-x")) == {"model": "gpt-x"}
     assert played_by(ModelSpec("gpt", {"agent": "openai"}, "openai")) == {"model": None}
+
+
+def test_every_type_ignore_in_the_package_names_its_code_and_reason() -> None:
+    """An ignore says which error it silences and why, on its line: a bare one hides whatever comes next."""
+    bare = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in ("tests", "bench", "docs") or rel.parts[0].startswith("."):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "type: ignore" in line and not re.search(r"# type: ignore\[[a-z-]+(, [a-z-]+)*\]  # \S", line):
+                bare.append(f"{rel}:{n}")
+    assert not bare, bare

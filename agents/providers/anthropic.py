@@ -106,7 +106,7 @@ class AnthropicProvider(RemoteProvider):
                         "and are ignored")
         resp = await client.messages.create(
             model=self._model(settings), max_tokens=settings.max_tokens,
-            messages=[{"role": m.role, "content": m.content} for m in turns],  # type: ignore[misc]
+            messages=[{"role": m.role, "content": m.content} for m in turns],  # type: ignore[misc]  # user/assistant only
             timeout=settings.timeout_s, **kwargs)
         blocks = getattr(resp, "content", None)
         if not isinstance(blocks, list):

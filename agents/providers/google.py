@@ -54,7 +54,7 @@ def thinking_config(settings: LLMSettings) -> types.ThinkingConfig | None:
     if settings.reasoning_effort == "none":
         return types.ThinkingConfig(thinking_budget=0)
     if settings.reasoning_effort is not None:
-        return types.ThinkingConfig(thinking_level=_LEVELS[settings.reasoning_effort],  # type: ignore[arg-type]
+        return types.ThinkingConfig(thinking_level=_LEVELS[settings.reasoning_effort],  # type: ignore[arg-type]  # enum by name
                                     include_thoughts=True)
     return None
 

@@ -218,7 +218,7 @@ def _outcomes(metrics: Any, seats: int) -> dict[str, float]:
             if len(v) != seats or any(x is not None and _number(x) is None for x in v):
                 continue
             for i, x in enumerate(v):
-                out[f"{name}_p{i + 1}"] = math.nan if x is None else float(_number(x))  # type: ignore[arg-type]
+                out[f"{name}_p{i + 1}"] = math.nan if x is None else float(_number(x))  # type: ignore[arg-type]  # checked above
         elif v is None:
             out[name] = math.nan
         else:

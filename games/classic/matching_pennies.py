@@ -180,8 +180,8 @@ class MatchingPennies(Game[PenniesParams, PenniesState]):
                 "your_total": fmt_num(totals[player]), "other_total": fmt_num(totals[other])}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: PenniesParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def payoff_bounds(self, setup: Setup) -> tuple[float, float]:
         k = int(setup["rounds"])

@@ -197,8 +197,8 @@ class PrisonersDilemma(Game[DilemmaParams, DilemmaState]):
                 "your_total": fmt_num(totals[player]), "other_total": fmt_num(totals[other])}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: DilemmaParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def equilibrium(self, setup: Setup) -> Outcome:
         pay = equilibrium_payoff(setup.values)

@@ -190,9 +190,9 @@ class BattleRoyale(Game[BattleParams, BattleState]):
         return {"turn": len(after.turns), "what": self._describe(turn) + you, "n_left": len(after.alive)}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
+    def max_moves(self, params: BattleParams, n_players: int) -> tuple[int, bool]:
         # a survivor never shoots twice in a row while another survivor is left
-        return math.ceil(params.max_turns / 2), False  # type: ignore[attr-defined]
+        return math.ceil(params.max_turns / 2), False
 
     def strategy(self, state: BattleState, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:

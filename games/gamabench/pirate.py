@@ -171,7 +171,7 @@ class PirateGame(Game[PirateParams, PirateState]):
                 rest = alive[1:]
                 return replace(state, alive=rest, proposals=state.proposals + 1, broke=state.broke | {proposer},
                                phase="propose" if rest else "done")
-            last = _set(state.last, proposer, actions[proposer]["allocation"])  # type: ignore[index]
+            last = _set(state.last, proposer, actions[proposer]["allocation"])  # type: ignore[index]  # a plan: it is there
             if len(alive) == 1:
                 return replace(state, proposals=state.proposals + 1, phase="done", proposal=tuple(plan),
                                paid=self._paid(state.setup.n_players, alive, plan), last=last)
@@ -230,7 +230,7 @@ class PirateGame(Game[PirateParams, PirateState]):
                     "proposer_share": plan[0] / gold if plan else None}
         assert before.proposal is not None
         votes: list[str | None] = ["accept"]
-        votes += [None if actions.get(i) is None else actions[i]["vote"] for i in alive[1:]]  # type: ignore[index]
+        votes += [None if (a := actions.get(i)) is None else a["vote"] for i in alive[1:]]
         return {**base, "phase": "vote", "proposal": list(before.proposal), "votes": votes,
                 "accepts": sum(1 for v in votes if v == "accept"), "passed": after.paid is not None,
                 "proposer_share": before.proposal[0] / gold}

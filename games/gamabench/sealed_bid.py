@@ -180,8 +180,8 @@ class SealedBidAuction(RepeatedGame[SealedBidParams]):
                 "utility": fmt_num(after.payoffs[r][player])}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: SealedBidParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def equilibrium(self, setup: Setup) -> Outcome | None:
         if setup["mode"] != "second":

@@ -337,7 +337,7 @@ class Bargaining(AlternatingOffers[BargainingParams, BargainingState]):
             what = (f"Your reply in round {t} could not be used, so you made no offer this round." if player == p
                     else f"{rival} made no usable offer in round {t}.")
             return {"what": what}
-        decision = None if actions.get(1 - p) is None else actions[1 - p]["decision"]  # type: ignore[index]
+        decision = None if (a := actions.get(1 - p)) is None else a["decision"]
         if player == p:
             what = (f"{rival} gave no usable answer to your offer from round {t}, which counts as a rejection."
                     if decision is None else f"{rival} {decision}ed your offer from round {t}.")
@@ -349,8 +349,8 @@ class Bargaining(AlternatingOffers[BargainingParams, BargainingState]):
         return {"what": what}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.max_rounds), False  # type: ignore[attr-defined]
+    def max_moves(self, params: BargainingParams, n_players: int) -> tuple[int, bool]:
+        return int(params.max_rounds), False
 
     def equilibrium(self, setup: Setup) -> Outcome | None:
         if not _announced(setup) and stationary_share(_g(setup, 0), _g(setup, 1)) is None:

@@ -297,8 +297,8 @@ class Negotiation(AlternatingOffers[NegotiationParams, NegotiationState]):
         return {"what": what}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.max_rounds), False  # type: ignore[attr-defined]
+    def max_moves(self, params: NegotiationParams, n_players: int) -> tuple[int, bool]:
+        return int(params.max_rounds), False
 
     def strategy(self, state: NegotiationState, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:

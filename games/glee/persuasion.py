@@ -298,8 +298,8 @@ class Persuasion(Game[PersuasionParams, PersuasionState]):
                         f"${worth} for you."}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: PersuasionParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def strategy(self, state: PersuasionState, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:
