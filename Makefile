@@ -56,8 +56,15 @@ docs: $(DOCS_STAMP)
 	$(PY) -m sphinx -W --keep-going -n -q -b html docs site
 	@echo "Site: site/index.html"
 
+# mypy names a module by its folders, and this repository's root is the package `econarena` whatever the
+# clone's folder is called: the package is checked through a link of that name kept inside the venv.
+MYPY_ROOT := $(abspath $(VENV))/mypy-root
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	mkdir -p $(MYPY_ROOT) && ln -sfn $(CURDIR) $(MYPY_ROOT)/econarena
+	cd $(MYPY_ROOT) && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/setup.cfg \
+	    --cache-dir $(abspath $(VENV))/.mypy_cache -p econarena
 
 # Performance benchmarks of the code itself (the bench/ folder: ratios against bench/previous.json). Not
 # `econarena bench`, the model benchmark (a scorecard of models): `make perf` is the name the docs use;
@@ -68,4 +75,4 @@ perf: $(STAMP)
 bench: perf
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info site
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache *.egg-info site

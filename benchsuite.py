@@ -89,7 +89,8 @@ def parse_expression(text: str) -> Expression:
     if not tokens:
         raise ValueError("empty expression")
     terms: list[tuple[float, tuple[str | float, ...]]] = []
-    sign, factors, want_factor = 1.0, [], True
+    sign, want_factor = 1.0, True
+    factors: list[str | float] = []
     for tok in tokens:
         if want_factor:
             if tok in "+-" and not factors:
@@ -177,7 +178,8 @@ class Suite:
         return [g for g in self.games if g.family == family]
 
 
-def _check_keys(where: str, table: Any, allowed: set[str], required: set[str] = frozenset()) -> dict[str, Any]:
+def _check_keys(where: str, table: Any, allowed: set[str], required: frozenset[str] | set[str] = frozenset()
+                ) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise SuiteError(f"{where}: expected a table")
     unknown = sorted(set(table) - allowed)

@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from . import __version__
 from .cli_run import (
@@ -314,7 +314,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
     humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
               if p.agent == "human"]
-    human_io = None
+    human_io: tuple[TextIO, TextIO, bool] | None = None
     if humans:
         if args.human_input:
             try:
@@ -333,7 +333,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
         else:
             with contextlib.suppress(AttributeError, ValueError):  # what a person types: the same rule as a file
-                sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
+                sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]  # a TextIOWrapper
             human_io = (sys.stdin, sys.stdout, False)
     args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
     if args.price_table is None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import re
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -305,8 +307,8 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
                       "(or to the next bench into this --out)", file=sys.stderr)
             job.busy = True
             continue
-        if (code := failed_job(r, d, "bench")) is not None:
-            return code
+        if isinstance(r, BaseException):  # the job ended in an exception: its exit code, or it is raised
+            return failed_job(r, d, "bench")
         for why in r.stopped:  # a lost Ray node, not an API (it was reported as 'stopped on API errors')
             err(f"{job.spec.label}, {exp.name}: {why}")
             job.engine_stopped = True
@@ -468,7 +470,7 @@ def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argpars
     for spec in specs:
         print(f"{spec.label} ({spec.source}), suite {suite.version}:")
         rows = []
-        for p in plan(suite, spec, prices, lambda tier, spec=spec: exps_of(spec, tier)):
+        for p in plan(suite, spec, prices, functools.partial(exps_of, spec)):
             mark = " <" if p.tier == args.tier else ""
             cost = "no price (--prices)" if p.cost is None and spec.is_llm else (
                 "0 (no model calls)" if not spec.is_llm else f"${p.cost:,.2f} (${p.cost_no_reask:,.2f})")
@@ -528,7 +530,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from .terminal import show
 
     try:
-        results = [(p, read_bench(p)) for p in find_results(args.dirs)]
+        results: list[tuple[Path, Mapping[str, Any]]] = [(p, read_bench(p)) for p in find_results(args.dirs)]
     except BenchError as exc:
         err(str(exc))
         return EXIT_CONFIG
@@ -572,7 +574,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     from .benchsuite import TIERS
 
     b = sub.add_parser("bench", help="one model, one comparable score: the bench suite played and scored",

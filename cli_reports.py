@@ -502,7 +502,7 @@ def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
 def _hook(obj: Any, source: str) -> Callable[[Any, Path, argparse.Namespace], list[Path]]:
     if not callable(obj):
         raise TypeError(f"expected a function (result, out, args) -> written files, got {type(obj).__name__}")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 # what each source prints and writes after its import (the family's own tables), by source name; the
@@ -663,8 +663,8 @@ def cmd_ratings(args: argparse.Namespace) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         # the aggregate's rows are always there: with one game they are that game's, as in --json
-        rows = tables if overall is not None else [*tables, dataclasses.replace(tables[0], game=rt.OVERALL)]
-        (out / "ratings.csv").write_text(rt.csv_text(rows), encoding="utf-8")
+        rated = tables if overall is not None else [*tables, dataclasses.replace(tables[0], game=rt.OVERALL)]
+        (out / "ratings.csv").write_text(rt.csv_text(rated), encoding="utf-8")
         for t in tables:
             rt.heatmap(t, out / f"metagame_{_safe_name(t.game)}.png")
         print(f"ratings: {out / 'ratings.csv'} (and the heat map of P per game)")
@@ -681,7 +681,7 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "game"
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the report commands to the ``econarena`` parser."""
     from .importers.registry import IMPORTERS  # the sources' names only: no importer is imported
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -57,6 +57,10 @@ def write_error(d: Path, exc: OSError) -> str:
     return f"cannot write to {where}: {exc.strerror or exc}"
 
 
+@overload
+def failed_job(result: BaseException, d: Path, command: str) -> int: ...
+@overload
+def failed_job(result: object, d: Path, command: str) -> int | None: ...
 def failed_job(result: Any, d: Path, command: str) -> int | None:
     """The exit code of a job that ended in an exception instead of its result (an agent that cannot start,
     a busy run directory, a file-system failure, an interruption), after one line saying why and how to go on

@@ -31,7 +31,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]  # private, unstubbed
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -375,7 +375,10 @@ def scan_jsonl(path: Path, kind: str | None = None) -> tuple[list[dict[str, Any]
     out: list[dict[str, Any]] = []
     bad: list[BadLine] = []
     for x in _scan(path, kind):
-        (bad if isinstance(x, BadLine) else out).append(x)  # type: ignore[arg-type]
+        if isinstance(x, BadLine):
+            bad.append(x)
+        else:
+            out.append(x)
     return out, bad
 
 
@@ -388,7 +391,7 @@ class _RunLogCache:
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self.entries: dict[str, tuple[int, bytes, list[tuple[int, Any]]]] = {}  # insertion order = LRU
+        self.entries: dict[str, tuple[int, bytes, list[tuple[int, Any, bool]]]] = {}  # insertion order = LRU
 
     def lines(self, path: Path) -> Iterator[tuple[int, Any, bool]] | list[tuple[int, Any, bool]]:
         try:
@@ -682,7 +685,8 @@ class RunDirectory:
         complete = {k: r for k, r in complete.items() if k in keys}
         keep_runs = [r for r in runs if complete.get(run_key(r)) is r]  # file order: a no-op resume rewrites nothing
         drop_runs = [r for r in runs if complete.get(run_key(r)) is not r]
-        keep_dec, drop_dec = [], []
+        keep_dec: list[dict[str, Any]] = []
+        drop_dec: list[dict[str, Any]] = []
         for d in decisions:
             (keep_dec if run_key(d) in complete else drop_dec).append(d)
         if self.tally is not None:  # what is kept is what the summary will count, with what this run adds

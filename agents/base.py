@@ -51,7 +51,7 @@ class DecisionRequest:
 
     @cached_property
     def rng(self) -> np.random.Generator:
-        return LazyGenerator(self.seed, self.seed_key)  # type: ignore[return-value]
+        return LazyGenerator(self.seed, self.seed_key)  # type: ignore[return-value]  # a Generator on first use
 
 
 class LazyGenerator:

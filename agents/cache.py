@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .base import Message
 
@@ -85,6 +85,16 @@ def cache_key(*, provider: str, model: str | None, base_url: str | Sequence[str]
     # surrogatepass: a conversation may hold a model's earlier reply with a lone surrogate (kept verbatim as
     # its rule break); any other text encodes as before, so no existing key changes
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ReplyCache(Protocol):
+    """What an LLM agent asks of its cache: the file itself (:class:`ResponseCache`), or the cluster's proxy
+    to it (agents/cluster.py), whose lookup is awaited."""
+
+    def get(self, key: str) -> Any: ...
+
+    def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
+            latency_s: float, truncated: bool = False, reasoning: dict[str, Any] | None = None) -> None: ...
 
 
 class ResponseCache:

@@ -211,7 +211,7 @@ class ReplicaProvider(Provider):
         super().__init__(settings)
         from .providers.hf import DEFAULT_MODEL
 
-        self.default_model = settings.model or DEFAULT_MODEL  # type: ignore[misc]
+        self.default_model = settings.model or DEFAULT_MODEL  # type: ignore[misc]  # this replica's own model
         self.replicas = list(replicas)
         self.in_flight = [0] * len(self.replicas)
 

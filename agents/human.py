@@ -202,7 +202,7 @@ class HumanAgent:
 
         def settle(result: tuple[str | None, float] | None, exc: BaseException | None) -> None:
             if not done.done():
-                done.set_result(result) if exc is None else done.set_exception(exc)  # type: ignore[arg-type]
+                done.set_result(result) if exc is None else done.set_exception(exc)  # type: ignore[arg-type]  # no exc: a result
 
         def work() -> None:
             result, error = None, None

@@ -15,7 +15,7 @@ import inspect
 import sqlite3
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from .base import AgentError, DecisionRequest, Message, Reply
 from .endpoints import AFFINITY
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .cache import ResponseCache
+    from .cache import ReplyCache
 
 
 def decision_seed(seed: int, request: DecisionRequest) -> int:
@@ -54,7 +54,7 @@ class LLMAgent:
     """An agent backed by a provider. Retries and rate limits live in the provider layer; the cache here."""
 
     def __init__(self, label: str, provider_name: str, provider: Provider, settings: LLMSettings,
-                 cache: ResponseCache | None = None):
+                 cache: ReplyCache | None = None):
         self.label = label
         self.kind = provider_name
         self.provider = provider
@@ -63,6 +63,10 @@ class LLMAgent:
         self.cache = cache
         self._secrets: tuple[str | None, ...] | None = None  # masked in every stored reply (see _masked)
 
+    @overload
+    def _masked(self, text: str) -> str: ...
+    @overload
+    def _masked(self, text: None) -> None: ...
     def _masked(self, text: str | None) -> str | None:
         """``text`` with the key's value and a base_url's credentials replaced by ``***`` (exact matches only:
         a reply is the model's words, so no pattern guesses at other tokens)."""

@@ -166,8 +166,7 @@ def _device_problems(device: str, where: str) -> list[str]:
     kind, _, index = device.partition(":")
     backend = {"cuda": torch.cuda, "mps": getattr(torch.backends, "mps", None),
                "xpu": getattr(torch, "xpu", None)}[kind]
-    available = bool(backend is not None and backend.is_available())
-    if not available:
+    if backend is None or not backend.is_available():
         return [f"{where}: device = {device!r}, but torch sees no {kind} device on this machine "
                 "(use device = \"cpu\")"]
     if index and kind != "mps" and int(index) >= backend.device_count():

@@ -86,6 +86,14 @@ class LLMSettings(BaseModel):
         """Whether a reasoning setting asks the model to think (``reasoning_effort = "none"`` does not)."""
         return self.reasoning_tokens is not None or self.reasoning_effort not in (None, "none")
 
+    @property
+    def url(self) -> str | None:
+        """The one server a client talks to: a list of them is split into one settings per endpoint before a
+        client is made (agents/calls.py), so a list here is a bug, said at once."""
+        if isinstance(self.base_url, list):
+            raise TypeError("a client was given several base_urls; each endpoint has its own settings")
+        return self.base_url
+
     def merged(self, *layers: dict[str, Any]) -> LLMSettings:
         data = self.model_dump(exclude_unset=True)
         for layer in layers:

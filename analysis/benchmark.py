@@ -84,7 +84,7 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
         return min(100.0, max(0.0, v))  # a reference formula outside its range (Guess 2/3 with min > 0: 200)
     if _broke(rec, seat):
         return 0.0
-    params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
+    params = rec["params"] if isinstance(rec.get("params"), dict) else {}
     if g.score == "equilibrium_action":
         a = _num((rec.get("actions") or [None] * (seat + 1))[seat])
         ne = rec.get("ne_actions") or []
@@ -272,7 +272,7 @@ def combine(suite: Suite, games: list[GameScore]) -> dict[str, Any]:
                                  "games": len(mine), "games_scored": len(scored), "score": None, "low": None,
                                  "high": None}
         if mine and len(scored) == len(mine):
-            entry["score"] = math.fsum(gs.score for gs in scored) / len(scored)  # type: ignore[misc]
+            entry["score"] = math.fsum(gs.score for gs in scored if gs.score is not None) / len(scored)
             fam_parts[name] = [(1.0 / len(scored), gs) for gs in scored]
             if any(gs.sessions >= 2 for gs in scored):
                 entry["low"], entry["high"] = _t_interval(entry["score"], *_combined(fam_parts[name]), level)
@@ -501,7 +501,7 @@ RETIRED = {"v1": "suite v1's fixed opponents let always-accept score 100 in thre
 def comparability_key(r: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
     """What must match for two results to rank together: suite version and file, tier, econarena version and
     the digest of the games' rules and prompt templates ("-" where a result predates recording it)."""
-    c = r.get("comparability") if isinstance(r.get("comparability"), dict) else {}
+    c = r["comparability"] if isinstance(r.get("comparability"), dict) else {}
     return (str(r["suite"].get("version")), str(r["suite"].get("sha256", "")), str(r["tier"]),
             str(c.get("econarena") or "-"), str(c.get("rules_sha256") or "-"))
 
@@ -573,7 +573,7 @@ def leaderboard(results: Sequence[tuple[Path, Mapping[str, Any]]]) -> list[dict[
     digest (what a paper's table needs to say what it compares)."""
     rows = []
     for path, r in results:
-        c = r.get("comparability") if isinstance(r.get("comparability"), dict) else {}
+        c = r["comparability"] if isinstance(r.get("comparability"), dict) else {}
         rows.append({
             "label": _row_label(r["model"]), "kind": r["model"].get("kind", "model"),
             "suite": r["suite"].get("version"), "suite_sha256": r["suite"].get("sha256"), "tier": r["tier"],
@@ -844,7 +844,7 @@ def _published_block(suite: Suite, family: str, result: Mapping[str, Any], games
     mine = {"model": str(result["model"]["label"]), "overall": result["subscores"][family]["score"],
             **{g["game"]: g["score"] for g in games}, "me": True}
     order = [g["game"] for g in games]
-    every = sorted([*rows, mine], key=lambda r: -(r.get("overall") if r.get("overall") is not None else -1))
+    every = sorted([*rows, mine], key=lambda r: -(o if (o := r.get("overall")) is not None else -1))
     note = (f"<p class='ok'>Same protocol as the published rows ({_e(table.source)}): this row ranks among them.</p>"
             if same else
             f"<p class='warn'>Tier {_e(result['tier'])} does not play the published protocol (published tiers: "

@@ -121,6 +121,7 @@ class Copy:
         self.run_dir, self.folder, self.finished = run_dir, folder, finished
         self.key = source_key(run_dir)
         self.meta: dict[str, Any] = {}
+        self.grouped = False  # a shard's copy among its experiment's others (the scan reads it as one of them)
         self._checked: dict[str, bool] = {}  # part -> whether its files are whole (digests checked once)
         meta = self._meta()
         if isinstance(meta, dict) and meta.get("source") == self.key and isinstance(meta.get("parts"), dict):

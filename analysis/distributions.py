@@ -170,7 +170,7 @@ def report_sections(run_dirs: Sequence[str | Path], figdir: Path,
 
         collected = Collector()
         scan([Path(d) for d in run_dirs], [collected])
-    out = []
+    out: list[tuple[str, Any, str | None]] = []
     for family, values in sorted(collected.result().items()):
         try:
             out.append((family, figure(family, values, figdir, F), None))

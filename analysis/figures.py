@@ -14,13 +14,15 @@ import io
 import math
 import textwrap
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
@@ -106,9 +108,10 @@ def missing_glyphs(texts: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def style() -> matplotlib.rc_context:
+def style() -> AbstractContextManager[None]:
     """The report's look, applied around drawing only (no global matplotlib state is changed)."""
-    return matplotlib.rc_context({**STYLE, "font.family": font_families()})
+    rc: dict[Any, Any] = {**STYLE, "font.family": font_families()}  # the stubs key rc by a Literal of names
+    return matplotlib.rc_context(rc)
 
 
 def _subplots(nrows: int, ncols: int, figsize: tuple[float, float]) -> tuple[MplFigure, np.ndarray]:
@@ -158,7 +161,7 @@ def _xticks(ax: Axes, labels: Sequence[str], pos: Sequence[float]) -> None:
 
 
 def _labels_overlap(ax: Axes) -> bool:
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = cast(FigureCanvasAgg, ax.figure.canvas).get_renderer()  # every figure here is on Agg
     boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()),
                    key=lambda b: b.x0)
     gap = 4.0  # pixels of air between neighbours
@@ -213,7 +216,7 @@ def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[
     engine = fig.get_layout_engine()
     if engine is not None:
         engine.execute(fig)
-    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
+    box = fig.get_tightbbox(cast(FigureCanvasAgg, fig.canvas).get_renderer()).padded(0.1)
     fig.set_layout_engine("none")
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
@@ -258,7 +261,9 @@ def _grouped_bars(ax: Axes, est: pd.DataFrame, xs: list[str], hues: list[str], c
     width = 0.8 / max(len(hues), 1)
     for j, h in enumerate(hues):
         part = est[est[hue] == h].set_index(x)
-        pos, vals, err = [], [], [[], []]
+        pos: list[float] = []
+        vals: list[float] = []
+        err: list[list[float]] = [[], []]
         for i, lab in enumerate(xs):
             if lab not in part.index or math.isnan(part.loc[lab, "value"]):
                 continue
@@ -322,7 +327,7 @@ def _legend_right(fig: MplFigure, handles: list, title: str) -> None:
     fig.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
 
 
-def _legend_axis(ax: Axes, handles: list, title: str) -> None:
+def _legend_axis(ax: Axes, handles: Sequence[Artist], title: str) -> None:
     ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
 
 
@@ -358,7 +363,7 @@ def figure_melee_payoff(frames: Frames, out: Path, n_boot: int = N_BOOT, seed: i
         ax.set_ylabel("mean payoff / mean NE payoff")
         ax.set_xlabel("player (label)")
         ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
-        handles = [Patch(color=colors[h], label=h) for h in hues]
+        handles: list[Artist] = [Patch(color=colors[h], label=h) for h in hues]
         handles.append(Line2D([], [], color="black", ls="--", label="NE payoff (ratio 1)"))
         _legend_axis(ax, handles, "experiment")
     sources = _dirs(df)
@@ -376,7 +381,8 @@ def _violin(ax: Axes, data: np.ndarray, pos: float, width: float, color: object)
         return
     if data.size >= 2 and np.ptp(data) > 1e-12:
         parts = ax.violinplot([data], positions=[pos], widths=width, showextrema=False)
-        for body in parts["bodies"]:
+        bodies: Any = parts["bodies"]  # a list of PolyCollection (the stubs say one Collection)
+        for body in bodies:
             body.set_facecolor(color)
             body.set_edgecolor("#333333")
             body.set_alpha(0.75)
@@ -420,7 +426,7 @@ def figure_rational_deviation(frames: Frames, out: Path, n_boot: int = N_BOOT, s
         note = (_declared(game) or GameInfo("")).deviation_note
         ax.set_ylabel("deviation from NE" + (f" ({note})" if note else ""))
         ax.set_xlabel("player (label)")
-        handles = [Patch(color=colors[h], alpha=0.75, label=h) for h in hues]
+        handles: list[Artist] = [Patch(color=colors[h], alpha=0.75, label=h) for h in hues]
         handles.append(Line2D([], [], color="black", marker="o", ls="", ms=4, label="mean with 95% CI"))
         _legend_axis(ax, handles, "experiment")
     sources = _dirs(df)

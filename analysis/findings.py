@@ -130,9 +130,9 @@ def setting_from_summary(summary: Mapping[str, Any], title: str = "") -> Setting
 
 def _apart(a: Value, b: Value) -> bool | None:
     """Whether a lies below b with non-overlapping intervals; None when either has no interval."""
-    if None in (a.low, a.high, b.low, b.high):
+    if a.low is None or a.high is None or b.low is None or b.high is None:
         return None
-    return a.high < b.low  # type: ignore[operator]
+    return a.high < b.low
 
 
 MAX_NAMED = 4  # a sentence names at most this many players (a [grid] has a label per cell)
@@ -228,8 +228,8 @@ def ratio_sentences(s: Setting, said: set[str] | None = None) -> list[str]:
     out = []
     above = sorted((k for k, v in ratio.items() if v.value > 1), key=lambda k: -ratio[k].value)
     if above:
-        clear = [k for k in above if ratio[k].low is not None and ratio[k].low > 1]
-        unsure = [k for k in above if ratio[k].low is not None and ratio[k].low <= 1]
+        clear = [k for k in above if (low := ratio[k].low) is not None and low > 1]
+        unsure = [k for k in above if (low := ratio[k].low) is not None and low <= 1]
         shown = [f"{k} {ratio[k].shown()}" for k in above[:MAX_NAMED]]
         more = f" and {len(above) - MAX_NAMED} more" if len(above) > MAX_NAMED else ""
         text = ("Payoff ratio above 1" if "above" in said else "A payoff ratio above 1 means earning more than "

@@ -72,7 +72,7 @@ def expand_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_dir():
             out += sorted(c for c in p.iterdir() if c.is_dir() and is_run_dir(c))
     seen: set[Path] = set()
-    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]  # add: None
 
 
 def _info(game: str) -> GameInfo | None:

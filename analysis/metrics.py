@@ -56,7 +56,7 @@ def _declares(path: Path) -> tuple[bool, bool]:
     except (OSError, UnicodeDecodeError, ValueError):
         return False, False
     exp = cfg.get("experiment")
-    game = GAMES.get(exp.get("game")) if isinstance(exp, dict) and isinstance(exp.get("game"), str) else None
+    game = GAMES.get(name) if isinstance(exp, dict) and isinstance(name := exp.get("game"), str) else None
     return (game is not None and game.info.score, game is not None and game.info.dominant_value)
 
 

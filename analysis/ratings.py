@@ -109,7 +109,7 @@ def read_tournaments(dirs: Iterable[Path]) -> dict[str, Tournament]:
     twice = 0
     for d in dirs:
         cfg = _config(d)
-        exp = cfg.get("experiment") if isinstance(cfg.get("experiment"), dict) else {}
+        exp = cfg["experiment"] if isinstance(cfg.get("experiment"), dict) else {}
         if "tournament" not in cfg:
             continue
         name, game = str(exp.get("name", d.name)), str(exp.get("game", ""))
@@ -148,7 +148,7 @@ def read_tournaments(dirs: Iterable[Path]) -> dict[str, Tournament]:
         units: dict[tuple[str, int], int] = {}
         dropped = 0
         bounds_missing = False
-        game = GAMES.get(games[gkey])
+        rules = GAMES.get(games[gkey])
         for (name, _lineup, session), s in sorted(acc[gkey].items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
             if s["bad"] or s["runs"] < runs_wanted[gkey]:
                 dropped += 1
@@ -161,9 +161,9 @@ def read_tournaments(dirs: Iterable[Path]) -> dict[str, Tournament]:
                     t.rational = label
             unit = units.setdefault((name, session), len(units))
             bounds = None
-            if game is not None:
+            if rules is not None:
                 try:
-                    bounds = game.payoff_bounds(Setup(len(s["labels"]), s["params"]))
+                    bounds = rules.payoff_bounds(Setup(len(s["labels"]), s["params"]))
                 except (KeyError, TypeError, ValueError):
                     bounds = None
             bounds_missing |= bounds is None
@@ -172,8 +172,8 @@ def read_tournaments(dirs: Iterable[Path]) -> dict[str, Tournament]:
                                       tuple(x / n for x in s["sum"]), tuple(s["sum"]),
                                       None if bounds is None else (float(bounds[0]), float(bounds[1]))))
         if bounds_missing:
-            for i, s in enumerate(t.sessions):
-                t.sessions[i] = Session(s.unit, s.entrants, s.payoff, s.total, None)
+            for i, kept in enumerate(t.sessions):
+                t.sessions[i] = Session(kept.unit, kept.entrants, kept.payoff, kept.total, None)
         t.units = sorted(units, key=units.__getitem__)
         if dropped:
             t.notes.append(f"{dropped} session(s) left out: a run of theirs is missing or incomplete")
@@ -392,7 +392,7 @@ def normalised(t: Tournament) -> tuple[list[tuple[float, ...]], str]:
     if all(s.bounds is not None for s in t.sessions):
         out = []
         for s in t.sessions:
-            lo, hi = s.bounds  # type: ignore[misc]
+            lo, hi = s.bounds  # type: ignore[misc]  # every session has bounds (tested above)
             out.append(tuple((x - lo) / (hi - lo) if hi > lo else 0.5 for x in s.payoff))
         return out, "payoffs normalised by the game's declared payoff bounds"
     lo = min(min(s.payoff) for s in t.sessions)

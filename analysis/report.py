@@ -22,6 +22,7 @@ import math
 import platform
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -448,7 +449,7 @@ def report_collectors(transcripts: int = 50) -> dict[str, Any]:
     return collectors
 
 
-def build_report(run_dirs: list[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
+def build_report(run_dirs: Sequence[str | Path] | str | Path, out: str | Path, *, n_boot: int = N_BOOT, seed: int = 0,
                  prices: str | Path | None = None, title: str = "EconArena report",
                  transcripts: int = 50) -> Report:
     """Read the run directories (once) and write the report, figures and exports into ``out``; up to

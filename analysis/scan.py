@@ -34,7 +34,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import orjson
 
@@ -99,6 +99,25 @@ class Consumer(Protocol):
     def decision(self, d: Dir, rec: dict[str, Any]) -> None: ...
 
     def end(self, d: Dir) -> None: ...
+
+
+class Copying(Consumer, Protocol):
+    """A consumer that keeps its part of a directory in the columnar copy, so a later read restores it."""
+
+    @property
+    def copy_name(self) -> str: ...
+
+    @property
+    def copy_version(self) -> str: ...
+
+    def save(self, d: Dir, copy: columnar.Copy) -> None: ...
+
+    def restore(self, d: Dir, copy: columnar.Copy) -> None: ...
+
+
+def _all_copying(active: list[Consumer]) -> TypeGuard[list[Copying]]:
+    """Whether every consumer keeps a copy (one that cannot means the logs are read and nothing written)."""
+    return all(getattr(c, "copy_name", None) for c in active)
 
 
 class Base:
@@ -208,7 +227,7 @@ def _shard(d: Dir) -> tuple[int, int] | None:
     return k, n
 
 
-class Names(set):  # type: ignore[type-arg]
+class Names(set[str | None]):
     """The labels and model names met so far that pass the one name rule (games/text.py): a directory holds a
     few, so each line costs one set lookup. A name that fails it stops the command (exit 2) naming the file,
     the line and the key: a hand-edited ESC or U+009B in a label reached the terminal as an escape sequence."""
@@ -308,25 +327,24 @@ def scan(paths: Sequence[str | Path], consumers: Iterable[Consumer]) -> Scan:
     copies = _copies(dirs, counts)
     for d in dirs:
         active = [c for c in consumers if c.begin(d)]
-        copy = copies.get(d.index)
-        if copy is not None and not all(getattr(c, "copy_name", None) for c in active):
-            copy = None  # a consumer that cannot keep a copy: the logs are read, nothing written
-        if copy is not None and copy.has(SCAN_PART, SCAN_VERSION) and all(
-                copy.has(c.copy_name, c.copy_version) for c in active):
-            _restore(d, copy, active, result)
+        keeping = active if _all_copying(active) else None
+        copy = copies.get(d.index) if keeping is not None else None
+        if copy is not None and keeping is not None and copy.has(SCAN_PART, SCAN_VERSION) and all(
+                copy.has(c.copy_name, c.copy_version) for c in keeping):
+            _restore(d, copy, keeping, result)
             continue
         with _Watch() as watch:
             # a shard of a group whose copies showed no shared run reads as if alone
-            alone = d.index in copies and not getattr(copies[d.index], "grouped", False)
+            alone = d.index in copies and not copies[d.index].grouped
             others, whole = _read(d, dirs, active, {**counts, d.identity: 1} if alone else counts, seen, names,
                                   result)
         # a copy holds what this directory gives alone: none for one that shared runs with another read
         # before it (its part depends on that one), and none for one whose decisions are missing (the warning
         # must show on every read)
-        if copy is not None and not watch.said and not others and whole and copy.writable:
-            for c in active:
-                if not copy.has(c.copy_name, c.copy_version):
-                    c.save(d, copy)
+        if copy is not None and keeping is not None and not watch.said and not others and whole and copy.writable:
+            for k in keeping:
+                if not copy.has(k.copy_name, k.copy_version):
+                    k.save(d, copy)
             copy.put(SCAN_PART, SCAN_VERSION, {"keys": _keys_table(d.kept)},
                      {"inside": d.duplicates, "differs": d.differs})
         for c in active:
@@ -361,7 +379,7 @@ def _copies(dirs: list[Dir], counts: dict[str, int]) -> dict[int, columnar.Copy]
         if not all(c.has(SCAN_PART, SCAN_VERSION) for c in found) or _overlap(found):
             for d in group:  # read from the logs with the check; copies written where no run was shared
                 out[d.index].meta = {}
-                out[d.index].grouped = True  # type: ignore[attr-defined]
+                out[d.index].grouped = True
     return out
 
 
@@ -394,7 +412,7 @@ class _Watch:
 
     def __enter__(self) -> _Watch:
         self.said, self.real = False, sys.stderr
-        sys.stderr = self  # type: ignore[assignment]
+        sys.stderr = self
         return self
 
     def write(self, text: str) -> int:
@@ -411,7 +429,7 @@ class _Watch:
         sys.stderr = self.real
 
 
-def _restore(d: Dir, copy: columnar.Copy, active: list[Any], result: Scan) -> None:
+def _restore(d: Dir, copy: columnar.Copy, active: list[Copying], result: Scan) -> None:
     """A directory from its copy: what the reading found, then each consumer's part."""
     inside = int(copy.info(SCAN_PART)["inside"])
     d.duplicates = inside
@@ -485,10 +503,10 @@ def _read(d: Dir, dirs: list[Dir], active: list[Any], counts: dict[str, int],
         kept = d.kept
         for number, rec in iter_records(d.path / DECISIONS, "decisions"):
             try:  # one expression for the common line: its label and model (None is in names) were met
-                met = rec["label"] in names and rec.get("model") in names
+                known = rec["label"] in names and rec.get("model") in names
             except TypeError:  # a model that is no string (a list)
-                met = False
-            if not met:
+                known = False
+            if not known:
                 names.check(d.path / DECISIONS, number, "label", rec["label"])
                 if rec.get("model") is not None:
                     names.check(d.path / DECISIONS, number, "model", rec.get("model"))

@@ -199,7 +199,7 @@ def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.rand
             settle()
     for i in range(last + 1, len(parts)):
         for j, c in enumerate(const[i]):
-            out[j] += c * len(parts[i])  # type: ignore[operator]
+            out[j] += c * len(parts[i])  # type: ignore[operator]  # past `last` no constant is None
     return out
 
 
@@ -272,13 +272,13 @@ def bootstrap_many(requests: Sequence[tuple[Sums, float]], *, n_boot: int = N_BO
             sums, scale = requests[i]
             lo, hi = _interval(_ratio(reps[a], reps[b]) * scale, level)
             out[i] = Estimate(_total(sums) * scale, lo, hi, int(sums.n.sum()), len(sums))
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # every request's slot is filled above
 
 
-def bootstrap_mean(values: np.ndarray | pd.Series, cluster: np.ndarray | pd.Series, **kw: float) -> Estimate:
+def bootstrap_mean(values: np.ndarray | pd.Series, cluster: np.ndarray | pd.Series, **kw: Any) -> Estimate:
     """Mean of ``values`` with sessions (``cluster``) as the resampling unit."""
     values = np.asarray(values, dtype=float)
-    return bootstrap_ratio(cluster_sums(values, np.ones_like(values), cluster), **kw)  # type: ignore[arg-type]
+    return bootstrap_ratio(cluster_sums(values, np.ones_like(values), cluster), **kw)
 
 
 def _session_index(keys: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +294,7 @@ class Store(Base):
 
     def decision(self, d: Dir, rec: dict[str, Any]) -> None:
         label = rec.get("label")
-        row = (self.decisions.rows, d.index, rec.get("lineup", "melee"), rec["session"], rec["run"],
+        row: tuple[Any, ...] = (self.decisions.rows, d.index, rec.get("lineup", "melee"), rec["session"], rec["run"],
                _int(rec.get("round")), rec.get("player"), label, _text(rec.get("agent")),
                _text(rec.get("model")),
                "opponent" if self._rational and label != rec.get("lineup", "melee") else "player",
@@ -382,7 +382,7 @@ class Store(Base):
         # as the reading keeps them, so a copy restores into a study with or without reasoning alike
         joined = "".join(f', "{c}"' for c in REASONING_COLUMNS) if self.has_reasoning else ""
         for d, copy, info in self._to_copy:
-            tables = {}
+            tables: dict[str, Callable[[Path], None]] = {}  # part name -> its writer
             first = f"(SELECT min(row) FROM decisions_log WHERE dir = {d.index})"
             for table in TABLES:
                 def write(path: Path, table: str = table, i: int = d.index) -> None:

@@ -356,7 +356,7 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
 def _metric_table_store(store: Any, metrics: Sequence[str], by: Sequence[str], opponents: bool, n_boot: int,
                         seed: int) -> pd.DataFrame:
     role = "" if opponents else "AND role <> 'opponent'"
-    entries: list[tuple[tuple[str, ...], int, dict[str, Any], Sums]] = []
+    entries: list[tuple[tuple[Any, ...], int, dict[str, Any], Sums]] = []  # a cell sorts by its rank
     for i, exp in enumerate(store.experiments):
         setting = {c: exp[c] for c in SETTING_COLUMNS}
         wanted = [m for m in metrics if m != "bid_deviation" or dominant_value(exp["game"])]

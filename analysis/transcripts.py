@@ -167,7 +167,7 @@ def _outcome(run: Mapping[str, Any], labels: Sequence[str]) -> str:
 
 def outcome_of(run: Mapping[str, Any], labels: Sequence[str]) -> str:
     """A game's outcome in a word or three: agreement or not where the game records it, else who won."""
-    metrics = run.get("metrics") if isinstance(run.get("metrics"), Mapping) else {}
+    metrics = run["metrics"] if isinstance(run.get("metrics"), Mapping) else {}
     agreement = metrics.get("agreement")
     if isinstance(agreement, bool):
         return "agreement" if agreement else "no agreement"
@@ -224,7 +224,8 @@ class Collector(Base):
         game = GAMES.get(d.exp.get("game", ""))
         if self.max_runs <= 0 or game is None or game.info.messages == "none" or not d.config:
             return False
-        self.game, self.total, self.heap, self.count = game, 0, [], 0
+        self.game, self.total, self.count = game, 0, 0
+        self.heap: list[tuple[_Reversed, dict[str, Any]]] = []  # the runs kept so far, the last in order on top
         self.thoughts, self._keys = {}, set()
         return True
 

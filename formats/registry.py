@@ -172,7 +172,7 @@ class Registry(Generic[T]):
                 return self._check(obj, name)
             except (TypeError, ValueError) as exc:
                 raise RegistryError(f"{where}: {exc}") from exc
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     def _unknown(self, name: str) -> RegistryError:
         return RegistryError(f"unknown {self.what} {name!r}; known: {', '.join(sorted(self.names())) or 'none'}")

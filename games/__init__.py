@@ -73,7 +73,7 @@ class Registry(dict[str, Game]):
             raise KeyError(key)
         return found
 
-    def get(self, key: str, default: Game | None = None) -> Game | None:  # type: ignore[override]
+    def get(self, key: str, default: Game | None = None) -> Game | None:  # type: ignore[override]  # by name only
         try:
             return self[key]
         except KeyError:
@@ -110,7 +110,7 @@ class Registry(dict[str, Game]):
         self.load_all()
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         self.load_all()

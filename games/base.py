@@ -14,7 +14,7 @@ import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -256,7 +256,11 @@ class GameInfo:
     dominant_value: bool = False
 
 
-class Game(abc.ABC):
+P = TypeVar("P", bound=GameParams)  # a game's own parameter model
+S = TypeVar("S")  # a game's own (frozen) state class
+
+
+class Game(abc.ABC, Generic[P, S]):
     """Rules of one game. Subclasses are stateless; all state lives in the frozen state objects.
 
     The contract in parts (:mod:`.capabilities`): the core a game must write (:class:`.capabilities.Core`:
@@ -266,6 +270,9 @@ class Game(abc.ABC):
     (``from_reference``), judged by an LLM (``needs_judge``, ``judge_requests``, ``judged_outcome``) and
     steerable (``prompt_actions``). The rest are refinements with a default here: baselines
     (``strategy``), rounds (``events``, ``report``, ``fresh_conversation``), ``metrics``, ``check``.
+
+    A game names its own types, ``class Auction(Game[AuctionParams, AuctionState])``, so the type checker
+    holds every method to the parameters and state that game really takes; plain ``Game`` means any game.
     """
 
     name: ClassVar[str]
@@ -281,41 +288,41 @@ class Game(abc.ABC):
     equilibrium_unchecked: ClassVar[str | None] = None
 
     @abc.abstractmethod
-    def setup(self, params: GameParams, n_players: int, rng: np.random.Generator) -> Setup:
+    def setup(self, params: P, n_players: int, rng: np.random.Generator) -> Setup:
         """Draw the session's configuration (bounds, values, assets) once per session."""
 
     @abc.abstractmethod
-    def initial_state(self, setup: Setup) -> Any: ...
+    def initial_state(self, setup: Setup) -> S: ...
 
     @abc.abstractmethod
-    def to_move(self, state: Any) -> tuple[int, ...]:
+    def to_move(self, state: S) -> tuple[int, ...]:
         """Players who decide now; several at once is a simultaneous move. Empty when terminal."""
 
     @abc.abstractmethod
-    def action_spec(self, state: Any, player: int) -> ActionSpec: ...
+    def action_spec(self, state: S, player: int) -> ActionSpec: ...
 
     @abc.abstractmethod
-    def observation(self, state: Any, player: int) -> dict[str, Any]:
+    def observation(self, state: S, player: int) -> dict[str, Any]:
         """The facts a player may see now, as template fields."""
 
-    def check(self, state: Any, player: int, action: dict[str, Any]) -> str | None:
+    def check(self, state: S, player: int, action: dict[str, Any]) -> str | None:
         """A rule violation beyond the declared fields' own checks, or None."""
         return None
 
     @abc.abstractmethod
-    def apply(self, state: Any, actions: Mapping[int, dict[str, Any] | None],
-              rng: np.random.Generator | None = None) -> Any:
+    def apply(self, state: S, actions: Mapping[int, dict[str, Any] | None],
+              rng: np.random.Generator | None = None) -> S:
         """Advance by one move. ``None`` marks a seat whose reply broke a rule; returns a new state.
 
         ``rng`` is the move's chance generator, derived by the Host from the session, run and round, so
         chance (who is hit, a round's valuations) does not depend on concurrency or resume.
         """
 
-    def is_terminal(self, state: Any) -> bool:
+    def is_terminal(self, state: S) -> bool:
         return not self.to_move(state)
 
     @abc.abstractmethod
-    def outcome(self, state: Any) -> Outcome: ...
+    def outcome(self, state: S) -> Outcome: ...
 
     # ---- optional capabilities ----
     def equilibrium(self, setup: Setup) -> Outcome | None:
@@ -336,12 +343,12 @@ class Game(abc.ABC):
         (``econarena check``); None: not declared (the built-in games' bounds sit in the conformance tests)."""
         return None
 
-    def strategy(self, state: Any, player: int, kind: str, rng: np.random.Generator | None = None,
+    def strategy(self, state: S, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:
         """Reference actions for baseline agents (``rational``, ``random``, ...); see ``info.policies``."""
         raise ValueError(f"{self.name} offers no {kind!r} strategy")
 
-    def fast_forward(self, state: Any, policies: Mapping[int, tuple[str, Mapping[str, Any]]]) -> Skip | None:
+    def fast_forward(self, state: S, policies: Mapping[int, tuple[str, Mapping[str, Any]]]) -> Skip | None:
         """Skip the coming moves in which no decision can change anything, when the game can tell.
 
         ``policies`` maps the seats whose decisions are baseline strategies of this game to (kind,
@@ -355,16 +362,16 @@ class Game(abc.ABC):
         """
         return None
 
-    def events(self, before: Any, after: Any, actions: Mapping[int, dict[str, Any] | None]) -> dict[str, Any]:
+    def events(self, before: S, after: S, actions: Mapping[int, dict[str, Any] | None]) -> dict[str, Any]:
         """The public record of one move (logged in the run record's ``rounds``; input to ``score``)."""
         return {}
 
-    def report(self, before: Any, after: Any, actions: Mapping[int, dict[str, Any] | None],
+    def report(self, before: S, after: S, actions: Mapping[int, dict[str, Any] | None],
                player: int) -> dict[str, Any] | None:
         """Template fields of the report one player gets after a round (``info.rounds`` games)."""
         return None
 
-    def fresh_conversation(self, state: Any, player: int) -> bool:
+    def fresh_conversation(self, state: S, player: int) -> bool:
         """True when this player's next request starts a new conversation instead of continuing its own
         (GLEE's myopic buyer: a new buyer every round who remembers nothing). Games with rounds only."""
         return False
@@ -380,7 +387,7 @@ class Game(abc.ABC):
     def policies(self) -> tuple[str, ...]:
         return self.info.policies
 
-    def reference(self, state: Any, player: int, kind: str, rng: np.random.Generator | None = None,
+    def reference(self, state: S, player: int, kind: str, rng: np.random.Generator | None = None,
                   **kw: Any) -> dict[str, Any]:
         """The action of baseline ``kind``: a trivial policy every game offers (games/trivial.py), read from
         the action's shape alone, or the game's own :meth:`strategy`."""
@@ -406,28 +413,28 @@ class Game(abc.ABC):
         raise NotImplementedError(f"{self.name} cannot read reference results")
 
     # ---- steering (econarena steer) and judged payoffs ----
-    def prompt_actions(self, kind: str, params: GameParams) -> tuple[tuple[str, str], ...] | None:
+    def prompt_actions(self, kind: str, params: P) -> tuple[tuple[str, str], ...] | None:
         """A named space of prompt actions for steering: (label, instruction) pairs, the uninformed
         ``("any", "")`` included. The steering module offers tones for every game; a game adds spaces that
         depend on its goods (fruit trade's one-for-one offers). None: no space of that name here."""
         return None
 
-    def judge_requests(self, setup: Setup, state: Any) -> dict[int, dict[str, Any]] | None:
+    def judge_requests(self, setup: Setup, state: S) -> dict[int, dict[str, Any]] | None:
         """Per seat, the template fields (``judge`` prompt) of the question a judge model answers to value
         the finished run for that seat, when this game's payoffs come from a judge (fruit trade with
         ``payoff = "llm"``). None: the game computes its own payoffs (the default)."""
         return None
 
-    def needs_judge(self, params: GameParams) -> bool:
+    def needs_judge(self, params: P) -> bool:
         """Whether these parameters take payoffs from a judge model (an experiment must name one)."""
         return False
 
-    def judged_outcome(self, setup: Setup, state: Any, replies: Mapping[int, str | None]) -> Outcome:
+    def judged_outcome(self, setup: Setup, state: S, replies: Mapping[int, str | None]) -> Outcome:
         """The finished run's outcome with payoffs read from the judge's raw replies per seat (None: the
         judge gave no reply). Called only when ``judge_requests`` returned fields."""
         raise NotImplementedError(f"{self.name} has no judged payoffs")
 
-    def hidden_from_history(self, params: GameParams) -> str | None:
+    def hidden_from_history(self, params: P) -> str | None:
         """What these parameters keep from the players that ``history = "full"`` would show them (every
         seat's payoff and private value of the session's earlier runs, whose draw is the same), in a few
         words; None when nothing is kept (the auctions' full history shows the values by design: the prompt
@@ -435,17 +442,17 @@ class Game(abc.ABC):
         its own prompt."""
         return None
 
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
+    def max_moves(self, params: P, n_players: int) -> tuple[int, bool]:
         """Decisions per seat in one run: (count, exact); an upper bound when ``exact`` is False."""
         return 1, True
 
     # ---- judging replies: generic, driven by the action spec ----
 
-    def judge(self, state: Any, player: int, text: str) -> Judgement:
+    def judge(self, state: S, player: int, text: str) -> Judgement:
         return judge_reply(self.action_spec(state, player), text,
                            lambda action: self.check(state, player, action))
 
-    def judge_action(self, state: Any, player: int, action: dict[str, Any]) -> Judgement:
+    def judge_action(self, state: S, player: int, action: dict[str, Any]) -> Judgement:
         """The judgement of a reply given as its parsed object (a baseline's action, see
         ``fields.is_plain_json``): what ``judge`` gives for the object's JSON text, without the text."""
         return judge_object(self.action_spec(state, player), action,

@@ -14,17 +14,18 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from .params import MAX_GAME_NUMBER, fmt_num
 from .text import PlayerText, text_problem
 
-PARSE_ERROR = "parse_error"
-SCHEMA_ERROR = "schema_error"
-RULE_VIOLATION = "rule_violation"
+# Final: each name keeps its literal type, so a Judgement built from one is checked against Violation
+PARSE_ERROR: Final = "parse_error"
+SCHEMA_ERROR: Final = "schema_error"
+RULE_VIOLATION: Final = "rule_violation"
 # not a judgement of the model: its reply was cut at the token limit (max_tokens) before it ended, and could not
 # be read; the Host records it so, and the summaries count it apart from the model's own errors
-TRUNCATED = "truncated"
+TRUNCATED: Final = "truncated"
 Violation = Literal["parse_error", "schema_error", "rule_violation", "truncated"]
 
 
@@ -249,8 +250,8 @@ def _ambiguous(obj: dict[str, Any], keyed: list[tuple[str, str, Any]], norm: dic
 
 def _inner_ambiguous(value: dict[str, Any]) -> str | None:
     """The same for the keys of an object inside a field (an allocation's goods or players)."""
-    if getattr(value, "repeated", ()):
-        return f"the key {_short(value.repeated[0])} is written twice in one object, so the reply is ambiguous"  # type: ignore[attr-defined]
+    if repeated := getattr(value, "repeated", ()):
+        return f"the key {_short(repeated[0])} is written twice in one object, so the reply is ambiguous"
     seen: dict[str, Any] = {}
     for k in value:
         nk = _norm_key(str(k))
@@ -532,7 +533,7 @@ def _finite_or_text(text: str) -> float | str:
     return x if math.isfinite(x) else text
 
 
-class _Repeated(dict):  # type: ignore[type-arg]
+class _Repeated(dict[str, Any]):
     """A JSON object whose text wrote some key more than once (``repeated``: those keys); JSON keeps the
     last silently, the judge calls it ambiguous (``_ambiguous``)."""
 
@@ -545,7 +546,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return obj
     seen: set[str] = set()
     out = _Repeated(obj)
-    out.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    out.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]  # add: None
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +37,12 @@ def fmt_num(x: float | None) -> str:
     return "0" if text == "-0" else text
 
 
+@overload
+def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_player: Literal[False],
+               positive_below: Sequence[float] | None = None) -> float: ...
+@overload
+def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_player: Literal[True],
+               positive_below: Sequence[float] | None = None) -> list[float]: ...
 def draw_param(name: str, spec: Any, n: int, rng: np.random.Generator, *, per_player: bool,
                positive_below: Sequence[float] | None = None) -> float | list[float]:
     """Resolve one parameter. ``{normal=[mean, sd]}`` / ``{uniform=[lo, hi]}`` are drawn here.

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import ActionField, ActionSpec, Game, GameParams, Outcome, Setup
+from .base import ActionField, ActionSpec, Game, Outcome, P, Setup
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class RepeatedState:
     extra: tuple[Mapping[str, Any], ...] = ()  # per round, what chance or the rules added (events)
 
 
-class RepeatedGame(Game):
+class RepeatedGame(Game[P, RepeatedState]):
     """K simultaneous rounds; subclasses supply the one-round rules."""
 
     rounds_key: ClassVar[str] = "rounds"
@@ -51,7 +51,7 @@ class RepeatedGame(Game):
         return {**extra, "payoffs": list(payoffs)}
 
     # ---- the protocol ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
+    def max_moves(self, params: P, n_players: int) -> tuple[int, bool]:
         return int(getattr(params, self.rounds_key)), True
 
     def initial_state(self, setup: Setup) -> RepeatedState:
@@ -70,7 +70,7 @@ class RepeatedGame(Game):
         assert self.to_move(state), "apply() on a finished game"
         s = state.setup
         key = self.action_key
-        choices = tuple(None if actions.get(i) is None else actions[i][key] for i in range(s.n_players))
+        choices = tuple(None if (a := actions.get(i)) is None else a[key] for i in range(s.n_players))
         extra = self.round_extra(s, state.round, choices, rng)
         pay = self.round_payoffs(s, state.round, choices, extra)
         return replace(state, round=state.round + 1, choices=state.choices + (choices,),

@@ -256,7 +256,7 @@ def generation(exps: list[Experiment], label: str) -> dict[str, dict[str, Any]]:
     out = {}
     for e in exps:
         p = next((p for p in e.players if p.label == label and p.llm is not None), None)
-        if p is not None:
+        if p is not None and p.llm is not None:
             out[e.name] = {k: v for k, v in sorted(p.llm.model_dump().items()) if k not in TRANSPORT_KEYS}
     return out
 
@@ -285,7 +285,7 @@ def played_by(spec: ModelSpec) -> dict[str, Any] | None:
         except Exception:  # noqa: BLE001 - not installed: the run itself says so
             return {"model": DEFAULT_MODEL, "weights": None, "weights_sha256": None}
         return {"model": DEFAULT_MODEL, "weights": gguf.name, "weights_sha256": _file_sha256(str(gguf))}
-    return {"model": spec.entry.get("model") or PROVIDERS[agent].default_model}
+    return {"model": spec.entry.get("model")}  # an API provider is always given one (the checks refuse none)
 
 
 def settings(suite: Suite, tier: str, spec: ModelSpec, exps: list[Experiment]) -> dict[str, Any]:

@@ -187,7 +187,7 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
     if not judge_alias and (not isinstance(players, list)
                             or not any(isinstance(p, dict) and "alias" in p for p in players)):
         return data
-    exp = data.get("experiment") if isinstance(data.get("experiment"), dict) else {}
+    exp = data["experiment"] if isinstance(data.get("experiment"), dict) else {}
     if models is not None:
         mpath = Path(models)
     elif isinstance(exp.get("models"), str):
@@ -195,7 +195,7 @@ def resolve_aliases(data: dict[str, Any], where: str, base: Path, models: str | 
     else:
         mpath = base / "models.toml"
     table = read_toml(mpath)
-    if judge_alias:
+    if judge_alias and isinstance(judge, dict):  # (the second test narrows the type only)
         try:
             entry = follow_alias(table, judge["alias"], str(mpath))
         except ConfigError as exc:

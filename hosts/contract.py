@@ -66,8 +66,9 @@ def play(game: Game, setup: Setup, seed: int, policy: Callable[[Any, int, np.ran
     """Play one run: ``policy`` gives a seat's reply text (None: the game's random strategy); a share
     ``garbage`` of replies is replaced by unusable text. Returns (end state, states, round log)."""
     rng, chance = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
-    state, states, log = game.initial_state(setup), [], []
-    states.append(state)
+    state = game.initial_state(setup)
+    states: list[Any] = [state]
+    log: list[dict[str, Any]] = []
     for step in range(MAX_STEPS):
         movers = game.to_move(state)
         if not movers:
@@ -201,7 +202,7 @@ def _json(game: Game, seeds: range) -> str:
             raise Failed(f"seed {seed}: the setup does not survive JSON unchanged (tuples? numpy numbers?)")
         end, states, log = play(game, setup, seed, _random, 0.3)
         for state in states:
-            if not dataclasses.is_dataclass(state) or not state.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            if not dataclasses.is_dataclass(state) or not state.__dataclass_params__.frozen:  # type: ignore[union-attr]  # on every dataclass; unstubbed
                 raise Failed(f"seed {seed}: the state {type(state).__name__} is not a frozen dataclass")
             for seat in range(setup.n_players):
                 _plain(game.observation(state, seat))
@@ -435,7 +436,9 @@ def _agent_runs(game: Game, agent: Any, seeds: range) -> list[tuple[list[str], l
     async def one(seed: int) -> tuple[list[str], list[bool]]:
         setup = game.setup(game.Params(), _seats(game, seed), np.random.default_rng(seed))
         rng, chance = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
-        state, texts, valid = game.initial_state(setup), [], []
+        state = game.initial_state(setup)
+        texts: list[str] = []
+        valid: list[bool] = []
         for step in range(MAX_STEPS):
             movers = game.to_move(state)
             if not movers:

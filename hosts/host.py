@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import numpy as np
 
@@ -121,9 +121,9 @@ def preflight_experiment(exp: Experiment) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _reply_schema(spec: ActionSpec, mode: str, reasoning: bool, chars: int) -> dict[str, Any]:
+def _reply_schema(spec: ActionSpec, mode: Literal["format", "strict"], reasoning: bool, chars: int) -> dict[str, Any]:
     """Schemas repeat across decisions (same spec, same mode): build each once."""
-    return json_schema(spec, mode, reasoning, chars)  # type: ignore[arg-type]
+    return json_schema(spec, mode, reasoning, chars)
 
 
 def reasoning_fields(reply: Reply) -> dict[str, Any]:
@@ -570,7 +570,7 @@ class Host:
         """
         ctx, seat, state = d.ctx, d.seat, d.state
         e = self.exps[ctx.table].experiment
-        agent: StrategyAgent = self.agents[ctx.table][d.entry]  # type: ignore[assignment]
+        agent: StrategyAgent = self.agents[ctx.table][d.entry]  # type: ignore[assignment]  # a baseline's seat
         strategy = functools.partial(self.game.reference, state, seat)
         first_ok = True
         for attempt in range(e.reask + 1):

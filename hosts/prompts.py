@@ -58,7 +58,7 @@ def game_template(game: Game) -> dict[str, Any]:
         parent = next((c for c in type(game).__mro__[1:] if c.__module__.startswith("econarena.games.")
                        and isinstance(getattr(c, "name", None), str)), None)
         if parent is not None:
-            return _builtin(parent.name)  # type: ignore[attr-defined]
+            return _builtin(parent.name)  # type: ignore[attr-defined]  # a str: checked in the search
     return _beside(inspect.getfile(type(game)), game.name)
 
 

@@ -86,7 +86,7 @@ class _Session:
     ended: bool = False
 
 
-@ray.remote(num_cpus=0, max_concurrency=1000)
+@ray.remote(num_cpus=0, max_concurrency=1000)  # type: ignore[call-overload]  # stubs lack actor options
 class Ledger:
     """What workers shipped, per session, until the driver has written it; and each session's progress,
     so that a retried call continues where its killed attempt stopped."""
@@ -686,8 +686,10 @@ class RayEngine:
             here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
             names = [f"econarena-{part}-{os.getpid()}-{id(self):x}" for part in ("ledger", "services")]
             self._services_name = names[1]
-            self.ledger = Ledger.options(scheduling_strategy=here, name=names[0]).remote()
-            self.services = ClusterServices.options(scheduling_strategy=here, name=names[1]).remote()
+            ledger: Any = Ledger  # ray actor classes, which ray's stubs type as the plain classes
+            services: Any = ClusterServices
+            self.ledger = ledger.options(scheduling_strategy=here, name=names[0]).remote()
+            self.services = services.options(scheduling_strategy=here, name=names[1]).remote()
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
             n = self.workers_wanted or max(1, int(cpus))
             # a cluster whose CPUs have not joined yet (a head started with --num-cpus 0): one CPU each,
@@ -695,7 +697,8 @@ class RayEngine:
             share = min(1.0, cpus / n) if cpus > 0 else 1.0
             per_worker = self.cpus_per_worker if self.cpus_per_worker is not None else share
             max_sessions = max(1, host.options.concurrency) + 8
-            self.workers = [SessionWorker.options(num_cpus=per_worker, max_concurrency=max_sessions)
+            worker: Any = SessionWorker  # a ray actor class, which ray's stubs type as the plain class
+            self.workers = [worker.options(num_cpus=per_worker, max_concurrency=max_sessions)
                             .remote(names[0], names[1], __version__) for _ in range(n)]
             self._in_flight = [0] * n
             self.pids, self.node_of = [0] * n, [""] * n
@@ -717,7 +720,7 @@ class RayEngine:
                 for f in done:
                     f.result()  # Ray cancelled them: the cluster stops (below)
             except ray.exceptions.RayActorError as exc:  # Ray cancelled them: the cluster stops, or went away
-                failure: BaseException = RayUnavailable(
+                failure: BaseException | None = RayUnavailable(
                     f"--ray {self.address or ''}: Ray could not start the session workers ({_first_line(exc)}); "
                     "is the cluster stopping? `ray status` on the head node shows its nodes")
             except BaseException as exc:  # a stop signal while the workers start
@@ -760,8 +763,9 @@ class RayEngine:
             gpus = self.gpus_per_replica
             if gpus is None:
                 gpus = 1.0 if (llm.device or "cpu").startswith("cuda") else 0.0
-            self.replicas[key] = [ModelReplica.options(num_gpus=gpus, num_cpus=0 if gpus else 1,
-                                                       max_concurrency=4096).remote(llm, self._services_name)
+            replica: Any = ModelReplica  # a ray actor class, which ray's stubs type as the plain class
+            self.replicas[key] = [replica.options(num_gpus=gpus, num_cpus=0 if gpus else 1,
+                                                  max_concurrency=4096).remote(llm, self._services_name)
                                   for _ in range(max(1, self.replicas_wanted))]
             made += self.replicas[key]
         await asyncio.gather(*(r.load.remote() for r in made))
@@ -791,8 +795,8 @@ class RayEngine:
                 self.nodes[node_id] = {**old, **now.get(node_id, {}), "Alive": False}
                 self._node_lost(node_id, self.nodes[node_id], watch)
         for node_id, n in now.items():
-            old = before.get(node_id)
-            if n.get("Alive") and (old is None or not old.get("Alive")) and self.lost_nodes and watch is not None:
+            was = before.get(node_id)
+            if n.get("Alive") and (was is None or not was.get("Alive")) and self.lost_nodes and watch is not None:
                 print(f"econarena: {node_name(node_id, n)} joined the cluster", file=sys.stderr, flush=True)
 
     def _node_lost(self, node_id: str, info: dict[str, Any], watch: _Watch | None) -> None:
@@ -942,7 +946,8 @@ class RayEngine:
         everything = asyncio.ensure_future(asyncio.gather(*feeders))
         everything.add_done_callback(lambda f: f.cancelled() or f.exception())
         try:
-            await asyncio.wait([everything, halted], return_when=asyncio.FIRST_COMPLETED)
+            either: list[asyncio.Future[Any]] = [everything, halted]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if everything.done():
                 everything.result()  # a feeder's error, as it was
         finally:

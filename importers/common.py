@@ -165,7 +165,7 @@ def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) < len(pairs):
         seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]  # add: None
         raise ValueError(f"the key {storable(twice)[:60]!r} is written twice in one object: no JSON writer does "
                          "that, and which value was meant is unknown")
     return obj

@@ -109,7 +109,7 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
             raise ValueError(f"{path.name}: the column {storable(twice)[:40]!r} is named twice in the header")
         rows = []
         for row in reader:
-            beyond = row.pop(None, None)  # type: ignore[call-overload]
+            beyond = row.pop(None, None)
             if beyond and any(str(x).strip() for x in beyond):
                 raise ValueError(f"{path.name} line {reader.line_num}: {len(beyond)} cell(s) beyond the header's "
                                  f"{len(names)} columns (an unquoted comma?)")
@@ -255,7 +255,7 @@ def _one(game: Game, folder: Path, rel: str, result: ImportResult) -> _Run | Non
         return None
     labels = [lm[0] for lm in labels_models]
     models = [lm[1] for lm in labels_models]
-    extra = {"game_id": folder.name, "kind": HUMAN if human else "llm",
+    extra: dict[str, Any] = {"game_id": folder.name, "kind": HUMAN if human else "llm",
              "human_seats": [i for i, lab in enumerate(labels) if lab == HUMAN],
              **{k: config[k] for k in ("experiment_name", "name", "date", "commit") if k in config}}
     try:

@@ -31,7 +31,7 @@ def _named(module: Any, source: str) -> ModuleType:
     """The module, refused where its NAME is not the source it is filed under."""
     if source != module.NAME:
         raise ValueError(f"NAME = {module.NAME!r}, expected {source!r} (the name it is filed under)")
-    return module  # type: ignore[no-any-return]
+    return module
 
 
 IMPORTERS: Registry[ModuleType] = Registry("importer", {

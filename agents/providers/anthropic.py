@@ -78,7 +78,7 @@ class AnthropicProvider(RemoteProvider):
     _warned = False
 
     def _make_client(self, settings: LLMSettings, key: str) -> anthropic.AsyncAnthropic:
-        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        base_url, query = split_query(settings.url)  # the query goes on every request (calls.split_query)
         return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, default_query=query or None, max_retries=0,
                                         timeout=settings.timeout_s, http_client=_http_client(settings),
                                         open_telemetry=False)
@@ -103,7 +103,7 @@ class AnthropicProvider(RemoteProvider):
                         "and are ignored")
         resp = await client.messages.create(
             model=self._model(settings), max_tokens=settings.max_tokens,
-            messages=[{"role": m.role, "content": m.content} for m in turns],  # type: ignore[misc]
+            messages=[{"role": m.role, "content": m.content} for m in turns],  # type: ignore[misc]  # user/assistant only
             timeout=settings.timeout_s, **kwargs)
         blocks = getattr(resp, "content", None)
         if not isinstance(blocks, list):

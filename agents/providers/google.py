@@ -54,7 +54,7 @@ def thinking_config(settings: LLMSettings) -> types.ThinkingConfig | None:
     if settings.reasoning_effort == "none":
         return types.ThinkingConfig(thinking_budget=0)
     if settings.reasoning_effort is not None:
-        return types.ThinkingConfig(thinking_level=_LEVELS[settings.reasoning_effort],  # type: ignore[arg-type]
+        return types.ThinkingConfig(thinking_level=_LEVELS[settings.reasoning_effort],  # type: ignore[arg-type]  # enum by name
                                     include_thoughts=True)
     return None
 
@@ -67,8 +67,8 @@ class GoogleProvider(RemoteProvider):
             timeout=int(settings.timeout_s * 1000),  # milliseconds
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        if settings.base_url:
-            options.base_url = settings.base_url
+        if settings.url:
+            options.base_url = settings.url
             options.api_version = "v1beta"
         return genai.Client(api_key=key, vertexai=False, http_options=options)
 

@@ -173,7 +173,7 @@ def _load_gguf(gguf: Path, dtype: Any) -> tuple[Any, Any]:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
     # The weights are now plain dequantised tensors; only the GGUF marker stops save_pretrained.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # the stubs type it as always set; None drops it
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     try:
@@ -196,11 +196,11 @@ def _quiet_gguf_progress() -> Iterator[None]:
     if original is None:
         yield
         return
-    gguf_utils.tqdm = lambda iterable, *a, **kw: iterable  # type: ignore[attr-defined]
+    gguf_utils.tqdm = lambda iterable, *a, **kw: iterable
     try:
         yield
     finally:
-        gguf_utils.tqdm = original  # type: ignore[attr-defined]
+        gguf_utils.tqdm = original
 
 
 def _load_named(name: str, dtype: Any) -> tuple[Any, Any]:
@@ -222,7 +222,7 @@ class _Request:
     ids: list[int]
     key: tuple[float | None, float | None, int]  # (temperature, top_p, max_tokens): never mixed
     seed: int | None
-    future: asyncio.Future[tuple[list[int], int]]
+    future: asyncio.Future[tuple[list[int], int, float]]  # (tokens, batch size, batch seconds)
     start: float
     schema: str | None = None  # JSON text of the reply schema; rows with different schemas may share a batch
     think: tuple[int, bool] | None = None  # (reasoning_tokens, opened by the prompt): a cap on the row's thinking
@@ -560,7 +560,8 @@ class HFProvider(Provider):
         cache = DynamicCache(config=self._model.config)
         if not cache.layers or any(type(layer) is not DynamicLayer for layer in cache.layers):
             return None  # sliding-window or recurrent layers: plain left padding is the safe path
-        kwargs = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self._model.forward).parameters else {}
+        takes_keep = "logits_to_keep" in inspect.signature(self._model.forward).parameters
+        kwargs: dict[str, Any] = {"logits_to_keep": 1} if takes_keep else {}
         kwargs[self._cache_key()] = cache
         with torch.inference_mode():
             self._model(input_ids=torch.tensor([prefix], device=self.device), use_cache=True, **kwargs)

@@ -29,7 +29,7 @@ import re
 import time
 import zlib
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import httptools
 
@@ -101,7 +101,7 @@ class _Conn(asyncio.Protocol):
 
     # -- asyncio.Protocol ------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream connection's is a Transport
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None or self.complete:  # bytes nobody asked for: out of step, never reuse it

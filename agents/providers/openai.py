@@ -207,7 +207,7 @@ def response_format(schema: dict[str, Any], settings: LLMSettings) -> dict[str, 
     """
     if settings.response_format == "json_object":
         return {"type": "json_object", "schema": schema}
-    if _official(settings.base_url):
+    if _official(settings.url):
         schema = _without(schema, "maxLength")
     return {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
 
@@ -250,18 +250,18 @@ class OpenAIProvider(RemoteProvider):
     _warned = False
 
     def _make_client(self, settings: LLMSettings, key: str) -> Any:
-        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        base_url, query = split_query(settings.url)  # the query goes on every request (calls.split_query)
         if base_url and lean_path(base_url):
             from .openai_lean import LeanClient
 
             tls = _lean_tls_context() if base_url.lower().startswith("https:") else None
             # the query as typed, not parsed and re-encoded (a signed URL's %2F, a repeated key, a bare flag)
-            return LeanClient(base_url, urlsplit(settings.base_url or "").query, key, settings.max_connections,
+            return LeanClient(base_url, urlsplit(settings.url or "").query, key, settings.max_connections,
                               settings.timeout_s, tls)
         import openai
 
         http_client = _http_client(settings)
-        raw_query = urlsplit(settings.base_url or "").query
+        raw_query = urlsplit(settings.url or "").query
         if http_client is not None and raw_query:  # our transport puts the typed query on every request
             http_client._transport.query = raw_query.encode("ascii", "strict") if raw_query.isascii() else None
             query = {} if http_client._transport.query else query
@@ -287,7 +287,7 @@ class OpenAIProvider(RemoteProvider):
         body: dict[str, Any] = {"model": self._model(settings), "messages": [m.to_dict() for m in messages]}
         # OpenAI's reasoning models take no sampling settings (only the default temperature 1): left out for
         # them, with one warning; compatible servers get what the player set
-        fixed = settings.reasoning_on and _official(settings.base_url)
+        fixed = settings.reasoning_on and _official(settings.url)
         if fixed and not self._warned and (settings.temperature is not None or settings.top_p is not None):
             self._warned = True
             log.warning("openai: reasoning models take no temperature or top_p; they are not sent "
@@ -302,7 +302,7 @@ class OpenAIProvider(RemoteProvider):
             body["seed"] = settings.seed
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); most
         # compatible servers only know max_tokens.
-        body["max_completion_tokens" if _official(settings.base_url) else "max_tokens"] = settings.max_tokens
+        body["max_completion_tokens" if _official(settings.url) else "max_tokens"] = settings.max_tokens
         if schema is not None:
             body["response_format"] = response_format(schema, settings)
         return body

@@ -169,7 +169,8 @@ class LeanClient:
                                                  skip_auto_headers=("User-Agent",))
         # the SDK's Timeout(timeout_s) as its aiohttp transport maps it: connect, pool and each read
         timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_connect=t, sock_read=t)
-        url, method, headers, data = self.url, "POST", self.headers, body
+        url, method, headers = self.url, "POST", self.headers
+        data: bytes | None = body
         if redirect is not None:
             url = urljoin(self.url, redirect[1])
             if redirect[0] not in (307, 308):

@@ -53,7 +53,7 @@ class ZhipuAIProvider(RemoteProvider):
     def _make_client(self, settings: LLMSettings, key: str) -> zai.ZhipuAiClient | zai.ZaiClient:
         source = api_key_source(self.name, settings)
         cls = zai.ZaiClient if source is not None and source[0] == "ZAI_API_KEY" else zai.ZhipuAiClient
-        base_url, query = split_query(settings.base_url)  # the query goes on every request (calls.split_query)
+        base_url, query = split_query(settings.url)  # the query goes on every request (calls.split_query)
         http = httpx.Client(
             params=query or None, timeout=settings.timeout_s,
             limits=httpx.Limits(max_connections=settings.max_connections,

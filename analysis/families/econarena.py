@@ -38,7 +38,7 @@ def scorecard(ctx: Any) -> Any:
         return None
     # a [grid] cell is part of each row's identity: a row per label, setting and cell, its sessions counted
     # and bootstrapped within the cell (the cell column appears only where a game has a grid)
-    by = ("game", "environment", "history", "prompt", "label", "cell")
+    by: tuple[str, ...] = ("game", "environment", "history", "prompt", "label", "cell")
     if "cell" not in frames.players.columns:
         by = by[:-1]
     table = metric_table(frames, CARD_METRICS, by, n_boot=ctx.n_boot, seed=ctx.seed)

@@ -121,14 +121,15 @@ class Collector(Base):
         game = self.games.get(d.game_name)
         if game is None or game.info.family != FAMILY or not game.info.score:
             return False
-        self.game, self.items = game, []
+        self.game = game
+        self.items: list[tuple[Any, ...]] = []  # per scored run: its key first, then what end() reads
         return True
 
     def run(self, d: Dir, number: int, r: dict[str, Any]) -> None:
         if not r.get("complete", True):
             return
         game = self.game
-        params = r.get("params") if isinstance(r.get("params"), dict) else {}
+        params = r["params"] if isinstance(r.get("params"), dict) else {}
         column, lead = score_column(game, params)
         labels = list(dict.fromkeys(str(x) for x in r.get("labels") or []))
         curve = []

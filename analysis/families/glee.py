@@ -29,7 +29,7 @@ import struct
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,7 @@ class Factor:
             return level(params[self.name])
         return ", ".join(f"{k}={level(params[k])}" for k in self.keys)
 
-    def sort_key(self, name: str) -> tuple:
+    def sort_key(self, name: str) -> tuple[Any, ...]:
         if len(self.keys) == 1 and self.keys[0] == self.name:
             return _sort_key(name)
         return tuple(_sort_key(part.split("=", 1)[-1]) for part in name.split(", "))
@@ -238,7 +238,7 @@ def _outcomes(metrics: Any, seats: int) -> dict[str, float]:
             if len(v) != seats or any(x is not None and _number(x) is None for x in v):
                 continue
             for i, x in enumerate(v):
-                out[f"{name}_p{i + 1}"] = math.nan if x is None else float(_number(x))  # type: ignore[arg-type]
+                out[f"{name}_p{i + 1}"] = math.nan if x is None else float(_number(x))  # type: ignore[arg-type]  # checked above
         elif v is None:
             out[name] = math.nan
         else:
@@ -266,7 +266,7 @@ def players_of(run: Mapping[str, Any], by: str) -> list[str]:
     labels = [str(x) for x in run.get("labels") or []]
     if by == "label":
         return labels
-    models = run.get("models") if isinstance(run.get("models"), list) else []
+    models = run["models"] if isinstance(run.get("models"), list) else []
     return [str(models[i]) if i < len(models) and models[i] else lab for i, lab in enumerate(labels)]
 
 
@@ -311,11 +311,12 @@ class Collector(Base):
         info = getattr(game, "info", None)
         if info is None or not info.factors or (self.family is not None and info.family != self.family):
             return False
-        self.data = self.out.get(name)
-        if self.data is None:
-            self.data = self.out[name] = GameData(name, info.family, info.title, factors_of(info.factors))
-            for f in self.data.factors:
-                self.data.levels[f.name] = Codes()
+        data = self.out.get(name)
+        if data is None:
+            data = self.out[name] = GameData(name, info.family, info.title, factors_of(info.factors))
+            for f in data.factors:
+                data.levels[f.name] = Codes()
+        self.data: GameData = data  # the game of the directory being read
         self.name = name
         self.buf = _DirRuns(len(self.data.factors))
         self._keys = sorted({k for f in self.data.factors for k in f.keys})
@@ -359,9 +360,9 @@ class Collector(Base):
             buf.players.append(seat.code(p))
         if HUMAN in players:
             self.people = True
-        params = r.get("params") if isinstance(r.get("params"), dict) else {}
-        for col, code in zip(buf.levels, self._levels(params, i)):
-            col.append(code)
+        params = r["params"] if isinstance(r.get("params"), dict) else {}
+        for level, code in zip(buf.levels, self._levels(params, i)):
+            level.append(code)
         valid = all(bool(v) for v in r.get("valid") or [])
         buf.valid.append(valid)
         if isinstance(r.get("metrics"), Mapping):
@@ -606,7 +607,8 @@ def _terms(data: GameData, cols: Mapping[str, tuple[list[str], np.ndarray]], mod
            ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """(term, level, reference) of each dummy column, in order, and notes on replaced references."""
     out, notes = [], []
-    specs = [(f.name, f.reference, f.sort_key) for f in data.factors]
+    specs: list[tuple[str, str, Callable[[str], tuple[Any, ...]]]] = [(f.name, f.reference, f.sort_key)
+                                                                     for f in data.factors]
     if pairs:
         specs.append((PAIR, PAIR_SEP.join([model_ref] * data.seats), lambda s: (s,)))
     else:
@@ -655,7 +657,7 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
         names, codes = cols[term]
         X[:, j] = codes == names.index(lev)
     keep_cols = [0]
-    R = np.linalg.qr(X, mode="r")
+    R = np.asarray(np.linalg.qr(X, mode="r"))  # mode "r": R alone (the stubs name one result type)
     for j in range(1, X.shape[1]):  # drop columns the others already explain (not identifiable)
         if _rank(X, R, keep_cols + [j]) > len(keep_cols):
             keep_cols.append(j)
@@ -1153,15 +1155,15 @@ GAMES_COLUMNS = ("game_id", "family", "kind", "alice_model", "bob_model", "round
 def _readings(game: Any, record: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """(paper, code) metrics of a run: an imported run's as recorded, a native run's recomputed from its
     round log by the game under each reading."""
-    imported = record.get("imported") if isinstance(record.get("imported"), Mapping) else None
-    metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
+    imported = record["imported"] if isinstance(record.get("imported"), Mapping) else None
+    metrics = record["metrics"] if isinstance(record.get("metrics"), Mapping) else {}
     if imported is not None and isinstance(imported.get("metrics_code"), Mapping):
         return metrics, imported["metrics_code"]
-    params = record.get("params") if isinstance(record.get("params"), Mapping) else {}
+    params = record["params"] if isinstance(record.get("params"), Mapping) else {}
     rounds = record.get("round_log") or []
     try:
-        return tuple(game.metrics(Setup(2, {**params, "metrics": reading}), rounds)  # type: ignore[return-value]
-                     for reading in ("paper", "code"))
+        paper, code = (game.metrics(Setup(2, {**params, "metrics": reading}), rounds) for reading in ("paper", "code"))
+        return paper, code
     except (KeyError, TypeError, ValueError, AttributeError):
         return metrics, {}
 
@@ -1190,16 +1192,16 @@ def games_table(run_dirs: Iterable[str | Path], games: Mapping[str, Any] | None 
             if len(labels) != 2:
                 continue
             paper, code = _readings(game, r)
-            imported = r.get("imported") if isinstance(r.get("imported"), Mapping) else {}
-            recorded = imported.get("recorded") if isinstance(imported.get("recorded"), Mapping) else {}
-            params = r.get("params") if isinstance(r.get("params"), Mapping) else {}
+            imported = r["imported"] if isinstance(r.get("imported"), Mapping) else {}
+            recorded = imported["recorded"] if isinstance(imported.get("recorded"), Mapping) else {}
+            params = r["params"] if isinstance(r.get("params"), Mapping) else {}
             buys = [e.get("events", {}) for e in r.get("round_log") or []
                     if isinstance(e, Mapping) and e.get("events", {}).get("phase") == "buyer"]
             rounds = paper.get("rounds", recorded.get("rounds", len(buys) or None))
             purchases = recorded.get("purchases", sum(1 for e in buys if e.get("bought")) if buys else None)
             deal = paper.get("agreement") if "agreement" in paper else (purchases > 0 if purchases is not None
                                                                          else None)
-            check = imported.get("check") if isinstance(imported.get("check"), Mapping) else None
+            check = imported["check"] if isinstance(imported.get("check"), Mapping) else None
             out.append({
                 "game_id": imported.get("game_id") or f"{d.name}#{session}" + (f".{run}" if run else ""),
                 "family": name, "kind": imported.get("kind", "ours") if imported else "ours",
@@ -1248,8 +1250,8 @@ def summary_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     (paper definitions, unclipped; self_gain is the seat's own)."""
     groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
-        for seat, who in enumerate((r["alice_model"], r["bob_model"])):
-            groups.setdefault((r["family"], r["kind"], SEAT_NAMES[seat], who), []).append(r)
+        for i, who in enumerate((r["alice_model"], r["bob_model"])):
+            groups.setdefault((r["family"], r["kind"], SEAT_NAMES[i], who), []).append(r)
     out = []
     for (family, kind, seat, who), rs in sorted(groups.items()):
         own = "alice_self_gain" if seat == SEAT_NAMES[0] else "bob_self_gain"

@@ -217,8 +217,8 @@ def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None,
     if not isinstance(m, Mapping) or len(labels) != 2:
         return None
     pay, win = m.get("payoff"), m.get("win")
-    imported = record.get("imported") if isinstance(record.get("imported"), Mapping) else {}
-    rec = imported.get("recorded") if isinstance(imported.get("recorded"), Mapping) else None
+    imported = record["imported"] if isinstance(record.get("imported"), Mapping) else {}
+    rec = imported["recorded"] if isinstance(imported.get("recorded"), Mapping) else None
     if reading in FORMULAS and rec is not None:
         pay = rec.get("payoff_paper" if reading == "paper" else "payoff")
         if isinstance(pay, list) and len(pay) == 2 and all(_num(x) is not None for x in pay):
@@ -248,7 +248,8 @@ class Collector(Base):
         game = self.games.get(d.game_name)
         if game is None or game.info.family != FAMILY:
             return False
-        self.game, self.items, self.grid = game, [], grid_of(d)
+        self.game, self.grid = game, grid_of(d)
+        self.items: list[tuple[Any, Any]] = []  # (sort key, row) per complete run
         return True
 
     def run(self, d: Dir, number: int, rec: dict[str, Any]) -> None:

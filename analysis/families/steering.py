@@ -227,7 +227,7 @@ def steering_dirs(paths: str | Path | Iterable[str | Path]) -> list[Path]:
         elif p.is_dir():
             out += sorted(c for c in p.iterdir() if c.is_dir() and (c / STEERING).is_file())
     seen: set[Path] = set()
-    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]  # add: None
 
 
 def unsteerable(run_dirs: str | Path | Iterable[str | Path]) -> dict[tuple[str, str, str], int]:

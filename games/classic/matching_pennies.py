@@ -105,7 +105,7 @@ def equilibrium_payoffs(table: Mapping[str, Any]) -> tuple[float, float]:
     return k * a * b / (a + b), k * c / 2
 
 
-class MatchingPennies(Game):
+class MatchingPennies(Game[PenniesParams, PenniesState]):
     name: ClassVar[str] = "matching_pennies"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "Classic: asymmetric matching pennies, repeated; its only equilibrium is mixed"
@@ -135,8 +135,9 @@ class MatchingPennies(Game):
     def apply(self, state: PenniesState, actions: Mapping[int, dict[str, Any] | None],
               rng: np.random.Generator | None = None) -> PenniesState:
         assert self.to_move(state), "apply() on a finished game"
-        pair = tuple(None if actions.get(i) is None else actions[i]["coin"] for i in (0, 1))
-        return replace(state, replies=state.replies + (pair,))  # type: ignore[arg-type]
+        a0, a1 = actions.get(0), actions.get(1)
+        pair = (None if a0 is None else str(a0["coin"]), None if a1 is None else str(a1["coin"]))
+        return replace(state, replies=state.replies + (pair,))
 
     def outcome(self, state: PenniesState) -> Outcome:
         pays = [stage_payoffs(state.setup.values, played(a), played(b)) for a, b in state.replies]
@@ -179,8 +180,8 @@ class MatchingPennies(Game):
                 "your_total": fmt_num(totals[player]), "other_total": fmt_num(totals[other])}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: PenniesParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def payoff_bounds(self, setup: Setup) -> tuple[float, float]:
         k = int(setup["rounds"])

@@ -119,7 +119,7 @@ def cooperation_rate(moves: Sequence[Sequence[str]], seat: int) -> float | None:
     return sum(1 for m in moves if m[seat] == COOPERATE) / len(moves) if moves else None
 
 
-class PrisonersDilemma(Game):
+class PrisonersDilemma(Game[DilemmaParams, DilemmaState]):
     name: ClassVar[str] = "prisoners_dilemma"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "Classic: the Prisoner's Dilemma repeated for an announced number of rounds"
@@ -149,8 +149,9 @@ class PrisonersDilemma(Game):
     def apply(self, state: DilemmaState, actions: Mapping[int, dict[str, Any] | None],
               rng: np.random.Generator | None = None) -> DilemmaState:
         assert self.to_move(state), "apply() on a finished game"
-        pair = tuple(None if actions.get(i) is None else actions[i]["action"] for i in (0, 1))
-        return replace(state, replies=state.replies + (pair,))  # type: ignore[arg-type]
+        a0, a1 = actions.get(0), actions.get(1)
+        pair = (None if a0 is None else str(a0["action"]), None if a1 is None else str(a1["action"]))
+        return replace(state, replies=state.replies + (pair,))
 
     def _moves(self, state: DilemmaState) -> list[tuple[str, str]]:
         return [(played(a), played(b)) for a, b in state.replies]
@@ -196,8 +197,8 @@ class PrisonersDilemma(Game):
                 "your_total": fmt_num(totals[player]), "other_total": fmt_num(totals[other])}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: DilemmaParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def equilibrium(self, setup: Setup) -> Outcome:
         pay = equilibrium_payoff(setup.values)

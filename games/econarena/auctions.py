@@ -158,7 +158,7 @@ def second_price_result(bids: tuple[float | None, ...]) -> tuple[int | None, flo
     return ranked[0][1], ranked[1][0]
 
 
-class SecondPriceAuction(Game):
+class SecondPriceAuction(Game[AuctionParams, SecondPriceState]):
     name: ClassVar[str] = "second_price_auction"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "sealed bids; highest bid wins and pays the second-highest bid"
@@ -189,7 +189,7 @@ class SecondPriceAuction(Game):
     def apply(self, state: SecondPriceState, actions: Mapping[int, dict[str, Any] | None],
               rng: np.random.Generator | None = None) -> SecondPriceState:
         n = state.setup.n_players
-        return replace(state, bids=tuple(None if actions.get(i) is None else float(actions[i]["bid"])
+        return replace(state, bids=tuple(None if (a := actions.get(i)) is None else float(a["bid"])
                                          for i in range(n)))
 
     def outcome(self, state: SecondPriceState) -> Outcome:
@@ -236,7 +236,7 @@ class EnglishState:
         return self.setup["start_price"] + self.round * self.setup["increment"]
 
 
-class EnglishAuction(Game):
+class EnglishAuction(Game[EnglishAuctionParams, EnglishState]):
     name: ClassVar[str] = "english_auction"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "ascending clock; bidders stay or drop each round; last one in wins"

@@ -82,7 +82,7 @@ def winners_of(choices: tuple[float | None, ...], ratio: float, upper: float) ->
     return tuple(i for i, d in enumerate(dists) if d is not None and d - best <= tol), target
 
 
-class BeautyContest(Game):
+class BeautyContest(Game[BeautyContestParams, BeautyContestState]):
     name: ClassVar[str] = "beauty_contest"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "choose a number in [0, upper]; closest to ratio x mean wins the prize"
@@ -120,7 +120,7 @@ class BeautyContest(Game):
     def apply(self, state: BeautyContestState, actions: Mapping[int, dict[str, Any] | None],
               rng: np.random.Generator | None = None) -> BeautyContestState:
         n = state.setup.n_players
-        choices = tuple(None if actions.get(i) is None else float(actions[i]["answer"]) for i in range(n))
+        choices = tuple(None if (a := actions.get(i)) is None else float(a["answer"]) for i in range(n))
         return BeautyContestState(state.setup, choices)
 
     def outcome(self, state: BeautyContestState) -> Outcome:

@@ -90,7 +90,7 @@ def _turn_events(setup: Setup, t: int, turn: Turn) -> dict[str, Any]:
             "strongest": right, "at_strongest": 1.0 if correct else 0.0}
 
 
-class BattleRoyale(Game):
+class BattleRoyale(Game[BattleParams, BattleState]):
     name: ClassVar[str] = "battle_royale"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: survival shooting game, one shooter per turn; 0-100 score"
@@ -190,9 +190,9 @@ class BattleRoyale(Game):
         return {"turn": len(after.turns), "what": self._describe(turn) + you, "n_left": len(after.alive)}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
+    def max_moves(self, params: BattleParams, n_players: int) -> tuple[int, bool]:
         # a survivor never shoots twice in a row while another survivor is left
-        return math.ceil(params.max_turns / 2), False  # type: ignore[attr-defined]
+        return math.ceil(params.max_turns / 2), False
 
     def strategy(self, state: BattleState, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:

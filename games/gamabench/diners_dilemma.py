@@ -79,7 +79,7 @@ def is_cheap(label: str | None, scoring: str) -> bool:
     return paper_label(label) in ("cheap", None)
 
 
-class DinersDilemma(RepeatedGame):
+class DinersDilemma(RepeatedGame[DinerParams]):
     name: ClassVar[str] = "diners_dilemma"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: K rounds of ordering cheap or costly on a shared bill; 0-100 score"

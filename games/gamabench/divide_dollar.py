@@ -40,7 +40,7 @@ class DollarParams(GameParams):
     """Rounds per run, each with a report."""
 
 
-class DivideDollar(RepeatedGame):
+class DivideDollar(RepeatedGame[DollarParams]):
     name: ClassVar[str] = "divide_dollar"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: K rounds of bidding for a share of G golds; 0-100 score"

@@ -65,7 +65,7 @@ def crowded(goers: int, n: int, ratio: float) -> bool:
     return goers / n > ratio
 
 
-class ElFarolBar(RepeatedGame):
+class ElFarolBar(RepeatedGame[BarParams]):
     name: ClassVar[str] = "el_farol_bar"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: K rounds of go to the bar or stay home; 0-100 score"

@@ -73,7 +73,7 @@ class GuessingParams(GameParams):
         return self
 
 
-class GuessingGame(RepeatedGame):
+class GuessingGame(RepeatedGame[GuessingParams]):
     name: ClassVar[str] = "guessing_game"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: K rounds of guessing ratio x the average; 0-100 score"

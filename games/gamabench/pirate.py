@@ -123,7 +123,7 @@ def _plan_text(alive: Sequence[int], plan: Sequence[int]) -> str:
     return ", ".join(f"player {i}: {g}" for i, g in zip(alive, plan))
 
 
-class PirateGame(Game):
+class PirateGame(Game[PirateParams, PirateState]):
     name: ClassVar[str] = "pirate_game"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: pirates propose and vote on splitting gold; 0-100 score"
@@ -171,7 +171,7 @@ class PirateGame(Game):
                 rest = alive[1:]
                 return replace(state, alive=rest, proposals=state.proposals + 1, broke=state.broke | {proposer},
                                phase="propose" if rest else "done")
-            last = _set(state.last, proposer, actions[proposer]["allocation"])  # type: ignore[index]
+            last = _set(state.last, proposer, actions[proposer]["allocation"])  # type: ignore[index]  # a plan: it is there
             if len(alive) == 1:
                 return replace(state, proposals=state.proposals + 1, phase="done", proposal=tuple(plan),
                                paid=self._paid(state.setup.n_players, alive, plan), last=last)
@@ -230,7 +230,7 @@ class PirateGame(Game):
                     "proposer_share": plan[0] / gold if plan else None}
         assert before.proposal is not None
         votes: list[str | None] = ["accept"]
-        votes += [None if actions.get(i) is None else actions[i]["vote"] for i in alive[1:]]  # type: ignore[index]
+        votes += [None if (a := actions.get(i)) is None else a["vote"] for i in alive[1:]]
         return {**base, "phase": "vote", "proposal": list(before.proposal), "votes": votes,
                 "accepts": sum(1 for v in votes if v == "accept"), "passed": after.paid is not None,
                 "proposer_share": before.proposal[0] / gold}

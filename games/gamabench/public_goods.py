@@ -41,7 +41,7 @@ class GoodsParams(GameParams):
     """Rounds per run, each with a report."""
 
 
-class PublicGoods(RepeatedGame):
+class PublicGoods(RepeatedGame[GoodsParams]):
     name: ClassVar[str] = "public_goods"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: K rounds of contributing to a multiplied public pot; 0-100 score"

@@ -81,7 +81,8 @@ def reference_messages(raw: Mapping[str, Any]) -> list[list[dict[str, Any]]] | N
         for m in prompt:
             if not isinstance(m, dict):
                 continue
-            role = {"model": "assistant"}.get(m.get("role"), m.get("role"))
+            renamed: dict[Any, Any] = {"model": "assistant"}  # any JSON value may stand in "role"
+            role = renamed.get(m.get("role"), m.get("role"))
             if "content" in m:
                 content = m["content"]
             else:

@@ -100,7 +100,7 @@ def _valuations(setup: Setup, round_: int) -> tuple[int, ...]:
                             setup["valuation_seed"], round_, setup.n_players)
 
 
-class SealedBidAuction(RepeatedGame):
+class SealedBidAuction(RepeatedGame[SealedBidParams]):
     name: ClassVar[str] = "sealed_bid_auction"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "GAMA-Bench: K rounds of a sealed-bid auction (first or second price); 0-100 score"
@@ -180,8 +180,8 @@ class SealedBidAuction(RepeatedGame):
                 "utility": fmt_num(after.payoffs[r][player])}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: SealedBidParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def equilibrium(self, setup: Setup) -> Outcome | None:
         if setup["mode"] != "second":
@@ -243,7 +243,7 @@ class SealedBidAuction(RepeatedGame):
         mode = "second" if "second" in str(meta.get("mode", "highest bid")) else "first"
         # the reference bumps its seed once per round and stores the final value in meta
         seed = whole_number(meta.get("seed", 42 + k), "meta.seed") - k
-        params = {"valuation_min": whole_number(meta.get("valuation_min", 0), "meta.valuation_min"),
+        params: dict[str, Any] = {"valuation_min": whole_number(meta.get("valuation_min", 0), "meta.valuation_min"),
                   "valuation_max": whole_number(meta.get("valuation_max", 200), "meta.valuation_max"),
                   "interval": whole_number(meta.get("interval", 10), "meta.interval"), "valuation_seed": seed,
                   "rounds": len(records), "mode": mode}

@@ -200,7 +200,7 @@ def inflation_update(setup: Setup, seat: int, t: int) -> str:
     return "Due to inflation, " + lossy[0] + (" " + rest if rest else "") + "\n"
 
 
-class Bargaining(AlternatingOffers):
+class Bargaining(AlternatingOffers[BargainingParams, BargainingState]):
     name: ClassVar[str] = "bargaining"
     glee_game_type: ClassVar[str] = "bargaining"  # the game_type of GLEE's released config.json files
     version: ClassVar[str] = "1"
@@ -337,7 +337,7 @@ class Bargaining(AlternatingOffers):
             what = (f"Your reply in round {t} could not be used, so you made no offer this round." if player == p
                     else f"{rival} made no usable offer in round {t}.")
             return {"what": what}
-        decision = None if actions.get(1 - p) is None else actions[1 - p]["decision"]  # type: ignore[index]
+        decision = None if (a := actions.get(1 - p)) is None else a["decision"]
         if player == p:
             what = (f"{rival} gave no usable answer to your offer from round {t}, which counts as a rejection."
                     if decision is None else f"{rival} {decision}ed your offer from round {t}.")
@@ -349,8 +349,8 @@ class Bargaining(AlternatingOffers):
         return {"what": what}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.max_rounds), False  # type: ignore[attr-defined]
+    def max_moves(self, params: BargainingParams, n_players: int) -> tuple[int, bool]:
+        return int(params.max_rounds), False
 
     def equilibrium(self, setup: Setup) -> Outcome | None:
         if not _announced(setup) and stationary_share(_g(setup, 0), _g(setup, 1)) is None:
@@ -433,8 +433,9 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
     ci = R.as_bool(R.arg(config, "complete_information", True), "complete_information")
     ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
     da, db = R.delta(config, 0), R.delta(config, 1)
-    params = {"money": money, "delta_alice": da, "delta_bob": db, "max_rounds": R.horizon(raw_max, INFINITE),
-              "complete_information": ci, "messages_allowed": ma}
+    params: dict[str, Any] = {"money": money, "delta_alice": da, "delta_bob": db,
+                              "max_rounds": R.horizon(raw_max, INFINITE),
+                              "complete_information": ci, "messages_allowed": ma}
     # our bounds before any arithmetic: a money or price of 0 is a bad parameter, not a division by zero
     checked = BargainingParams(**{**params, "max_rounds": min(raw_max, 200)})
     names = R.public_names(config)
@@ -450,8 +451,9 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
     b = R.number(rows[-2], keys[1]) if accepted else None
     deal = accepted and a is not None and b is not None
     share = a / money if deal and a is not None else None
-    recorded = {"finished": finished, "agreement": deal, "rounds": played, "deal_round": played if deal else None,
-                "alice_gain": a if deal else None, "bob_gain": b if deal else None, "max_rounds_raw": raw_max}
+    recorded: dict[str, Any] = {"finished": finished, "agreement": deal, "rounds": played,
+                                "deal_round": played if deal else None, "alice_gain": a if deal else None,
+                                "bob_gain": b if deal else None, "max_rounds_raw": raw_max}
     first = R.number(rows[0], keys[0])
     extra = {"agreement": deal, "rounds": played, "alice_share": share,
              "first_offer_alice_share": first / money if first is not None and R.row_round(rows[0]) == 1 else None}

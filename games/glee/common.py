@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from pydantic import AfterValidator, Field
 
-from ..base import ActionField, Game, GameParams, Setup
+from ..base import ActionField, Game, GameParams, P, S, Setup
 from ..params import SHOWN_DECIMALS  # six: also the precision an offer must divide M with (1e-6)
 
 NAMES = ("Alice", "Bob")
@@ -61,7 +61,7 @@ def proposer(t: int) -> int:
     return (t - 1) % 2
 
 
-class AlternatingOffers(Game):
+class AlternatingOffers(Game[P, S]):
     """Bargaining and negotiation: in round t the proposer offers, then the other seat responds. The
     state class (``State``) has ``round`` (from 1) and ``phase`` ("offer", "respond", "done")."""
 

@@ -132,7 +132,7 @@ def negotiation_metrics(seller_value: float, buyer_value: float, money: float, p
     return {"fairness": 1 - 4 * (p - (fa + fb) / 2) ** 2, "efficiency": efficiency, "self_gain": [p - fa, fb - p]}
 
 
-class Negotiation(AlternatingOffers):
+class Negotiation(AlternatingOffers[NegotiationParams, NegotiationState]):
     name: ClassVar[str] = "negotiation"
     glee_game_type: ClassVar[str] = "negotiation"  # the game_type of GLEE's released config.json files
     version: ClassVar[str] = "1"
@@ -297,8 +297,8 @@ class Negotiation(AlternatingOffers):
         return {"what": what}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.max_rounds), False  # type: ignore[attr-defined]
+    def max_moves(self, params: NegotiationParams, n_players: int) -> tuple[int, bool]:
+        return int(params.max_rounds), False
 
     def strategy(self, state: NegotiationState, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:
@@ -364,8 +364,9 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
     raw_max = R.whole_arg(config, "max_rounds")
     ci = R.as_bool(R.arg(config, "complete_information", True), "complete_information")
     ma = R.as_bool(R.arg(config, "messages_allowed", False), "messages_allowed")
-    params = {"money": money, "seller_value": fa, "buyer_value": fb, "max_rounds": R.horizon(raw_max, INFINITE),
-              "complete_information": ci, "messages_allowed": ma}
+    params: dict[str, Any] = {"money": money, "seller_value": fa, "buyer_value": fb,
+                              "max_rounds": R.horizon(raw_max, INFINITE),
+                              "complete_information": ci, "messages_allowed": ma}
     # our bounds before any arithmetic: a money or price of 0 is a bad parameter, not a division by zero
     checked = NegotiationParams(**{**params, "max_rounds": min(raw_max, 200)})
     names = R.public_names(config)

@@ -130,7 +130,7 @@ def _draw(p: float, rng: np.random.Generator) -> str:
     return "high" if float(rng.random()) < p else "low"
 
 
-class Persuasion(Game):
+class Persuasion(Game[PersuasionParams, PersuasionState]):
     name: ClassVar[str] = "persuasion"
     glee_game_type: ClassVar[str] = "persuasion"  # the game_type of GLEE's released config.json files
     version: ClassVar[str] = "1"
@@ -298,8 +298,8 @@ class Persuasion(Game):
                         f"${worth} for you."}
 
     # ---- capabilities ----
-    def max_moves(self, params: GameParams, n_players: int) -> tuple[int, bool]:
-        return int(params.rounds), True  # type: ignore[attr-defined]
+    def max_moves(self, params: PersuasionParams, n_players: int) -> tuple[int, bool]:
+        return int(params.rounds), True
 
     def strategy(self, state: PersuasionState, player: int, kind: str, rng: np.random.Generator | None = None,
                  **kw: Any) -> dict[str, Any]:
@@ -369,7 +369,8 @@ def _persuasion_from_reference(game: Persuasion, raw: Mapping[str, Any]) -> Impo
     total = R.whole_arg(config, "total_rounds", 20)
     text = str(R.arg(config, "seller_message_type", "text")) == "text"
     myopic = R.as_bool(R.arg(config, "is_myopic", False), "is_myopic")
-    params = {"p_high": p, "value_high": R.number_arg(config, "v"), "money": R.number_arg(config, "product_price"),
+    params: dict[str, Any] = {
+              "p_high": p, "value_high": R.number_arg(config, "v"), "money": R.number_arg(config, "product_price"),
               "complete_information": R.as_bool(R.arg(config, "is_seller_know_cv", True), "is_seller_know_cv"),
               "message_type": "text" if text else "binary", "buyer": "myopic" if myopic else "long-living",
               "rounds": total, "value_low": R.number_arg(config, "c", 0.0)}

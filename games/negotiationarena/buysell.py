@@ -56,7 +56,7 @@ class BuySellParams(GameParams):
     """`correct`: our formulas; `paper`: the authors' aggregation."""
 
 
-class BuySell(NegotiationGame):
+class BuySell(NegotiationGame[BuySellParams]):
     name: ClassVar[str] = "buy_sell"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "NegotiationArena: a seller and a buyer haggle over the price of one item"

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, ReplayCheck, Setup, foreign_move_problem
+from ..base import ActionField, ActionSpec, Game, ImportedRun, Outcome, P, ReplayCheck, Setup, foreign_move_problem
 from ..text import quoted
 from .logs import (
     CAUSES,
@@ -98,7 +98,7 @@ def log_models(raw: Mapping[str, Any]) -> list[str]:
     return [str(p.get("model", "unknown")) for p in players[:2]]
 
 
-class NegotiationGame(Game):
+class NegotiationGame(Game[P, NAState]):
     """The shared engine; a scenario fills in its fields, trades and payoffs."""
 
     log_class: ClassVar[str]  # the ``class`` of the released logs this scenario reads
@@ -159,7 +159,7 @@ class NegotiationGame(Game):
         if d == "accept" and state.table is None:
             return "there is no trade on the table to accept: the other player's last message proposed none"
         if d == "accept":
-            return self.feasible(state.setup, thaw(state.table or ()), player)  # type: ignore[arg-type]
+            return self.feasible(state.setup, thaw(state.table or ()), player)
         if d == "propose":
             trade = self.trade_of(state.setup, player, action)
             return self.feasible(state.setup, trade, player)
@@ -220,7 +220,7 @@ class NegotiationGame(Game):
         seat = before.turn % 2
         action = actions.get(seat)
         if action is None:
-            say = {"player": seat, "message": None, "decision": None, "offer": None}
+            say: dict[str, Any] = {"player": seat, "message": None, "decision": None, "offer": None}
         else:
             say = {"player": seat, **self.public_part(before.setup, seat, action)}
         deal = thaw(after.deal) if after.deal is not None and before.deal is None else None
@@ -374,13 +374,14 @@ class NegotiationGame(Game):
                 causes.add("summary_ignores_trade" if moves else "zero_net_accept")
         if not recorded["consistent"]:
             causes.add("outcome_mismatch")
-        replayed = None
+        replayed: dict[str, Any] | None = None
         if error is not None:
             causes.add("replay_error")
         else:
             out = self.outcome(state)
             deal = thaw(state.deal) if state.deal is not None else None
-            replayed = {"payoff": list(out.payoffs), "payoff_paper": list(self.paper_reading(setup, out.payoffs)),
+            paper = self.paper_reading(setup, (out.payoffs[0], out.payoffs[1]))
+            replayed = {"payoff": list(out.payoffs), "payoff_paper": list(paper),
                         "agreement": deal is not None, "final_price": self.price_of(deal)}
         agree = replayed is not None and replayed["agreement"] == recorded["agreement"] and all(
             abs(a - b) < 1e-9 for a, b in zip(replayed["payoff"], recorded["payoff"]))
@@ -407,7 +408,8 @@ class NegotiationGame(Game):
         if raw.get("class") != self.log_class:
             raise ValueError(f"expected a {self.log_class} log, got class {raw.get('class')!r}")
         params = self.params_from_log(raw)
-        setup = self.setup(self.Params.model_validate(params), 2, np.random.default_rng(0))
+        # Params is this game's own model (a class attribute cannot name the type variable P)
+        setup = self.setup(cast(P, self.Params.model_validate(params)), 2, np.random.default_rng(0))
         log, flags, error, state = self._replay(raw, setup)
         if not log and error is None:
             raise ValueError("the log holds no moves")

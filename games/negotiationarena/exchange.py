@@ -63,7 +63,7 @@ def _text(res: Mapping[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in res.items())
 
 
-class ResourceExchange(NegotiationGame):
+class ResourceExchange(NegotiationGame[ExchangeParams]):
     name: ClassVar[str] = "resource_exchange"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "NegotiationArena: two players trade resources by message; more is better"

@@ -42,7 +42,7 @@ class UltimatumParams(GameParams):
     """`correct`: the rules' payoffs; `paper`: the authors' notebook (RED's payoff 0 on a gift of 0)."""
 
 
-class MultiTurnUltimatum(NegotiationGame):
+class MultiTurnUltimatum(NegotiationGame[UltimatumParams]):
     name: ClassVar[str] = "ultimatum"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "NegotiationArena: multi-turn ultimatum, RED proposes how to split its dollars"

@@ -70,10 +70,10 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
         if isinstance(item, str):
             label, text = item.strip(), item.strip()
         elif isinstance(item, dict) and set(item) <= {"label", "instruction"} and "instruction" in item:
-            text = item["instruction"]
-            label = item.get("label", text)
-            if not isinstance(text, str) or not isinstance(label, str):
+            given, named = item["instruction"], item.get("label", item["instruction"])
+            if not isinstance(given, str) or not isinstance(named, str):
                 raise SpaceError(f"actions[{i}]: label and instruction must be strings")
+            text, label = given, named
             label, text = label.strip(), text.strip()
         else:
             raise SpaceError(f"actions[{i}]: expected a string or a table {{label = \"...\", instruction = "

@@ -252,7 +252,7 @@ def offer_line(offer: Offer) -> str:
     return f"Proposed trade: {who} gives {_items(dict(offer.give))} and receives {_items(dict(offer.receive))}"
 
 
-class FruitTrade(Game):
+class FruitTrade(Game[FruitParams, FruitState]):
     name: ClassVar[str] = "fruit_trade"
     version: ClassVar[str] = "1"
     description: ClassVar[str] = "Steering paper: two players trade fruit by two messages; private values"
@@ -285,7 +285,7 @@ class FruitTrade(Game):
             return ()
         return (P2,) if state.turn == 1 else (P1,)
 
-    def max_moves(self, params: FruitParams, n_players: int) -> tuple[int, bool]:  # type: ignore[override]
+    def max_moves(self, params: FruitParams, n_players: int) -> tuple[int, bool]:
         """Per seat: player 1 decides at most twice (opening, answer to a counter), only once with a judge."""
         return (2 if params.payoff == "structured" else 1), False
 
@@ -541,11 +541,11 @@ class FruitTrade(Game):
                 "structured_payoffs": list(payoffs_of(setup, deal)), "ended": ended, "turns": len(rounds)}
 
     # ---- steering ----
-    def prompt_actions(self, kind: str, params: FruitParams) -> tuple[tuple[str, str], ...] | None:  # type: ignore[override]
+    def prompt_actions(self, kind: str, params: FruitParams) -> tuple[tuple[str, str], ...] | None:
         """``offers``: the paper's one-for-one offers of this game's fruits (24 for three), plus "any"."""
         return offer_space(tuple(params.fruits)) if kind == "offers" else None
 
-    def needs_judge(self, params: FruitParams) -> bool:  # type: ignore[override]
+    def needs_judge(self, params: FruitParams) -> bool:
         return params.payoff == "llm"
 
     # ---- baselines ----
