@@ -7,7 +7,6 @@ Below both command modules (``cli.py``, ``cli_reports.py``), so neither imports 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import math
 import os
@@ -16,7 +15,10 @@ import subprocess
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -159,6 +161,8 @@ def run_until_signalled(coro: Coroutine[Any, Any, T]) -> T:
     being written. A SIGHUP that was ignored on entry (``nohup``) stays ignored: that is what nohup asks for.
     The previous dispositions are restored afterwards. Raises :class:`Interrupted` after a signal.
     """
+    import asyncio  # here, not at the top: --help and the commands that run no game never pay for it
+
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     main = loop.create_task(coro)
@@ -250,6 +254,8 @@ def _install_stop_handlers(loop: asyncio.AbstractEventLoop, on_signal: Callable[
 
 def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel the tasks still pending (an agent's reply stopped the loop: Ctrl-D) and let them finish."""
+    import asyncio
+
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     for t in pending:
         t.cancel()
@@ -475,6 +481,8 @@ def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespac
         hosts.append((_steer_host() if exp.steer is not None else Host)(exp, d, options))
 
     async def together() -> list[Any]:
+        import asyncio
+
         return await asyncio.gather(*(h.run() for h in hosts), return_exceptions=True)
 
     try:

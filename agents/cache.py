@@ -4,6 +4,11 @@ SQLite in WAL mode in the user's cache directory: one small file, safe to share 
 (two experiments at once) and fast enough to touch synchronously from the event loop (a lookup or an
 insert takes well under a millisecond). Only successful generations are stored.
 
+Each reply records the model build that made it (provider, model, a local model's weights digest or
+revision, what a server reported: its model name and ``system_fingerprint``); the agent serves it only
+while the build now configured is the same (:meth:`LLMAgent.decide`), so replaced weights are asked again.
+No key or credential is in the record: a URL is not, and what a server reported is masked as a reply is.
+
 The key covers everything that shapes the answer (provider, model, base_url, messages, sampling
 settings) plus a *sample index*. Without it, two players who see the same prompt at temperature 0.7
 would share one cached sample and their "independent" decisions would be identical. The index comes
@@ -119,6 +124,9 @@ class ResponseCache:
         if "reasoning" not in columns:  # a reasoning model's thinking (JSON), kept apart from the answer
             with contextlib.suppress(sqlite3.OperationalError):
                 self._db.execute("ALTER TABLE responses ADD COLUMN reasoning TEXT")
+        if "build" not in columns:  # the model build that made the reply (JSON): served only to the same build
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._db.execute("ALTER TABLE responses ADD COLUMN build TEXT")
         self.hits = 0
         self.misses = 0
 
@@ -135,7 +143,7 @@ class ResponseCache:
                 return None
             try:
                 row = self._db.execute(
-                    "SELECT text, model, tokens_in, tokens_out, latency_s, truncated, reasoning FROM responses "
+                    "SELECT text, model, tokens_in, tokens_out, latency_s, truncated, reasoning, build FROM responses "
                     "WHERE key = ?",
                     (key,)).fetchone()
             except sqlite3.Error as exc:
@@ -145,7 +153,8 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        out = dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s", "truncated", "reasoning"), row))
+        out = dict(zip(("text", "model", "tokens_in", "tokens_out", "latency_s", "truncated", "reasoning", "build"),
+                       row))
         out["truncated"] = bool(out["truncated"])
         try:
             reasoning = json.loads(out["reasoning"]) if out["reasoning"] else None
@@ -155,21 +164,28 @@ class ResponseCache:
             out["reasoning"] = reasoning
         else:
             del out["reasoning"]
+        try:
+            build = json.loads(out.pop("build") or "null")
+        except ValueError:
+            build = None
+        if isinstance(build, dict):  # only then: an entry written before builds were recorded reads as before
+            out["build"] = build
         if isinstance(out["text"], bytes):  # stored as bytes by put(): the reply exactly as it came
             out["text"] = out["text"].decode("utf-8", "surrogatepass")
         return out
 
     def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None,
             tokens_out: int | None, latency_s: float, truncated: bool = False,
-            reasoning: dict[str, Any] | None = None) -> None:
-        """``reasoning``: the reply's reasoning fields (text, hidden, tokens, unfinished), when it has any."""
+            reasoning: dict[str, Any] | None = None, build: dict[str, Any] | None = None) -> None:
+        """``reasoning``: the reply's reasoning fields (text, hidden, tokens, unfinished), when it has any;
+        ``build``: the model build that made it (provider, model, weights, what the server reported)."""
         with self._lock:
             if self._db is None:
                 return
             row = (key, text, model, tokens_in, tokens_out, latency_s, time.time(), int(truncated),
-                   json.dumps(reasoning) if reasoning else None)
+                   json.dumps(reasoning) if reasoning else None, json.dumps(build, sort_keys=True) if build else None)
             insert = ("INSERT OR REPLACE INTO responses (key, text, model, tokens_in, tokens_out, latency_s, created, "
-                      "truncated, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                      "truncated, reasoning, build) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             try:
                 try:
                     self._db.execute(insert, row)

@@ -214,6 +214,15 @@ class ReplicaProvider(Provider):
         self.default_model = settings.model or DEFAULT_MODEL  # type: ignore[misc]  # this replica's own model
         self.replicas = list(replicas)
         self.in_flight = [0] * len(self.replicas)
+        self._build: dict[str, Any] | None = None
+
+    def build(self) -> dict[str, Any]:
+        """The weights' identity as a local hf player names it, so a cache is shared with local runs."""
+        if self._build is None or self._build.get("weights") is None:
+            from .providers.hf import weights_identity
+
+            self._build = weights_identity(self.settings.model)
+        return dict(self._build)
 
     async def generate(self, messages: Sequence[Message], settings: LLMSettings,
                        schema: dict[str, Any] | None = None) -> Generation:

@@ -12,6 +12,7 @@ what makes two identical prompts from different seats two different samples.
 from __future__ import annotations
 
 import inspect
+import logging
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -40,6 +41,9 @@ __all__ = [
 if TYPE_CHECKING:
     from .cache import ReplyCache
 
+log = logging.getLogger(__name__)
+SERVED = ("served", "fingerprint")  # a cached reply's build: what the server said it ran (provenance only)
+
 
 def decision_seed(seed: int, request: DecisionRequest) -> int:
     """A stable 31-bit seed from the player's seed and the decision's coordinates."""
@@ -62,6 +66,7 @@ class LLMAgent:
         self.model = settings.model or provider.default_model
         self.cache = cache
         self._secrets: tuple[str | None, ...] | None = None  # masked in every stored reply (see _masked)
+        self.stale = 0  # cached replies not served: another build of the model made them
 
     @overload
     def _masked(self, text: str) -> str: ...
@@ -103,6 +108,20 @@ class LLMAgent:
                                 getattr(request, "seed", None)),
         )
 
+    def build(self) -> dict[str, Any]:
+        """The model build now configured: provider, model and what the provider knows before a call (a
+        local model's weights). Never a URL or a key: the record is stored in the cache file."""
+        return {"provider": self.kind, "model": self.model, **self.provider.build()}
+
+    def _same_build(self, recorded: Any) -> bool:
+        """Whether a cached reply was made by the build now configured. What the server reported (its model
+        name, fingerprint) is provenance, not compared: it is known only after a call. An entry from before
+        builds were recorded names provider and model only (its key holds them): served unless the provider
+        now knows more (a local model's weights), since those weights may not be the ones that made it."""
+        made = {k: v for k, v in recorded.items() if k not in SERVED} if isinstance(recorded, dict) else \
+            {"provider": self.kind, "model": self.model}
+        return made == self.build()
+
     async def decide(self, request: DecisionRequest) -> Reply:
         messages = self._messages(request)
         start = time.perf_counter()
@@ -112,6 +131,12 @@ class LLMAgent:
             hit = self.cache.get(key)
             if inspect.isawaitable(hit):  # the cluster's cache answers from another process (agents/cluster.py)
                 hit = await hit
+            if hit is not None and not self._same_build(hit.get("build")):
+                self.stale += 1
+                if self.stale == 1:
+                    log.warning("%s: cached replies were made by another build of %s; asked again", self.label,
+                                self.model)
+                hit = None
             if hit is not None:
                 r = hit.get("reasoning") or {}
                 return Reply(text=self._masked(hit["text"]), model=self._masked(hit["model"]) or self.model,
@@ -145,8 +170,10 @@ class LLMAgent:
         # server said it stopped on its own is no token limit: the Host judges the answer before the block
         truncated = gen.truncated
         if key is not None and self.cache is not None and not gen.cached:
+            served = {k: v for k, v in (("served", model), ("fingerprint", self._masked(gen.fingerprint))) if v}
             self.cache.put(key, text=text, model=model, tokens_in=gen.tokens_in,
                            tokens_out=gen.tokens_out, latency_s=latency, truncated=truncated,
+                           build={**self.build(), **served},
                            **({"reasoning": {"text": reasoning, "hidden": gen.reasoning_hidden,
                                              "tokens": gen.reasoning_tokens, "unfinished": gen.unfinished}}
                               if (reasoning or gen.reasoning_hidden or gen.reasoning_tokens is not None

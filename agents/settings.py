@@ -125,6 +125,8 @@ class Generation:
     reasoning_hidden: bool = False
     reasoning_tokens: int | None = None
     unfinished: bool = False
+    # the build the server says answered (OpenAI's ``system_fingerprint``): recorded with a cached reply
+    fingerprint: str | None = None
 
     def reasoned(self, parts: ReplyParts) -> Generation:
         """This generation with the reasoning of ``parts``, its answer as the text."""
@@ -148,6 +150,12 @@ class Provider(abc.ABC):
     async def generate(self, messages: Sequence[Message], settings: LLMSettings,
                        schema: dict[str, Any] | None = None) -> Generation:
         """One reply; ``schema`` (a JSON Schema) is set for players with ``structured`` on."""
+
+    def build(self) -> dict[str, Any]:
+        """What identifies the model build this provider will answer with, known before any call (a local
+        model's weights); a cached reply records it and is served only to the same build. Remote providers
+        know nothing more than the model's name before a call: {}."""
+        return {}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the Host calls it once at the end."""

@@ -31,7 +31,7 @@ KINDS = {"parse_error_pct": "unreadable replies (parse errors)", "schema_error_p
 ENVIRONMENTS = {"melee": "a melee", "rational": "a table of rational agents", "self": "a table of its own copies"}
 ANY_TABLE = "a table"
 INVALID = "violations_per_decision_pct"  # % of decisions unusable by the model's own fault (tables.py's metric)
-CUT = "truncated_pct"  # % of decisions cut at max_tokens before a usable answer (summary only, for now)
+CUT = "truncated_pct"  # % of decisions cut at max_tokens before a usable answer (tables.py's metric)
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ def unusable(s: Setting) -> tuple[list[str], list[str]]:
 def _unusable_part(m: dict[str, Value]) -> str:
     shares = [(m[k], what) for k, what in ((CUT, "cut at max_tokens"), (INVALID, "invalid"))
               if k in m and m[k].value > 0]
-    if not shares:  # the long table has no cut share: known only from the missing deviation
+    if not shares:  # nothing cut or invalid: known only from the missing deviation
         return "no valid move to measure"
     n = next((v.n for v, _ in shares if v.n), 0)
     (first, what), rest = shares[0], shares[1:]

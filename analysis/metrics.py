@@ -153,9 +153,13 @@ def summary_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[str]], 
             row.append("-" if v.get("score") is None else _f(v["score"], 1)
                        + ("" if v.get("score_std") is None else f" ({v['score_std']:.1f})"))
     if any("truncated_replies" in v for v in summary["labels"].values()):  # not the model's errors: apart
-        head.append("cut at max_tokens")
+        # shares of the replies, side by side: a player whose every reply was cut reads 100.0 + 0.0, where its
+        # rule-break rate alone (0: a cut is no rule break) read as a clean run
+        head += ["cut at max_tokens %", "invalid %"]
         for row, v in zip(rows, summary["labels"].values()):
-            row.append(_f(v.get("truncated_replies", 0)))
+            decisions = int(v.get("decisions") or 0)
+            row.append(_f(100 * int(v.get("truncated_replies", 0)) / decisions, 1) if decisions else "-")
+            row.append(_f(v.get("violations_per_decision_pct"), 1))
     footer = (f"complete runs: {summary['runs_complete']}"
               + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
     return head, rows, footer

@@ -14,6 +14,7 @@ bid_deviation               player-runs  |bid - value| / value (valid)  1 (valid
 win_rate                    player-runs  won (shared prize counts)      1
 rule_break_rate_pct         player-runs  100 x any invalid reply        1
 violations_per_decision_pct decisions    100 x violation                1
+truncated_pct               decisions    100 x cut at max_tokens        1
 parse/schema/rule_*_pct     decisions    100 x that violation kind      1
 tokens_in/out_per_decision  decisions    tokens (where reported)        1 (where reported)
 latency_s_per_decision      decisions    latency                        1
@@ -94,6 +95,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("violations_per_decision_pct", "violations per decision", "% of decisions", "decisions",
            lambda d: (d["violation"].notna() & (d["violation"] != "truncated")).astype(float), _one, 100.0,
            better="lower"),  # a reply cut at max_tokens is not the model's error (tally.TRUNCATED)
+    # ...but a player whose replies were all cut gave no move either: its share stands beside the invalid one
+    Metric("truncated_pct", "cut at max_tokens", "% of decisions", "decisions", _kind("truncated"), _one, 100.0,
+           better="lower"),
     Metric("parse_error_pct", "parse errors", "% of decisions", "decisions", _kind("parse_error"), _one, 100.0),
     Metric("schema_error_pct", "schema errors", "% of decisions", "decisions", _kind("schema_error"), _one, 100.0),
     Metric("rule_violation_pct", "rule violations", "% of decisions", "decisions", _kind("rule_violation"), _one,
@@ -106,7 +110,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 )}
 
 MAIN_METRICS = ("mean_payoff", "payoff_ratio", "mean_deviation", "win_rate", "rule_break_rate_pct",
-                "violations_per_decision_pct")
+                "violations_per_decision_pct", "truncated_pct")
 
 
 def rows_for(frames: Frames, metric: str, opponents: bool = False) -> pd.DataFrame:
@@ -183,6 +187,7 @@ def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Se
 # 587,400 GLEE games, 20 s against copies read in place; one streamed pass: a few seconds).
 _DECISION_VALUES = {  # column -> (SQL, summed in log order)
     "violation": ("coalesce(violation <> 'truncated', false)::DOUBLE", False),
+    "truncated": ("coalesce(violation = 'truncated', false)::DOUBLE", False),
     "parse_error": ("coalesce(violation = 'parse_error', false)::DOUBLE", False),
     "schema_error": ("coalesce(violation = 'schema_error', false)::DOUBLE", False),
     "rule_violation": ("coalesce(violation = 'rule_violation', false)::DOUBLE", False),
@@ -205,7 +210,8 @@ _PLAYER_PARTS = {  # metric -> (numerator, denominator, rows) columns: a row wit
     "bid_deviation": ("bid_gap", "bid_gap_n", "bid_gap_n"),
 }
 _DECISION_PARTS = {  # metric -> (numerator column, count column)
-    "violations_per_decision_pct": ("violation", "n"), "parse_error_pct": ("parse_error", "n"),
+    "violations_per_decision_pct": ("violation", "n"), "truncated_pct": ("truncated", "n"),
+    "parse_error_pct": ("parse_error", "n"),
     "schema_error_pct": ("schema_error", "n"), "rule_violation_pct": ("rule_violation", "n"),
     "tokens_in_per_decision": ("tokens_in", "tokens_in_n"), "tokens_out_per_decision": ("tokens_out", "tokens_out_n"),
     "latency_s_per_decision": ("latency_s", "latency_s_n"),

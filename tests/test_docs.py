@@ -449,3 +449,16 @@ def test_an_output_block_that_drifted_from_what_was_printed_fails(tmp_path):
         bad.page = ROOT / "docs" / "index.md"  # where the message names it
         with pytest.raises(AssertionError, match="the page shows"):
             _check_output(bad, printed)
+
+
+OUTPUT_PAGES = sorted((DOCS / "tutorial").glob("*.md")) + [DOCS / "getting-started.md", ROOT / "README.md"]
+
+
+def test_every_printed_output_on_the_first_pages_is_compared():
+    """What the tutorial, getting-started and the README show a command printing is compared with what it
+    prints (an ``output`` block): a ``text`` block there without it could drift from the code unnoticed."""
+    unchecked = [b.where for p in OUTPUT_PAGES for b in blocks(p)
+                 if b.lang in ("text", "") and "output" not in b.says and "skip" not in b.says]
+    assert not unchecked, f"text blocks not compared with what the command prints: {unchecked}"
+    for b in (b for p in OUTPUT_PAGES for b in blocks(p) if "output" in b.says):
+        assert b in TESTED, b.where  # and each is one the page test compares

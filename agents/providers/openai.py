@@ -212,6 +212,9 @@ def response_format(schema: dict[str, Any], settings: LLMSettings) -> dict[str, 
     return {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
 
 
+MAX_FINGERPRINT = 200  # a longer "system_fingerprint" is no build name: not recorded
+
+
 def completion(raw: bytes, end: str | None = None) -> Generation:
     """The reply text, model and token counts of a chat completion's JSON body; MalformedResponse when the
     body is not one (not JSON, no ``choices[0].message``, content that is not text). The reasoning, in a
@@ -239,6 +242,9 @@ def completion(raw: bytes, end: str | None = None) -> Generation:
                      tokens_in=token_count(usage.get("prompt_tokens"), "usage.prompt_tokens", "openai"),
                      tokens_out=token_count(usage.get("completion_tokens"), "usage.completion_tokens", "openai"),
                      truncated=isinstance(choice, dict) and choice.get("finish_reason") == "length")
+    fingerprint = data.get("system_fingerprint")
+    if isinstance(fingerprint, str) and 0 < len(fingerprint) <= MAX_FINGERPRINT:  # what the server says it ran
+        gen.fingerprint = fingerprint
     if not isinstance(message, dict):
         return gen
     return gen.reasoned(split_message(message, usage, end=end, opened=end is not None))
