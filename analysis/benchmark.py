@@ -455,6 +455,8 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
         else "model: expected {\"label\": \"...\"}",
         named("model.label", model.get("label")) if isinstance(model, dict) else None,
         named("model.model", model.get("model")) if isinstance(model, dict) else None,
+        named("model.played_by.model", model["played_by"].get("model"))
+        if isinstance(model, dict) and isinstance(model.get("played_by"), dict) else None,
         None if isinstance(data["complete"], bool) else f"complete: {data['complete']!r} is not true or false",
         None if isinstance(data["games"], list) else "games: expected a list",
     ]
@@ -549,9 +551,21 @@ def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
     return [(p, r) for p, r in results if id(r) in firsts], None
 
 
+def _row_name(model: Mapping[str, Any]) -> Any:
+    """The name a row goes by: its label, unless the label is only the provider's name (``bench hf`` names no
+    model, and plays the bundled one): then the model that played, which bench.json records in ``played_by``."""
+    label, played = model.get("label"), model.get("played_by")
+    if not isinstance(label, str) or not isinstance(played, Mapping) or not isinstance(played.get("model"), str):
+        return label
+    base, bracket, rest = label.partition(" [")  # the default label may carry the reasoning settings
+    if model.get("model") or base != model.get("agent"):
+        return label
+    return played["model"] + bracket + rest
+
+
 def _row_label(model: Mapping[str, Any]) -> Any:
-    """A row's label, with its reasoning settings when the label does not say them already."""
-    label, reasoning = model.get("label"), model.get("reasoning")
+    """A row's name, with its reasoning settings when the name does not say them already."""
+    label, reasoning = _row_name(model), model.get("reasoning")
     if not isinstance(reasoning, Mapping) or not reasoning or not isinstance(label, str):
         return label
     said = ", ".join(f"{'effort' if k == 'reasoning_effort' else k}={v}" for k, v in sorted(reasoning.items()))
