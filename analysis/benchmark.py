@@ -416,7 +416,7 @@ def read_bench(path: Path) -> dict[str, Any]:
     if (problem := _shape_problem(data)) is not None:
         raise BenchError(f"{path}: not a bench result as econarena writes it: {problem} (edited by hand? run the "
                          "bench command again to write it anew)")
-    from .benchcheck import contradiction  # recomputes what the file's own numbers give (issue 33)
+    from .benchcheck import contradiction  # recomputes what the file's own numbers give
 
     if (problem := contradiction(data, combine, GameScore)) is not None:
         raise BenchError(f"{path}: contradicts itself: {problem}; run the bench command again to write it anew")
