@@ -3,8 +3,9 @@
 Layers (folders of the package, plus the root modules; ARCHITECTURE.md draws them):
   cli, cli_reports, cli_run (top) -> hosts, importers, analysis; hosts -> games, agents, rundir;
   importers -> games, rundir; analysis -> games, rundir; agents -> (nothing of ours but agents);
-  games -> (nothing but games); rundir -> (the package root only); the package root (``__init__``: version
-  numbers) may be read by every layer but games. Inside games, a family (``games/<family>/``) reads the
+  games -> (nothing but games); rundir -> formats and the package root; formats -> (nothing but formats:
+  the shared formats and small rules every layer above games may read); the package root (``__init__``:
+  version numbers) may be read by every layer but games. Inside games, a family (``games/<family>/``) reads the
   contract (``games/*.py``) and its own family, never another family; the contract reads no family.
   Inside analysis, the shared modules never read a family module except the report, which assembles them.
 Imports inside the package are relative; they are resolved here so the rules read the same either way.
@@ -23,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SDKS = ("openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "aiohttp", "httpx")
-LAYERS = ("games", "agents", "hosts", "importers", "analysis")
+LAYERS = ("games", "agents", "hosts", "importers", "analysis", "formats")
 CLI = ("cli", "cli_reports", "cli_bench", "cli_run")
 # games/plugins.py finds games of the user's own packages (module:Class paths, entry points): it imports by
 # name and looks at sys.path, and is the one module allowed to (it holds no rules, and only a Game comes out)
@@ -31,14 +32,15 @@ PLUGINS = REPO / "games" / "plugins.py"
 AGENT_PLUGINS = REPO / "agents" / "plugins.py"  # the same for players of the user's own
 GAME_FILES = sorted(p for p in (REPO / "games").rglob("*.py") if p != PLUGINS)
 FAMILIES = sorted(p.name for p in (REPO / "games").iterdir() if (p / "__init__.py").exists())
-EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", *CLI}
+EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", "formats", *CLI}
 ALLOWED = {
     "games": {"games"},
-    "agents": {"agents", "root"},
-    "hosts": {"hosts", "games", "agents", "rundir", "root"},
-    "importers": {"importers", "games", "rundir", "root"},
-    "analysis": {"analysis", "games", "rundir", "root"},
-    "rundir": {"root"},
+    "agents": {"agents", "formats", "root"},
+    "hosts": {"hosts", "games", "agents", "rundir", "formats", "root"},
+    "importers": {"importers", "games", "rundir", "formats", "root"},
+    "analysis": {"analysis", "games", "rundir", "formats", "root"},
+    "rundir": {"formats", "root"},
+    "formats": {"formats"},
     "cli_run": EVERYTHING - {"cli", "cli_reports", "cli_bench"},
     "cli_reports": EVERYTHING - {"cli", "cli_bench"},
     "cli_bench": EVERYTHING - {"cli", "cli_reports"},
