@@ -30,3 +30,18 @@ def calls_of(name: str) -> list[str]:
 def test_one_lock() -> None:
     """A folder's lock is taken in formats/locks.py only (its holder line, its release on death)."""
     assert all(c.startswith("formats/locks.py:") for c in calls_of("flock")), calls_of("flock")
+
+
+def test_one_import_by_path_and_one_error_class() -> None:
+    """A game's path and a player's path are imported by one helper (formats/trusted.py), and a refused
+    path raises one PluginError, whichever layer asked."""
+    from econarena.agents import plugins as agent_plugins
+    from econarena.formats import trusted
+    from econarena.games import plugins
+
+    assert all(c.startswith("formats/trusted.py:") for c in calls_of("import_module")), calls_of("import_module")
+    assert plugins.PluginError is agent_plugins.PluginError is trusted.PluginError
+    classes = [f"{p.relative_to(REPO)}" for p in package_files()
+               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               if isinstance(node, ast.ClassDef) and node.name == "PluginError"]
+    assert classes == ["formats/trusted.py"], classes
