@@ -35,6 +35,7 @@ from .. import __version__
 from ..benchsuite import TIERS, GameEntry, Suite
 from ..csvcells import csv_text
 from ..files import MANIFEST_BYTES, inside, read_text
+from ..formats.numbers import finite
 from ..games import GAMES
 from ..games.text import name_problem
 from ..prices import cost_usd, price_of
@@ -60,10 +61,7 @@ def _seats(rec: Mapping[str, Any], label: str) -> list[int]:
     return [i for i, lab in enumerate(rec.get("labels") or []) if lab == label]
 
 
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return None
-    return float(x)
+
 
 
 def _broke(rec: Mapping[str, Any], seat: int) -> bool:
@@ -76,7 +74,7 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
     """One player-run's 0-100 score by the game's rule (``benchsuite.py``); None when the rule cannot score
     it (a copies run without a score; nothing to gain: best <= 0; no scale)."""
     if g.score == "game":
-        v = _num(rec.get("score"))
+        v = finite(rec.get("score"))
         if v is None:  # no reply of the run followed the rules, so the game has nothing to score: 0, as any rule
             # break (unscored, such a run left the family and the overall without a score: never ranked)
             labels = rec.get("labels") or []
@@ -86,20 +84,20 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
         return 0.0
     params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
     if g.score == "equilibrium_action":
-        a = _num((rec.get("actions") or [None] * (seat + 1))[seat])
+        a = finite((rec.get("actions") or [None] * (seat + 1))[seat])
         ne = rec.get("ne_actions") or []
-        star = _num(ne[seat]) if seat < len(ne) else None
+        star = finite(ne[seat]) if seat < len(ne) else None
         key = GAMES[g.game].info.scale_key if g.game in GAMES else None
         scale = params.get(key) if key else None
         if isinstance(scale, list):
             scale = scale[seat] if seat < len(scale) else None
-        scale = _num(scale)
+        scale = finite(scale)
         if a is None:
             return 0.0
         if star is None or scale is None or scale <= 0:
             return None
         return 100.0 * max(0.0, 1.0 - abs(a - star) / scale)
-    u = _num((rec.get("payoffs") or [None] * (seat + 1))[seat])
+    u = finite((rec.get("payoffs") or [None] * (seat + 1))[seat])
     if u is None:
         return 0.0
     if g.score == "payoff_sign":
@@ -432,13 +430,13 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
     """What the leaderboard reads, checked: a hand-edited file with a NaN, a score of 1e300 or "complete":
     "false" was ranked (or stopped the command with a traceback); None when every value has its type."""
     def score(where: str, x: Any) -> str | None:
-        if x is None or (_num(x) is not None and 0.0 <= x <= 100.0):
+        if x is None or (finite(x) is not None and 0.0 <= x <= 100.0):
             return None
         return f"{where}: {x!r} is not a score from 0 to 100 (or null)"
 
     def amount(where: str, x: Any) -> str | None:
         # at most AMOUNT_MAX: a cost of 1e308 USD was ranked (and its score per dollar, 0, beside it)
-        if x is None or (_num(x) is not None and 0 <= x <= AMOUNT_MAX):
+        if x is None or (finite(x) is not None and 0 <= x <= AMOUNT_MAX):
             return None
         return f"{where}: {x!r} is not a number from 0 to {AMOUNT_MAX:.0e}"
 

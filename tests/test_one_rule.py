@@ -45,3 +45,17 @@ def test_one_import_by_path_and_one_error_class() -> None:
                for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
                if isinstance(node, ast.ClassDef) and node.name == "PluginError"]
     assert classes == ["formats/trusted.py"], classes
+
+
+def test_one_finite_number() -> None:
+    """What counts as a number read from JSON, by hand; an int too large for a float is none (it stopped
+    the bench result's check with an OverflowError), and the callers use the one helper."""
+    from econarena.analysis import benchmark as B
+    from econarena.formats.numbers import finite
+
+    assert [finite(x) for x in (3, 2.5, -0.0, True, "4", None, float("nan"), float("inf"), 10**400)] == \
+        [3.0, 2.5, -0.0, None, None, None, None, None, None]
+    data = {"suite": {"version": "v", "sha256": "s"}, "tier": "quick", "model": {"label": "m"},
+            "overall": {"score": 10**400, "low": None, "high": None}, "subscores": {}, "games": [],
+            "complete": True}
+    assert B._shape_problem(data) == f"overall.score: {10**400!r} is not a score from 0 to 100 (or null)"
