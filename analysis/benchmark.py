@@ -809,6 +809,16 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
     rows.append(("me", ["overall", _cell(o["score"], o["low"], o["high"]),
                         *(_cell(b["overall"].get("score")) for b in others)]))
     parts += ["<h2>Subscores</h2>", _table(head, rows)]
+    parts += _families_html(suite, result, others, label, best)
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
+            + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+
+
+def _families_html(suite: Suite, result: Mapping[str, Any], others: Sequence[Mapping[str, Any]], label: str,
+                   best: Mapping[str, Any]) -> list[str]:
+    """The scorecard's part per family (its games beside the baselines, the published rows), then how the
+    scores are defined and what the result was played with."""
+    parts: list[str] = []
     by_family: dict[str, list[Mapping[str, Any]]] = {}
     for g in result["games"]:
         by_family.setdefault(g["family"], []).append(g)
@@ -832,8 +842,7 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
                  + "</p>")
     parts.append(f"<p class='meta'>Suite {_e(suite.version)} (sha256 {_e(suite.digest[:16])}), econarena "
                  f"{_e(result.get('econarena_version'))}, written {_e(result.get('written_at'))}.</p>")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
-            + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+    return parts
 
 
 def _best_known(best: Mapping[str, Any], gid: str) -> str:
