@@ -141,7 +141,14 @@ def _register_locked(pyspiel: Any) -> None:
     global _registered
     if _registered:
         return
-    game_type = pyspiel.GameType(
+    game_type = _game_type(pyspiel)
+    pyspiel.register_game(game_type, _game_class(pyspiel, game_type, _state_class(pyspiel)))
+    _registered = True
+
+
+def _game_type(pyspiel: Any) -> Any:
+    """The subgame's OpenSpiel type: sequential, explicit chance, imperfect information, general sum."""
+    return pyspiel.GameType(
         short_name=GAME_NAME, long_name="EconArena steering subgame",
         dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
         chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
@@ -153,6 +160,10 @@ def _register_locked(pyspiel: Any) -> None:
         provides_observation_string=True, provides_observation_tensor=False,
         parameter_specification={"values": "[[[0.0]]]", "player": 0})
 
+
+
+def _game_class(pyspiel: Any, game_type: Any, state: Any) -> Any:
+    """The subgame as a pyspiel.Game (a class made here: pyspiel is imported only when a subgame is solved)."""
     class SteeringGame(pyspiel.Game):
         """values[a][s][i]: seat i's payoff when the steered player chose action a and chance sample s."""
 
@@ -168,11 +179,16 @@ def _register_locked(pyspiel: Any) -> None:
             super().__init__(game_type, info, params)
 
         def new_initial_state(self) -> Any:
-            return SteeringState(self)
+            return state(self)
 
         def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> Any:
             return _Observer()
 
+    return SteeringGame
+
+
+def _state_class(pyspiel: Any) -> Any:
+    """The subgame's state: the steered player's action, then chance's sample, then the end."""
     class SteeringState(pyspiel.State):
         def __init__(self, game: Any) -> None:
             super().__init__(game)
@@ -221,8 +237,7 @@ def _register_locked(pyspiel: Any) -> None:
         def __str__(self) -> str:
             return _info_string(self)
 
-    pyspiel.register_game(game_type, SteeringGame)
-    _registered = True
+    return SteeringState
 
 
 def _info_string(state: Any) -> str:
