@@ -21,7 +21,7 @@ from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..games import GAMES, plugins
-from ..games.text import name_problem
+from ..games.text import is_control, name_problem
 from ..games.trivial import TRIVIAL_POLICIES
 from .experiment import (
     AGENT_KEYS,
@@ -606,7 +606,7 @@ def _url_problem(url: str | list[str]) -> str | None:
             return "the same URL is listed twice"
         return None
 
-    bad = next((i for i, c in enumerate(url) if c.isspace() or ord(c) < 32 or 127 <= ord(c) <= 159), None)
+    bad = next((i for i, c in enumerate(url) if c.isspace() or is_control(c)), None)
     if bad is not None:  # urlsplit drops CR, LF and tabs in silence; the SDK sends them and every call fails
         return (f"holds a space or a control character (U+{ord(url[bad]):04X}, a CR or LF from a pasted line?) at "
                 f"character {bad}: no URL holds one (the value is not shown: it may hold a key)")

@@ -59,3 +59,36 @@ def test_one_finite_number() -> None:
             "overall": {"score": 10**400, "low": None, "high": None}, "subscores": {}, "games": [],
             "complete": True}
     assert B._shape_problem(data) == f"overall.score: {10**400!r} is not a score from 0 to 100 (or null)"
+
+
+def test_one_control_character_rule() -> None:
+    """What counts as a control character in one-line text, by hand (Unicode's Cc, Zl and Zp); the names'
+    check, a steering label and a base_url read it from games/text.py."""
+    import unicodedata
+
+    from econarena.games.steering.cfr import SpaceError, action_space
+    from econarena.games.text import is_control, name_problem
+    from econarena.hosts.config import _url_problem
+
+    controls = ["\x00", "\t", "\n", "\x1b", "\x7f", "\x85", "\x9b", "\u2028", "\u2029"]
+    texts = ["a", " ", "\u00a0", "\u200b", "\ufeff", "é", "\u0378"]
+    assert [is_control(c) for c in controls] == [True] * 9
+    assert [is_control(c) for c in texts] == [False] * 7
+    every = [chr(i) for i in range(0x3000) if not 0xD800 <= i <= 0xDFFF]
+    assert [c for c in every if is_control(c)] == [c for c in every if unicodedata.category(c) in ("Cc", "Zl",
+                                                                                                      "Zp")]
+    assert all(name_problem(f"x{c}") is not None for c in controls)
+    assert "U+009B" in str(_url_problem("http://127.0.0.1:8000/v1\x9b"))
+    from econarena.games import GAMES
+
+    game = GAMES["ultimatum"]
+    try:
+        action_space(game, [{"label": "a\u2028b", "instruction": "say yes"}, "c"], game.Params())
+    except SpaceError:
+        pass
+    else:
+        raise AssertionError("a steering label with a line separator was taken")
+    # the rule stated once: no other module spells the control characters out (their code points, or "Cc")
+    spelled = [str(p.relative_to(REPO)) for p in package_files() if p.name != "text.py" and any(
+        x in p.read_text(encoding="utf-8") for x in ('"Cc"', "\\x7f-\\x9f", "127 <= ord(c) <= 159"))]
+    assert not spelled, spelled

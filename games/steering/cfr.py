@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import threading
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Game, GameParams
+from ..text import is_control
 
 ANY = "any"
 TONES = ("calm", "assertive", "submissive")
@@ -78,7 +78,7 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
         else:
             raise SpaceError(f"actions[{i}]: expected a string or a table {{label = \"...\", instruction = "
                              f"\"...\"}}, got {str(item)[:60]!r}")
-        if not label or len(label) > 200 or any(_breaks_line(c) for c in label):
+        if not label or len(label) > 200 or any(is_control(c) for c in label):
             raise SpaceError(f"actions[{i}]: a label of 1 to 200 characters without control characters")
         if len(text) > MAX_INSTRUCTION or "\x00" in text:
             raise SpaceError(f"actions[{i}]: an instruction of at most {MAX_INSTRUCTION} characters")
@@ -100,12 +100,6 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
     if len(out) > MAX_ACTIONS:
         raise SpaceError(f"actions: at most {MAX_ACTIONS} actions (got {len(out)})")
     return tuple(out)
-
-
-def _breaks_line(c: str) -> bool:
-    """Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: a label is shown on one
-    line of a table, a CSV row and a plot legend."""
-    return unicodedata.category(c) in ("Cc", "Zl", "Zp")
 
 
 # ---- the steering subgame in OpenSpiel ----
