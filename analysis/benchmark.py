@@ -36,6 +36,7 @@ from ..benchsuite import TIERS, GameEntry, Suite
 from ..csvcells import csv_text
 from ..files import MANIFEST_BYTES, inside, read_text
 from ..formats.numbers import finite
+from ..formats.reading import read_errors_as
 from ..games import GAMES
 from ..games.text import name_problem
 from ..prices import cost_usd, price_of
@@ -402,10 +403,8 @@ def write_bench(out: Path, result: Mapping[str, Any]) -> Path:
 
 def read_bench(path: Path) -> dict[str, Any]:
     """One bench.json; BenchError naming the file when it is not one."""
-    try:
+    with read_errors_as(BenchError, f"{path}: not a readable bench result"):
         data = json.loads(read_text(path, MANIFEST_BYTES))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise BenchError(f"{path}: not a readable bench result ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BenchError(f"{path}: not a bench result (expected \"format\": \"{FORMAT}\")")
     for key in ("suite", "tier", "model", "overall", "subscores", "games", "complete"):

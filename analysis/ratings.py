@@ -38,6 +38,7 @@ import numpy as np
 from .. import rundir
 from ..csvcells import csv_text as write_csv
 from ..files import CONFIG_BYTES, read_text
+from ..formats.reading import read_errors_as
 from ..games import GAMES
 from ..games.base import Game, Setup
 
@@ -92,10 +93,8 @@ def _cell_text(cell: Any) -> str:
 
 
 def _config(d: Path) -> dict[str, Any]:
-    try:
+    with read_errors_as(RatingsError, f"{d / rundir.CONFIG}: unreadable"):
         return tomllib.loads(read_text(d / rundir.CONFIG, CONFIG_BYTES))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise RatingsError(f"{d / rundir.CONFIG}: unreadable ({exc})") from None
 
 
 def _tournament(gkey: str, sessions: dict[tuple[str, str, int], dict[str, Any]], game: Game | None,

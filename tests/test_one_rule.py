@@ -92,3 +92,26 @@ def test_one_control_character_rule() -> None:
     spelled = [str(p.relative_to(REPO)) for p in package_files() if p.name != "text.py" and any(
         x in p.read_text(encoding="utf-8") for x in ('"Cc"', "\\x7f-\\x9f", "127 <= ord(c) <= 159"))]
     assert not spelled, spelled
+
+
+def test_one_mapping_of_read_errors(tmp_path: Path) -> None:
+    """A file nested past Python's stack is a read error like any other: the ratings' config reader and the
+    published tables' reader said RecursionError with a traceback; now their own error names the file."""
+    import pytest
+
+    from econarena.analysis import ratings
+    from econarena.analysis.published import PublishedError
+    from econarena.analysis.published import read as read_published
+
+    deep = "x = " + "[" * 100_000 + "]" * 100_000 + "\n"
+    (tmp_path / "config.toml").write_text(deep, encoding="utf-8")
+    with pytest.raises(ratings.RatingsError, match="config.toml: unreadable"):
+        ratings._config(tmp_path)
+    with pytest.raises(PublishedError, match="config.toml: cannot read"):
+        read_published(tmp_path / "config.toml")
+    from econarena.formats.reading import READ_ERRORS, read_errors_as
+
+    gone = pytest.raises(RuntimeError, match=r"^f.json: gone \(\[Errno 2\] No such file")
+    with gone, read_errors_as(RuntimeError, "f.json: gone"):
+        (tmp_path / "nowhere").read_text()
+    assert set(READ_ERRORS) == {OSError, UnicodeDecodeError, ValueError, RecursionError}
