@@ -357,8 +357,7 @@ def _human_io(humans: list[str], args: argparse.Namespace) -> tuple[Any, Any, bo
         try:
             # bytes that are not UTF-8 are kept as lone surrogates: the reply holding them is judged not text
             # (games/text.py), recorded with visible escapes and re-asked like any unusable reply. A byte order
-            # mark (an editor's UTF-8 file) is no part of the first reply: kept, it made that line no JSON, so
-            # the first two replies were read as one and judged as the second
+            # mark (an editor's UTF-8 file) is no part of the first reply
             script = open(args.human_input, encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
         except OSError as exc:
             return f"--human-input {args.human_input}: {exc.strerror or exc}"

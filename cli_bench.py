@@ -162,7 +162,7 @@ def _specs(args: argparse.Namespace) -> list[Any] | str:
     from .hosts.bench import ModelSpec, model_specs
     from .hosts.config import ConfigError
 
-    if args.label is not None and not args.label.strip():  # it fell back to the default label, in silence
+    if args.label is not None and not args.label.strip():  # a row needs a name
         return f"--label {args.label!r}: expected a name for the model's row"
     if args.label is not None and len(args.models) > 1:
         return "--label names one model; give one MODEL with it"

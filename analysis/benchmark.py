@@ -426,8 +426,8 @@ AMOUNT_MAX = 1e12
 
 
 def _shape_problem(data: Mapping[str, Any]) -> str | None:
-    """What the leaderboard reads, checked: a hand-edited file with a NaN, a score of 1e300 or "complete":
-    "false" was ranked (or stopped the command with a traceback); None when every value has its type."""
+    """What the leaderboard reads, checked (a hand-edited file may hold a NaN, a score of 1e300 or
+    "complete": "false"); None when every value has its type."""
     def score(where: str, x: Any) -> str | None:
         if x is None or (finite(x) is not None and 0.0 <= x <= 100.0):
             return None
