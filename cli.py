@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from . import __version__
 from .cli_run import (
@@ -249,7 +249,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
-    from .hosts.experiment import planned_calls
     from .hosts.host import preflight_experiment
 
     load_dotenv()
@@ -268,73 +267,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             err(e)
         return EXIT_CONFIG
     if args.dry_run:
-        from .rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
-
-        for e in errors:
-            print(f"note: {e}", file=sys.stderr)
-        shard = args.shard
-        for exp in exps:
-            out = default_out(exp.name, args.out, shard)  # the directory the run would use
-            # what a resume would keep: each session's complete runs up to its first gap
-            done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
-            left = f", {len(done)} run(s) already complete in {out}" if done else ""
-            part = f", shard {shard[0]}/{shard[1]} (its sessions only)" if shard else ""
-            env = exp.experiment.environment if exp.tournament is None else f"{exp.tournament.design} tournament"
-            print(f"{exp.name}: {exp.experiment.game}, {env}{part}{left}")
-            for label, (n, exact) in planned_calls(exp, done, shard).items():
-                kind = next((p for p in exp.players if p.label == label), exp.judge)
-                llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
-                print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
-            if (calls := _calls_text(exp)):
-                whole = " (the whole experiment, every shard)" if shard else ""
-                print(f"  in all{whole}:{calls.removeprefix(';')}")
-        return EXIT_OK
+        return _dry_run(exps, errors, args)
     shard = args.shard
     dirs = [default_out(exp.name, args.out, shard) for exp in exps]
-    firsts: dict[Path, Any] = {}
-    for exp, d in zip(exps, dirs):  # two files of one [experiment] name would append to one directory
-        if (first := firsts.setdefault(d.resolve(), exp)) is not exp:
-            err(f"{first.path} and {exp.path} both write to {d} (the same [experiment] name {exp.name!r}); "
-                "give each its own name, or run them one at a time with --out")
-            return EXIT_CONFIG
-    for exp, d in zip(exps, dirs):
-        problem = out_dir_problem(d)
-        if problem:
-            err(problem)
-            return EXIT_CONFIG
-        if (d / "manifest.json").exists() and not args.resume:
-            err(f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one")
-            return EXIT_CONFIG
-        if args.resume and not same_experiment(d, exp):
-            err(f"{d} holds a different experiment (its config.toml differs: {config_difference(d, exp)}); "
-                 "use --out DIR, or resume with the same file and --seed")
-            return EXIT_CONFIG
-        if args.resume and (problem := _shard_problem(d, shard)):
-            err(problem)
-            return EXIT_CONFIG
+    if (problem := _out_problem(exps, dirs, args)) is not None:
+        err(problem)
+        return EXIT_CONFIG
     humans = [f"{exp.path}: players[{i}] ({p.label})" for exp in exps for i, p in enumerate(exp.players)
               if p.agent == "human"]
-    human_io: tuple[TextIO, TextIO, bool] | None = None
-    if humans:
-        if args.human_input:
-            try:
-                # bytes that are not UTF-8 are kept as lone surrogates: the reply holding them is judged not text
-                # (games/text.py), recorded with visible escapes and re-asked like any unusable reply. A byte order
-                # mark (an editor's UTF-8 file) is no part of the first reply: kept, it made that line no JSON, so
-                # the first two replies were read as one and judged as the second
-                script = open(args.human_input, encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
-            except OSError as exc:
-                err(f"--human-input {args.human_input}: {exc.strerror or exc}")
-                return EXIT_CONFIG
-            human_io = (script, sys.stdout, True)
-        elif sys.stdin is None or not sys.stdin.isatty():  # closed (<&-) or not a terminal
-            err(f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
-                 "or give the replies with --human-input FILE")
-            return EXIT_CONFIG
-        else:
-            with contextlib.suppress(AttributeError, ValueError):  # what a person types: the same rule as a file
-                sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]  # a TextIOWrapper
-            human_io = (sys.stdin, sys.stdout, False)
+    human_io = _human_io(humans, args)
+    if isinstance(human_io, str):
+        err(human_io)
+        return EXIT_CONFIG
     args.price_table = load_price_arg(getattr(args, "prices", None))  # cost so far, on the progress bar
     if args.price_table is None:
         return EXIT_CONFIG
@@ -356,6 +300,77 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.engine is not None:
             args.engine.close()
     return worst
+
+
+def _dry_run(exps: list[Any], errors: list[str], args: argparse.Namespace) -> int:
+    """``run --dry-run``: what each file would play and call, with the problems a real run would stop on."""
+    from .hosts.experiment import planned_calls
+    from .rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
+
+    for e in errors:
+        print(f"note: {e}", file=sys.stderr)
+    shard = args.shard
+    for exp in exps:
+        out = default_out(exp.name, args.out, shard)  # the directory the run would use
+        # what a resume would keep: each session's complete runs up to its first gap
+        done = runnable_prefix(complete_runs(read_jsonl(out / RUNS, kind="runs"))) if args.resume else set()
+        left = f", {len(done)} run(s) already complete in {out}" if done else ""
+        part = f", shard {shard[0]}/{shard[1]} (its sessions only)" if shard else ""
+        env = exp.experiment.environment if exp.tournament is None else f"{exp.tournament.design} tournament"
+        print(f"{exp.name}: {exp.experiment.game}, {env}{part}{left}")
+        for label, (n, exact) in planned_calls(exp, done, shard).items():
+            kind = next((p for p in exp.players if p.label == label), exp.judge)
+            llm = "LLM calls" if kind.llm is not None else "decisions (no API calls)"
+            print(f"  {label:<30} {'' if exact else 'at most '}{n} {llm}")
+        if (calls := _calls_text(exp)):
+            whole = " (the whole experiment, every shard)" if shard else ""
+            print(f"  in all{whole}:{calls.removeprefix(';')}")
+    return EXIT_OK
+
+
+def _out_problem(exps: list[Any], dirs: list[Path], args: argparse.Namespace) -> str | None:
+    """Why the run directories cannot be written (two files into one, results without --resume, another
+    experiment or shard to resume), or None."""
+    firsts: dict[Path, Any] = {}
+    for exp, d in zip(exps, dirs):  # two files of one [experiment] name would append to one directory
+        if (first := firsts.setdefault(d.resolve(), exp)) is not exp:
+            return (f"{first.path} and {exp.path} both write to {d} (the same [experiment] name {exp.name!r}); "
+                    "give each its own name, or run them one at a time with --out")
+    for exp, d in zip(exps, dirs):
+        problem = out_dir_problem(d)
+        if problem:
+            return problem
+        if (d / "manifest.json").exists() and not args.resume:
+            return f"{d} already holds results; pass --resume to continue it, or --out DIR for a new one"
+        if args.resume and not same_experiment(d, exp):
+            return (f"{d} holds a different experiment (its config.toml differs: {config_difference(d, exp)}); "
+                    "use --out DIR, or resume with the same file and --seed")
+        if args.resume and (problem := _shard_problem(d, args.shard)):
+            return problem
+    return None
+
+
+def _human_io(humans: list[str], args: argparse.Namespace) -> tuple[Any, Any, bool] | str | None:
+    """Where a human player's replies come from (--human-input FILE or the terminal) and go, or why there is
+    no such place; None without a human player."""
+    if not humans:
+        return None
+    if args.human_input:
+        try:
+            # bytes that are not UTF-8 are kept as lone surrogates: the reply holding them is judged not text
+            # (games/text.py), recorded with visible escapes and re-asked like any unusable reply. A byte order
+            # mark (an editor's UTF-8 file) is no part of the first reply
+            script = open(args.human_input, encoding="utf-8-sig", errors="surrogateescape")  # noqa: SIM115
+        except OSError as exc:
+            return f"--human-input {args.human_input}: {exc.strerror or exc}"
+        return (script, sys.stdout, True)
+    elif sys.stdin is None or not sys.stdin.isatty():  # closed (<&-) or not a terminal
+        return (f"{humans[0]} is a human player, but standard input is not a terminal; run it in a terminal, "
+                "or give the replies with --human-input FILE")
+    else:
+        with contextlib.suppress(AttributeError, ValueError):  # what a person types: the same rule as a file
+            sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
+        return (sys.stdin, sys.stdout, False)
 
 
 def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:

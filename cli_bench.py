@@ -85,7 +85,7 @@ class _Job:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .agents.llm import load_dotenv
     from .benchsuite import DEFAULT, SuiteError, load_suite
-    from .hosts.bench import ModelSpec, build, model_specs, settings
+    from .hosts.bench import ModelSpec, build
     from .hosts.config import ConfigError
     from .hosts.host import preflight_experiment
 
@@ -95,38 +95,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         err(str(exc))
         return EXIT_CONFIG
-    if args.label is not None and not args.label.strip():  # it fell back to the default label, in silence
-        err(f"--label {args.label!r}: expected a name for the model's row")
-        return EXIT_CONFIG
-    if args.label is not None and len(args.models) > 1:
-        err("--label names one model; give one MODEL with it")
-        return EXIT_CONFIG
-    specs: list[ModelSpec] = []
-    try:
-        for text in args.models:
-            specs += model_specs(text, args.label)
-    except ConfigError as exc:
-        err(str(exc))
-        return EXIT_CONFIG
-    slugs = [s.slug.casefold() for s in specs]
-    if len(set(slugs)) < len(slugs) or any(s.startswith(BASELINES_DIR) for s in slugs):
-        clash = [s.label for s in specs if slugs.count(s.slug.casefold()) > 1]
-        err(f"two models share a label or its directory ({', '.join(map(repr, clash))}; or one starts with "
-            "'_baselines'): give each its own (--label, or label in its TOML table)")
+    specs = _specs(args)
+    if isinstance(specs, str):
+        err(specs)
         return EXIT_CONFIG
     prices = load_price_arg(args.prices)
     if prices is None:
         return EXIT_CONFIG
-    from .prices import price_of
-
-    if args.max_cost is not None:
-        unpriced = [s.label for s in specs if s.is_llm and price_of(
-            prices, s.label, [str(s.entry["model"])] if s.entry.get("model") else []) is None]
-        if unpriced:
-            err(f"--max-cost needs the price of every model: {', '.join(unpriced)} has none in "
-                f"{args.prices or '(no --prices file)'} (a table [\"<label or model>\"] with input_per_mtok and "
-                "output_per_mtok)")
-            return EXIT_CONFIG
+    if args.max_cost is not None and (problem := _unpriced(specs, prices, args)) is not None:
+        err(problem)
+        return EXIT_CONFIG
     built: dict[tuple[str, str], list[Any]] = {}
 
     def exps_of(spec: ModelSpec, tier: str) -> list[Any]:
@@ -158,33 +136,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         err(problem)
         return EXIT_CONFIG
     shard = args.shard
-    suffix = shard_suffix(shard)
-    jobs = [_Job(s, exps_of(s, args.tier), out / f"{s.slug}{suffix}", "model",
-                 settings(suite, args.tier, s, exps_of(s, args.tier))) for s in specs]
-    if not args.no_baselines and not shard:
-        from .hosts.bench import PLAYABLE_BASELINES
-
-        for name in PLAYABLE_BASELINES:
-            spec = model_specs(name)[0]
-            exps = build(suite, args.tier, spec)
-            jobs.append(_Job(spec, exps, out / BASELINES_DIR / args.tier / spec.slug, "baseline",
-                             settings(suite, args.tier, spec, exps)))
+    jobs = _jobs(suite, specs, args, out, exps_of)
     for job in jobs:
         if (problem := _claim(job, suite)) is not None:
             err(problem)
             return EXIT_CONFIG
-    from .prices import Budget
-
     if args.max_cost is not None:
-        from .hosts.bench import spent_before
-
-        for job in jobs:
-            if job.kind == "model" and job.spec.is_llm:
-                spent = spent_before([job.out / e.name for e in job.exps], job.spec, prices)
-                job.budget = Budget(args.max_cost, prices, spent)
-                if job.budget.reached:
-                    print(f"{job.spec.label}: ${spent:.4f} already spent of --max-cost ${args.max_cost:g}: no call "
-                          "is made; raise --max-cost to go on", file=sys.stderr)
+        _budgets(jobs, args, prices)
     args.engine = ray_engine(args)
     try:
         status = _play(jobs, args, prices)
@@ -197,17 +155,92 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if status != EXIT_OK:
         return status
     if shard:
-        unfinished = [f"{job.spec.label} {e.name}" for job in jobs for e in job.exps
-                      if _manifest_status(job.out / e.name) != "complete"]
-        if unfinished:  # API errors or the budget: exit 0 here let a scheduler start the merge (afterok)
-            err(f"shard {shard[0]}/{shard[1]} incomplete ({', '.join(unfinished[:5])}"
-                f"{' ...' if len(unfinished) > 5 else ''}): run the same command again to finish it before the merge")
-            return EXIT_INCOMPLETE
-        print(f"shard {shard[0]}/{shard[1]} played; merge each game's shards with `econarena merge "
-              f"{out}/<model>-shard-*/<game> --out {out}/<model>/<game>`, then run the bench command again "
-              "without --shard to score it")
-        return EXIT_OK
+        return _shard_played(jobs, shard, out)
     return _finish(jobs, suite, args, prices)
+
+
+def _specs(args: argparse.Namespace) -> list[Any] | str:
+    """The models MODEL... name (with --label), each with a directory of its own; or why not."""
+    from .hosts.bench import ModelSpec, model_specs
+    from .hosts.config import ConfigError
+
+    if args.label is not None and not args.label.strip():  # a row needs a name
+        return f"--label {args.label!r}: expected a name for the model's row"
+    if args.label is not None and len(args.models) > 1:
+        return "--label names one model; give one MODEL with it"
+    specs: list[ModelSpec] = []
+    try:
+        for text in args.models:
+            specs += model_specs(text, args.label)
+    except ConfigError as exc:
+        return str(exc)
+    slugs = [s.slug.casefold() for s in specs]
+    if len(set(slugs)) < len(slugs) or any(s.startswith(BASELINES_DIR) for s in slugs):
+        clash = [s.label for s in specs if slugs.count(s.slug.casefold()) > 1]
+        return (f"two models share a label or its directory ({', '.join(map(repr, clash))}; or one starts with "
+                "'_baselines'): give each its own (--label, or label in its TOML table)")
+    return specs
+
+
+def _unpriced(specs: list[Any], prices: Any, args: argparse.Namespace) -> str | None:
+    """--max-cost needs every model's price: which have none, or None."""
+    from .prices import price_of
+
+    unpriced = [s.label for s in specs if s.is_llm and price_of(
+        prices, s.label, [str(s.entry["model"])] if s.entry.get("model") else []) is None]
+    if not unpriced:
+        return None
+    return (f"--max-cost needs the price of every model: {', '.join(unpriced)} has none in "
+            f"{args.prices or '(no --prices file)'} (a table [\"<label or model>\"] with input_per_mtok and "
+            "output_per_mtok)")
+
+
+def _jobs(suite: Any, specs: list[Any], args: argparse.Namespace, out: Path, exps_of: Any) -> list[_Job]:
+    """One job per model (its directory, its games, its settings), then the baselines' (unless
+    --no-baselines, and never in a shard)."""
+    from .hosts.bench import model_specs, settings
+
+    shard = args.shard
+    suffix = shard_suffix(shard)
+    jobs = [_Job(s, exps_of(s, args.tier), out / f"{s.slug}{suffix}", "model",
+                 settings(suite, args.tier, s, exps_of(s, args.tier))) for s in specs]
+    if not args.no_baselines and not shard:
+        from .hosts.bench import PLAYABLE_BASELINES, build
+
+        for name in PLAYABLE_BASELINES:
+            spec = model_specs(name)[0]
+            exps = build(suite, args.tier, spec)
+            jobs.append(_Job(spec, exps, out / BASELINES_DIR / args.tier / spec.slug, "baseline",
+                             settings(suite, args.tier, spec, exps)))
+    return jobs
+
+
+def _budgets(jobs: list[_Job], args: argparse.Namespace, prices: Any) -> None:
+    """Each model's --max-cost budget, less what earlier invocations spent (said when nothing is left)."""
+    from .hosts.bench import spent_before
+    from .prices import Budget
+
+    for job in jobs:
+        if job.kind == "model" and job.spec.is_llm:
+            spent = spent_before([job.out / e.name for e in job.exps], job.spec, prices)
+            job.budget = Budget(args.max_cost, prices, spent)
+            if job.budget.reached:
+                print(f"{job.spec.label}: ${spent:.4f} already spent of --max-cost ${args.max_cost:g}: no call "
+                      "is made; raise --max-cost to go on", file=sys.stderr)
+
+
+def _shard_played(jobs: list[_Job], shard: tuple[int, int], out: Path) -> int:
+    """A shard's end: incomplete (finish it before the merge) or played, with how to merge it."""
+    unfinished = [f"{job.spec.label} {e.name}" for job in jobs for e in job.exps
+                  if _manifest_status(job.out / e.name) != "complete"]
+    if unfinished:  # API errors or the budget: exit 0 here let a scheduler start the merge (afterok)
+        err(f"shard {shard[0]}/{shard[1]} incomplete ({', '.join(unfinished[:5])}"
+            f"{' ...' if len(unfinished) > 5 else ''}): run the same command again to finish it before the merge")
+        return EXIT_INCOMPLETE
+    print(f"shard {shard[0]}/{shard[1]} played; merge each game's shards with `econarena merge "
+          f"{out}/<model>-shard-*/<game> --out {out}/<model>/<game>`, then run the bench command again "
+          "without --shard to score it")
+    return EXIT_OK
 
 
 def _manifest_status(run_dir: Path) -> str | None:

@@ -683,8 +683,16 @@ def _safe_name(text: str) -> str:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the report commands to the ``econarena`` parser."""
-    from .importers.registry import IMPORTERS  # the sources' names only: no importer is imported
+    _add_report(sub)
+    _add_compare(sub)
+    _add_import(sub)
+    _add_analyze(sub)
+    _add_suite(sub)
+    _add_ratings(sub)
 
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    """The ``report`` command's parser."""
     r = sub.add_parser("report", help="HTML report with the paper's figures and tables from run directories",
                        description="Build report.html (self-contained), PNG/SVG figures, metrics.csv and "
                                    "parquet exports from run directories (or folders of them).")
@@ -699,6 +707,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _analysis_options(r)
     r.set_defaults(func=cmd_report)
 
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    """The ``compare`` command's parser."""
     c = sub.add_parser("compare", help="two run directories side by side per label, with the difference",
                        description="Print A, B and A - B per label with 95% session-bootstrap intervals "
                                    "(paired when both drew the same sessions).")
@@ -713,6 +724,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     _analysis_options(c)
     c.set_defaults(func=cmd_compare)
+
+
+def _add_import(sub: argparse._SubParsersAction) -> None:
+    """The ``import`` command's parser."""
+    from .importers.registry import IMPORTERS  # the sources' names only: no importer is imported
 
     im = sub.add_parser("import", help="turn another tool's released results into run directories and scores",
                         description="Read another harness's released results into our run directories under --out "
@@ -740,6 +756,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "always shows both)")
     im.set_defaults(func=cmd_import)
 
+
+def _add_analyze(sub: argparse._SubParsersAction) -> None:
+    """The ``analyze`` command's parser."""
     a = sub.add_parser("analyze", help="a family's linear models (GLEE): effects x100 with 95%% intervals",
                        description="Fit one OLS per game and metric over the runs of FAMILY's games: the declared "
                                    "game parameters one-hot with their reference levels, the market variable "
@@ -766,6 +785,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "configurations; print it and write OUT/glee_human_vs_model.csv")
     a.set_defaults(func=cmd_analyze)
 
+
+def _add_suite(sub: argparse._SubParsersAction) -> None:
+    """The ``suite`` command's parser."""
     s = sub.add_parser("suite", help="run every experiment of a folder (resumable) and build one report",
                        description="Run each experiment file of a folder (configs/paper) into OUT/<name>: "
                                    "complete run directories are skipped, unfinished ones resumed. Then build "
@@ -791,6 +813,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _analysis_options(s)
     s.set_defaults(func=cmd_suite, stop_signals=True)
 
+
+def _add_ratings(sub: argparse._SubParsersAction) -> None:
+    """The ``ratings`` command's parser."""
     rt = sub.add_parser("ratings", help="rate a tournament's entrants: Plackett-Luce, Nash averaging, alpha-Rank",
                         description="Per game and overall: Plackett-Luce (Bradley-Terry for two seats) ratings "
                                     "with session-bootstrap 95%% intervals and rank ranges, the meta-game's Nash "

@@ -33,13 +33,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]  # private, unstubbed
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from . import SCHEMA_VERSION, __version__
 from .files import CONFIG_BYTES, MANIFEST_BYTES, FileRefused, open_regular, read_bytes, read_text
 from .tally import Tally
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 DECISIONS = "decisions.jsonl"
 RUNS = "runs.jsonl"
@@ -578,41 +581,27 @@ class RunDirectory:
         self._dec: IO[bytes] | None = None
         self._runs: IO[bytes] | None = None
         self._last_flush = 0.0
-        self._lock: TextIO | None = None
+        self._lock: FileLock | None = None
         self._extra: dict[str, IO[bytes]] = {}
         self.manifest: dict[str, Any] = {}
         self.tally: Tally | None = None
 
     def lock(self) -> None:
-        """Hold an exclusive lock on the directory while this process writes it.
+        """Hold an exclusive lock on the directory while this process writes it (formats/locks.py: the kernel
+        drops it when the process dies); the file names the holder, for the error message."""
+        from .formats.locks import LockBusy, take
 
-        ``flock`` belongs to the open file: the kernel drops it when the process dies, however it dies, so
-        a killed run never leaves a stale lock. The file also names the holder, for the error message.
-        """
         self.path.mkdir(parents=True, exist_ok=True)
-        fh = (self.path / LOCK).open("a+", encoding="utf-8")
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock, as before
-            self._lock = fh
-            return
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown process"
-            fh.close()
-            raise RunDirectoryBusy(f"{self.path} is in use by another econarena process ({holder}); wait for "
-                                   "it to finish or stop it, or use another --out") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"PID {os.getpid()} on {socket.gethostname()}, since {now_iso()}\n")
-        fh.flush()
-        self._lock = fh
+            self._lock = take(self.path / LOCK, f"PID {os.getpid()} on {socket.gethostname()}, since {now_iso()}")
+        except LockBusy as busy:
+            raise RunDirectoryBusy(f"{self.path} is in use by another econarena process "
+                                   f"({busy.holder or 'unknown process'}); wait for it to finish or stop it, "
+                                   "or use another --out") from None
 
     def unlock(self) -> None:
         if self._lock is not None:
-            self._lock.close()  # closing the file releases the flock
+            self._lock.release()
             self._lock = None
 
     def start(self, config_text: str, seed: int, experiment: str, resume: bool) -> ResumeState:

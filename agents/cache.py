@@ -99,7 +99,8 @@ class ReplyCache(Protocol):
     def get(self, key: str) -> Any: ...
 
     def put(self, key: str, *, text: str, model: str | None, tokens_in: int | None, tokens_out: int | None,
-            latency_s: float, truncated: bool = False, reasoning: dict[str, Any] | None = None) -> None: ...
+            latency_s: float, truncated: bool = False, reasoning: dict[str, Any] | None = None,
+            build: dict[str, Any] | None = None) -> None: ...
 
 
 class ResponseCache:

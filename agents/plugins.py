@@ -6,8 +6,8 @@ current folder or an experiment's folder on their own, as a game's path is (``ga
 class subclasses :class:`CustomAgent` and writes ``act(request)``: it sees what an LLM would (the
 messages) and what a baseline would (``request.strategy(kind)``: the game's reference actions;
 ``request.rng``: the decision's seeded generator), and returns the reply's JSON object or raw text, which
-the Host judges and logs like any reply. Like a game path, this imports code by name: this module and
-``games/plugins.py`` are the only ones that do (``tests/test_layers.py``).
+the Host judges and logs like any reply. Like a game path, the module is imported by formats/trusted.py, the
+one module that imports code by name (``tests/test_layers.py``).
 
 What a run takes from such a player is bounded: ``act`` runs in a thread of its own (one call at a time per
 player, as before), so the event loop goes on while it thinks: a blocking ``act`` ends in an error after
@@ -20,25 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import inspect
 import json
-import re
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..formats.trusted import PluginError, import_trusted, is_spec, trusted_folder
 from .base import DecisionRequest, Reply
 
+__all__ = ["AgentTimeout", "CustomAgent", "PluginError", "is_spec", "load_agent_class", "trust"]
+
 MAX_REPLY_CHARS = 1 << 20  # a million characters: far past any game's reply, far below what stalls a judge
-SPEC = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 _trusted: list[Path] = []  # folders named with --trust DIR: the only places a path is imported from
-
-
-class PluginError(ValueError):
-    """An agent path that does not lead to a usable agent class; the message says what was expected."""
 
 
 class AgentTimeout(TimeoutError):
@@ -103,52 +97,17 @@ async def _in_thread(act: Any, request: DecisionRequest, timeout_s: float, name:
                            "its thread; set timeout_s on the class for a slower player)") from None
 
 
-def is_spec(name: str) -> bool:
-    return bool(SPEC.fullmatch(name))
-
-
 def trust(folder: str | Path) -> Path:
     """Import player modules from ``folder`` (``--trust DIR``): what a received file names stays data."""
-    path = Path(folder).expanduser().resolve()
-    if not path.is_dir():
-        raise PluginError(f"--trust {folder}: expected a folder that holds your game or player modules")
+    path = trusted_folder(folder)
     if path not in _trusted:
         _trusted.append(path)
     return path
 
 
-def _inside(path: str | None, folder: Path) -> bool:
-    return path is not None and Path(path).resolve().is_relative_to(folder)
-
-
 def _import(module: str) -> Any:
     """``module`` from the first trusted folder holding its file (the same rule as a game's path)."""
-    top = module.split(".")[0]
-    for folder in _trusted:
-        base = folder.joinpath(*module.split("."))
-        if not (base.with_name(base.name + ".py").is_file() or (base / "__init__.py").is_file()):
-            continue
-        loaded = sys.modules.get(top)
-        if loaded is not None and not (_inside(getattr(loaded, "__file__", None), folder)
-                                       or any(_inside(p, folder) for p in getattr(loaded, "__path__", []))):
-            raise PluginError(f"{module!r}: a module {top!r} is imported already from elsewhere, not from the "
-                              f"trusted folder {folder}: rename your package")
-        if str(folder) not in sys.path:
-            sys.path.append(str(folder))
-            importlib.invalidate_caches()
-        spec = importlib.util.find_spec(top) if loaded is None else None
-        if spec is not None and not (_inside(spec.origin, folder)
-                                     or any(_inside(p, folder) for p in spec.submodule_search_locations or [])):
-            raise PluginError(f"{module!r}: an installed module {top!r} ({spec.origin}) comes before the trusted "
-                              f"folder {folder} on sys.path: rename your package")
-        try:
-            return importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            raise PluginError(f"module {module!r} was found in {folder} but imports {exc.name!r}, which is not "
-                              "installed") from None
-    where = ", ".join(map(str, _trusted)) if _trusted else "no folder is trusted"
-    raise PluginError(f"{module!r} is not imported: a player module is imported only from a folder you name "
-                      f"with --trust DIR ({where}); a file never makes econarena import a module on its own")
+    return import_trusted(module, _trusted, "player")
 
 
 def load_agent_class(spec: str) -> type[CustomAgent]:

@@ -7,6 +7,7 @@ run that stops on API errors. Keys are looked up, never printed or written.
 from __future__ import annotations
 
 import importlib.util
+import io
 import ipaddress
 import os
 import re
@@ -174,39 +175,33 @@ def _device_problems(device: str, where: str) -> list[str]:
     return []
 
 
-_DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
-
-
 def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
-    """Read ``KEY=VALUE`` lines into the environment without overriding what is already set.
+    """Read a ``.env`` file into the environment without overriding what is already set.
 
-    A variable that is set but empty counts as unset (as it does for keys). Supports ``export``,
-    quotes and ``#`` comments. Returns the names it set, never values, so the caller may log them.
+    python-dotenv parses it (``export``, quotes, escapes, multi-line values, ``#`` comments); ``${NAME}`` is
+    kept as written, since a key is taken verbatim. A variable set but empty counts as unset (as it does for
+    keys). A line that is no assignment is skipped with a warning naming its number, never its text (it may
+    hold a key). Returns the names it set, never values, so the caller may log them.
     """
     p = Path(path)
     if not p.is_file():
         return []
-    loaded = []
     try:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:  # a binary or unreadable .env must not stop a run
         print(f"econarena: warning: {p}: not read ({getattr(exc, 'strerror', None) or 'not UTF-8 text'})",
               file=sys.stderr)
         return []
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
+    from dotenv.parser import parse_stream
+
+    loaded = []
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            print(f"econarena: warning: {p}:{binding.original.line}: not a NAME=VALUE line (skipped)",
+                  file=sys.stderr)
             continue
-        m = _DOTENV_LINE.match(line)
-        if not m:
-            continue
-        name, value = m.group(1), m.group(2)
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-            if m.group(2)[0] == '"':
-                value = value.replace("\\n", "\n").replace('\\"', '"')
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
-        if os.environ.get(name, "").strip():
+        name, value = binding.key, binding.value
+        if name is None or value is None or os.environ.get(name, "").strip():
             continue
         os.environ[name] = value
         loaded.append(name)

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..benchsuite import DEFAULT, Suite, SuiteError, load_suite
+from ..formats.numbers import finite
 
 TOLERANCE = 1e-6  # scores are written as floats by json: a recomputation agrees to far better than this
 
@@ -37,16 +38,14 @@ def known_suites() -> dict[str, Suite]:
     return out
 
 
-def _num(x: Any) -> float | None:
-    return float(x) if type(x) in (int, float) and math.isfinite(x) else None
 
 
 def _interval(where: str, entry: Mapping[str, Any]) -> str | None:
     """low <= score <= high where all three are given; a score from 0 to 100."""
-    score, low, high = (_num(entry.get(k)) for k in ("score", "low", "high"))
+    score, low, high = (finite(entry.get(k)) for k in ("score", "low", "high"))
     for k in ("score", "low", "high"):
         x = entry.get(k)
-        if x is not None and (_num(x) is None or not 0.0 <= x <= 100.0):
+        if x is not None and (finite(x) is None or not 0.0 <= x <= 100.0):
             return f"{where}.{k}: {str(x)[:40]} is not a score from 0 to 100"
     if score is None and (low is not None or high is not None):
         return f"{where}: an interval [{low}, {high}] without a score"
@@ -89,7 +88,7 @@ def contradiction(data: Mapping[str, Any], combine: Callable[..., dict[str, Any]
         if (problem := _interval(where, g)) is not None:
             return problem
         per = g.get("per_session")
-        if not isinstance(per, list) or not all(_num(x) is not None and 0.0 <= x <= 100.0 for x in per):
+        if not isinstance(per, list) or not all(finite(x) is not None and 0.0 <= x <= 100.0 for x in per):
             return f"{where}.per_session: expected the sessions' scores, each from 0 to 100"
         mean = math.fsum(per) / len(per) if per else None  # the game's score as score_game computes it
         if not _close(g.get("score"), mean):

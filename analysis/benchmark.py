@@ -35,6 +35,8 @@ from .. import __version__
 from ..benchsuite import TIERS, GameEntry, Suite
 from ..csvcells import csv_text
 from ..files import MANIFEST_BYTES, inside, read_text
+from ..formats.numbers import finite
+from ..formats.reading import read_errors_as
 from ..games import GAMES
 from ..games.text import name_problem
 from ..prices import cost_usd, price_of
@@ -60,10 +62,7 @@ def _seats(rec: Mapping[str, Any], label: str) -> list[int]:
     return [i for i, lab in enumerate(rec.get("labels") or []) if lab == label]
 
 
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return None
-    return float(x)
+
 
 
 def _broke(rec: Mapping[str, Any], seat: int) -> bool:
@@ -76,7 +75,7 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
     """One player-run's 0-100 score by the game's rule (``benchsuite.py``); None when the rule cannot score
     it (a copies run without a score; nothing to gain: best <= 0; no scale)."""
     if g.score == "game":
-        v = _num(rec.get("score"))
+        v = finite(rec.get("score"))
         if v is None:  # no reply of the run followed the rules, so the game has nothing to score: 0, as any rule
             # break (unscored, such a run left the family and the overall without a score: never ranked)
             labels = rec.get("labels") or []
@@ -86,20 +85,20 @@ def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
         return 0.0
     params = rec["params"] if isinstance(rec.get("params"), dict) else {}
     if g.score == "equilibrium_action":
-        a = _num((rec.get("actions") or [None] * (seat + 1))[seat])
+        a = finite((rec.get("actions") or [None] * (seat + 1))[seat])
         ne = rec.get("ne_actions") or []
-        star = _num(ne[seat]) if seat < len(ne) else None
+        star = finite(ne[seat]) if seat < len(ne) else None
         key = GAMES[g.game].info.scale_key if g.game in GAMES else None
         scale = params.get(key) if key else None
         if isinstance(scale, list):
             scale = scale[seat] if seat < len(scale) else None
-        scale = _num(scale)
+        scale = finite(scale)
         if a is None:
             return 0.0
         if star is None or scale is None or scale <= 0:
             return None
         return 100.0 * max(0.0, 1.0 - abs(a - star) / scale)
-    u = _num((rec.get("payoffs") or [None] * (seat + 1))[seat])
+    u = finite((rec.get("payoffs") or [None] * (seat + 1))[seat])
     if u is None:
         return 0.0
     if g.score == "payoff_sign":
@@ -404,10 +403,8 @@ def write_bench(out: Path, result: Mapping[str, Any]) -> Path:
 
 def read_bench(path: Path) -> dict[str, Any]:
     """One bench.json; BenchError naming the file when it is not one."""
-    try:
+    with read_errors_as(BenchError, f"{path}: not a readable bench result"):
         data = json.loads(read_text(path, MANIFEST_BYTES))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise BenchError(f"{path}: not a readable bench result ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BenchError(f"{path}: not a bench result (expected \"format\": \"{FORMAT}\")")
     for key in ("suite", "tier", "model", "overall", "subscores", "games", "complete"):
@@ -416,7 +413,7 @@ def read_bench(path: Path) -> dict[str, Any]:
     if (problem := _shape_problem(data)) is not None:
         raise BenchError(f"{path}: not a bench result as econarena writes it: {problem} (edited by hand? run the "
                          "bench command again to write it anew)")
-    from .benchcheck import contradiction  # recomputes what the file's own numbers give (issue 33)
+    from .benchcheck import contradiction  # recomputes what the file's own numbers give
 
     if (problem := contradiction(data, combine, GameScore)) is not None:
         raise BenchError(f"{path}: contradicts itself: {problem}; run the bench command again to write it anew")
@@ -429,16 +426,16 @@ AMOUNT_MAX = 1e12
 
 
 def _shape_problem(data: Mapping[str, Any]) -> str | None:
-    """What the leaderboard reads, checked: a hand-edited file with a NaN, a score of 1e300 or "complete":
-    "false" was ranked (or stopped the command with a traceback); None when every value has its type."""
+    """What the leaderboard reads, checked (a hand-edited file may hold a NaN, a score of 1e300 or
+    "complete": "false"); None when every value has its type."""
     def score(where: str, x: Any) -> str | None:
-        if x is None or (_num(x) is not None and 0.0 <= x <= 100.0):
+        if x is None or (finite(x) is not None and 0.0 <= x <= 100.0):
             return None
         return f"{where}: {x!r} is not a score from 0 to 100 (or null)"
 
     def amount(where: str, x: Any) -> str | None:
         # at most AMOUNT_MAX: a cost of 1e308 USD was ranked (and its score per dollar, 0, beside it)
-        if x is None or (_num(x) is not None and 0 <= x <= AMOUNT_MAX):
+        if x is None or (finite(x) is not None and 0 <= x <= AMOUNT_MAX):
             return None
         return f"{where}: {x!r} is not a number from 0 to {AMOUNT_MAX:.0e}"
 
@@ -455,6 +452,8 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
         else "model: expected {\"label\": \"...\"}",
         named("model.label", model.get("label")) if isinstance(model, dict) else None,
         named("model.model", model.get("model")) if isinstance(model, dict) else None,
+        named("model.played_by.model", model["played_by"].get("model"))
+        if isinstance(model, dict) and isinstance(model.get("played_by"), dict) else None,
         None if isinstance(data["complete"], bool) else f"complete: {data['complete']!r} is not true or false",
         None if isinstance(data["games"], list) else "games: expected a list",
     ]
@@ -549,9 +548,21 @@ def one_row_per_model(results: Sequence[tuple[Path, Mapping[str, Any]]]
     return [(p, r) for p, r in results if id(r) in firsts], None
 
 
+def _row_name(model: Mapping[str, Any]) -> Any:
+    """The name a row goes by: its label, unless the label is only the provider's name (``bench hf`` names no
+    model, and plays the bundled one): then the model that played, which bench.json records in ``played_by``."""
+    label, played = model.get("label"), model.get("played_by")
+    if not isinstance(label, str) or not isinstance(played, Mapping) or not isinstance(played.get("model"), str):
+        return label
+    base, bracket, rest = label.partition(" [")  # the default label may carry the reasoning settings
+    if model.get("model") or base != model.get("agent"):
+        return label
+    return played["model"] + bracket + rest
+
+
 def _row_label(model: Mapping[str, Any]) -> Any:
-    """A row's label, with its reasoning settings when the label does not say them already."""
-    label, reasoning = model.get("label"), model.get("reasoning")
+    """A row's name, with its reasoning settings when the name does not say them already."""
+    label, reasoning = _row_name(model), model.get("reasoning")
     if not isinstance(reasoning, Mapping) or not reasoning or not isinstance(label, str):
         return label
     said = ", ".join(f"{'effort' if k == 'reasoning_effort' else k}={v}" for k, v in sorted(reasoning.items()))
@@ -797,6 +808,16 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
     rows.append(("me", ["overall", _cell(o["score"], o["low"], o["high"]),
                         *(_cell(b["overall"].get("score")) for b in others)]))
     parts += ["<h2>Subscores</h2>", _table(head, rows)]
+    parts += _families_html(suite, result, others, label, best)
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
+            + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+
+
+def _families_html(suite: Suite, result: Mapping[str, Any], others: Sequence[Mapping[str, Any]], label: str,
+                   best: Mapping[str, Any]) -> list[str]:
+    """The scorecard's part per family (its games beside the baselines, the published rows), then how the
+    scores are defined and what the result was played with."""
+    parts: list[str] = []
     by_family: dict[str, list[Mapping[str, Any]]] = {}
     for g in result["games"]:
         by_family.setdefault(g["family"], []).append(g)
@@ -820,8 +841,7 @@ def scorecard_html(suite: Suite, result: Mapping[str, Any], baselines: Sequence[
                  + "</p>")
     parts.append(f"<p class='meta'>Suite {_e(suite.version)} (sha256 {_e(suite.digest[:16])}), econarena "
                  f"{_e(result.get('econarena_version'))}, written {_e(result.get('written_at'))}.</p>")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + _e(f"{label}: {suite.title}")
-            + f"</title><style>{_CSS}</style></head><body>" + "".join(parts) + "</body></html>\n")
+    return parts
 
 
 def _best_known(best: Mapping[str, Any], gid: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..formats.numbers import finite
 from ..games import GAMES
 from .scan import Base, Dir
 
@@ -38,10 +39,6 @@ class Value:
     value: float
 
 
-def _number(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return None
-    return float(x) if math.isfinite(x) else None
 
 
 Panels = dict[tuple[str, str], dict[str, array]]  # (game, metric) -> player or pair -> values
@@ -100,9 +97,9 @@ class Collector(Base):
         for name, v in metrics.items():
             if isinstance(v, list) and len(v) == len(labels):
                 for label, x in zip(labels, v):
-                    if (n := _number(x)) is not None:
+                    if (n := finite(x)) is not None:
                         self._add(f"{name} (seat's own)", str(label), n)
-            elif (n := _number(v)) is not None:
+            elif (n := finite(v)) is not None:
                 pair = pair or " vs ".join(str(x) for x in labels)
                 self._add(name, pair, n)
 

@@ -715,7 +715,7 @@ FIGURE_TITLES = {
 }
 
 
-# ------------------------------------------------------------------------------------ steering (issue 11)
+# ------------------------------------------------------------------------------------ steering
 
 def _steer_name(key: tuple[str, str, str], keys: Sequence[tuple[str, str, str]]) -> str:
     """A steering group's legend entry: the action space, plus experiment / lineup only where they differ."""

@@ -38,8 +38,9 @@ import numpy as np
 from .. import rundir
 from ..csvcells import csv_text as write_csv
 from ..files import CONFIG_BYTES, read_text
+from ..formats.reading import read_errors_as
 from ..games import GAMES
-from ..games.base import Setup
+from ..games.base import Game, Setup
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -92,10 +93,53 @@ def _cell_text(cell: Any) -> str:
 
 
 def _config(d: Path) -> dict[str, Any]:
-    try:
+    with read_errors_as(RatingsError, f"{d / rundir.CONFIG}: unreadable"):
         return tomllib.loads(read_text(d / rundir.CONFIG, CONFIG_BYTES))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise RatingsError(f"{d / rundir.CONFIG}: unreadable ({exc})") from None
+
+
+def _tournament(gkey: str, sessions: dict[tuple[str, str, int], dict[str, Any]], game: Game | None,
+                runs_wanted: int, twice: int) -> Tournament:
+    """One game's tournament from its sessions' sums: the complete sessions, its entrants in order of
+    appearance, each session's payoff bounds (none for any when one lacks them)."""
+    t = Tournament(gkey)
+    if twice:
+        t.notes.append(f"{twice} run(s) met twice (a shard beside its merge?) counted once")
+    index: dict[str, int] = {}
+    units: dict[tuple[str, int], int] = {}
+    dropped = 0
+    bounds_missing = False
+    for (name, _lineup, session), s in sorted(sessions.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+        if s["bad"] or s["runs"] < runs_wanted:
+            dropped += 1
+            continue
+        for label, agent in itertools.zip_longest(s["labels"], s["agents"]):
+            if label not in index:
+                index[label] = len(index)
+                t.entrants.append(label)
+            if agent == "rational" and t.rational is None:
+                t.rational = label
+        unit = units.setdefault((name, session), len(units))
+        bounds = None
+        if game is not None:
+            try:
+                bounds = game.payoff_bounds(Setup(len(s["labels"]), s["params"]))
+            except (KeyError, TypeError, ValueError):
+                bounds = None
+        bounds_missing |= bounds is None
+        n = s["runs"]
+        t.sessions.append(Session(unit, tuple(index[x] for x in s["labels"]),
+                                  tuple(x / n for x in s["sum"]), tuple(s["sum"]),
+                                  None if bounds is None else (float(bounds[0]), float(bounds[1]))))
+    if bounds_missing:
+        for i, kept in enumerate(t.sessions):
+            t.sessions[i] = Session(kept.unit, kept.entrants, kept.payoff, kept.total, None)
+    t.units = sorted(units, key=units.__getitem__)
+    if dropped:
+        t.notes.append(f"{dropped} session(s) left out: a run of theirs is missing or incomplete")
+    if len(t.entrants) < 2 or not t.sessions:
+        raise RatingsError(f"{gkey}: the tournament has {len(t.entrants)} entrant(s) in {len(t.sessions)} "
+                           "complete session(s): nothing to rate")
+    return t
 
 
 def read_tournaments(dirs: Iterable[Path]) -> dict[str, Tournament]:
@@ -139,49 +183,8 @@ def read_tournaments(dirs: Iterable[Path]) -> dict[str, Tournament]:
     if not acc:
         raise RatingsError("no tournament in the directories given: a tournament is an experiment with a "
                            "[tournament] table (its runs record environment = \"tournament\")")
-    out = {}
-    for gkey in sorted(acc):
-        t = Tournament(gkey)
-        if twice:
-            t.notes.append(f"{twice} run(s) met twice (a shard beside its merge?) counted once")
-        index: dict[str, int] = {}
-        units: dict[tuple[str, int], int] = {}
-        dropped = 0
-        bounds_missing = False
-        rules = GAMES.get(games[gkey])
-        for (name, _lineup, session), s in sorted(acc[gkey].items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
-            if s["bad"] or s["runs"] < runs_wanted[gkey]:
-                dropped += 1
-                continue
-            for label, agent in itertools.zip_longest(s["labels"], s["agents"]):
-                if label not in index:
-                    index[label] = len(index)
-                    t.entrants.append(label)
-                if agent == "rational" and t.rational is None:
-                    t.rational = label
-            unit = units.setdefault((name, session), len(units))
-            bounds = None
-            if rules is not None:
-                try:
-                    bounds = rules.payoff_bounds(Setup(len(s["labels"]), s["params"]))
-                except (KeyError, TypeError, ValueError):
-                    bounds = None
-            bounds_missing |= bounds is None
-            n = s["runs"]
-            t.sessions.append(Session(unit, tuple(index[x] for x in s["labels"]),
-                                      tuple(x / n for x in s["sum"]), tuple(s["sum"]),
-                                      None if bounds is None else (float(bounds[0]), float(bounds[1]))))
-        if bounds_missing:
-            for i, kept in enumerate(t.sessions):
-                t.sessions[i] = Session(kept.unit, kept.entrants, kept.payoff, kept.total, None)
-        t.units = sorted(units, key=units.__getitem__)
-        if dropped:
-            t.notes.append(f"{dropped} session(s) left out: a run of theirs is missing or incomplete")
-        if len(t.entrants) < 2 or not t.sessions:
-            raise RatingsError(f"{gkey}: the tournament has {len(t.entrants)} entrant(s) in {len(t.sessions)} "
-                               "complete session(s): nothing to rate")
-        out[gkey] = t
-    return out
+    return {gkey: _tournament(gkey, acc[gkey], GAMES.get(games[gkey]), runs_wanted[gkey], twice)
+            for gkey in sorted(acc)}
 
 
 # ---------------------------------------------------------------- Plackett-Luce
@@ -539,14 +542,19 @@ def _interval(x: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarr
                 np.nanquantile(x, 1 - tail, axis=0, method="higher"))
 
 
-def rate(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]], name: str, entrants: list[str],
-         reference: str | None, n_boot: int, rng: np.random.Generator) -> Rated:
-    """Ratings, intervals, rank ranges, the meta-game, Nash averages, alpha-Rank and cycles over one or
-    more games (several: each game's comparisons and its P weighted equally; resampled game by game)."""
+def _pooled(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]], entrants: list[str]
+            ) -> tuple[Events, list[np.ndarray], list[np.ndarray], list[tuple[int, int]]]:
+    """The games' comparisons as one set over ``entrants`` (each game's weighing 1 in all when there are
+    several), with each game's pair sums and counts and its units' (first, count) among all units."""
     n = len(entrants)
     idx = {e: i for i, e in enumerate(entrants)}
-    chosen, alts, w, unit_of, offsets = [], [], [], [], []
-    sums, counts = [], []
+    chosen: list[np.ndarray] = []
+    alts: list[np.ndarray] = []
+    w: list[np.ndarray] = []
+    unit_of: list[np.ndarray] = []
+    offsets: list[tuple[int, int]] = []
+    sums: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
     base = 0
     for t, ev, norm, _ in parts:
         remap = np.asarray([idx[e] for e in t.entrants], dtype=np.int64)
@@ -567,6 +575,17 @@ def rate(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]
         offsets.append((base, len(t.units)))
         base += len(t.units)
     ev = Events(np.concatenate(chosen), np.concatenate(alts), np.concatenate(w), np.concatenate(unit_of))
+    return ev, sums, counts, offsets
+
+
+def rate(parts: Sequence[tuple[Tournament, Events, list[tuple[float, ...]], str]], name: str, entrants: list[str],
+         reference: str | None, n_boot: int, rng: np.random.Generator) -> Rated:
+    """Ratings, intervals, rank ranges, the meta-game, Nash averages, alpha-Rank and cycles over one or
+    more games (several: each game's comparisons and its P weighted equally; resampled game by game)."""
+    n = len(entrants)
+    idx = {e: i for i, e in enumerate(entrants)}
+    ev, sums, counts, offsets = _pooled(parts, entrants)
+    base = sum(u for _, u in offsets)
     ref = idx.get(reference) if reference is not None else None
     rating, _, separated = fit_ranked(ev, reference=ref)
     notes = []

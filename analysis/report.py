@@ -18,6 +18,7 @@ add their own (``gamabench_scores.csv``, ``glee_*.csv``, ``steering.csv``, ``ste
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import platform
 import time
@@ -490,10 +491,41 @@ def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | 
 def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str, transcripts: int,
           collectors: dict[str, Any], report: Report, exps: pd.DataFrame, dirs: list[str], core: Frames,
           prices: str | Path | None) -> Report:
-    figdir = out / "figures"
-    ctx = Context([Path(d) for d in dirs], figdir, out, n_boot, seed, store, core)
+    """The report page: the figures and sections drawn, the tables built, then the page from its template."""
+    ctx = Context([Path(d) for d in dirs], out / "figures", out, n_boot, seed, store, core)
     for family, c in collectors.items():
         ctx.provide(family, c)
+    cards, sections, numbers = _draw(ctx, store, dirs, collectors, report, prices)
+    table, files, usage = _tables(store, out, n_boot, seed, prices)
+    report.files += files
+    talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
+    _font_note(store, report)
+    incomplete = exps[exps["runs_incomplete"] > 0]
+    names = ", ".join(str(x) for x in incomplete["experiment"][:5]) + (" ..." if len(incomplete) > 5 else "")
+    page = _template("report.html").render(
+        title=title, css=CSS, onload=ONLOAD, n_dirs=len(dirs), player_runs=store.count("players"),
+        decisions=store.count("decisions"), version=__version__, built=time.strftime("%Y-%m-%d %H:%M"),
+        n_boot=n_boot, seed=seed, cards=cards, card_html=[_card_html(c) for c in cards], talk=talk,
+        findings=findings_html(_findings_rows(store, table)),  # the finding in words, before any table
+        incomplete=len(incomplete) and {"runs": int(incomplete["runs_incomplete"].sum()),
+                                        "experiments": len(incomplete), "names": names},
+        notes=report.notes, figures=[_figure_html(numbers[fig.key], fig, out) for fig in report.figures],
+        skipped=report.skipped, sections=sections,
+        comparisons=_comparisons_html(core, n_boot, seed, _cell_comparisons_html(store, core, n_boot, seed)),
+        usage=_table_html(usage, index=False),
+        summary=_summary_html(table[table["run_dir"].isin(set(core.experiments["run_dir"]))]),
+        definitions=DEFINITIONS, provenance=_provenance_html(exps, report, numbers))
+    # a log written before replies were held to the text rule may still hold a lone surrogate: shown as its
+    # escape, and the page replaces the last one only once it is whole (never a 0-byte report.html)
+    write_atomic(report.html, storable(page))
+    return report
+
+
+def _draw(ctx: Context, store: Any, dirs: list[str], collectors: dict[str, Any], report: Report,
+          prices: str | Path | None) -> tuple[list[Card], list[Section], dict[str, int]]:
+    """The figures of every layer, numbered in page order; the families' scorecards (heaviest first) and
+    sections. Figures and skipped figures are recorded on ``report``."""
+    core, figdir, n_boot, seed = ctx.core, ctx.figdir, ctx.n_boot, ctx.seed
     numbers: dict[str, int] = {}
     with F.style(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")  # reported once, as a note
@@ -509,7 +541,7 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
         cards = [(i, c) for i, (_, m) in enumerate(_sections()) if (c := m.scorecard(ctx)) is not None]
         sections = [s for name, m in _sections() if name != REST and (s := m.section(ctx)) is not None]
         spread = distributions.report_sections(dirs, figdir, collectors["distributions"])
-        thinking = reasoning_section(store, figdir, out, load_prices(prices))  # None without reasoning
+        thinking = reasoning_section(store, figdir, ctx.out, load_prices(prices))  # None without reasoning
         if thinking is not None:
             sections.append(thinking)
         rated = ratings_section([Path(d) for d in dirs], figdir, n_boot, seed)  # a tournament's, else None
@@ -528,31 +560,12 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
         report.figures += sec.figures
         report.skipped += sec.skipped
         report.files += sec.files
-    table, files, usage = _tables(store, out, n_boot, seed, prices)
-    report.files += files
-    talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
     cards.sort(key=lambda ic: (-ic[1].weight, ic[0]))
+    return [c for _, c in cards], sections, numbers
 
-    body = [f"<h1>{_esc(title)}</h1>",
-            f"<p class='meta'>{len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'} &middot; "
-            f"{store.count('players'):,} player-runs &middot; {store.count('decisions'):,} decisions &middot; "
-            f"econarena {__version__} &middot; {time.strftime('%Y-%m-%d %H:%M')} &middot; intervals: {n_boot} "
-            f"bootstrap replicates, seed {seed}</p>",
-            "<nav>" + "".join(f"<a href='#{c.anchor}'>{_esc(c.title.split(':')[0])}</a>" for _, c in cards)
-            + ("<a href='#figures'>Figures</a>" if report.figures or report.skipped else "")
-            + ("<a href='#transcripts'>Conversations</a>" if talk is not None else "")
-            + "<a href='#details'>Details</a><a href='#usage'>Tokens &amp; cost</a>"
-            "<a href='#provenance'>Provenance</a></nav>"]
-    body.append(findings_html(_findings_rows(store, table)))  # the finding in words, before any table
-    body += [_card_html(c) for _, c in cards]
-    if not cards:
-        body.append("<p class='note'>No complete runs to score yet; the detail below shows what was found.</p>")
-    incomplete = exps[exps["runs_incomplete"] > 0]
-    if len(incomplete):
-        names = ", ".join(str(x) for x in incomplete["experiment"][:5]) + (" ..." if len(incomplete) > 5 else "")
-        body.append(f"<p class='note'>{int(incomplete['runs_incomplete'].sum())} incomplete run(s) are left out "
-                    f"({len(incomplete)} experiment(s): {_esc(names)}); finish them with <code>econarena run ... "
-                    "--resume</code>.</p>")
+
+def _font_note(store: Any, report: Report) -> None:
+    """A note on ``report`` naming the labels no installed font can draw (the figures show boxes)."""
     labels = store.con.execute("SELECT DISTINCT label FROM players WHERE label IS NOT NULL").fetchall()
     boxes = F.missing_glyphs(sorted({str(x[0]) for x in labels}))
     if boxes:
@@ -560,39 +573,19 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
                             "can draw (" + "".join(sorted(set("".join(boxes.values())))) + "): the figures show "
                             "boxes for them, the tables are exact; install a font that has them (Debian: "
                             "apt-get install fonts-noto-cjk) and run report again")
-    for note in report.notes:
-        body.append(f"<p class='note'>{_esc(note)}</p>")
-    if report.figures or report.skipped:
-        body.append("<h2 id='figures'>Figures</h2>")
-        for fig in report.figures:
-            body.append(_figure_html(numbers[fig.key], fig, out))
-        for name, why in report.skipped:
-            body.append(f"<p class='note'><b>Not shown: {_esc(name)}.</b> {_esc(why)}</p>")
-    if talk is not None:
-        body += ["<h2 id='transcripts'>Conversations</h2>", talk]
-    body.append("<h2 id='details'>Details</h2>")
-    for sec in sections:
-        if sec.detail or sec.notes:
-            body.append(f"<h3 id='detail-{_esc(sec.family)}'>{_esc(sec.title)}</h3>"
-                        + "".join(f"<p class='note'>{_esc(n)}</p>" for n in sec.notes) + sec.detail)
-    cell_comparisons = _cell_comparisons_html(store, core, n_boot, seed)
-    body += ["<h3 id='comparisons'>Comparisons between settings</h3>",
-             _comparisons_html(core, n_boot, seed, cell_comparisons),
-             "<h3 id='usage'>Tokens and cost per player</h3>",
-             "<p>Cost uses prices from <code>--prices FILE.toml</code> (USD per million tokens by model or label); "
-             "local models and baselines cost nothing; '-' = unknown.</p>", _table_html(usage, index=False),
-             "<h3 id='tables'>All metrics per experiment</h3>",
-             "<p>value [95% CI]; every metric, setting and label of every experiment (those of the families above "
-             "included) is also in <code>metrics.csv</code>.</p>",
-             _summary_html(table[table["run_dir"].isin(set(core.experiments["run_dir"]))]),
-             "<h3>Definitions</h3>", DEFINITIONS,
-             "<details id='provenance'><summary>Provenance: run directories, experiments, versions, files"
-             "</summary>", _provenance_html(exps, report, numbers), "</details>"]
-    page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{_esc(title)}</title><style>{CSS}</style><script>{ONLOAD}</script></head>"
-            "<body>\n" + "\n".join(body) + "\n</body></html>\n")
-    # a log written before replies were held to the text rule may still hold a lone surrogate: shown as its
-    # escape, and the page replaces the last one only once it is whole (never a 0-byte report.html)
-    write_atomic(report.html, storable(page))
-    return report
+
+
+@functools.cache
+def _template(name: str) -> Any:
+    """A page template of analysis/templates, every value escaped unless the template marks it ``safe`` (the
+    HTML our own helpers built). Escaped as the rest of the page is (``html.escape``), so a page reads the
+    same byte for byte as when it was assembled by hand."""
+    import jinja2
+    from markupsafe import Markup
+
+    def escaped(x: Any) -> Markup:
+        return x if isinstance(x, Markup) else Markup(esc(x))
+
+    env = jinja2.Environment(autoescape=True, finalize=escaped, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string((Path(__file__).with_name("templates") / name).read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""Analysis at the papers' scale (issue 26): GLEE bargaining's whole grid (384 configurations) with baseline
+"""Analysis at the papers' scale: GLEE bargaining's whole grid (384 configurations) with baseline
 players, ``--sessions`` games each (150: 57,600 games, as the issue measured), then ``econarena analyze
 glee`` and ``econarena report`` of it: wall time, CPU time and peak memory (of that process alone) of each.
 
@@ -8,7 +8,7 @@ see the same load, and checks that both wrote the same numbers (metrics.csv, the
 exports' content). ``--sizes 30 150`` also measures a smaller study, to see whether memory grows with the
 number of games (the goal: the report's peak at 57,600 games at most 1.5x its peak at 11,520).
 
-This tree's commands run twice since issue 36: first with no columnar copy of the study (the first read,
+This tree's commands run twice: first with no columnar copy of the study (the first read,
 which writes it: ``analysis/columnar.py``, under ``ECONARENA_COLUMNS`` in the benchmark's folder), then from
 the copy (every later read); the ratios are given for both. The tree given by ``--against`` predates copies.
 """

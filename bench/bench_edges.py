@@ -1,4 +1,4 @@
-"""The run-directory checks of issue 33 on the hot path: the per-decision cost of reading a run directory.
+"""The run-directory checks on the hot path: the per-decision cost of reading a run directory.
 
 What a report, an analysis and a summary pay per decision line: opening the logs as regular files, the record
 checks (bounded numbers, the one name rule for labels and models), the scan that feeds the tables. A run of

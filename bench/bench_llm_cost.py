@@ -14,7 +14,7 @@ its own process, so its CPU is not ours), with 64 calls in flight:
 
 Each rate is the median of ``--repeat`` runs after a warm-up.
 
-4. CPU per call at the margin (``--margin``, what issue 36's goal is stated in): a fresh process per
+4. CPU per call at the margin (``--margin``, what the performance goal is stated in): a fresh process per
    measurement plays a warm-up, then N1 and N2 calls, and the CPU of the extra N2 - N1 calls divided by
    their number is the figure: imports, first connections and a run's fixed costs (directories, summary)
    fall out. Measured through ``LLMAgent.decide`` (the provider layer, 64 in flight) and through the Host
@@ -170,7 +170,7 @@ async def sdk_rate(port: int, n: int, mode: str) -> float:
                                                      max_tokens=50)
             elif mode == "post":
                 await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-            else:  # what our provider sends since issue 19: the body as bytes, the reply as bytes
+            else:  # what our provider sends now: the body as bytes, the reply as bytes
                 orjson.loads(await client.post("/chat/completions", content=orjson.dumps(body), cast_to=bytes))
 
     await asyncio.gather(*(one() for _ in range(INFLIGHT)))  # warm-up: connections
@@ -337,7 +337,7 @@ def main() -> int:
                             for _ in range(args.repeat)])
             show("llm_agent", agent, "calls/s", "our provider alone (LLMAgent.decide, no Host)")
             for mode, what in (("create", "chat.completions.create"),
-                               ("post", "client.post, typed ChatCompletion (our provider before issue 19)"),
+                               ("post", "client.post, typed ChatCompletion (our provider before the lean path)"),
                                ("post_bytes", "client.post, body and reply as bytes (our SDK path)")):
                 r = median([asyncio.run(sdk_rate(port, args.decisions, mode)) for _ in range(args.repeat)])
                 show(f"llm_sdk_{mode}", r, "requests/s", f"the OpenAI SDK alone, {what}")

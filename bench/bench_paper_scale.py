@@ -1,4 +1,4 @@
-"""GLEE at the paper's scale (issue 26): its three families' whole grids (384 + 576 + 360 = 1,320
+"""GLEE at the paper's scale: its three families' whole grids (384 + 576 + 360 = 1,320
 configurations) with baseline players, ``--sessions`` games each (445: 587,400 games, the size of GLEE's
 study), played as a user with a batch scheduler would (each family as ``--shards`` shards run side by
 side), then ``econarena report`` reading the shards where they are (no merge) twice: the first read parses
@@ -9,7 +9,7 @@ Heavy (tens of minutes, a few GB of logs): not part of ``make bench`` or ``make 
 
     .venv/bin/python bench/bench_paper_scale.py [--sessions 445] [--shards 2] [--keep DIR]
 
-The code before issue 26 read a study whole into memory (3 GB at 57,600 games, growing with them: about
+The code before streaming read a study whole into memory (3 GB at 57,600 games, growing with them: about
 35 GB and half an hour for this one), so it is not run against it here.
 """
 
@@ -84,7 +84,7 @@ def main() -> None:
                   f"{size:.2f} GB of logs): {wall:.0f} s wall, {sum(c for c, _ in stats):.0f} s CPU, peak "
                   f"{max(r for _, r in stats):.0f} MB per shard", flush=True)
         # the columnar copies (analysis/columnar.py) in a folder of this run's: the first report reads the logs
-        # and writes them, the second reads them (the goal of issue 36: at most 60 s and 1 GB)
+        # and writes them, the second reads them (the goal: at most 60 s and 1 GB)
         copies = tmp / "columns"
         shutil.rmtree(copies, ignore_errors=True)
         os.environ["ECONARENA_COLUMNS"] = str(copies)

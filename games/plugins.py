@@ -10,29 +10,31 @@ Two routes lead a game into :data:`econarena.games.GAMES`, both on first use of 
   ``[project.entry-points."econarena.games"] duopoly = "my_games.duopoly:Duopoly"``), filed under the
   game's ``name``, so ``game = "duopoly"`` works like a built-in.
 
-This is the one module of the package that imports code by name (``tests/test_layers.py`` allows it here
-and nowhere else): only what a user names, only from a folder the user named, and only a Game comes out of
-it. A run directory, an experiment file, the current folder or ``sys.path`` never make it import a module
-on their own: a received run directory could name ``numpy.f2py.__main__:X`` or sit beside an
-``evilgame.py``. The rules themselves stay pure; finding them is code loading, not I/O of data.
+The import itself is formats/trusted.py's, shared with the players' paths: only what a user names, only
+from a folder the user named, and only a Game comes out of it. A run directory, an experiment file, the
+current folder or ``sys.path`` never make it import a module on their own: a received run directory could
+name ``numpy.f2py.__main__:X`` or sit beside an ``evilgame.py``. The rules themselves stay pure; finding
+them is code loading, not I/O of data.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
-import importlib.util
 import inspect
 import re
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# the rule of a path imported from a trusted folder is one, shared with the players' paths: the one import
+# of games/ from outside it (tests/test_layers.py says why)
+from ..formats.trusted import PluginError, import_trusted, is_spec, module_file, trusted_folder
 from .base import Game
 
+__all__ = ["PluginError", "as_game", "entry_point_games", "find", "is_spec", "load_entry_points", "load_spec",
+           "module_file", "resolve", "trust", "trusted"]
+
 GROUP = "econarena.games"
-SPEC = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 _trusted: list[Path] = []  # folders named by the user (--trust DIR): the only places a path is imported from
 _failed: dict[str, str] = {}  # path -> why it could not be loaded (asked once, not on every lookup)
@@ -40,21 +42,10 @@ _entry_points: list[Game] | None = None
 entry_point_errors: list[str] = []  # entry points that failed to load, with why
 
 
-class PluginError(ValueError):
-    """A game path or entry point that does not lead to a game; the message says what was expected."""
-
-
-def is_spec(key: str) -> bool:
-    """Whether ``key`` is a ``module:Class`` path (a built-in game's name never holds a colon)."""
-    return bool(SPEC.fullmatch(key))
-
-
 def trust(folder: str | Path) -> Path:
     """Import game modules from ``folder`` (the command line's ``--trust DIR``): the one way a path's code
     runs, so that what a received file names stays data."""
-    path = Path(folder).expanduser().resolve()
-    if not path.is_dir():
-        raise PluginError(f"--trust {folder}: expected a folder that holds your game or player modules")
+    path = trusted_folder(folder)
     if path not in _trusted:
         _trusted.append(path)
         _failed.clear()  # a path refused before may be found there
@@ -66,57 +57,8 @@ def trusted() -> list[Path]:
     return list(_trusted)
 
 
-def module_file(module: str, folder: Path) -> Path | None:
-    """The file ``module`` is in ``folder`` (``a/b.py`` or ``a/b/__init__.py``), looked up without running
-    any code; None where the folder does not hold it."""
-    base = folder.joinpath(*module.split("."))
-    for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _inside(path: str | None, folder: Path) -> bool:
-    return path is not None and Path(path).resolve().is_relative_to(folder)
-
-
-def import_trusted(module: str, folders: list[Path], what: str) -> Any:
-    """Import ``module`` from the first of ``folders`` that holds it, refusing one that another module of
-    that name (installed, or imported already) would stand in for; ``PluginError`` says why not."""
-    top = module.split(".")[0]
-    for folder in folders:
-        if module_file(module, folder) is None:
-            continue
-        loaded = sys.modules.get(top)
-        if loaded is not None and not (_inside(getattr(loaded, "__file__", None), folder)
-                                       or any(_inside(p, folder) for p in getattr(loaded, "__path__", []))):
-            raise PluginError(f"{module!r}: a module {top!r} is imported already from elsewhere, not from the "
-                              f"trusted folder {folder}: rename your package")
-        if str(folder) not in sys.path:
-            sys.path.append(str(folder))
-            importlib.invalidate_caches()
-        spec = importlib.util.find_spec(top) if loaded is None else None
-        if spec is not None and not (_inside(spec.origin, folder)
-                                     or any(_inside(p, folder) for p in spec.submodule_search_locations or [])):
-            raise PluginError(f"{module!r}: an installed module {top!r} ({spec.origin}) comes before the trusted "
-                              f"folder {folder} on sys.path: rename your package")
-        try:
-            found = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            raise PluginError(f"module {module!r} was found in {folder} but imports {exc.name!r}, which is not "
-                              "installed") from None
-        if not _inside(getattr(found, "__file__", None), folder):
-            raise PluginError(f"{module!r} was imported from {getattr(found, '__file__', '?')}, not from the "
-                              f"trusted folder {folder}: rename your package")
-        return found
-    where = ", ".join(map(str, folders)) if folders else "no folder is trusted"
-    raise PluginError(f"{module!r} is not imported: a {what} module is imported only from a folder you name "
-                      f"with --trust DIR ({where}), or installed with an entry point; a file never makes "
-                      "econarena import a module on its own")
-
-
 def _import(module: str) -> Any:
-    return import_trusted(module, _trusted, "game")
+    return import_trusted(module, _trusted, "game", ", or installed with an entry point")
 
 
 def as_game(obj: Any, where: str) -> Game:

@@ -44,7 +44,15 @@ def storable(s: str) -> str:
 # whole terminal escape sequence in one character: a name could recolour, hide lines or plant a link), the
 # Unicode line and paragraph separators, and lone surrogates. A name is a row and a column of every table,
 # a line of the terminal, a CSV cell and a file name.
-_NOT_IN_A_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+CONTROLS = "\x00-\x1f\x7f-\x9f\u2028\u2029"  # C0, DEL, C1 and the line and paragraph separators
+_CONTROL = re.compile(f"[{CONTROLS}]")
+_NOT_IN_A_NAME = re.compile(f"[{CONTROLS}\ud800-\udfff]")
+
+
+def is_control(c: str) -> bool:
+    """Whether the character ``c`` is a control character or a line break no one-line text may hold
+    (Unicode's Cc, Zl and Zp: C0, DEL, C1, U+2028, U+2029)."""
+    return _CONTROL.fullmatch(c) is not None
 
 
 def name_problem(s: str) -> str | None:

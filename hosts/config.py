@@ -21,7 +21,7 @@ from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
 from ..files import CONFIG_BYTES, FileRefused, read_text
 from ..games import GAMES, plugins
-from ..games.text import name_problem
+from ..games.text import is_control, name_problem
 from ..games.trivial import TRIVIAL_POLICIES
 from .experiment import (
     AGENT_KEYS,
@@ -240,9 +240,49 @@ def follow_alias(table: dict[str, Any], alias: Any, mpath: str) -> dict[str, Any
 def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = None, seed: int | None = None,
                      overrides: dict[str, Any] | None = None) -> Experiment:
     """Validate a parsed TOML document; collects every problem it can before raising."""
-    from .prompts import PROMPT_KEYS, check_template_overrides
+    from .prompts import check_template_overrides
 
     errors: list[str] = []
+    exp = _experiment_section(data, where, errors, path, seed, overrides)
+    game = GAMES[exp.game]
+    params = _game_params(data, game, where, errors)
+    llm_raw = _llm_defaults(data, where, errors)
+    players, players_raw, tournament, prefix = _players(data, where, exp, game, llm_raw, errors)
+    _check_seats(players, players_raw, tournament, exp, where, prefix, errors)
+    errors += _policy_problems(where, game, players, exp.environment, prefix)
+    if (exp.environment == "rational" and players and not errors
+            and not any(p.agent == "rational" for p in players)):
+        if "rational" in {label_key(p.label) for p in players}:
+            errors.append(f"{where}: players: the label 'rational' names the hard-coded rational opponents; "
+                          "give that entry another label")
+        players.append(PlayerEntry(agent="rational", label="rational"))  # the hard-coded opponents
+    prompts = _prompts(data, where, errors)
+    if errors:
+        raise ConfigError("\n".join(errors))
+    assert params is not None
+    try:
+        axes = parse_grid(data.get("grid"))
+    except GridError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    steer, judge = _parse_steer_judge(data, where, game, params, players, exp, llm_raw, axes)
+    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes,
+                            steer=steer, judge=judge, tournament=tournament)
+    _check_tournament(experiment, where)
+    _check_cells(experiment, where)
+    _check_history(experiment, where)
+    _check_judge(experiment, where)
+    _check_draws(experiment, where)  # first: the template check below draws a configuration too
+    _check_llm_budget(experiment, where)
+    problems = check_template_overrides(experiment)
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
+    return experiment
+
+
+def _experiment_section(data: dict[str, Any], where: str, errors: list[str], path: Path | None, seed: int | None,
+                        overrides: dict[str, Any] | None) -> ExperimentSection:
+    """The [experiment] table with the command line's overrides, its game found; ConfigError (with the
+    problems so far) when there is no experiment or no such game."""
     for key in data:
         if key not in TOP_KEYS:
             errors.append(f"{where}: unknown table '{key}' (expected {', '.join(sorted(TOP_KEYS))})")
@@ -274,8 +314,11 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._\-]*", exp.name) or len(exp.name) > 200:
         errors.append(f"{where}: experiment.name {exp.name!r}: a plain file name (letters, digits, '.', '_' "
                       "or '-', not starting with '.' or '-', at most 200 characters): it names the run directory")
-    game = GAMES[exp.game]
+    return exp
 
+
+def _game_params(data: dict[str, Any], game: Any, where: str, errors: list[str]) -> Any:
+    """The [game] table as the game's parameters; None (and the problems in ``errors``) when it is not."""
     game_raw = data.get("game") or {}
     params = None
     try:
@@ -285,6 +328,11 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     except TypeError:
         errors.append(f"{where}: [game] must be a table")
 
+    return params
+
+
+def _llm_defaults(data: dict[str, Any], where: str, errors: list[str]) -> dict[str, Any]:
+    """The [llm] table (every player's defaults), checked; {} when it is no table."""
     llm_raw = data.get("llm") or {}
     if not isinstance(llm_raw, dict):
         errors.append(f"{where}: [llm] must be a table")
@@ -296,6 +344,13 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     except ValidationError as err:
         errors.extend(_pyd_errors(where, "llm", err))
 
+    return llm_raw
+
+
+def _players(data: dict[str, Any], where: str, exp: ExperimentSection, game: Any, llm_raw: dict[str, Any],
+             errors: list[str]) -> tuple[list[PlayerEntry], list[Any], Any, str]:
+    """The [[players]] (or a tournament's entrants) parsed: the entries, the raw tables, the tournament and
+    the key they were read under."""
     players_raw = data.get("players")
     players: list[PlayerEntry] = []
     tournament = None
@@ -312,6 +367,12 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
         if entry is not None:
             players.append(entry)
 
+    return players, players_raw, tournament, prefix
+
+
+def _check_seats(players: list[PlayerEntry], players_raw: list[Any], tournament: Any, exp: ExperimentSection,
+                 where: str, prefix: str, errors: list[str]) -> None:
+    """Labels distinct (ignoring case and surrounding spaces) and the seat counts the environment allows."""
     labels = [p.label for p in players]
     # "A" and "a " would be two rows in a table that readers (and spreadsheets) take for one player
     seen: dict[str, str] = {}
@@ -341,13 +402,11 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
                     errors.append(f"{where}: players[{i}].count: only a melee seats several copies of an "
                                   f"entry; in '{exp.environment}' players_per_game sets the table size")
 
-    errors += _policy_problems(where, game, players, exp.environment, prefix)
-    if (exp.environment == "rational" and players and not errors
-            and not any(p.agent == "rational" for p in players)):
-        if "rational" in {label_key(x) for x in labels}:
-            errors.append(f"{where}: players: the label 'rational' names the hard-coded rational opponents; "
-                          "give that entry another label")
-        players.append(PlayerEntry(agent="rational", label="rational"))  # the hard-coded opponents
+
+
+def _prompts(data: dict[str, Any], where: str, errors: list[str]) -> dict[str, Any]:
+    """The [prompts] table, its keys checked; {} when it is no table."""
+    from .prompts import PROMPT_KEYS
 
     prompts = data.get("prompts") or {}
     if not isinstance(prompts, dict):
@@ -356,26 +415,7 @@ def parse_experiment(data: dict[str, Any], where: str, *, path: Path | None = No
     for key in prompts:
         if key not in PROMPT_KEYS and not key.startswith("describe_"):
             errors.append(f"{where}: unknown key 'prompts.{key}' (known: {', '.join(sorted(PROMPT_KEYS))})")
-    if errors:
-        raise ConfigError("\n".join(errors))
-    assert params is not None
-    try:
-        axes = parse_grid(data.get("grid"))
-    except GridError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    steer, judge = _parse_steer_judge(data, where, game, params, players, exp, llm_raw, axes)
-    experiment = Experiment(path, exp, game, params, players, dict(llm_raw), dict(prompts), raw=data, axes=axes,
-                            steer=steer, judge=judge, tournament=tournament)
-    _check_tournament(experiment, where)
-    _check_cells(experiment, where)
-    _check_history(experiment, where)
-    _check_judge(experiment, where)
-    _check_draws(experiment, where)  # first: the template check below draws a configuration too
-    _check_llm_budget(experiment, where)
-    problems = check_template_overrides(experiment)
-    if problems:
-        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
-    return experiment
+    return prompts
 
 
 def _parse_steer_judge(data: dict[str, Any], where: str, game: Any, params: Any, players: list[PlayerEntry],
@@ -566,7 +606,7 @@ def _url_problem(url: str | list[str]) -> str | None:
             return "the same URL is listed twice"
         return None
 
-    bad = next((i for i, c in enumerate(url) if c.isspace() or ord(c) < 32 or 127 <= ord(c) <= 159), None)
+    bad = next((i for i, c in enumerate(url) if c.isspace() or is_control(c)), None)
     if bad is not None:  # urlsplit drops CR, LF and tabs in silence; the SDK sends them and every call fails
         return (f"holds a space or a control character (U+{ord(url[bad]):04X}, a CR or LF from a pasted line?) at "
                 f"character {bad}: no URL holds one (the value is not shown: it may hold a key)")
@@ -693,15 +733,8 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if not isinstance(agent, str):
         errors.append(f"{where}: {key}.agent is missing; choose one of {', '.join(agent_names())}")
         return None
-    if agent_plugins.is_spec(agent):  # a strategy of the user's own (agents/plugins.py)
-        try:
-            agent_plugins.load_agent_class(agent)
-        except agent_plugins.PluginError as exc:
-            errors.append(f"{where}: {key}.agent: {exc}")
-            return None
-    elif agent not in BASELINES and agent not in PROVIDERS:
-        errors.append(f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}, or a "
-                      "path 'package.module:Class' to a strategy of your own")
+    if (problem := _agent_problem(agent, key, where)) is not None:
+        errors.append(problem)
         return None
     # alias was replaced by its table before (resolve_aliases)
     allowed = {k for k in PLAYER_KEYS if k != "alias"} | set(
@@ -733,42 +766,58 @@ def _parse_player(raw: Any, i: int, where: str, environment: str, llm_defaults: 
     if label is None:
         label = policy if agent == "policy" else agent.split(":")[-1] if agent_plugins.is_spec(agent) else \
             agent if llm is None or not llm.model else f"{agent}/{llm.model}"
-    if not isinstance(label, str) or not label.strip():
-        errors.append(f"{where}: '{key}.label': expected a non-empty string")
-        return None
-    if name_problem(label) is not None or len(label) > 200:
-        errors.append(f"{where}: '{key}.label': {label[:40]!r}: at most 200 characters and no control characters "
-                      "(C0 such as tabs and newlines, DEL, C1 such as U+009B): a label is a row and a column name "
-                      "in every table")
-        return None
-    if llm is not None and llm.model and (problem := name_problem(llm.model)) is not None:
-        errors.append(f"{where}: '{key}.model': {problem}")
-        return None
-    if llm is not None and (problem := _key_problem(agent, llm, raw, f"{where}: '{key}")) is not None:
+    responses, k, persona = raw.get("responses", []), raw.get("k", 1), raw.get("persona")
+    if (problem := _player_problem(agent, raw, label, llm, key, where)) is not None:
         errors.append(problem)
         return None
+    assert isinstance(label, str)  # _player_problem refused any other
+    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, policy=policy,
+                       llm=llm, persona=persona)
+
+
+def _agent_problem(agent: str, key: str, where: str) -> str | None:
+    """Why ``agent`` names no agent (a baseline, a provider or a path to a strategy of the user's own)."""
+    if agent_plugins.is_spec(agent):  # a strategy of the user's own (agents/plugins.py)
+        try:
+            agent_plugins.load_agent_class(agent)
+        except agent_plugins.PluginError as exc:
+            return f"{where}: {key}.agent: {exc}"
+    elif agent not in BASELINES and agent not in PROVIDERS:
+        return (f"{where}: {key}.agent: unknown agent {agent!r}; known: {', '.join(agent_names())}, or a "
+                "path 'package.module:Class' to a strategy of your own")
+    return None
+
+
+def _player_problem(agent: str, raw: dict[str, Any], label: Any, llm: LLMSettings | None, key: str,
+                    where: str) -> str | None:
+    """The first problem of a player's label, model, key, URL and baseline settings, or None."""
+    if not isinstance(label, str) or not label.strip():
+        return f"{where}: '{key}.label': expected a non-empty string"
+    if name_problem(label) is not None or len(label) > 200:
+        return (f"{where}: '{key}.label': {label[:40]!r}: at most 200 characters and no control characters "
+                "(C0 such as tabs and newlines, DEL, C1 such as U+009B): a label is a row and a column name "
+                "in every table")
+    if llm is not None and llm.model and (problem := name_problem(llm.model)) is not None:
+        return f"{where}: '{key}.model': {problem}"
+    if llm is not None and (problem := _key_problem(agent, llm, raw, f"{where}: '{key}")) is not None:
+        return problem
     if llm is not None and llm.base_url is not None and (problem := _url_problem(llm.base_url)):
-        errors.append(f"{where}: '{key}.base_url': {problem}")
-        return None
+        return f"{where}: '{key}.base_url': {problem}"
     responses = raw.get("responses", [])
     if agent == "scripted" and (not isinstance(responses, list) or not responses
                                 or not all(isinstance(r, str) for r in responses)):
-        errors.append(f"{where}: '{key}.responses': expected a non-empty list of strings "
-                      "(the raw replies, e.g. ['{\"answer\": 10}'])")
-        return None
+        return (f"{where}: '{key}.responses': expected a non-empty list of strings "
+                "(the raw replies, e.g. ['{\"answer\": 10}'])")
     k = raw.get("k", 1)
     if agent == "level_k" and (isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 1000):
-        errors.append(f"{where}: '{key}.k': expected an integer from 0 to 1000 (got {k!r})")
-        return None
+        return f"{where}: '{key}.k': expected an integer from 0 to 1000 (got {k!r})"
     persona = raw.get("persona")
     if persona is not None and (not isinstance(persona, str) or not persona.strip() or len(persona) > MAX_PERSONA
                                 or "\x00" in persona):
-        errors.append(f"{where}: '{key}.persona': expected {' or '.join(repr(p) for p in PERSONAS)}, or your own "
-                      f"text (a non-empty string of at most {MAX_PERSONA} characters) appended to the player's "
-                      f"system prompt (got {persona!r:.60})")
-        return None
-    return PlayerEntry(agent=agent, label=label, count=count, responses=list(responses), k=k, policy=policy,
-                       llm=llm, persona=persona)
+        return (f"{where}: '{key}.persona': expected {' or '.join(repr(p) for p in PERSONAS)}, or your own "
+                f"text (a non-empty string of at most {MAX_PERSONA} characters) appended to the player's "
+                f"system prompt (got {persona!r:.60})")
+    return None
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> str:

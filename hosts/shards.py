@@ -187,6 +187,7 @@ def _unfinished(s: _Shard) -> str:
     """Why shard ``s`` cannot be merged yet, from what its directory holds: still running (its lock is
     held), stopped before it ended (killed: the manifest still says running), or ended incomplete; with
     the runs it has finished, counted from its log (a killed process never wrote the manifest's counts)."""
+    from ..formats.locks import holder_of
     from ..rundir import LOCK, complete_runs
 
     m = s.manifest
@@ -198,7 +199,7 @@ def _unfinished(s: _Shard) -> str:
               "options it was started with)")
     name = f"shard {s.index}/{s.count} ({s.path})"
     if status == "running":
-        holder = _lock_holder(s.path / LOCK)
+        holder = holder_of(s.path / LOCK)
         if holder is not None:
             return (f"{name} is still running ({holder}; {runs} so far): wait for it to end (with Slurm, make "
                     "the merge job depend on the array: sbatch --dependency=afterok:JOBID), then merge again")
@@ -208,26 +209,6 @@ def _unfinished(s: _Shard) -> str:
                                                  if m.get("runs_incomplete") else "")
     return (f"{name} is {status} ({runs}{': ' + why if why else ''}); finish it with {resume}, then merge "
             "again")
-
-
-def _lock_holder(path: Path) -> str | None:
-    """Who holds a run directory's lock (the line it wrote), or None when no live process does."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return None
-    try:
-        fh = path.open(encoding="utf-8")  # read only: merging must not create or change a shard's files
-    except OSError:
-        return None
-    with fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            return fh.read().strip() or "a live process"
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return None
 
 
 def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:

@@ -543,34 +543,27 @@ IMPORT_LOCK = ".import.lock"
 def hold_import(out: Path) -> Iterator[None]:
     """Hold ``out`` for one import from its first check to its last file: a second import into the same
     ``--out`` at the same time is refused (:class:`ImportFailed` naming the holder), never interleaved (both
-    succeeded and left ``--out`` mixed). ``flock``: the kernel drops it when the process dies."""
+    succeeded and left ``--out`` mixed); the kernel drops the lock when the process dies."""
+    from ..formats.locks import LockBusy, take
+
     made, lock = not out.exists(), out / IMPORT_LOCK
     new_lock = not lock.exists()
     if (out / MANIFEST).exists():  # a run directory: refused by check_out, and never written into
         yield
         return
     out.mkdir(parents=True, exist_ok=True)
-    fh = lock.open("a+", encoding="utf-8")
+    held = None
     try:
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            yield
-            return
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = storable(fh.read(200).strip()) or "another process"
+            held = take(lock, f"import by PID {os.getpid()}, since {now_iso()}")
+        except LockBusy as busy:
+            holder = storable(busy.holder) or "another process"
             raise ImportFailed(f"--out {storable(str(out))} is being written by another import ({holder}); wait "
                                "for it to end or import into another --out") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"import by PID {os.getpid()}, since {now_iso()}\n")
-        fh.flush()
         yield
     finally:
-        fh.close()
+        if held is not None:
+            held.release()
         if new_lock and not (out / REPORT_JSON).exists():  # a refused import leaves nothing behind
             lock.unlink(missing_ok=True)
             if made and not any(out.iterdir()):

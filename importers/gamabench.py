@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..files import RELEASED_BYTES, read_text
+from ..formats.reading import READ_ERRORS
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Outcome
 from .common import (
@@ -202,7 +203,7 @@ def import_dir(src: str | Path, out: str | Path, *, unnamed: str = "unnamed",
             continue
         try:
             data = released_json(read_text(path, RELEASED_BYTES))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        except READ_ERRORS as exc:
             result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue
         if not isinstance(data, dict):

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..files import RELEASED_BYTES, open_regular, read_text
+from ..formats.reading import READ_ERRORS
 from ..games import GAMES
 from ..games.base import Game, ImportedRun, Setup
 from ..games.glee.common import reader_for
@@ -192,7 +193,7 @@ def import_dir(src: str | Path, out: str | Path, *, games: Mapping[str, Game] | 
             continue
         try:
             config = _config(folder)
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        except READ_ERRORS as exc:
             result.refuse(rel, "unreadable", f"config.json is not readable ({why(exc)})")
             continue
         game = reader_for(config, games)

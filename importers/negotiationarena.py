@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..files import RELEASED_BYTES, read_text
+from ..formats.reading import READ_ERRORS
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.negotiationarena.common import log_models, reader_for
@@ -117,7 +118,7 @@ def import_dir(src: str | Path, out: str | Path, *, metrics: str = "correct",
                 result.refuse(rel, "duplicate", f"the same log as {first}: one game, imported once")
                 continue
             data = released_json(text)
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        except READ_ERRORS as exc:
             result.refuse(rel, "unreadable", f"not readable JSON ({why(exc)})")
             continue
         if not isinstance(data, dict):

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import tomli_w
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))  # the test helper modules (fakeservers, hf_fixtures, ...)
@@ -136,29 +137,8 @@ def experiment_dict(game: str, players: list[dict[str, Any]], params: dict[str, 
 
 
 def to_toml(doc: dict[str, Any]) -> str:
-    """Enough TOML for the test documents (tables of scalars, lists, inline tables; [[players]])."""
-
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
-        raise TypeError(type(v))
-
-    lines = []
-    for table, body in doc.items():
-        entries = body if isinstance(body, list) else [body]
-        for entry in entries:
-            lines.append(f"[[{table}]]" if isinstance(body, list) else f"[{table}]")
-            lines += [f"{json.dumps(k)} = {value(v)}" for k, v in entry.items()]
-            lines.append("")
-    return "\n".join(lines)
+    """The TOML text of a test document, written by tomli-w (the writer the package depends on)."""
+    return tomli_w.dumps(doc)
 
 
 def run_experiment(doc: dict[str, Any], out: Path, *, concurrency: int = 4):  # noqa: ANN201

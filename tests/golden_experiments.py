@@ -38,7 +38,7 @@ SMALL: dict[str, dict[str, Any]] = {  # game parameters that keep each experimen
 }
 
 
-# Games that gained a level-k rule after their golden files were first written (issue 16): their per-game
+# Games that gained a level-k rule after their golden files were first written: their per-game
 # experiments keep the seats they were recorded with, and level-k plays in a "<game>-level-k" experiment.
 LATER_LEVEL_K = ("guessing_game", "sealed_bid_auction")
 

@@ -115,7 +115,7 @@ def check_shards(seed: int, base: Path, rng: random.Random) -> list[str]:
 
 
 class TextHost(Host):
-    """Every seat through the prompt and text round trip, baselines included (the path before issue 20)."""
+    """Every seat through the prompt and text round trip, baselines included (the path of text replies)."""
 
     @functools.cached_property
     def _direct_entries(self) -> list[list[bool]]:

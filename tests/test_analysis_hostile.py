@@ -1,4 +1,4 @@
-"""The streamed analysis (issue 26) against logs and surroundings a hostile user brings: text no UTF-8 table can
+"""The streamed analysis against logs and surroundings a hostile user brings: text no UTF-8 table can
 hold, strings where numbers belong, integers beyond the tables', a config.toml that is no TOML, a full or
 missing temporary folder, a report killed midway, two reports into one folder. Each is either read as the
 README says or refused with the file, line and key (exit 2), never a traceback. One small experiment of

@@ -1,4 +1,4 @@
-"""Analysis that streams (issue 26) and reads what it is given honestly (issue 25): a run met twice counts
+"""Analysis that streams and reads what it is given honestly: a run met twice counts
 once, a lone shard says it is part of an experiment, NaN and Infinity are refused with the file, line and
 key, the report's page does not grow with the number of games, and the store gives the frames ``load``
 always gave. Small experiments of baselines: seconds."""

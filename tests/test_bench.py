@@ -574,3 +574,29 @@ def test_replies_from_the_cache_are_said_and_the_model_that_played_is_named(serv
     assert "came from the response cache" in (tmp_path / "b" / "fake" / "scorecard.html").read_text(encoding="utf-8")
     assert "came from the response cache" not in (tmp_path / "a" / "fake" / "scorecard.html").read_text(
         encoding="utf-8")
+
+
+def test_the_leaderboard_names_the_model_that_played(tmp_path: Path, capsys) -> None:
+    """`bench hf` names no model (its label is the provider's, "hf"): its row goes by the bundled model that
+    played, which bench.json records; a label the user chose, or one naming a model, stays as it is."""
+    suite = small_suite(tmp_path)
+    assert main(["bench", "rational", "--suite", str(suite), "--quiet", "--no-baselines",
+                 "--out", str(tmp_path / "q")]) == 0
+    path = tmp_path / "q" / "rational" / "bench.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    played = {"model": "SmolLM2-135M-Instruct", "weights": "w.gguf", "weights_sha256": "ab" * 32}
+    data["model"].update({"label": "hf", "agent": "hf", "model": None, "played_by": played})
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "q"), "--json", str(tmp_path / "lb.json")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("1 "))
+    assert row.split()[:2] == ["1", "SmolLM2-135M-Instruct"], out
+    assert json.loads((tmp_path / "lb.json").read_text(encoding="utf-8"))[0]["label"] == "SmolLM2-135M-Instruct"
+    hf = {"agent": "hf", "model": None, "played_by": played}
+    assert B._row_label({**hf, "label": "hf [effort=high]", "reasoning": {"reasoning_effort": "high"}}) == \
+        "SmolLM2-135M-Instruct [effort=high]"
+    assert B._row_label({**hf, "label": "mine"}) == "mine"
+    assert B._row_label({"label": "openai/gpt-4o-mini", "agent": "openai", "model": "gpt-4o-mini",
+                         "played_by": {"model": "gpt-4o-mini"}}) == "openai/gpt-4o-mini"
+    assert B._row_label({"label": "hf", "agent": "hf", "model": None, "played_by": None}) == "hf"

@@ -150,7 +150,7 @@ def test_one_row_per_model(tmp_path: Path, capsys) -> None:
     path = tmp_path / "b" / "random" / "bench.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     # another result of the same label: other settings (an overall score edited alone is now refused as a
-    # file that contradicts its own games, issue 33)
+    # file that contradicts its own games)
     data["settings_digest"] = "0" * 64
     path.write_text(json.dumps(data), encoding="utf-8")
     capsys.readouterr()
@@ -429,8 +429,8 @@ class _NodeLost:
 
 
 def test_sessions_an_engine_left_unplayed_are_not_called_api_errors(tmp_path: Path, capsys, monkeypatch) -> None:
-    """A bench on Ray whose node was lost said 'incomplete (some runs stopped on API errors)' (issue 27 fixed
-    the message for run and suite, not for bench): now the engine's reason is said, and bench.json says
+    """A bench on Ray whose node was lost said 'incomplete (some runs stopped on API errors)' (the message was
+    fixed for run and suite, not for bench): now the engine's reason is said, and bench.json says
     "stopped": "engine"."""
     import econarena.cli_bench as cb
 

@@ -1,4 +1,4 @@
-"""Hostile inputs, concurrent runs and honest metrics (issue 7): each test is one case an adversarial
+"""Hostile inputs, concurrent runs and honest metrics: each test is one case an adversarial
 review found, and failed before the fix (traceback, hang, silent wrong number, or lost data)."""
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 Layers (folders of the package, plus the root modules; ARCHITECTURE.md draws them):
   cli, cli_reports, cli_run (top) -> hosts, importers, analysis; hosts -> games, agents, rundir;
   importers -> games, rundir; analysis -> games, rundir; agents -> (nothing of ours but agents);
-  games -> (nothing but games and formats/registry.py, the one lazy registry type); rundir -> (the package
-  root only); the package root (``__init__``: version numbers) may be read by every layer but games.
-  Inside games, a family (``games/<family>/``) reads the contract (``games/*.py``) and its own family,
-  never another family; the contract reads no family.
+  games -> (nothing but games and formats/registry.py, the one lazy registry type); rundir -> formats and the
+  package root; formats -> (nothing but formats: the shared formats and small rules every layer above games may
+  read); the package root (``__init__``: version numbers) may be read by every layer but games. Inside games, a
+  family (``games/<family>/``) reads the contract (``games/*.py``) and its own family, never another family; the
+  contract reads no family.
   Inside analysis, the shared modules never read a family module except the report, which assembles them.
 Imports inside the package are relative; they are resolved here so the rules read the same either way.
 """
@@ -27,26 +28,30 @@ from econarena.agents.providers import RECORDS
 REPO = Path(__file__).resolve().parent.parent
 SDKS = ("openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "aiohttp", "httpx")
 SDKS = tuple(dict.fromkeys((*SDKS, *(m.split(".")[0] for r in RECORDS for m in r.sdk_modules))))  # a new one too
-LAYERS = ("games", "agents", "hosts", "importers", "analysis")
+LAYERS = ("games", "agents", "hosts", "importers", "analysis", "formats")
 CLI = ("cli", "cli_reports", "cli_bench", "cli_run")
 # games/plugins.py finds games of the user's own packages (module:Class paths, entry points): it imports by
 # name and looks at sys.path, and is the one module allowed to (it holds no rules, and only a Game comes out)
 PLUGINS = REPO / "games" / "plugins.py"
-AGENT_PLUGINS = REPO / "agents" / "plugins.py"  # the same for players of the user's own
 # formats/registry.py imports the lazy ``module:attr`` entries the package lists in its own code and the
 # entry points of installed distributions, never a name read from a file; games may read it (it imports
 # nothing but the standard library and holds no rules), the one module outside games/ they may
 REGISTRY = REPO / "formats" / "registry.py"
+# the import itself, shared by games/plugins.py and agents/plugins.py (players of the user's own): the one
+# module that calls import_module by a user's name, and the one other import of games/ from outside it
+# (games/plugins.py loads code, it holds no rule of a game)
+TRUSTED = REPO / "formats" / "trusted.py"
 GAME_FILES = sorted(p for p in (REPO / "games").rglob("*.py") if p != PLUGINS)
 FAMILIES = sorted(p.name for p in (REPO / "games").iterdir() if (p / "__init__.py").exists())
-EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", *CLI}
+EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", "formats", *CLI}
 ALLOWED = {
     "games": {"games"},
-    "agents": {"agents", "root"},
-    "hosts": {"hosts", "games", "agents", "rundir", "root"},
-    "importers": {"importers", "games", "rundir", "root"},
-    "analysis": {"analysis", "games", "rundir", "root"},
-    "rundir": {"root"},
+    "agents": {"agents", "formats", "root"},
+    "hosts": {"hosts", "games", "agents", "rundir", "formats", "root"},
+    "importers": {"importers", "games", "rundir", "formats", "root"},
+    "analysis": {"analysis", "games", "rundir", "formats", "root"},
+    "rundir": {"formats", "root"},
+    "formats": {"formats"},
     "cli_run": EVERYTHING - {"cli", "cli_reports", "cli_bench"},
     "cli_reports": EVERYTHING - {"cli", "cli_bench"},
     "cli_bench": EVERYTHING - {"cli", "cli_reports"},
@@ -131,6 +136,8 @@ def test_imports_follow_the_layers(path: Path) -> None:
         there = layer_of(ours)
         if ours == ["formats", "registry"]:
             continue  # below every layer, games included (see REGISTRY)
+        if path == PLUGINS and ours[:2] == ["formats", "trusted"]:
+            continue
         assert there in ALLOWED[here] | {here}, f"{path.relative_to(REPO)}:{line}: {here} must not import {name}"
 
 
@@ -273,7 +280,7 @@ def test_no_module_outside_games_names_a_game() -> None:
 
 def test_nothing_is_imported_by_name() -> None:
     for path in package_modules():
-        if path in (PLUGINS, AGENT_PLUGINS, REGISTRY):
+        if path in (TRUSTED, REGISTRY):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Call):

@@ -312,7 +312,7 @@ def test_a_copy_of_a_log_is_refused_as_a_duplicate(tmp_path: Path) -> None:
 @pytest.mark.parametrize("source", ["negotiationarena", "glee", "gamabench"])
 def test_linked_folders_are_read_and_links_up_the_tree_are_not_followed(tmp_path: Path, source: str) -> None:
     """Logs gathered with `ln -s` were silently skipped (0 found); following links must not loop on
-    `ln -s ..` nor read the folders above the source. Issue 33: a link out of the source folder is not
+    `ln -s ..` nor read the folders above the source. A link out of the source folder is not
     followed either (a released archive's link to /proc or a home folder read the importer's machine): it
     is an item of the source, refused with its reason, never skipped in silence."""
     import os

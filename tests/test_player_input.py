@@ -1,4 +1,4 @@
-"""What players send, and what the run does with it (issue 25): hostile replies, a hostile seat, hostile input
+"""What players send, and what the run does with it: hostile replies, a hostile seat, hostile input
 files. Each test failed before its fix (a traceback, an exit 3 forever, a silent wrong reading, a forged
 prompt line, unbounded memory, or a game that differed from run to run)."""
 

@@ -118,6 +118,24 @@ def test_load_dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_dotenv(tmp_path / "missing.env") == []
 
 
+def test_load_dotenv_reads_multiline_values_and_escapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """What python-dotenv reads and the old line reader did not: a quoted value over two lines, escapes; a
+    line that is no assignment is named by its number, and its text (a key, perhaps) is never shown."""
+    for name in ("EA_PEM", "EA_TAB", "EA_AFTER", "EA_DOLLAR"):
+        monkeypatch.delenv(name, raising=False)
+    env = tmp_path / ".env"
+    env.write_text('EA_PEM="line one\nline two"\nEA_TAB="a\\tb"\nsk-secret-oops ;\nEA_AFTER=ok\n'
+                   "EA_DOLLAR=x${HOME}y\n", encoding="utf-8")
+    assert load_dotenv(env) == ["EA_PEM", "EA_TAB", "EA_AFTER", "EA_DOLLAR"]
+    assert os.environ["EA_PEM"] == "line one\nline two"
+    assert os.environ["EA_TAB"] == "a\tb"
+    assert os.environ["EA_AFTER"] == "ok"
+    assert os.environ["EA_DOLLAR"] == "x${HOME}y"  # a key is taken verbatim: nothing is expanded
+    err = capsys.readouterr().err
+    assert f"{env}:4: not a NAME=VALUE line" in err and "sk-secret" not in err
+
+
 def test_load_dotenv_fills_a_blank_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-x\n", encoding="utf-8")
     monkeypatch.setenv("OPENAI_API_KEY", "")

@@ -248,7 +248,7 @@ def test_the_scorecard_is_on_the_first_screen_in_chromium(scaled: tuple[Path, Pa
     width, height = map(int, re.search(r'data-viewport="(\d+)x(\d+)"', body).groups())
     assert width == 1280
     left, top, right, bottom = map(int, re.search(r'data-scorecard-box="([-\d,]+)"', body).group(1).split(","))
-    # the findings in words come first (issue 35's first screen: a sentence, then the table); the table starts
+    # the findings in words come first (the first screen: a sentence, then the table); the table starts
     # on the first screen under them, with room for its first rows
     assert left >= 0 and right <= width and 0 < top < height * 0.8
     assert int(re.search(r'data-scroll-width="(\d+)"', body).group(1)) <= width  # nothing to scroll sideways

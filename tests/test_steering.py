@@ -1,4 +1,4 @@
-"""Steering (issue 11): the OpenSpiel subgame and CFR numbers, action spaces, [steer] validation, and
+"""Steering: the OpenSpiel subgame and CFR numbers, action spaces, [steer] validation, and
 whole steering experiments against a real HTTP server whose replies depend on the prompt action."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The steering analysis (issue 11, spec 3.5) against hand-computed numbers, from run directories built here.
+"""The steering analysis (spec 3.5) against hand-computed numbers, from run directories built here.
 
 Two tone games, A and B, with the CFR numbers at their report iteration 20:
   A: NashConv 0.030625 = 49/1600, CFR gain 0.719375 = 1151/1600 (the spec's regret-matching fixture)

@@ -1,4 +1,4 @@
-"""Hostile use of steering (issue 11): configurations and run histories a careless or adversarial user
+"""Hostile use of steering: configurations and run histories a careless or adversarial user
 produces. Each test failed on the code before its fix (or is marked xfail with the open design question)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trust at the edges (issue 33): files and links, secrets wherever they land, what counts as the same run,
+"""Trust at the edges: files and links, secrets wherever they land, what counts as the same run,
 one text rule at every door, numbers and types at the run-directory edge, results that contradict
 themselves, messages. Each test uses inputs of its own and failed before its rule; docs/trust.md states
 the rules."""

@@ -100,11 +100,9 @@ def _http_client(settings: LLMSettings) -> Any | None:
     return client
 
 
-def _bounded_transport(inner: Any) -> Any:
-    """The SDK's transport with each reply bounded as on the lean path (http11.REPLY_BYTES): a Content-Length
-    past the bound refused from the head, the raw body counted as it arrives, a gzip or deflate body inflated
-    here step by step under the same bound (httpx would inflate it whole). aiohttp's parser bounds the framing
-    (a line of a head or a chunk size: 8 KiB)."""
+def _bounded_stream() -> Any:
+    """The class of a reply's body under the bound, for :func:`_bounded_transport` (made on first use: httpx2
+    is imported only when the SDK path is)."""
     import httpx2
 
     from . import http11
@@ -151,6 +149,20 @@ def _bounded_transport(inner: Any) -> Any:
         async def aclose(self) -> None:
             await self.resp.aclose()
 
+    return _BoundedStream
+
+
+def _bounded_transport(inner: Any) -> Any:
+    """The SDK's transport with each reply bounded as on the lean path (http11.REPLY_BYTES): a Content-Length
+    past the bound refused from the head, the raw body counted as it arrives, a gzip or deflate body inflated
+    here step by step under the same bound (httpx would inflate it whole). aiohttp's parser bounds the framing
+    (a line of a head or a chunk size: 8 KiB)."""
+    import httpx2
+
+    from . import http11
+
+    bounded_stream = _bounded_stream()
+
     class Bounded(httpx2.AsyncBaseTransport):
         query: bytes | None = None  # the base_url's query as typed, sent on every request
 
@@ -173,7 +185,7 @@ def _bounded_transport(inner: Any) -> Any:
                 connection = getattr(getattr(resp.stream, "_aiohttp_response", None), "_connection", None)
                 lost = getattr(getattr(connection, "protocol", None), "closed", None)
             return httpx2.Response(resp.status_code, headers=headers,
-                                   stream=_BoundedStream(resp, encoding, limit, lost), extensions=resp.extensions)
+                                   stream=bounded_stream(resp, encoding, limit, lost), extensions=resp.extensions)
 
         async def aclose(self) -> None:
             await inner.aclose()

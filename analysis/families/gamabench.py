@@ -33,6 +33,7 @@ from typing import Any
 
 from ...csvcells import csv_text
 from ...files import open_regular
+from ...formats.numbers import finite
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import RUNS, game_name
@@ -103,10 +104,6 @@ def _game_of(run_dir: Path, games: Mapping[str, Game]) -> Game | None:
     return game if game is not None and game.info.family == FAMILY and game.info.score else None
 
 
-def _number(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 class Collector(Base):
@@ -137,10 +134,10 @@ class Collector(Base):
         if key and isinstance(r.get("round_log"), list):
             for k, rnd in enumerate(r["round_log"]):
                 events = rnd.get("events") if isinstance(rnd, dict) else None
-                value = _number(events.get(key)) if isinstance(events, dict) else None
+                value = finite(events.get(key)) if isinstance(events, dict) else None
                 if value is not None:
                     curve.append((rnd.get("round", k) if isinstance(rnd.get("round", k), int) else k, value))
-        self.items.append((key_of(r), column, lead, labels, _number(r.get("score")), key, curve,
+        self.items.append((key_of(r), column, lead, labels, finite(r.get("score")), key, curve,
                            bool(key and isinstance(r.get("round_log"), list))))
 
     # ------------------------------------------------------ the columnar copy (analysis/columnar.py)

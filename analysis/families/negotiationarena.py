@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...csvcells import csv_text
+from ...formats.numbers import finite
 from ...games import GAMES
 from ...games.base import Game
 from ...rundir import game_name
@@ -199,10 +200,6 @@ def _game_of(run_dir: Path, games: Mapping[str, Game]) -> Game | None:
     return game if game is not None and game.info.family == FAMILY else None
 
 
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None, grid: bool = False
@@ -221,18 +218,18 @@ def row_of(scenario: str, record: Mapping[str, Any], reading: str | None = None,
     rec = imported["recorded"] if isinstance(imported.get("recorded"), Mapping) else None
     if reading in FORMULAS and rec is not None:
         pay = rec.get("payoff_paper" if reading == "paper" else "payoff")
-        if isinstance(pay, list) and len(pay) == 2 and all(_num(x) is not None for x in pay):
+        if isinstance(pay, list) and len(pay) == 2 and all(finite(x) is not None for x in pay):
             win = [pay[0] > pay[1], pay[0] < pay[1]]
     if not (isinstance(pay, list) and len(pay) == 2 and isinstance(win, list) and len(win) == 2):
         return None
-    p = (_num(pay[0]), _num(pay[1]))
+    p = (finite(pay[0]), finite(pay[1]))
     if p[0] is None or p[1] is None:
         return None
     bad = m.get("bad_counter_offer")
     resp = m.get("first_response")
     return GameRow(scenario, str(labels[0]), str(labels[1]), (p[0], p[1]), (bool(win[0]), bool(win[1])),
-                   bool(m.get("agreement")), _num(m.get("first_offer")), resp if isinstance(resp, str) else None,
-                   _num(m.get("final_price")), bad if isinstance(bad, bool) else None,
+                   bool(m.get("agreement")), finite(m.get("first_offer")), resp if isinstance(resp, str) else None,
+                   finite(m.get("final_price")), bad if isinstance(bad, bool) else None,
                    cell_of(record.get("lineup", "melee"), grid))
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...formats.reading import read_errors_as
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -180,10 +182,8 @@ def parse(path: Path, data: Mapping[str, Any]) -> Published:
 
 def read(path: str | Path) -> Published:
     path = Path(path)
-    try:
+    with read_errors_as(PublishedError, f"{path}: cannot read"):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise PublishedError(f"{path}: cannot read ({exc})") from None
     return parse(path, data)
 
 

@@ -426,6 +426,37 @@ def bargaining_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[s
 
 # ---- GLEE's released games (games/glee/reference.py) ----
 
+def _offer(game: Bargaining, keys: tuple[str, str], money: float, ma: bool, human: bool,
+           causes: set[str]) -> R.Move:
+    """A row's offer as our action (GLEE's two gains), with what our rules make of it."""
+    def offer(row: Mapping[str, Any], state: Any, seat: int) -> tuple[dict[str, Any] | None, str | None]:
+        x, y = R.number(row, keys[0]), R.number(row, keys[1])
+        if x is None or y is None:
+            causes.add("unreadable_move")
+            return None, None
+        action: dict[str, Any] = {"alice_gain": x, "bob_gain": y}
+        if ma:
+            action["message"] = R.message(row, human)
+        if min(x, y) < 0 or not math.isclose(x + y, money, rel_tol=1e-9, abs_tol=1e-6):
+            causes.add("offer_not_dividing_money")
+        if (problem := foreign_move_problem(game, state, seat, action)) is not None:
+            causes.add("invalid_move")  # our rules refuse the offer: our replay stops there
+            return action, f"our rules refuse this offer ({problem[1]})"
+        return action, None
+    return offer
+
+
+def _decide(causes: set[str]) -> R.Move:
+    """A row's decision as our action: accept or reject, else unreadable."""
+    def decide(row: Mapping[str, Any], state: Any, seat: int) -> tuple[dict[str, Any] | None, str | None]:
+        d = R.cell(row, "decision")
+        if d in ("accept", "reject"):
+            return {"decision": d}, None
+        causes.add("unknown_decision" if d is not None else "unreadable_move")
+        return None, None
+    return decide
+
+
 def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> ImportedRun:
     config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
     money = R.number_arg(config, "money_to_divide")
@@ -467,47 +498,9 @@ def _bargaining_from_reference(game: Bargaining, raw: Mapping[str, Any]) -> Impo
     # our replay of the same rows
     setup = game.setup(checked, 2, np.random.default_rng(0))
     state = game.initial_state(setup)
-    log: list[dict[str, Any]] = []
     causes: set[str] = set()
-    error = None
-    for i, row in enumerate(rows):
-        where = f"row {i + 2} (round {R.cell(row, 'round')}, {R.cell(row, 'player')})"
-        if not game.to_move(state):
-            causes.add("move_after_end")
-            error = f"{where}: a move after the game ended"
-            break
-        seat = R.seat_of(R.cell(row, "player"), names)
-        if seat != game.to_move(state)[0] or R.row_round(row) != state.round:
-            causes.add("turn_order")
-            error = f"{where}: expected {NAMES[game.to_move(state)[0]]} in round {state.round}"
-            break
-        action: dict[str, Any] | None
-        if state.phase == "offer":
-            x, y = R.number(row, keys[0]), R.number(row, keys[1])
-            if x is None or y is None:
-                causes.add("unreadable_move")
-                action = None
-            else:
-                action = {"alice_gain": x, "bob_gain": y}
-                if ma:
-                    action["message"] = R.message(row, human)
-                if min(x, y) < 0 or not math.isclose(x + y, money, rel_tol=1e-9, abs_tol=1e-6):
-                    causes.add("offer_not_dividing_money")
-                if (problem := foreign_move_problem(game, state, seat, action)) is not None:
-                    causes.add("invalid_move")  # our rules refuse the offer: our replay stops there
-                    error = f"{where}: our rules refuse this offer ({problem[1]})"
-                    break
-        else:
-            d = R.cell(row, "decision")
-            if d in ("accept", "reject"):
-                action = {"decision": d}
-            else:
-                causes.add("unknown_decision" if d is not None else "unreadable_move")
-                action = None
-        after = game.apply(state, {seat: action})
-        log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
-                    "events": game.events(state, after, {seat: action})})
-        state = after
+    state, log, error = R.replay_turns(game, state, rows, names, causes, _offer(game, keys, money, ma, human, causes),
+                                       _decide(causes))
     if error is None and game.to_move(state) and finished and R.cell(rows[-1], "decision") == "reject":
         causes.add("ended_before_horizon")
     replayed = None

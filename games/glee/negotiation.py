@@ -357,6 +357,37 @@ def negotiation_run_metrics(params: Mapping[str, Any], events: Sequence[Mapping[
 
 # ---- GLEE's released games (games/glee/reference.py) ----
 
+def _offer(game: Negotiation, ma: bool, human: bool, causes: set[str]) -> R.Move:
+    """A row's price as our action, with what our rules make of it."""
+    def offer(row: Mapping[str, Any], state: Any, seat: int) -> tuple[dict[str, Any] | None, str | None]:
+        p = R.number(row, "product_price")
+        if p is None or p < 0:
+            causes.add("unreadable_move")
+            return None, None
+        action: dict[str, Any] = {"product_price": p}
+        if ma:
+            action["message"] = R.message(row, human)
+        if (problem := foreign_move_problem(game, state, seat, action)) is not None:
+            causes.add("invalid_move")  # our rules refuse the price: our replay stops there
+            return action, f"our rules refuse this price ({problem[1]})"
+        return action, None
+    return offer
+
+
+def _decide(causes: set[str]) -> R.Move:
+    """A row's GLEE decision as ours (an outside option taken by the seat that holds it)."""
+    def decide(row: Mapping[str, Any], state: Any, seat: int) -> tuple[dict[str, Any] | None, str | None]:
+        d = R.cell(row, "decision")
+        ours, whose = GLEE_DECISIONS.get(d or "", (None, None))
+        if ours is None:
+            causes.add("unknown_decision" if d is not None else "unreadable_move")
+            return None, None
+        if ours == "outside" and whose is not None and whose != seat:
+            causes.add("outside_option_swapped")
+        return {"decision": OUTSIDE[seat] if ours == "outside" else ours}, None
+    return decide
+
+
 def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> ImportedRun:
     config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
     money = R.number_arg(config, "product_price_order")
@@ -400,47 +431,8 @@ def _negotiation_from_reference(game: Negotiation, raw: Mapping[str, Any]) -> Im
     # our replay of the same rows
     setup = game.setup(checked, 2, np.random.default_rng(0))
     state = game.initial_state(setup)
-    log: list[dict[str, Any]] = []
-    error = None
-    for i, row in enumerate(rows):
-        where = f"row {i + 2} (round {R.cell(row, 'round')}, {R.cell(row, 'player')})"
-        if not game.to_move(state):
-            causes.add("move_after_end")
-            error = f"{where}: a move after the game ended"
-            break
-        seat = R.seat_of(R.cell(row, "player"), names)
-        if seat != game.to_move(state)[0] or R.row_round(row) != state.round:
-            causes.add("turn_order")
-            error = f"{where}: expected {NAMES[game.to_move(state)[0]]} in round {state.round}"
-            break
-        action: dict[str, Any] | None
-        if state.phase == "offer":
-            p = R.number(row, "product_price")
-            if p is None or p < 0:
-                causes.add("unreadable_move")
-                action = None
-            else:
-                action = {"product_price": p}
-                if ma:
-                    action["message"] = R.message(row, human)
-                if (problem := foreign_move_problem(game, state, seat, action)) is not None:
-                    causes.add("invalid_move")  # our rules refuse the price: our replay stops there
-                    error = f"{where}: our rules refuse this price ({problem[1]})"
-                    break
-        else:
-            d = R.cell(row, "decision")
-            ours, whose = GLEE_DECISIONS.get(d or "", (None, None))
-            if ours is None:
-                causes.add("unknown_decision" if d is not None else "unreadable_move")
-                action = None
-            else:
-                if ours == "outside" and whose is not None and whose != seat:
-                    causes.add("outside_option_swapped")
-                action = {"decision": OUTSIDE[seat] if ours == "outside" else ours}
-        after = game.apply(state, {seat: action})
-        log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
-                    "events": game.events(state, after, {seat: action})})
-        state = after
+    state, log, error = R.replay_turns(game, state, rows, names, causes, _offer(game, ma, human, causes),
+                                       _decide(causes))
     if error is None and game.to_move(state) and last == "RejectOffer":
         causes.add("ended_before_horizon")
     replayed = None

@@ -361,6 +361,42 @@ def _yes(text: str | None) -> bool | None:
     return True if t == "yes" else False if t == "no" else None
 
 
+def _replay(game: Persuasion, setup: Setup, by_round: Mapping[int, list[Mapping[str, Any]]], names: Sequence[str],
+            qualities: Sequence[str], text: bool, human: bool,
+            causes: set[str]) -> tuple[Any, list[dict[str, Any]], str | None]:
+    """Our replay of the rows round by round, each round's recorded quality standing for the chance draw:
+    the state it reached, the log, and where it stopped (None when every round was played)."""
+    state = game.initial_state(setup)
+    log: list[dict[str, Any]] = []
+    for t, (number_, rs) in enumerate(sorted(by_round.items())):
+        movers = [row for row in rs if R.seat_of(R.cell(row, "player"), names) is not None]
+        if number_ != t + 1 or [R.seat_of(R.cell(x, "player"), names) for x in movers] != [0, 1]:
+            causes.add("turn_order")
+            return state, log, f"round {number_}: expected a Nature row, then {names[0]}, then the buyer"
+        if not game.to_move(state):
+            causes.add("move_after_end")
+            return state, log, f"round {number_}: a move after the game ended"
+        seller, buyer = movers
+        if text:
+            say_: dict[str, Any] | None = {"message": R.message(seller, human) or ""}
+        else:
+            rec = _yes(R.cell(seller, "decision"))
+            say_ = None if rec is None else {"decision": "yes" if rec else "no"}
+            if rec is None:
+                causes.add("unreadable_move")
+        buy = _yes(R.cell(buyer, "decision"))
+        if buy is None:
+            causes.add("unreadable_move")
+        for seat, action in ((0, say_), (1, None if buy is None else {"decision": "yes" if buy else "no"})):
+            after = game.apply(state, {seat: action}, np.random.default_rng(0))
+            log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
+                        "events": game.events(state, after, {seat: action})})
+            state = after
+        if t + 1 < len(qualities) and state.phase == "seller":
+            state = replace(state, quality=qualities[t + 1])
+    return state, log, None
+
+
 def _persuasion_from_reference(game: Persuasion, raw: Mapping[str, Any]) -> ImportedRun:
     config, rows, human = raw["config"], list(raw["rows"]), bool(raw.get("human"))
     p = R.number_arg(config, "p")
@@ -411,37 +447,7 @@ def _persuasion_from_reference(game: Persuasion, raw: Mapping[str, Any]) -> Impo
         causes.add("rounds_short")
     # our replay: each round's recorded quality stands for the chance draw
     setup = Setup(2, {**PersuasionParams(**params).model_dump(), "first_quality": qualities[0]})
-    state = game.initial_state(setup)
-    log: list[dict[str, Any]] = []
-    error = None
-    for t, (number_, rs) in enumerate(sorted(by_round.items())):
-        movers = [row for row in rs if R.seat_of(R.cell(row, "player"), names) is not None]
-        if number_ != t + 1 or [R.seat_of(R.cell(x, "player"), names) for x in movers] != [0, 1]:
-            causes.add("turn_order")
-            error = f"round {number_}: expected a Nature row, then {names[0]}, then the buyer"
-            break
-        if not game.to_move(state):
-            causes.add("move_after_end")
-            error = f"round {number_}: a move after the game ended"
-            break
-        seller, buyer = movers
-        if text:
-            say_: dict[str, Any] | None = {"message": R.message(seller, human) or ""}
-        else:
-            rec = _yes(R.cell(seller, "decision"))
-            say_ = None if rec is None else {"decision": "yes" if rec else "no"}
-            if rec is None:
-                causes.add("unreadable_move")
-        buy = _yes(R.cell(buyer, "decision"))
-        if buy is None:
-            causes.add("unreadable_move")
-        for seat, action in ((0, say_), (1, None if buy is None else {"decision": "yes" if buy else "no"})):
-            after = game.apply(state, {seat: action}, np.random.default_rng(0))
-            log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
-                        "events": game.events(state, after, {seat: action})})
-            state = after
-        if t + 1 < len(qualities) and state.phase == "seller":
-            state = replace(state, quality=qualities[t + 1])
+    state, log, error = _replay(game, setup, by_round, names, qualities, text, human, causes)
     replayed = None
     if error is None:
         ends = [e["events"] for e in log if e["events"]["phase"] == "buyer"]

@@ -23,7 +23,7 @@ and what GLEE's tables keep (rounds, the deal, the final price; ``max_rounds_raw
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..base import ForeignValue, ReplayCheck, game_number, whole_number
@@ -202,6 +202,37 @@ def row_round(row: Mapping[str, Any]) -> int | None:
         return int(float(r)) if r is not None else None
     except ValueError:
         return None
+
+
+# a row's move in our terms: (the action, or None where the row is unreadable; why our rules refuse it, or None)
+Move = Callable[[Mapping[str, Any], Any, int], tuple["dict[str, Any] | None", "str | None"]]
+
+
+def replay_turns(game: Any, state: Any, rows: Sequence[Mapping[str, Any]], names: Sequence[str], causes: set[str],
+                 offer: Move, decide: Move) -> tuple[Any, list[dict[str, Any]], str | None]:
+    """Our replay of a game of alternating offers and decisions, one row a move (bargaining, negotiation):
+    the state it reached, the log, and where it stopped (None when every row was played). A row out of turn
+    or after the end stops it with its cause added to ``causes``; ``offer`` and ``decide`` read a row's move
+    in the offer and the decision phase."""
+    log: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        where = f"row {i + 2} (round {cell(row, 'round')}, {cell(row, 'player')})"
+        if not game.to_move(state):
+            causes.add("move_after_end")
+            return state, log, f"{where}: a move after the game ended"
+        seat = seat_of(cell(row, "player"), names)
+        if seat != game.to_move(state)[0] or row_round(row) != state.round:
+            causes.add("turn_order")
+            return state, log, f"{where}: expected {NAMES[game.to_move(state)[0]]} in round {state.round}"
+        assert seat is not None  # the player to move is a seat
+        action, refused = (offer if state.phase == "offer" else decide)(row, state, seat)
+        if refused is not None:
+            return state, log, f"{where}: {refused}"
+        after = game.apply(state, {seat: action})
+        log.append({"round": len(log), "actions": [action if j == seat else None for j in (0, 1)],
+                    "events": game.events(state, after, {seat: action})})
+        state = after
+    return state, log, None
 
 
 def verdict(recorded: Mapping[str, Any], replayed: Mapping[str, Any] | None, keys: Sequence[str],

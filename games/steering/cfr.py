@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import threading
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Game, GameParams
+from ..text import is_control
 
 ANY = "any"
 TONES = ("calm", "assertive", "submissive")
@@ -78,7 +78,7 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
         else:
             raise SpaceError(f"actions[{i}]: expected a string or a table {{label = \"...\", instruction = "
                              f"\"...\"}}, got {str(item)[:60]!r}")
-        if not label or len(label) > 200 or any(_breaks_line(c) for c in label):
+        if not label or len(label) > 200 or any(is_control(c) for c in label):
             raise SpaceError(f"actions[{i}]: a label of 1 to 200 characters without control characters")
         if len(text) > MAX_INSTRUCTION or "\x00" in text:
             raise SpaceError(f"actions[{i}]: an instruction of at most {MAX_INSTRUCTION} characters")
@@ -100,12 +100,6 @@ def action_space(game: Game, spec: str | Sequence[Any], params: GameParams) -> t
     if len(out) > MAX_ACTIONS:
         raise SpaceError(f"actions: at most {MAX_ACTIONS} actions (got {len(out)})")
     return tuple(out)
-
-
-def _breaks_line(c: str) -> bool:
-    """Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: a label is shown on one
-    line of a table, a CSV row and a plot legend."""
-    return unicodedata.category(c) in ("Cc", "Zl", "Zp")
 
 
 # ---- the steering subgame in OpenSpiel ----
@@ -141,7 +135,14 @@ def _register_locked(pyspiel: Any) -> None:
     global _registered
     if _registered:
         return
-    game_type = pyspiel.GameType(
+    game_type = _game_type(pyspiel)
+    pyspiel.register_game(game_type, _game_class(pyspiel, game_type, _state_class(pyspiel)))
+    _registered = True
+
+
+def _game_type(pyspiel: Any) -> Any:
+    """The subgame's OpenSpiel type: sequential, explicit chance, imperfect information, general sum."""
+    return pyspiel.GameType(
         short_name=GAME_NAME, long_name="EconArena steering subgame",
         dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
         chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
@@ -153,6 +154,10 @@ def _register_locked(pyspiel: Any) -> None:
         provides_observation_string=True, provides_observation_tensor=False,
         parameter_specification={"values": "[[[0.0]]]", "player": 0})
 
+
+
+def _game_class(pyspiel: Any, game_type: Any, state: Any) -> Any:
+    """The subgame as a pyspiel.Game (a class made here: pyspiel is imported only when a subgame is solved)."""
     class SteeringGame(pyspiel.Game):
         """values[a][s][i]: seat i's payoff when the steered player chose action a and chance sample s."""
 
@@ -168,11 +173,16 @@ def _register_locked(pyspiel: Any) -> None:
             super().__init__(game_type, info, params)
 
         def new_initial_state(self) -> Any:
-            return SteeringState(self)
+            return state(self)
 
         def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> Any:
             return _Observer()
 
+    return SteeringGame
+
+
+def _state_class(pyspiel: Any) -> Any:
+    """The subgame's state: the steered player's action, then chance's sample, then the end."""
     class SteeringState(pyspiel.State):
         def __init__(self, game: Any) -> None:
             super().__init__(game)
@@ -221,8 +231,7 @@ def _register_locked(pyspiel: Any) -> None:
         def __str__(self) -> str:
             return _info_string(self)
 
-    pyspiel.register_game(game_type, SteeringGame)
-    _registered = True
+    return SteeringState
 
 
 def _info_string(state: Any) -> str:
