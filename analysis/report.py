@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..csvcells import frame_csv
+from ..formats.csvcells import frame_csv
+from ..formats.prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
+from ..formats.rundir import BASELINE_AGENTS, write_atomic
 from ..games import GAMES
 from ..games.text import storable
-from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
-from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
 from .cells import factor_columns, factors, shown_cell

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .cli_run import (
+from .. import __version__
+from .common import (
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
@@ -36,7 +36,7 @@ from .cli_run import (
 
 
 def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
-    from .hosts.config import ConfigError, load_experiment
+    from ..hosts.config import ConfigError, load_experiment
 
     exps, errors = [], []
     for f in files:
@@ -48,8 +48,8 @@ def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
-    from .hosts.host import preflight_experiment, settings_problems_of
+    from ..hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
+    from ..hosts.host import preflight_experiment, settings_problems_of
 
     files, alias_ok, errors = [], [], []
     for f in args.files:  # models files (alias -> player table) sit beside experiments: check them as such
@@ -64,7 +64,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if not problems:
                 alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
         elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (configs/bench/*.toml)
-            from .cli_bench import validate_suite
+            from .bench import validate_suite
 
             problem, line = validate_suite(f)
             if problem:
@@ -94,7 +94,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _calls_text(exp: Any) -> str:
     """The upper bound of paid calls an experiment with LLM players was checked against; '' without any."""
-    from .hosts.experiment import MAX_LLM_CALLS, llm_call_bound
+    from ..hosts.experiment import MAX_LLM_CALLS, llm_call_bound
 
     bounds = llm_call_bound(exp)
     if not bounds:
@@ -112,10 +112,10 @@ def _runs_text(exp: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .agents.baselines import POLICY_AGENTS
-    from .agents.llm import PROVIDERS
-    from .games import GAMES, plugins
-    from .hosts.config import BASELINES
+    from ..agents.baselines import POLICY_AGENTS
+    from ..agents.llm import PROVIDERS
+    from ..games import GAMES, plugins
+    from ..hosts.config import BASELINES
 
     for problem in plugins.load_entry_points(GAMES):  # the games of installed packages join the list
         err(problem)
@@ -143,8 +143,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .games import GAMES, plugins
-    from .hosts.contract import check_game
+    from ..games import GAMES, plugins
+    from ..hosts.contract import check_game
 
     target = args.game
     if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
@@ -163,7 +163,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             err(problem)
             return EXIT_CONFIG
     if target.endswith(".toml"):  # an experiment file: check the game it plays
-        from .hosts.config import ConfigError, load_experiment
+        from ..hosts.config import ConfigError, load_experiment
 
         try:
             game = load_experiment(target).game
@@ -184,8 +184,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         err(f"--seeds {args.seeds}: expected at least 1")
         return EXIT_CONFIG
     if args.agent is not None:  # a player of the user's own, played in this game
-        from .agents import plugins as agent_plugins
-        from .hosts.contract import check_agent
+        from ..agents import plugins as agent_plugins
+        from ..hosts.contract import check_agent
 
         try:
             cls = agent_plugins.load_agent_class(args.agent)
@@ -210,7 +210,7 @@ def _checks_said(results: list[Any], title: str, what: str) -> int:
 
 def _environment_of(run_dir: Path) -> str:
     """The run directory's environment (melee, rational, self) from its config.toml; "" when unreadable."""
-    from .hosts.config import ConfigError, read_toml
+    from ..hosts.config import ConfigError, read_toml
 
     try:
         exp = read_toml(run_dir / "config.toml").get("experiment")
@@ -220,8 +220,8 @@ def _environment_of(run_dir: Path) -> str:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .analysis.findings import LEGEND, summary_findings, wrapped
-    from .analysis.metrics import format_table, summarize, summary_cells
+    from ..analysis.findings import LEGEND, summary_findings, wrapped
+    from ..analysis.metrics import format_table, summarize, summary_cells
     from .terminal import show
 
     status = EXIT_OK
@@ -246,9 +246,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .agents.llm import load_dotenv
-    from .hosts.experiment import planned_calls
-    from .hosts.host import preflight_experiment
+    from ..agents.llm import load_dotenv
+    from ..hosts.experiment import planned_calls
+    from ..hosts.host import preflight_experiment
 
     load_dotenv()
     exps, errors = _load_all(args.files, args.seed)
@@ -266,7 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             err(e)
         return EXIT_CONFIG
     if args.dry_run:
-        from .rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
+        from ..formats.rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
 
         for e in errors:
             print(f"note: {e}", file=sys.stderr)
@@ -359,7 +359,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
     """A resume must play the shard the directory holds (or none, for an unsharded one). A directory without
     a manifest never started (killed before writing it): its resume begins the run, whichever shard."""
-    from .rundir import RunDirectory
+    from ..formats.rundir import RunDirectory
 
     manifest = RunDirectory(d).read_manifest()
     if not manifest:
@@ -374,7 +374,7 @@ def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
 
 
 def _shard_arg(value: str) -> tuple[int, int]:
-    from .hosts.shards import parse_shard
+    from ..hosts.shards import parse_shard
 
     try:
         return parse_shard(value)
@@ -384,8 +384,8 @@ def _shard_arg(value: str) -> tuple[int, int]:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Shards of one experiment (``run --shard K/N``) -> one run directory equal to an unsharded run."""
-    from .analysis.metrics import format_table, write_summary
-    from .hosts.shards import MergeError, merge_shards, out_problem
+    from ..analysis.metrics import format_table, write_summary
+    from ..hosts.shards import MergeError, merge_shards, out_problem
 
     out = Path(args.out)
     problem = out_problem([Path(d) for d in args.shards], out) or out_dir_problem(out)
@@ -406,7 +406,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_steer(args: argparse.Namespace) -> int:
     """``run`` for files that hold a [steer] table; a file without one is refused, not run unsteered."""
-    from .hosts.config import ConfigError, read_toml
+    from ..hosts.config import ConfigError, read_toml
 
     for f in args.files:
         try:
@@ -537,7 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
 
-    from . import cli_bench, cli_reports  # report, compare, suite; bench, leaderboard
+    from . import bench as cli_bench  # report, compare, suite; bench, leaderboard
+    from . import reports as cli_reports
 
     cli_reports.register(sub)
     cli_bench.register(sub)
@@ -564,8 +565,8 @@ def disk_full(detail: str) -> str:
 
 def trust_folders(folders: list[str]) -> str | None:
     """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
-    from .agents import plugins as agent_plugins
-    from .games import plugins
+    from ..agents import plugins as agent_plugins
+    from ..games import plugins
 
     for folder in folders:
         try:
@@ -581,8 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
         err("--concurrency must be >= 1")
         return EXIT_CONFIG
-    from .files import FileRefused
-    from .rundir import LogError
+    from ..formats.files import FileRefused
+    from ..formats.rundir import LogError
 
     if problem := trust_folders(getattr(args, "trust", [])):
         err(problem)

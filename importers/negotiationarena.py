@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..files import RELEASED_BYTES, read_text
+from ..formats.files import RELEASED_BYTES, read_text
 from ..games import GAMES
 from ..games.base import Game, ImportedRun
 from ..games.negotiationarena.common import log_models, reader_for

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from econarena.agents.providers import hf
-from econarena.cli import STARTER, main
+from econarena.cli import main
+from econarena.cli.experiments import STARTER
 
 ROOT = Path(__file__).resolve().parent.parent
 
