@@ -577,3 +577,17 @@ def _steer_host() -> type:
     from ..hosts.steer import SteerHost
 
     return SteerHost
+
+
+def trust_folders(folders: list[str]) -> str | None:
+    """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
+    from ..agents import plugins as agent_plugins
+    from ..games import plugins
+
+    for folder in folders:
+        try:
+            plugins.trust(folder)
+            agent_plugins.trust(folder)
+        except (plugins.PluginError, agent_plugins.PluginError) as exc:
+            return str(exc)
+    return None

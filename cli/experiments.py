@@ -1,24 +1,20 @@
-"""``econarena``: run, validate, list, summary. User errors print one clear message, never a traceback."""
+"""The commands on experiment files and run directories: run, steer, merge, validate, check, init, list,
+summary. User errors print one clear message, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import json
-import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from .common import (
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    Interrupted,
     add_ray_arguments,
     config_difference,
     default_out,
@@ -27,11 +23,10 @@ from .common import (
     load_price_arg,
     out_dir_problem,
     ray_engine,
-    release_dead_streams,
     resume_command,
     run_guarded,
     same_experiment,
-    stopped_by_signals,
+    trust_folders,
 )
 
 
@@ -481,11 +476,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="econarena", description="Economic games for language models.")
-    p.add_argument("--version", action="version", version=f"econarena {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the commands on experiment files and run directories to the ``econarena`` parser."""
     r = sub.add_parser("run", help="run experiments from TOML files")
     _run_arguments(r)
     r.set_defaults(func=cmd_run, stop_signals=True)
@@ -536,94 +528,3 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (or folders of them)")
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
-
-    from . import bench as cli_bench  # report, compare, suite; bench, leaderboard
-    from . import reports as cli_reports
-
-    cli_reports.register(sub)
-    cli_bench.register(sub)
-    for name in TRUSTING:  # the one way a game or player module of one's own is imported: named by the user
-        sub.choices[name].add_argument(
-            "--trust", action="append", default=[], metavar="DIR",
-            help="import game and player modules (package.module:Class) from this folder (repeatable); nothing "
-                 "a file names is imported otherwise, not from the current folder nor an experiment's")
-    return p
-
-
-# the commands that may meet a game or player path; the others never import one
-TRUSTING = ("run", "steer", "validate", "check", "summary", "report", "compare", "analyze", "suite")
-
-
-def disk_full(detail: str) -> str:
-    """What to do when a folder ran out of space: the temporary folder is where the analysis spills."""
-    import tempfile
-
-    first = detail.strip().splitlines()[0][:300] if detail.strip() else "no space left on device"
-    return (f"no space left: {first}. The analysis keeps its working database in the temporary folder "
-            f"{tempfile.gettempdir()}: free some space there, or set TMPDIR to a folder with more room")
-
-
-def trust_folders(folders: list[str]) -> str | None:
-    """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
-    from ..agents import plugins as agent_plugins
-    from ..games import plugins
-
-    for folder in folders:
-        try:
-            plugins.trust(folder)
-            agent_plugins.trust(folder)
-        except (plugins.PluginError, agent_plugins.PluginError) as exc:
-            return str(exc)
-    return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
-        err("--concurrency must be >= 1")
-        return EXIT_CONFIG
-    from ..formats.files import FileRefused
-    from ..formats.rundir import LogError
-
-    if problem := trust_folders(getattr(args, "trust", [])):
-        err(problem)
-        return EXIT_CONFIG
-    try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
-        with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
-            code = args.func(args)
-        if argv is None and getattr(getattr(args, "engine", None), "cluster_lost", False):
-            # the Ray cluster's head is gone: Ray's exit handler would wait a minute on it (then kill this
-            # process with 1), and skipping it crashes the interpreter's exit; the run directory is closed
-            release_dead_streams()
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-                sys.stderr.flush()
-            os._exit(code)
-        return code
-    except BrokenPipeError:
-        return EXIT_OK
-    except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
-        err(f"interrupted by {exc.signame}" if isinstance(exc, Interrupted) else "interrupted")
-        return EXIT_INTERRUPTED
-    except (LogError, FileRefused) as exc:  # a hand-edited log line, a FIFO or /dev/zero: say where, never a traceback
-        err(str(exc))
-        return EXIT_CONFIG
-    except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
-        if exc.errno == errno.ENOSPC and not exc.filename:
-            err(disk_full(str(exc)))
-            return EXIT_CONFIG
-        err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
-        return EXIT_CONFIG
-    except Exception as exc:
-        # the analysis's engine (DuckDB) spills to the temporary folder: a full one is said as such, with
-        # what to do, never as the engine's traceback
-        if type(exc).__module__.lstrip("_").startswith("duckdb") and "No space left on device" in str(exc):
-            err(disk_full(str(exc)))
-            return EXIT_CONFIG
-        raise
-    finally:
-        release_dead_streams()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
