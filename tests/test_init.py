@@ -57,6 +57,23 @@ def _wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+def test_the_wheel_builds_without_a_setuptools_warning(tmp_path: Path) -> None:
+    """setuptools has nothing to say against the configuration (packages, package data, license, layout):
+    its warnings come framed in ``!!`` or named by a *Warning class; the note that byte-compiling is off
+    (PYTHONDONTWRITEBYTECODE) is none. The wheel holds every folder of the layout."""
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                          "-w", str(tmp_path / "wheel"), str(ROOT)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONWARNINGS": "always"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    said = [line for line in (res.stdout + res.stderr).splitlines()
+            if re.search(r"Warning\b|^\s*!!\s*$|\bwarning:", line) and "byte-compiling is disabled" not in line]
+    assert not said, "\n".join(said)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"econarena/__main__.py", "econarena/cli/__init__.py", "econarena/cli/__main__.py",
+            "econarena/formats/rundir.py", "econarena/configs/bench/v2.toml"} <= names
+
+
 def test_init_and_the_first_study_work_from_an_installed_wheel_alone(tmp_path: Path) -> None:
     """Installed as pip installs it (the wheel unpacked into a site folder), in a folder with no repository:
     init, validate, the stand-in study's run and its summary."""
