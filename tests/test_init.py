@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -60,9 +61,13 @@ def _wheel(tmp_path: Path) -> Path:
 def test_the_wheel_builds_without_a_setuptools_warning(tmp_path: Path) -> None:
     """setuptools has nothing to say against the configuration (packages, package data, license, layout):
     its warnings come framed in ``!!`` or named by a *Warning class; the note that byte-compiling is off
-    (PYTHONDONTWRITEBYTECODE) is none. The wheel holds every folder of the layout."""
+    (PYTHONDONTWRITEBYTECODE) is none. The wheel holds every folder of the layout. Built from a copy, so no
+    build/ folder of an earlier build can hold what the configuration leaves out."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "runs", "site",
+                                                             "__pycache__", ".*_cache"))
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
-                          "-w", str(tmp_path / "wheel"), str(ROOT)], capture_output=True, text=True, timeout=300,
+                          "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONWARNINGS": "always"})
     assert res.returncode == 0, res.stderr[-2000:]
     said = [line for line in (res.stdout + res.stderr).splitlines()
