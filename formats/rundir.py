@@ -552,7 +552,7 @@ class RunDirectory:
     """The files of one run directory, written by one process at a time.
 
     ``tally`` counts every record this object writes, plus those a resume kept, so that the summary of the
-    directory is ready when the run ends (see ``formats/tally.py``); None when the directory held records that
+    directory is ready when the run ends (see ``tally.py``); None when the directory held records that
     were neither kept by a resume nor written here (a summary must then read the files).
     """
 

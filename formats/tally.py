@@ -1,7 +1,7 @@
 """The summary's numbers, accumulated one record at a time.
 
 One implementation serves both ways of summarising a run directory: ``analysis/metrics.py`` feeds it the
-records it reads back from the files, and the run directory (``formats/rundir.py``) feeds it each record as it is
+records it reads back from the files, and the run directory (``rundir.py``) feeds it each record as it is
 written, so ``econarena run`` has its summary the moment the last run ends, without parsing the logs it
 has just written. The definitions of every metric are in ``analysis/metrics.py``; this module only counts.
 
