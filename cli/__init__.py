@@ -104,6 +104,7 @@ def disk_full(detail: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The console script (``argv`` None: the process's arguments); the command's exit code."""
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     from .common import (  # after parsing: --help and --version need none of it (asyncio, signals)
         EXIT_CONFIG,
