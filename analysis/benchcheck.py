@@ -19,7 +19,7 @@ from dataclasses import fields
 from functools import lru_cache
 from typing import Any
 
-from ..benchsuite import DEFAULT, Suite, SuiteError, load_suite
+from ..formats.benchsuite import DEFAULT, Suite, SuiteError, load_suite
 from ..formats.numbers import finite
 
 TOLERANCE = 1e-6  # scores are written as floats by json: a recomputation agrees to far better than this

@@ -3,7 +3,7 @@ intervals, family subscores, the overall score, cost and score per dollar (``ben
 and the leaderboard of many results.
 
 Everything is computed from the run directories and the suite file kept beside them (``suite.toml``), by the
-rules the suite declares (``benchsuite.py``): nothing here names a game; what a rule needs (a game's 0-100
+rules the suite declares (``formats/benchsuite.py``): nothing here names a game; what a rule needs (a game's 0-100
 score, its scale, its equilibrium) is what the games declare and the Host wrote into each run record.
 
 Intervals (``INTERVAL_METHOD``): Student-t intervals over SESSIONS (one run each: the independent unit). A
@@ -32,15 +32,15 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..benchsuite import TIERS, GameEntry, Suite
-from ..csvcells import csv_text
-from ..files import MANIFEST_BYTES, inside, read_text
+from ..formats.benchsuite import TIERS, GameEntry, Suite
+from ..formats.csvcells import csv_text
+from ..formats.files import MANIFEST_BYTES, inside, read_text
 from ..formats.numbers import finite
+from ..formats.prices import cost_usd, price_of
 from ..formats.reading import read_errors_as
+from ..formats.rundir import RUNS, complete_runs, read_jsonl, write_atomic
 from ..games import GAMES
 from ..games.text import name_problem
-from ..prices import cost_usd, price_of
-from ..rundir import RUNS, complete_runs, read_jsonl, write_atomic
 from .findings import bench_findings
 from .metrics import summarize
 
@@ -72,7 +72,7 @@ def _broke(rec: Mapping[str, Any], seat: int) -> bool:
 
 
 def run_score(g: GameEntry, rec: Mapping[str, Any], seat: int) -> float | None:
-    """One player-run's 0-100 score by the game's rule (``benchsuite.py``); None when the rule cannot score
+    """One player-run's 0-100 score by the game's rule (``formats/benchsuite.py``); None when the rule cannot score
     it (a copies run without a score; nothing to gain: best <= 0; no scale)."""
     if g.score == "game":
         v = finite(rec.get("score"))
@@ -299,7 +299,7 @@ def drop_intervals(games: list[GameScore], combined: dict[str, Any]) -> None:
 def answered_by(run_dirs: Sequence[Path], label: str) -> list[str]:
     """The model names the label's replies came with (what the server says answered: a dated snapshot, the
     bundled model's name), from the decisions logs."""
-    from ..rundir import DECISIONS, iter_jsonl
+    from ..formats.rundir import DECISIONS, iter_jsonl
 
     names: set[str] = set()
     for d in run_dirs:

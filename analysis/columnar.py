@@ -37,8 +37,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ..files import FileRefused, open_regular
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, write_atomic
+from ..formats.files import FileRefused, open_regular
+from ..formats.rundir import CONFIG, DECISIONS, MANIFEST, RUNS, write_atomic
 
 FORMAT = 3  # bump when the layout changes: every older copy is then read as absent (3: inode, device, ctime)
 EDGE = 64 * 1024  # bytes of each end of a log in its digest

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..rundir import BASELINE_AGENTS
+from ..formats.rundir import BASELINE_AGENTS
 from .cells import Factor, levels, llm_only
 from .load import Frames
 from .stats import N_BOOT, Estimate, bootstrap_diff, bootstrap_ratio, bootstrap_trend, cluster_sums

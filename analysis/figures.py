@@ -30,9 +30,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, MaxNLocator
 
+from ..formats.rundir import BASELINE_AGENTS
 from ..games import GAMES
 from ..games.base import GameInfo
-from ..rundir import BASELINE_AGENTS
 from .cells import cell_rank, shown_cell
 from .load import Frames
 from .stats import N_BOOT, bootstrap_mean

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-EQUILIBRIUM_TOLERANCE = 0.05  # a mean deviation within this of 0 is "played the equilibrium" (tally.py's)
+EQUILIBRIUM_TOLERANCE = 0.05  # a mean deviation within this of 0 is "played the equilibrium" (formats/tally.py's)
 SETTING_KEYS = ("run_dir", "experiment", "game", "environment", "history", "prompt", "group", "cell")
 BID = "bid_deviation"  # |bid - value| / value, where bidding one's value is dominant (tables.py's metric)
 KINDS = {"parse_error_pct": "unreadable replies (parse errors)", "schema_error_pct": "replies of the wrong shape",

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from ..files import open_regular
-from ..rundir import DECISIONS, MANIFEST, RUNS, record_of
+from ..formats.files import open_regular
+from ..formats.rundir import DECISIONS, MANIFEST, RUNS, record_of
 
 POLL_S = 0.2  # how often the logs are read while the run plays
 MAX_WAITING = 500_000  # decisions waiting for their run's record: more and the copy is given up (memory)
@@ -159,7 +159,7 @@ class Follower:
             raise GiveUp("too many decisions wait for their run's record")
 
     def _names(self, log: str, number: int, names: Any, key: str) -> None:
-        from ..rundir import LogError
+        from ..formats.rundir import LogError
 
         if isinstance(names, list) and self.names.issuperset(names):
             return
@@ -244,7 +244,7 @@ def follow(run_dir: Path, ended: Callable[[float | None], bool]) -> bool:
 
 def _start(run_dir: Path, ended: Callable[[float | None], bool]) -> Follower | None:
     """The follower, once the run wrote its config and manifest; None when the run ended first."""
-    from ..rundir import CONFIG
+    from ..formats.rundir import CONFIG
 
     while not ((run_dir / CONFIG).exists() and (run_dir / MANIFEST).exists()):
         if ended(POLL_S):

@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..formats.rundir import CONFIG, RUNS
 from ..games import GAMES
 from ..games.base import GameInfo
-from ..rundir import CONFIG, RUNS
 
 SETTING_COLUMNS = ["run_dir", "experiment", "game", "environment", "history", "prompt", "group"]
 GROUPS = ("L", "M", "H")

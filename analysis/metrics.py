@@ -30,10 +30,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..csvcells import csv_text
-from ..files import CONFIG_BYTES, FileRefused, read_text
-from ..rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
-from ..tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
+from ..formats.csvcells import csv_text
+from ..formats.files import CONFIG_BYTES, FileRefused, read_text
+from ..formats.rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
+from ..formats.tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,7 +103,7 @@ SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_
            "tokens_in", "tokens_out", "cached_decisions", "mean_latency_s", "score", "score_std")
 
 
-CUT_KEYS = ("truncated_replies", "truncated_runs")  # replies cut at max_tokens (tally.py), when there are any
+CUT_KEYS = ("truncated_replies", "truncated_runs")  # replies cut at max_tokens (formats/tally.py), when there are any
 
 
 def summary_csv(summary: dict[str, Any]) -> str:
@@ -119,7 +119,7 @@ def summary_csv(summary: dict[str, Any]) -> str:
 
 def write_summary(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
     """Write ``summary.json`` and ``summary.csv``; ``tally`` as for :func:`summarize`."""
-    from ..rundir import write_atomic
+    from ..formats.rundir import write_atomic
 
     path = Path(run_dir)
     summary = summarize(path, tally)

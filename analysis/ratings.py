@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import rundir
-from ..csvcells import csv_text as write_csv
-from ..files import CONFIG_BYTES, read_text
+from ..formats import rundir
+from ..formats.csvcells import csv_text as write_csv
+from ..formats.files import CONFIG_BYTES, read_text
 from ..formats.reading import read_errors_as
 from ..games import GAMES
 from ..games.base import Game, Setup

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..csvcells import frame_csv
-from ..prices import cost_usd, price_of
+from ..formats.csvcells import frame_csv
+from ..formats.prices import cost_usd, price_of
 from . import figures as F
 from .cells import EFFORTS
 from .page import Section, esc, table_html

@@ -33,12 +33,12 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..csvcells import frame_csv
+from ..formats.csvcells import frame_csv
+from ..formats.prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
 from ..formats.registry import Registry
+from ..formats.rundir import BASELINE_AGENTS, write_atomic
 from ..games import GAMES
 from ..games.text import storable
-from ..prices import cost_usd, load_prices, price_of  # noqa: F401 - load_prices: the report API
-from ..rundir import BASELINE_AGENTS, write_atomic
 from . import distributions
 from . import figures as F
 from .cells import cell_rank, factor_columns, factors

@@ -38,11 +38,11 @@ from typing import Any, Protocol, TypeGuard
 
 import orjson
 
-from ..files import CONFIG_BYTES, MANIFEST_BYTES, read_text
+from ..formats.files import CONFIG_BYTES, MANIFEST_BYTES, read_text
+from ..formats.rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
 from ..games import GAMES
 from ..games.base import Game
 from ..games.text import name_problem, storable
-from ..rundir import CONFIG, DECISIONS, MANIFEST, RUNS, LogError, iter_records
 from . import columnar
 
 if sys.version_info >= (3, 11):

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from ..formats.rundir import LogError, json_text
 from ..games import GAMES
 from ..games.text import storable
-from ..rundir import LogError, json_text
 from .cells import cell_sql, factors, grid_of
 from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir

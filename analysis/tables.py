@@ -182,7 +182,7 @@ def _table(out: list[dict[str, Any]], requests: list[tuple[Sums, float]], by: Se
 # at a time in log order (numpy's ``add.at``), as ``cluster_sums``' bincount added them, so every bit is the
 # same; a NULL (NaN, a missing value) is left out of its sum and count, as the engine's ``sum`` leaves it. A
 # reply cut at max_tokens ('truncated') is no violation of the model's (METRICS' violations_per_decision_pct,
-# tally.py). Why not the engine's ``sum(... ORDER BY row)`` per session: it holds a group's rows until the
+# formats/tally.py). Why not the engine's ``sum(... ORDER BY row)`` per session: it holds a group's rows until the
 # end, so under its 64 MB limit a directory had to be asked for a range of sessions at a time (485 queries at
 # 587,400 GLEE games, 20 s against copies read in place; one streamed pass: a few seconds).
 _DECISION_VALUES = {  # column -> (SQL, summed in log order)

@@ -57,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     from econarena.analysis.metrics import summarize
     from econarena.analysis.scan import Base, scan
-    from econarena.rundir import iter_records, loads_line, record_problem
+    from econarena.formats.rundir import iter_records, loads_line, record_problem
 
     class Decisions(Base):
         wants_decisions = True

@@ -1,4 +1,4 @@
-"""``econarena bench``: a bench suite (``benchsuite.py``, ``configs/bench/v2.toml``) turned into ordinary
+"""``econarena bench``: a bench suite (``formats/benchsuite.py``, ``configs/bench/v2.toml``) turned into ordinary
 experiments for one model, planned (calls and a cost bound per tier) and played side by side.
 
 Why experiments: every game of the suite is an experiment built from TOML data by ``parse_experiment``, the same
@@ -26,8 +26,8 @@ import numpy as np
 
 from ..agents.calls import public_url
 from ..agents.llm import PROVIDERS, close_all
-from ..benchsuite import GameEntry, Suite, digest
-from ..prices import cost_usd, price_of
+from ..formats.benchsuite import GameEntry, Suite, digest
+from ..formats.prices import cost_usd, price_of
 from .config import (
     BASELINES,
     ConfigError,
@@ -206,7 +206,7 @@ def score_rule_problems(g: GameEntry, exp: Experiment) -> list[str]:
     info = x.game.info
     if g.score == "game":
         return [] if info.score else [f"score = \"game\": {g.game} computes no 0-100 score of its own (a rule of "
-                                      "benchsuite.py that reads payoffs or actions instead)"]
+                                      "formats/benchsuite.py that reads payoffs or actions instead)"]
     try:
         setup = x.game.setup(x.params, len(lineup.seats), np.random.default_rng(0))  # any draw names the same keys
         ne = x.game.equilibrium(setup)
@@ -398,7 +398,7 @@ def session_cost_bound(exp: Experiment, spec: ModelSpec, prices: dict[str, tuple
 def plan(suite: Suite, spec: ModelSpec, prices: dict[str, tuple[float, float]],
          build_tier: Callable[[str], list[Experiment]]) -> list[TierPlan]:
     """Per tier: LLM calls and tokens at most, and the cost at most when a price names the model."""
-    from ..benchsuite import TIERS
+    from ..formats.benchsuite import TIERS
 
     price = price_of(prices, spec.label, [str(spec.entry["model"])] if spec.entry.get("model") else [])
     out = []
@@ -452,7 +452,7 @@ async def play(items: list[tuple[Experiment, Path, HostOptions]]) -> list[RunRes
 def spent_before(run_dirs: list[Path], spec: ModelSpec, prices: dict[str, tuple[float, float]]) -> float:
     """What earlier invocations paid for the model's calls in these run directories: every reply not from the
     response cache, in the decisions log and in the decisions a resume set aside (paid all the same)."""
-    from ..rundir import DECISIONS, iter_jsonl
+    from ..formats.rundir import DECISIONS, iter_jsonl
 
     total = 0.0
     for d in run_dirs:

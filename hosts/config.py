@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..agents import plugins as agent_plugins
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
-from ..files import CONFIG_BYTES, FileRefused, read_text
+from ..formats.files import CONFIG_BYTES, FileRefused, read_text
 from ..games import GAMES, plugins
 from ..games.text import is_control, name_problem
 from ..games.trivial import TRIVIAL_POLICIES

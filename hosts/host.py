@@ -24,6 +24,7 @@ from ..agents.baselines import StrategyAgent
 from ..agents.calls import SPEND
 from ..agents.llm import LLMAgent, RuntimeOptions, close_all, preflight, settings_problems
 from ..agents.registry import create_agent
+from ..formats.rundir import JUDGE_LOG, ResumeState, RunDirectory, RunDirectoryBusy, json_text, now_iso
 from ..games.base import (
     TRUNCATED,
     ActionSpec,
@@ -37,7 +38,6 @@ from ..games.base import (
 )
 from ..games.schema import json_schema, reasoning_chars
 from ..games.text import storable
-from ..rundir import JUDGE_LOG, ResumeState, RunDirectory, RunDirectoryBusy, json_text, now_iso
 from .config import Experiment, ExperimentSection, Lineup, resolved_toml
 from .playthrough import Conversations, Decision, Playthrough, RunContext
 from .progress import Progress

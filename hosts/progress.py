@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..prices import cost_usd, price_of
+from ..formats.prices import cost_usd, price_of
 
 
 def _isatty(stream: Any) -> bool:

@@ -61,7 +61,7 @@ import ray
 
 from .. import __version__
 from ..agents.base import AgentError
-from ..rundir import JUDGE_LOG, ResumeState, encode_record, encode_run, loads_line, run_key
+from ..formats.rundir import JUDGE_LOG, ResumeState, encode_record, encode_run, loads_line, run_key
 
 SHIP_S = 0.01  # a worker gathers finished runs this long before shipping them in one call
 PLACE_WARN_S = 20.0  # workers not placed after this long: the cluster is busy, tell the user

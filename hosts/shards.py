@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import read_bytes
-from ..rundir import (
+from ..formats.files import read_bytes
+from ..formats.rundir import (
     CONFIG,
     DECISIONS,
     JUDGE_LOG,
@@ -188,7 +188,7 @@ def _unfinished(s: _Shard) -> str:
     held), stopped before it ended (killed: the manifest still says running), or ended incomplete; with
     the runs it has finished, counted from its log (a killed process never wrote the manifest's counts)."""
     from ..formats.locks import holder_of
-    from ..rundir import LOCK, complete_runs
+    from ..formats.rundir import LOCK, complete_runs
 
     m = s.manifest
     status = m.get("status", "unfinished")

@@ -22,8 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..formats.rundir import STEERING, ResumeState, scan_jsonl, set_aside
 from ..games.steering.cfr import action_space, solve
-from ..rundir import STEERING, ResumeState, scan_jsonl, set_aside
 from .config import Experiment, Lineup
 from .host import Host, HostOptions
 from .playthrough import Conversations, Decision, Playthrough, RunContext

@@ -27,11 +27,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..csvcells import csv_text
-from ..files import inside, is_regular, read_text
+from ..formats.csvcells import csv_text
+from ..formats.files import inside, is_regular, read_text
+from ..formats.rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 from ..games.base import MAX_GAME_NUMBER, ForeignValue, Game, ImportedRun, ReplayCheck, Setup
 from ..games.text import name_problem, storable
-from ..rundir import CONFIG, DECISIONS, LOCK, MANIFEST, RUNS, RunDirectory, now_iso, write_atomic
 
 _REMOVE_ON_REIMPORT = (RUNS, DECISIONS, "summary.json", "summary.csv")
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..files import RELEASED_BYTES, read_text
+from ..formats.files import RELEASED_BYTES, read_text
 from ..formats.reading import READ_ERRORS
 from ..games import GAMES
 from ..games.base import Game, ImportedRun

@@ -222,7 +222,7 @@ def test_a_second_signal_while_a_thread_finishes_exits_at_once(tmp_path: Path) -
     """After the first signal the run is over and its manifest written, but asyncio still waits for worker
     threads (a local model's batch); a second signal does not wait for them."""
     script = ("import asyncio, time\n"
-              "from econarena.cli_run import Interrupted, run_until_signalled\n"
+              "from econarena.cli.common import Interrupted, run_until_signalled\n"
               "async def work():\n"
               "    print('ready', flush=True)\n"
               "    await asyncio.to_thread(time.sleep, 60)\n"
@@ -239,7 +239,7 @@ def test_a_second_signal_while_a_thread_finishes_exits_at_once(tmp_path: Path) -
 
 
 def test_handlers_work_in_process_with_sigint_ignored_and_dispositions_come_back() -> None:
-    from econarena.cli_run import Interrupted, run_until_signalled
+    from econarena.cli.common import Interrupted, run_until_signalled
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     signal.signal(signal.SIGINT, signal.SIG_IGN)

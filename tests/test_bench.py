@@ -17,8 +17,8 @@ import pytest
 
 from econarena.analysis import benchmark as B
 from econarena.analysis.families import gamabench
-from econarena.benchsuite import DEFAULT, TIERS, SuiteError, load_suite, parse_expression
 from econarena.cli import main
+from econarena.formats.benchsuite import DEFAULT, TIERS, SuiteError, load_suite, parse_expression
 from econarena.games import GAMES
 from econarena.hosts import bench as H
 from econarena.hosts.config import ConfigError

@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 
 from econarena.analysis import benchmark as B
-from econarena.benchsuite import DEFAULT, load_suite
 from econarena.cli import main
+from econarena.formats.benchsuite import DEFAULT, load_suite
 
 REPLICATIONS = 20
 

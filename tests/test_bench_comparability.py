@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from econarena.analysis import benchmark as B
-from econarena.benchsuite import DEFAULT, load_suite
 from econarena.cli import main
+from econarena.formats.benchsuite import DEFAULT, load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 

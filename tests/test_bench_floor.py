@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from econarena.benchsuite import DEFAULT, load_suite
 from econarena.cli import main
+from econarena.formats.benchsuite import DEFAULT, load_suite
 from econarena.games import GAMES
 from econarena.games.negotiationarena.common import thaw
 

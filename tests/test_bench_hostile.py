@@ -163,7 +163,7 @@ def test_every_interval_holds_its_point_estimate(tmp_path: Path) -> None:
     """Constant sessions whose sums round differently in numpy and math.fsum: the overall 0.27499999999999997
     had the interval [0.275, 0.275] (2% of random small benches had a point outside its interval)."""
     from econarena.analysis import benchmark as B
-    from econarena.benchsuite import load_suite
+    from econarena.formats.benchsuite import load_suite
 
     suite = load_suite(small_suite(tmp_path))
     games = [B.GameScore(gid, fam, game, rule, v, None, None, 2, 2, 2, 0, 0, None, [v, v])
@@ -206,7 +206,7 @@ def test_a_score_rule_the_game_cannot_feed_is_refused_before_playing(tmp_path: P
     assert not out.exists()
     from dataclasses import replace
 
-    from econarena.benchsuite import load_suite
+    from econarena.formats.benchsuite import load_suite
 
     suite = load_suite(small_suite(tmp_path))
     beauty = next(g for g in suite.games if g.id == "beauty")
@@ -273,7 +273,7 @@ def test_a_run_without_one_valid_reply_scores_0_under_the_game_rule(server: Any,
     the run was unscored, so GAMA-Bench and the overall had no score: a complete bench that could never be
     ranked (a model that never follows the rules escaped the leaderboard). Now such a run scores 0."""
     from econarena.analysis import benchmark as B
-    from econarena.benchsuite import load_suite
+    from econarena.formats.benchsuite import load_suite
 
     server.reset()
     server.reply = lambda protocol, body: '{"chosen_num'
@@ -294,7 +294,7 @@ def test_a_baseline_busy_in_another_bench_does_not_cost_the_model_its_result(ser
     """Two benches into one --out at once both play the baselines: the one that finds a baseline's game locked
     ended in exit 2 without bench.json or scorecard, its own games played. Now it scores its model, leaves
     that baseline's row to the other process and says so; the next bench into the --out adds the row."""
-    from econarena.rundir import RunDirectory
+    from econarena.formats.rundir import RunDirectory
 
     server.reset()
     server.reply = scripted_reply
@@ -406,7 +406,7 @@ def test_two_processes_writing_one_file_never_collide(tmp_path: Path) -> None:
     import sys
 
     target = tmp_path / "bench.json"
-    code = ("import sys; from pathlib import Path; from econarena.rundir import write_atomic\n"
+    code = ("import sys; from pathlib import Path; from econarena.formats.rundir import write_atomic\n"
             "for i in range(400): write_atomic(Path(sys.argv[1]), sys.argv[2] * 5000)\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(target), c]) for c in "ab"]
     assert [p.wait(60) for p in procs] == [0, 0]
@@ -432,7 +432,7 @@ def test_sessions_an_engine_left_unplayed_are_not_called_api_errors(tmp_path: Pa
     """A bench on Ray whose node was lost said 'incomplete (some runs stopped on API errors)' (the message was
     fixed for run and suite, not for bench): now the engine's reason is said, and bench.json says
     "stopped": "engine"."""
-    import econarena.cli_bench as cb
+    import econarena.cli.bench as cb
 
     monkeypatch.setattr(cb, "ray_engine", lambda args: _NodeLost())
     assert main(["bench", "random", "--suite", str(small_suite(tmp_path)), "--out", str(tmp_path / "o"),

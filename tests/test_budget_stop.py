@@ -14,7 +14,7 @@ import pytest
 from test_bench import bench_args, prices_file, scripted_reply, served_usd, small_suite
 
 from econarena.cli import main
-from econarena.prices import Budget
+from econarena.formats.prices import Budget
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from econarena.formats.rundir import dumps_line
 from econarena.games import GAMES, get_game
 from econarena.games.base import PARSE_ERROR, RULE_VIOLATION, SCHEMA_ERROR, Game, Outcome, Setup
 from econarena.hosts.contract import check_game
-from econarena.rundir import dumps_line
 
 NAMES = sorted(GAMES)
 SEEDS = range(40)

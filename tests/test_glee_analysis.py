@@ -383,7 +383,7 @@ def test_a_word_where_other_runs_hold_a_number_is_refused_not_dropped(tmp_path: 
     from conftest import run_experiment
 
     from econarena.analysis.families.glee import collect
-    from econarena.rundir import LogError
+    from econarena.formats.rundir import LogError
 
     out = tmp_path / "barg"
     run_experiment({"experiment": {"name": "barg", "game": "bargaining", "sessions": 4, "runs": 1, "seed": 1},

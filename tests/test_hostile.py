@@ -211,7 +211,7 @@ def test_a_full_disk_mid_run_is_one_clear_line_and_leaves_the_manifest_resumable
         tmp_path: Path, capsys, monkeypatch) -> None:
     import errno
 
-    from econarena.rundir import RunDirectory
+    from econarena.formats.rundir import RunDirectory
 
     toml = _write(tmp_path, RESUMABLE)
     out = tmp_path / "out"

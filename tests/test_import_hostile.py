@@ -260,7 +260,7 @@ def test_paths_that_are_not_text(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_a_failed_atomic_write_leaves_no_tmp(tmp_path: Path) -> None:
     """write_atomic wrote config.toml.tmp, failed on a lone surrogate and left the .tmp behind."""
-    from econarena.rundir import write_atomic
+    from econarena.formats.rundir import write_atomic
 
     target = tmp_path / "config.toml"
     target.write_text("old", encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from econarena.agents.providers import hf
-from econarena.cli import STARTER, main
+from econarena.cli import main
+from econarena.cli.experiments import STARTER
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,6 +56,27 @@ def _wheel(tmp_path: Path) -> Path:
     assert res.returncode == 0, res.stderr[-2000:]
     (wheel,) = (tmp_path / "wheel").glob("*.whl")
     return wheel
+
+
+def test_the_wheel_builds_without_a_setuptools_warning(tmp_path: Path) -> None:
+    """setuptools has nothing to say against the configuration (packages, package data, license, layout):
+    its warnings come framed in ``!!`` or named by a *Warning class; the note that byte-compiling is off
+    (PYTHONDONTWRITEBYTECODE) is none. The wheel holds every folder of the layout. Built from a copy, so no
+    build/ folder of an earlier build can hold what the configuration leaves out."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "runs", "site",
+                                                             "__pycache__", ".*_cache"))
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                          "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONWARNINGS": "always"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    said = [line for line in (res.stdout + res.stderr).splitlines()
+            if re.search(r"Warning\b|^\s*!!\s*$|\bwarning:", line) and "byte-compiling is disabled" not in line]
+    assert not said, "\n".join(said)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"econarena/__main__.py", "econarena/cli/__init__.py", "econarena/cli/__main__.py",
+            "econarena/formats/rundir.py", "econarena/configs/bench/v2.toml"} <= names
 
 
 def test_init_and_the_first_study_work_from_an_installed_wheel_alone(tmp_path: Path) -> None:

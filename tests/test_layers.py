@@ -1,14 +1,16 @@
 """The one-way imports of ARCHITECTURE.md, the purity of game code, and no module naming a game.
 
-Layers (folders of the package, plus the root modules; ARCHITECTURE.md draws them):
-  cli, cli_reports, cli_run (top) -> hosts, importers, analysis; hosts -> games, agents, rundir;
-  importers -> games, rundir; analysis -> games, rundir; agents -> (nothing of ours but agents);
-  games -> (nothing but games and formats/registry.py, the one lazy registry type); rundir -> formats and the
-  package root; formats -> (nothing but formats: the shared formats and small rules every layer above games may
-  read); the package root (``__init__``: version numbers) may be read by every layer but games. Inside games, a
-  family (``games/<family>/``) reads the contract (``games/*.py``) and its own family, never another family; the
-  contract reads no family.
-  Inside analysis, the shared modules never read a family module except the report, which assembles them.
+Layers (the folders of the package; ARCHITECTURE.md draws them):
+  cli (top) -> hosts, importers, analysis, agents, formats, games; hosts -> games, agents, formats;
+  importers -> games, formats; analysis -> games, formats; agents -> agents, formats; formats -> (nothing
+  but formats and the package's face: ``__init__``'s version numbers); games -> (nothing but games, and
+  formats/registry.py: the lazy registry type, standard library only). The package's face (``__init__``)
+  imports nothing of ours; ``__main__`` imports only the cli. Inside cli, the
+  face (``cli/__init__``) loads the command groups; ``common`` (then ``terminal``) sits below every group, and
+  no group imports another but ``experiments``, whose ``validate`` checks bench suites with ``bench``'s rule.
+  Inside games, a family (``games/<family>/``) reads the contract (``games/*.py``) and its own family, never
+  another family; the contract reads no family. Inside analysis, the shared modules never read a family
+  module except the report, which assembles them.
 Imports inside the package are relative; they are resolved here so the rules read the same either way.
 """
 
@@ -28,8 +30,7 @@ from econarena.agents.providers import RECORDS
 REPO = Path(__file__).resolve().parent.parent
 SDKS = ("openai", "anthropic", "google", "zai", "zhipuai", "torch", "transformers", "aiohttp", "httpx")
 SDKS = tuple(dict.fromkeys((*SDKS, *(m.split(".")[0] for r in RECORDS for m in r.sdk_modules))))  # a new one too
-LAYERS = ("games", "agents", "hosts", "importers", "analysis", "formats")
-CLI = ("cli", "cli_reports", "cli_bench", "cli_run")
+LAYERS = ("games", "agents", "hosts", "importers", "analysis", "formats", "cli")
 # games/plugins.py finds games of the user's own packages (module:Class paths, entry points): it imports by
 # name and looks at sys.path, and is the one module allowed to (it holds no rules, and only a Game comes out)
 PLUGINS = REPO / "games" / "plugins.py"
@@ -43,25 +44,31 @@ REGISTRY = REPO / "formats" / "registry.py"
 TRUSTED = REPO / "formats" / "trusted.py"
 GAME_FILES = sorted(p for p in (REPO / "games").rglob("*.py") if p != PLUGINS)
 FAMILIES = sorted(p.name for p in (REPO / "games").iterdir() if (p / "__init__.py").exists())
-EVERYTHING = {"root", "hosts", "importers", "analysis", "agents", "games", "rundir", "formats", *CLI}
+EVERYTHING = {"root", *LAYERS}
 ALLOWED = {
     "games": {"games"},
+    "formats": {"formats", "root"},
     "agents": {"agents", "formats", "root"},
-    "hosts": {"hosts", "games", "agents", "rundir", "formats", "root"},
-    "importers": {"importers", "games", "rundir", "formats", "root"},
-    "analysis": {"analysis", "games", "rundir", "formats", "root"},
-    "rundir": {"formats", "root"},
-    "formats": {"formats"},
-    "cli_run": EVERYTHING - {"cli", "cli_reports", "cli_bench"},
-    "cli_reports": EVERYTHING - {"cli", "cli_bench"},
-    "cli_bench": EVERYTHING - {"cli", "cli_reports"},
+    "hosts": {"hosts", "games", "agents", "formats", "root"},
+    "importers": {"importers", "games", "formats", "root"},
+    "analysis": {"analysis", "games", "formats", "root"},
     "cli": EVERYTHING,
+    "main": {"cli"},
     "root": set(),
+}
+# inside cli: what each module may import of the others (the face, cli/__init__, may import them all)
+CLI_ALLOWED = {
+    "common": {"terminal"},
+    "terminal": set(),
+    "experiments": {"common", "terminal", "bench"},
+    "reports": {"common", "terminal"},
+    "bench": {"common", "terminal"},
+    "__main__": {""},
 }
 
 
 def package_modules() -> list[Path]:
-    out = [p for p in REPO.glob("*.py")]
+    out = sorted(REPO.glob("*.py"))
     for layer in LAYERS:
         out += sorted((REPO / layer).rglob("*.py"))
     return out
@@ -75,7 +82,9 @@ def module_name(path: Path) -> list[str]:
 def layer_of(parts: list[str]) -> str:
     if not parts:
         return "root"
-    return parts[0] if parts[0] in LAYERS or parts[0] in ("rundir", *CLI) else "root"
+    if parts == ["__main__"]:
+        return "main"
+    return parts[0] if parts[0] in LAYERS else "root"
 
 
 def imports_of(path: Path, *, top_level_only: bool = False) -> list[tuple[list[str] | None, str, int]]:
@@ -141,6 +150,39 @@ def test_imports_follow_the_layers(path: Path) -> None:
         assert there in ALLOWED[here] | {here}, f"{path.relative_to(REPO)}:{line}: {here} must not import {name}"
 
 
+def test_nothing_loose_at_the_root() -> None:
+    """The root holds the package's face only; every other module lives in the folder of its layer."""
+    assert sorted(p.name for p in REPO.glob("*.py")) == ["__init__.py", "__main__.py"]
+    assert layer_of(["rundir"]) == "root"  # a module back at the root would be judged as the face, and refused
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_cli_modules_keep_their_order(path: Path) -> None:
+    """The face loads the command groups; below them common and terminal; no group reads another's
+    internals (experiments' validate borrows bench's suite check)."""
+    me = module_name(path)
+    if me == ["cli"]:
+        return
+    allowed = CLI_ALLOWED[me[1]]
+    for ours, name, line in imports_of(path):
+        if ours is None or ours[:1] != ["cli"]:
+            continue
+        module = len(ours) > 1 and (REPO / "cli" / f"{ours[1]}.py").is_file()
+        theirs = ours[1] if module else ""  # "": the face (cli/__init__) or a name it holds
+        assert theirs in allowed, f"{path.relative_to(REPO)}:{line}: cli.{me[1]} must not import {name}"
+
+
+def test_formats_read_only_themselves() -> None:
+    """formats/ is what every layer above games shares: it reads nothing of the package outside it but the
+    face's version numbers (rundir's manifest records them)."""
+    for path in sorted((REPO / "formats").rglob("*.py")):
+        for ours, name, line in imports_of(path):
+            if ours is None:
+                continue
+            assert ours[:1] == ["formats"] or ours in (["SCHEMA_VERSION"], ["__version__"]), \
+                f"{path.relative_to(REPO)}:{line}: formats must not import {name}"
+
+
 def test_package_imports_are_relative() -> None:
     """ARCHITECTURE.md: siblings are imported relatively, so every tool can follow the layers."""
     for path in package_modules():
@@ -193,7 +235,7 @@ def test_the_cycle_check_sees_deferred_imports() -> None:
     """The check above is not vacuous: imports inside functions are edges (the CLI loads its report
     commands, and the bench the local model's module, only when asked)."""
     graph = import_graph()
-    assert "cli_reports" in graph["cli"]
+    assert "cli.reports" in graph["cli"]
     assert "agents.providers.hf" in graph["hosts.bench"]
 
 

@@ -52,7 +52,7 @@ def test_the_payoff_rule_by_hand() -> None:
 def test_the_cli_says_a_game_error_in_one_line_with_the_error_exit_code(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A game that breaks its contract is the game's fault, not the file's: exit 1, as for a game that raises."""
-    from econarena.cli_run import EXIT_ERROR, failed_job
+    from econarena.cli.common import EXIT_ERROR, failed_job
 
     error = GameError("game g, lineup main, session 2, run 0: seat 1's payoff nan is not a finite number")
     assert failed_job(error, tmp_path, "run") == EXIT_ERROR

@@ -1,5 +1,5 @@
 """How records are written, read back and counted: orjson lines with json.dumps's content, the summary
-counted while a run writes (tally.py) against the summary recomputed from the files, and the parse cache
+counted while a run writes (formats/tally.py) against the summary recomputed from the files, and the parse cache
 that lets a report read each runs.jsonl once."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from econarena.analysis.metrics import summarize, write_summary
+from econarena.formats.rundir import RUNS, dumps_line, iter_jsonl, loads_line, read_jsonl
+from econarena.formats.tally import ExactSum
 from econarena.hosts.config import parse_experiment
 from econarena.hosts.host import Host, HostOptions
-from econarena.rundir import RUNS, dumps_line, iter_jsonl, loads_line, read_jsonl
-from econarena.tally import ExactSum
 
 # ---- the encoding -----------------------------------------------------------------------------------
 
@@ -180,7 +180,7 @@ def test_records_of_an_earlier_process_mean_the_summary_reads_the_files(tmp_path
 # ---- one parse per runs.jsonl -------------------------------------------------------------------------
 
 def test_a_run_log_is_parsed_once_while_it_is_unchanged(tmp_path: Path, arena, monkeypatch: pytest.MonkeyPatch) -> None:
-    import econarena.rundir as rundir
+    import econarena.formats.rundir as rundir
 
     doc = arena.experiment_dict("beauty_contest", [{"agent": "rational", "count": 3}], sessions=3)
     out = tmp_path / "o"

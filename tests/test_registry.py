@@ -126,7 +126,7 @@ def test_the_game_families_are_entries_of_the_registry() -> None:
 
 
 def test_every_importer_loads_checked_and_has_its_hook() -> None:
-    from econarena.cli_reports import _AFTER_IMPORT
+    from econarena.cli.reports import _AFTER_IMPORT
     from econarena.importers.registry import IMPORTERS, Importer
 
     assert IMPORTERS.builtin()[:3] == ("gamabench", "negotiationarena", "glee") == _AFTER_IMPORT.builtin()[:3]

@@ -213,7 +213,7 @@ def test_ctrl_c_exits_130_marks_the_run_interrupted_and_says_how_to_resume(tmp_p
 
 
 def test_a_corrupt_line_in_the_middle_is_reported_not_silently_dropped(tmp_path: Path, capsys) -> None:
-    from econarena.rundir import read_jsonl
+    from econarena.formats.rundir import read_jsonl
 
     path = tmp_path / "runs.jsonl"
     path.write_text('{"a": 1}\nnot json\n{"a": 2}\n{"a": 3')  # line 2 corrupt, line 4 torn

@@ -24,7 +24,7 @@ from econarena.agents import calls
 from econarena.agents.calls import SPEND, CallError
 from econarena.agents.llm import close_all
 from econarena.agents.providers import http11
-from econarena.prices import Budget
+from econarena.formats.prices import Budget
 
 pytestmark = pytest.mark.timeout(60)
 

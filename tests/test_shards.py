@@ -186,7 +186,7 @@ def test_merge_says_a_killed_shard_stopped_and_a_live_one_still_runs(tmp_path: P
     import time
 
     from econarena.cli import main
-    from econarena.rundir import RunDirectory
+    from econarena.formats.rundir import RunDirectory
 
     d = doc(arena)
     d["players"][0] = {"agent": "openai", "model": "fake", "base_url": f"{server.url}/v1", "max_tokens": 20}

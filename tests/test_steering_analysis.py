@@ -24,7 +24,7 @@ import pytest
 
 from econarena.analysis.families import steering as S
 from econarena.cli import main
-from econarena.rundir import LogError
+from econarena.formats.rundir import LogError
 
 pd = pytest.importorskip("pandas")
 

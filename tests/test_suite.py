@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from econarena.cli_reports import paper_sessions, suite_files
+from econarena.cli.reports import paper_sessions, suite_files
 from econarena.hosts.config import load_experiment, read_toml
 
 REPO = Path(__file__).resolve().parent.parent

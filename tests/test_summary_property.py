@@ -1,5 +1,5 @@
-"""The summary counted while a run writes (tally.py) against a summary recomputed here from the two logs
-alone, by code that shares nothing with tally.py: many small random experiments (games of every family,
+"""The summary counted while a run writes (formats/tally.py) against a summary recomputed here from the two logs
+alone, by code that shares nothing with formats/tally.py: many small random experiments (games of every family,
 rational, random, level-k and game-specific policy seats, scripted garbage replies, several sessions and
 runs, history, reask, [grid] cells, labels holding several seats). Sums and counts must match exactly;
 means too (both are the exactly rounded mean of the same numbers).

@@ -411,8 +411,8 @@ def bench_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     """A real bench.json of the small test suite (rational plays it), and the suite read back."""
     from test_bench import small_suite
 
-    from econarena.benchsuite import load_suite
     from econarena.cli import main
+    from econarena.formats.benchsuite import load_suite
 
     tmp = tmp_path_factory.mktemp("bench")
     suite = small_suite(tmp)

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...csvcells import csv_text
-from ...files import open_regular
+from ...formats.csvcells import csv_text
+from ...formats.files import open_regular
 from ...formats.numbers import finite
+from ...formats.rundir import RUNS, game_name
 from ...games import GAMES
 from ...games.base import Game
-from ...rundir import RUNS, game_name
 from ..cells import cell_of, grid_of
 from ..scan import Base, Dir, key_of
 

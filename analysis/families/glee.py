@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from ...csvcells import csv_text
+from ...formats.csvcells import csv_text
+from ...formats.rundir import RUNS, LogError, complete_runs, game_name, read_jsonl
 from ...games import GAMES
 from ...games.base import Setup
-from ...rundir import RUNS, LogError, complete_runs, game_name, read_jsonl
 from ..cells import cell_of, cell_rank, grid_of, study_factors
 from ..load import expand_run_dirs
 from ..scan import Base, Dir

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...csvcells import csv_text
+from ...formats.csvcells import csv_text
 from ...formats.numbers import finite
+from ...formats.rundir import game_name
 from ...games import GAMES
 from ...games.base import Game
-from ...rundir import game_name
 from .. import published
 from ..cells import cell_of, cell_rank, grid_of, study_factors
 from ..scan import Base, Dir, key_of

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...csvcells import frame_csv
-from ...files import CONFIG_BYTES, FileRefused, open_regular, read_text
-from ...rundir import CONFIG, LogError
+from ...formats.csvcells import frame_csv
+from ...formats.files import CONFIG_BYTES, FileRefused, open_regular, read_text
+from ...formats.rundir import CONFIG, LogError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -524,7 +524,7 @@ def scorecard(ctx: Any) -> Any:
 
 def _openings(run_dir: str) -> dict[tuple[str, int], str]:
     """What the steered player saw before its decision, per (lineup, session): the first public move."""
-    from ...rundir import RUNS, read_jsonl
+    from ...formats.rundir import RUNS, read_jsonl
 
     out: dict[tuple[str, int], str] = {}
     for r in read_jsonl(Path(run_dir) / RUNS, kind="runs"):

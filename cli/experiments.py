@@ -1,24 +1,20 @@
-"""``econarena``: run, validate, list, summary. User errors print one clear message, never a traceback."""
+"""The commands on experiment files and run directories: run, steer, merge, validate, check, init, list,
+summary. User errors print one clear message, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import json
-import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .cli_run import (
+from .common import (
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    Interrupted,
     add_ray_arguments,
     cell_order,
     config_difference,
@@ -28,16 +24,15 @@ from .cli_run import (
     load_price_arg,
     out_dir_problem,
     ray_engine,
-    release_dead_streams,
     resume_command,
     run_guarded,
     same_experiment,
-    stopped_by_signals,
+    trust_folders,
 )
 
 
 def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
-    from .hosts.config import ConfigError, load_experiment
+    from ..hosts.config import ConfigError, load_experiment
 
     exps, errors = [], []
     for f in files:
@@ -49,8 +44,8 @@ def _load_all(files: list[str], seed: int | None = None):  # noqa: ANN202
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
-    from .hosts.host import preflight_experiment, settings_problems_of
+    from ..hosts.config import ConfigError, is_alias_file, read_toml, validate_alias_file
+    from ..hosts.host import preflight_experiment, settings_problems_of
 
     files, alias_ok, errors = [], [], []
     for f in args.files:  # models files (alias -> player table) sit beside experiments: check them as such
@@ -65,7 +60,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if not problems:
                 alias_ok.append(f"{f}: ok (models file, {len(data)} alias(es))")
         elif "suite" in data and "games" in data and "experiment" not in data:  # a bench suite (configs/bench/*.toml)
-            from .cli_bench import validate_suite
+            from .bench import validate_suite
 
             problem, line = validate_suite(f)
             if problem:
@@ -95,7 +90,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _calls_text(exp: Any) -> str:
     """The upper bound of paid calls an experiment with LLM players was checked against; '' without any."""
-    from .hosts.experiment import MAX_LLM_CALLS, llm_call_bound
+    from ..hosts.experiment import MAX_LLM_CALLS, llm_call_bound
 
     bounds = llm_call_bound(exp)
     if not bounds:
@@ -113,10 +108,10 @@ def _runs_text(exp: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .agents.baselines import POLICY_AGENTS
-    from .agents.llm import PROVIDERS
-    from .games import GAMES, plugins
-    from .hosts.config import BASELINES
+    from ..agents.baselines import POLICY_AGENTS
+    from ..agents.llm import PROVIDERS
+    from ..games import GAMES, plugins
+    from ..hosts.config import BASELINES
 
     for problem in plugins.load_entry_points(GAMES):  # the games of installed packages join the list
         err(problem)
@@ -144,8 +139,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .games import GAMES, plugins
-    from .hosts.contract import check_game
+    from ..games import GAMES, plugins
+    from ..hosts.contract import check_game
 
     target = args.game
     if m := re.fullmatch(r"((?:\w+/)*\w+)\.py:(\w+)", target):  # my_games/duopoly.py:Duopoly, from here
@@ -164,7 +159,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             err(problem)
             return EXIT_CONFIG
     if target.endswith(".toml"):  # an experiment file: check the game it plays
-        from .hosts.config import ConfigError, load_experiment
+        from ..hosts.config import ConfigError, load_experiment
 
         try:
             game = load_experiment(target).game
@@ -185,8 +180,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         err(f"--seeds {args.seeds}: expected at least 1")
         return EXIT_CONFIG
     if args.agent is not None:  # a player of the user's own, played in this game
-        from .agents import plugins as agent_plugins
-        from .hosts.contract import check_agent
+        from ..agents import plugins as agent_plugins
+        from ..hosts.contract import check_agent
 
         try:
             cls = agent_plugins.load_agent_class(args.agent)
@@ -211,7 +206,7 @@ def _checks_said(results: list[Any], title: str, what: str) -> int:
 
 def _environment_of(run_dir: Path) -> str:
     """The run directory's environment (melee, rational, self) from its config.toml; "" when unreadable."""
-    from .hosts.config import ConfigError, read_toml
+    from ..hosts.config import ConfigError, read_toml
 
     try:
         exp = read_toml(run_dir / "config.toml").get("experiment")
@@ -221,8 +216,8 @@ def _environment_of(run_dir: Path) -> str:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .analysis.findings import LEGEND, summary_findings, wrapped
-    from .analysis.metrics import format_table, summarize, summary_cells
+    from ..analysis.findings import LEGEND, summary_findings, wrapped
+    from ..analysis.metrics import format_table, summarize, summary_cells
     from .terminal import show
 
     status = EXIT_OK
@@ -248,8 +243,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .agents.llm import load_dotenv
-    from .hosts.host import preflight_experiment
+    from ..agents.llm import load_dotenv
+    from ..hosts.host import preflight_experiment
 
     load_dotenv()
     exps, errors = _load_all(args.files, args.seed)
@@ -304,8 +299,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _dry_run(exps: list[Any], errors: list[str], args: argparse.Namespace) -> int:
     """``run --dry-run``: what each file would play and call, with the problems a real run would stop on."""
-    from .hosts.experiment import planned_calls
-    from .rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
+    from ..formats.rundir import RUNS, complete_runs, read_jsonl, runnable_prefix
+    from ..hosts.experiment import planned_calls
 
     for e in errors:
         print(f"note: {e}", file=sys.stderr)
@@ -376,7 +371,7 @@ def _human_io(humans: list[str], args: argparse.Namespace) -> tuple[Any, Any, bo
 def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
     """A resume must play the shard the directory holds (or none, for an unsharded one). A directory without
     a manifest never started (killed before writing it): its resume begins the run, whichever shard."""
-    from .rundir import RunDirectory
+    from ..formats.rundir import RunDirectory
 
     manifest = RunDirectory(d).read_manifest()
     if not manifest:
@@ -391,7 +386,7 @@ def _shard_problem(d: Path, shard: tuple[int, int] | None) -> str | None:
 
 
 def _shard_arg(value: str) -> tuple[int, int]:
-    from .hosts.shards import parse_shard
+    from ..hosts.shards import parse_shard
 
     try:
         return parse_shard(value)
@@ -401,8 +396,8 @@ def _shard_arg(value: str) -> tuple[int, int]:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Shards of one experiment (``run --shard K/N``) -> one run directory equal to an unsharded run."""
-    from .analysis.metrics import format_table, write_summary
-    from .hosts.shards import MergeError, merge_shards, out_problem
+    from ..analysis.metrics import format_table, write_summary
+    from ..hosts.shards import MergeError, merge_shards, out_problem
 
     out = Path(args.out)
     problem = out_problem([Path(d) for d in args.shards], out) or out_dir_problem(out)
@@ -423,7 +418,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_steer(args: argparse.Namespace) -> int:
     """``run`` for files that hold a [steer] table; a file without one is refused, not run unsteered."""
-    from .hosts.config import ConfigError, read_toml
+    from ..hosts.config import ConfigError, read_toml
 
     for f in args.files:
         try:
@@ -498,11 +493,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="econarena", description="Economic games for language models.")
-    p.add_argument("--version", action="version", version=f"econarena {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the commands on experiment files and run directories to the ``econarena`` parser."""
     r = sub.add_parser("run", help="run experiments from TOML files")
     _run_arguments(r)
     r.set_defaults(func=cmd_run, stop_signals=True)
@@ -553,93 +545,3 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (or folders of them)")
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
     s.set_defaults(func=cmd_summary)
-
-    from . import cli_bench, cli_reports  # report, compare, suite; bench, leaderboard
-
-    cli_reports.register(sub)
-    cli_bench.register(sub)
-    for name in TRUSTING:  # the one way a game or player module of one's own is imported: named by the user
-        sub.choices[name].add_argument(
-            "--trust", action="append", default=[], metavar="DIR",
-            help="import game and player modules (package.module:Class) from this folder (repeatable); nothing "
-                 "a file names is imported otherwise, not from the current folder nor an experiment's")
-    return p
-
-
-# the commands that may meet a game or player path; the others never import one
-TRUSTING = ("run", "steer", "validate", "check", "summary", "report", "compare", "analyze", "suite")
-
-
-def disk_full(detail: str) -> str:
-    """What to do when a folder ran out of space: the temporary folder is where the analysis spills."""
-    import tempfile
-
-    first = detail.strip().splitlines()[0][:300] if detail.strip() else "no space left on device"
-    return (f"no space left: {first}. The analysis keeps its working database in the temporary folder "
-            f"{tempfile.gettempdir()}: free some space there, or set TMPDIR to a folder with more room")
-
-
-def trust_folders(folders: list[str]) -> str | None:
-    """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
-    from .agents import plugins as agent_plugins
-    from .games import plugins
-
-    for folder in folders:
-        try:
-            plugins.trust(folder)
-            agent_plugins.trust(folder)
-        except (plugins.PluginError, agent_plugins.PluginError) as exc:
-            return str(exc)
-    return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "concurrency", 1) is not None and getattr(args, "concurrency", 1) < 1:
-        err("--concurrency must be >= 1")
-        return EXIT_CONFIG
-    from .files import FileRefused
-    from .rundir import LogError
-
-    if problem := trust_folders(getattr(args, "trust", [])):
-        err(problem)
-        return EXIT_CONFIG
-    try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
-        with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
-            code = args.func(args)
-        if argv is None and getattr(getattr(args, "engine", None), "cluster_lost", False):
-            # the Ray cluster's head is gone: Ray's exit handler would wait a minute on it (then kill this
-            # process with 1), and skipping it crashes the interpreter's exit; the run directory is closed
-            release_dead_streams()
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-                sys.stderr.flush()
-            os._exit(code)
-        return code
-    except BrokenPipeError:
-        return EXIT_OK
-    except KeyboardInterrupt as exc:  # Ctrl-C outside a run (validate, report): nothing to keep, no traceback
-        err(f"interrupted by {exc.signame}" if isinstance(exc, Interrupted) else "interrupted")
-        return EXIT_INTERRUPTED
-    except (LogError, FileRefused) as exc:  # a hand-edited log line, a FIFO or /dev/zero: say where, never a traceback
-        err(str(exc))
-        return EXIT_CONFIG
-    except OSError as exc:  # a log that is a directory, an unreadable file: name it, never a traceback
-        if exc.errno == errno.ENOSPC and not exc.filename:
-            err(disk_full(str(exc)))
-            return EXIT_CONFIG
-        err(f"{exc.filename or 'a file'}: {exc.strerror or exc}")
-        return EXIT_CONFIG
-    except Exception as exc:
-        # the analysis's engine (DuckDB) spills to the temporary folder: a full one is said as such, with
-        # what to do, never as the engine's traceback
-        if type(exc).__module__.lstrip("_").startswith("duckdb") and "No space left on device" in str(exc):
-            err(disk_full(str(exc)))
-            return EXIT_CONFIG
-        raise
-    finally:
-        release_dead_streams()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

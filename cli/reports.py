@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cli_run import (
+from ..formats.files import CONFIG_BYTES, FileRefused, read_text
+from ..formats.registry import Registry
+from .common import (
     EXIT_CONFIG,
     EXIT_ERROR,
     EXIT_INCOMPLETE,
@@ -31,8 +33,6 @@ from .cli_run import (
     run_side_by_side,
     same_experiment,
 )
-from .files import CONFIG_BYTES, FileRefused, read_text
-from .formats.registry import Registry
 from .terminal import show
 
 _PAPER_SESSIONS = re.compile(r"^#\s*paper:\s*sessions\s*=\s*(\d+)", re.MULTILINE)
@@ -57,7 +57,7 @@ def _prices_ok(path: str | None) -> bool:
 def _run_dirs(paths: list[str]) -> list[Path] | None:
     """The run directories the arguments name; None (each bad argument reported, one line each) when any
     argument names none: a typo'd folder must not be skipped in silence while the others are reported."""
-    from .analysis.load import expand_run_dirs
+    from ..analysis.load import expand_run_dirs
 
     found, ok = [], True
     for arg in paths:
@@ -87,7 +87,7 @@ def _print_report(rep: Any) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     if not _need_report_extra():
         return EXIT_ERROR
-    from .analysis.report import build_report
+    from ..analysis.report import build_report
 
     if not _prices_ok(args.prices):
         return EXIT_CONFIG
@@ -127,10 +127,10 @@ def open_in_browser(page: Path) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     if not _need_report_extra():
         return EXIT_ERROR
-    from .analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
-    from .analysis.load import load
-    from .analysis.reasoning import REASONING_METRICS, has_reasoning
-    from .analysis.tables import METRICS
+    from ..analysis.compare import COMPARE_METRICS, GAME_FREE_METRICS, compare, format_compare
+    from ..analysis.load import load
+    from ..analysis.reasoning import REASONING_METRICS, has_reasoning
+    from ..analysis.tables import METRICS
 
     for m in args.metrics or ():
         if m not in METRICS and m not in REASONING_METRICS:
@@ -174,7 +174,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare_csv(table: Any, path: str) -> None:
     """A comparison table as CSV: each side's value, interval and sessions in columns of their own."""
-    from .csvcells import frame_csv
+    from ..formats.csvcells import frame_csv
 
     flat = table.assign(**{f"{side}_{k}": [getattr(e, k) for e in table[side]]
                            for side in ("a", "b", "diff") for k in ("value", "low", "high", "sessions")})
@@ -184,10 +184,10 @@ def _compare_csv(table: Any, path: str) -> None:
 
 def _compare_by(args: argparse.Namespace) -> int:
     """``compare DIR --by FACTOR``: the levels of one [grid] factor against the first, paired."""
-    from .analysis.cells import factors
-    from .analysis.compare import COMPARE_METRICS, compare_by, format_compare_by, trend_axis, trend_by
-    from .analysis.load import load
-    from .analysis.scan import read_dirs
+    from ..analysis.cells import factors
+    from ..analysis.compare import COMPARE_METRICS, compare_by, format_compare_by, trend_axis, trend_by
+    from ..analysis.load import load
+    from ..analysis.scan import read_dirs
 
     if args.by is None or args.dir_b is not None:
         err("compare takes DIR_A DIR_B, or one DIR with --by FACTOR (a [grid] factor of it)")
@@ -216,7 +216,7 @@ def _compare_by(args: argparse.Namespace) -> int:
 
 def suite_files(paths: list[str]) -> list[Path]:
     """Experiment files of a suite: the TOML files named, or those in a folder that have an [experiment]."""
-    from .hosts.config import ConfigError
+    from ..hosts.config import ConfigError
 
     out: list[Path] = []
     for p in map(Path, paths):
@@ -253,9 +253,9 @@ def _sessions_arg(value: str) -> str:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from .agents.llm import load_dotenv
-    from .hosts.config import ConfigError, load_experiment
-    from .hosts.host import preflight_experiment
+    from ..agents.llm import load_dotenv
+    from ..hosts.config import ConfigError, load_experiment
+    from ..hosts.host import preflight_experiment
 
     load_dotenv()
     try:
@@ -316,7 +316,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def _suite_runs(exps: list[Any], out: Path, args: argparse.Namespace) -> int:
-    from .rundir import complete_runs, read_jsonl, runnable_prefix
+    from ..formats.rundir import complete_runs, read_jsonl, runnable_prefix
 
     worst, done, side_by_side = EXIT_OK, [], []
     for i, exp in enumerate(exps, 1):
@@ -357,7 +357,7 @@ def _suite_runs(exps: list[Any], out: Path, args: argparse.Namespace) -> int:
         return worst
     if not _need_report_extra():
         return max(worst, EXIT_ERROR)
-    from .analysis.report import build_report
+    from ..analysis.report import build_report
 
     rep = build_report(done, Path(args.report_out) if args.report_out else out / "report", n_boot=args.boot,
                        seed=args.seed, prices=args.prices, title=args.title)
@@ -382,9 +382,9 @@ def _int_at_least(low: int, high: int = 2**63 - 1) -> Any:
 def cmd_import(args: argparse.Namespace) -> int:
     """Another tool's released results -> run directories (importers/), the accounting of every item, the
     source's own tables (analysis/families/)."""
-    from .games.text import storable
-    from .importers.common import ImportFailed, hold_import
-    from .importers.registry import IMPORTERS
+    from ..games.text import storable
+    from ..importers.common import ImportFailed, hold_import
+    from ..importers.registry import IMPORTERS
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         err(f"--out {args.out}: is a file, not a directory")
@@ -403,9 +403,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _import_into(args: argparse.Namespace, module: Any, given: dict[str, Any], out: Path, shown: str) -> int:
     """:func:`cmd_import` once it holds ``--out``."""
-    from .analysis.metrics import write_summary
-    from .games.text import storable
-    from .importers.common import write_import_report
+    from ..analysis.metrics import write_summary
+    from ..games.text import storable
+    from ..importers.common import write_import_report
 
     result = module.import_dir(args.raw_dir, out, **{k: v for k, v in given.items() if k in module.OPTIONS})
     for w in result.warnings:
@@ -445,8 +445,8 @@ _SHOWN = 20  # refusals and disagreements printed; the files hold them all
 
 def _after_gamabench(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     """The GAMA-Bench score table (analysis/families/gamabench.py), printed and written."""
-    from .analysis.families import gamabench
-    from .rundir import write_atomic
+    from ..analysis.families import gamabench
+    from ..formats.rundir import write_atomic
 
     rows = gamabench.score_table(gamabench.collect(result.dirs).scores)
     csv_path = out / "gamabench_scores.csv"
@@ -457,9 +457,9 @@ def _after_gamabench(result: Any, out: Path, args: argparse.Namespace) -> list[P
 
 def _after_negotiationarena(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     """The pair table (win rates by --metrics), then the published Figure 3 beside the recorded outcomes."""
-    from .analysis.families import negotiationarena as na
-    from .analysis.scan import scan
-    from .rundir import write_atomic
+    from ..analysis.families import negotiationarena as na
+    from ..analysis.scan import scan
+    from ..formats.rundir import write_atomic
 
     own, paper, correct = na.Collector(), na.Collector(reading="paper"), na.Collector(reading="correct")
     scan(result.dirs, [own, paper, correct])  # the imported directories read once for the three readings
@@ -482,9 +482,9 @@ def _after_negotiationarena(result: Any, out: Path, args: argparse.Namespace) ->
 def _after_glee(result: Any, out: Path, args: argparse.Namespace) -> list[Path]:
     """glee_games.csv (one row per game: ids, players, rounds, deal, the paper's and the code's metrics) and
     glee_summary.csv (per family, kind, seat and player), printed in short."""
-    from .analysis.families import glee
-    from .games.text import storable
-    from .rundir import write_atomic
+    from ..analysis.families import glee
+    from ..formats.rundir import write_atomic
+    from ..games.text import storable
 
     rows = glee.games_table(result.dirs)
     games_path, summary_path = out / "glee_games.csv", out / "glee_summary.csv"
@@ -517,9 +517,9 @@ _AFTER_IMPORT: Registry[Callable[[Any, Path, argparse.Namespace], list[Path]]] =
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """A family's linear models (analysis/families/glee.py): effects x100 with 95% intervals, CSV, meta-game."""
-    from .analysis.families import glee
-    from .games import GAMES
-    from .rundir import write_atomic
+    from ..analysis.families import glee
+    from ..formats.rundir import write_atomic
+    from ..games import GAMES
 
     families = sorted({g.info.family for g in GAMES.values() if g.info.factors})
     if args.family not in families:  # said "no complete runs of a 'foo' game" as if the folder were at fault
@@ -587,8 +587,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def _human_vs_model(args: argparse.Namespace) -> int:
     """``econarena analyze glee DIRS --human-vs-model``: people beside models, printed and written."""
-    from .analysis.families import glee
-    from .rundir import write_atomic
+    from ..analysis.families import glee
+    from ..formats.rundir import write_atomic
 
     if args.family != "glee":
         err(f"--human-vs-model: only the glee family has games with people, not {args.family!r}")
@@ -627,8 +627,8 @@ def _analysis_options(p: argparse.ArgumentParser) -> None:
 def cmd_ratings(args: argparse.Namespace) -> int:
     """Rate a tournament's entrants: Plackett-Luce with bootstrap intervals and rank ranges, Nash averaging,
     alpha-Rank and the cycles, per game and overall (analysis/ratings.py)."""
-    from .analysis import ratings as rt
-    from .rundir import LogError
+    from ..analysis import ratings as rt
+    from ..formats.rundir import LogError
     from .terminal import show
 
     dirs = _run_dirs(args.run_dirs)
@@ -728,7 +728,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 def _add_import(sub: argparse._SubParsersAction) -> None:
     """The ``import`` command's parser."""
-    from .importers.registry import IMPORTERS  # the sources' names only: no importer is imported
+    from ..importers.registry import IMPORTERS  # the sources' names only: no importer is imported
 
     im = sub.add_parser("import", help="turn another tool's released results into run directories and scores",
                         description="Read another harness's released results into our run directories under --out "

@@ -1,6 +1,7 @@
 """``econarena bench`` (one model, one score: a versioned suite played and scored) and ``econarena leaderboard``
-(many bench results in one table). The suite is data (``configs/bench/v2.toml``, its format in ``benchsuite.py``); the
-games are played by the Host (``hosts/bench.py``) and scored from the run directories (``analysis/benchmark.py``).
+(many bench results in one table). The suite is data (``configs/bench/v2.toml``, its format in
+``formats/benchsuite.py``); the games are played by the Host (``hosts/bench.py``) and scored from the run
+directories (``analysis/benchmark.py``).
 
 Layout of ``--out DIR`` (default ``runs/bench``): ``DIR/<model>/`` holds ``bench.json``, ``scorecard.html``,
 ``suite.toml`` (the suite file as played), ``bench-settings.json`` (everything the result depends on, and its
@@ -23,7 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .cli_run import (
+from ..formats.files import MANIFEST_BYTES, read_text
+from .common import (
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
@@ -41,7 +43,6 @@ from .cli_run import (
     same_experiment,
     shard_suffix,
 )
-from .files import MANIFEST_BYTES, read_text
 
 SETTINGS = "bench-settings.json"
 LOG = "bench-log.jsonl"
@@ -63,7 +64,7 @@ def _concurrency(value: str) -> int:
 
 
 def _shard(value: str) -> tuple[int, int]:
-    from .hosts.shards import parse_shard
+    from ..hosts.shards import parse_shard
 
     try:
         return parse_shard(value)
@@ -83,11 +84,11 @@ class _Job:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .agents.llm import load_dotenv
-    from .benchsuite import DEFAULT, SuiteError, load_suite
-    from .hosts.bench import ModelSpec, build
-    from .hosts.config import ConfigError
-    from .hosts.host import preflight_experiment
+    from ..agents.llm import load_dotenv
+    from ..formats.benchsuite import DEFAULT, SuiteError, load_suite
+    from ..hosts.bench import ModelSpec, build
+    from ..hosts.config import ConfigError
+    from ..hosts.host import preflight_experiment
 
     load_dotenv()
     try:
@@ -161,8 +162,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _specs(args: argparse.Namespace) -> list[Any] | str:
     """The models MODEL... name (with --label), each with a directory of its own; or why not."""
-    from .hosts.bench import ModelSpec, model_specs
-    from .hosts.config import ConfigError
+    from ..hosts.bench import ModelSpec, model_specs
+    from ..hosts.config import ConfigError
 
     if args.label is not None and not args.label.strip():  # a row needs a name
         return f"--label {args.label!r}: expected a name for the model's row"
@@ -184,7 +185,7 @@ def _specs(args: argparse.Namespace) -> list[Any] | str:
 
 def _unpriced(specs: list[Any], prices: Any, args: argparse.Namespace) -> str | None:
     """--max-cost needs every model's price: which have none, or None."""
-    from .prices import price_of
+    from ..formats.prices import price_of
 
     unpriced = [s.label for s in specs if s.is_llm and price_of(
         prices, s.label, [str(s.entry["model"])] if s.entry.get("model") else []) is None]
@@ -198,14 +199,14 @@ def _unpriced(specs: list[Any], prices: Any, args: argparse.Namespace) -> str | 
 def _jobs(suite: Any, specs: list[Any], args: argparse.Namespace, out: Path, exps_of: Any) -> list[_Job]:
     """One job per model (its directory, its games, its settings), then the baselines' (unless
     --no-baselines, and never in a shard)."""
-    from .hosts.bench import model_specs, settings
+    from ..hosts.bench import model_specs, settings
 
     shard = args.shard
     suffix = shard_suffix(shard)
     jobs = [_Job(s, exps_of(s, args.tier), out / f"{s.slug}{suffix}", "model",
                  settings(suite, args.tier, s, exps_of(s, args.tier))) for s in specs]
     if not args.no_baselines and not shard:
-        from .hosts.bench import PLAYABLE_BASELINES, build
+        from ..hosts.bench import PLAYABLE_BASELINES, build
 
         for name in PLAYABLE_BASELINES:
             spec = model_specs(name)[0]
@@ -217,8 +218,8 @@ def _jobs(suite: Any, specs: list[Any], args: argparse.Namespace, out: Path, exp
 
 def _budgets(jobs: list[_Job], args: argparse.Namespace, prices: Any) -> None:
     """Each model's --max-cost budget, less what earlier invocations spent (said when nothing is left)."""
-    from .hosts.bench import spent_before
-    from .prices import Budget
+    from ..formats.prices import Budget
+    from ..hosts.bench import spent_before
 
     for job in jobs:
         if job.kind == "model" and job.spec.is_llm:
@@ -252,7 +253,7 @@ def _manifest_status(run_dir: Path) -> str | None:
 
 def _claim(job: _Job, suite: Any) -> str | None:
     """Make ``job.out`` this bench's directory, or say why it cannot be: another suite, tier or settings."""
-    from .hosts.config import first_difference
+    from ..hosts.config import first_difference
 
     d = job.out
     if (problem := out_dir_problem(d)) is not None:
@@ -277,7 +278,7 @@ def _claim(job: _Job, suite: Any) -> str | None:
         ours = {".lock", SUITE_COPY, LOG, "bench.json", "scorecard.html"}
         if any(p.name not in ours and not (p.is_dir() and p.name in games) for p in d.iterdir()):
             return f"{d} is not empty and holds no bench ({SETTINGS} missing): use another --out"
-    from .rundir import write_atomic
+    from ..formats.rundir import write_atomic
 
     for exp in job.exps:  # before the settings are written: a refused directory keeps the bench it holds
         run_dir = d / exp.name
@@ -291,11 +292,11 @@ def _claim(job: _Job, suite: Any) -> str | None:
 
 def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) -> int:
     """Every job's unfinished experiments, side by side; an exit code."""
-    from .agents.llm import RuntimeOptions
-    from .analysis.metrics import write_summary
-    from .hosts.bench import play
-    from .hosts.host import HostOptions
-    from .rundir import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
+    from ..agents.llm import RuntimeOptions
+    from ..analysis.metrics import write_summary
+    from ..formats.rundir import RunDirectoryBusy, complete_runs, read_jsonl, runnable_prefix
+    from ..hosts.bench import play
+    from ..hosts.host import HostOptions
 
     todo: list[tuple[Any, Path, bool, _Job]] = []
     for job in jobs:
@@ -314,7 +315,7 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
         print(f"bench: playing {played} game(s) of {len({id(t[3]) for t in todo if t[3].kind == 'model'})} "
               f"model(s), tier {args.tier} -> {args.out}", file=sys.stderr)
 
-    from .hosts.bench import session_cost_bound
+    from ..hosts.bench import session_cost_bound
 
     def options_for(job: _Job, exp: Any) -> Any:
         def make(resume: bool) -> HostOptions:
@@ -352,7 +353,7 @@ def _play(jobs: list[_Job], args: argparse.Namespace, prices: dict[str, Any]) ->
 def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict[str, Any], *,
             stopped: str | None = None, quiet: bool = False) -> int:
     """Score every job: bench.json and the scorecard; print the answer; the exit code."""
-    from .analysis.benchmark import (
+    from ..analysis.benchmark import (
         BenchError,
         bench_result,
         format_rows,
@@ -362,8 +363,8 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
         scorecard_html,
         write_bench,
     )
-    from .hosts.bench import shown_model
-    from .rundir import write_atomic
+    from ..formats.rundir import write_atomic
+    from ..hosts.bench import shown_model
 
     results: dict[int, dict[str, Any]] = {}
     worst = EXIT_OK
@@ -423,8 +424,8 @@ def _finish(jobs: list[_Job], suite: Any, args: argparse.Namespace, prices: dict
 
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:
-    from .agents.calls import public_urls
-    from .agents.keys import key_value, mask_keys
+    from ..agents.calls import public_urls
+    from ..agents.keys import key_value, mask_keys
 
     keys = [key_value(str(entry.get("agent")), entry.get("api_key_env"))]
     return {k: public_urls(v, keys) if k == "base_url" else mask_keys(v, entry.get("api_key_env"))
@@ -433,7 +434,7 @@ def _public(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _log_invocation(job: _Job, stopped: str | None) -> float:
     """Append this invocation to the job's log; the wall time of every invocation so far."""
-    from .rundir import iter_jsonl, now_iso
+    from ..formats.rundir import iter_jsonl, now_iso
 
     path = job.out / LOG
     now = time.time()
@@ -453,7 +454,7 @@ def _log_invocation(job: _Job, stopped: str | None) -> float:
 
 
 def _print_result(result: dict[str, Any], out: Path) -> None:
-    from .analysis.benchmark import format_rows
+    from ..analysis.benchmark import format_rows
 
     o = result["overall"]
 
@@ -497,8 +498,8 @@ def _print_result(result: dict[str, Any], out: Path) -> None:
 
 
 def _dry_run(suite: Any, specs: list[Any], prices: dict[str, Any], args: argparse.Namespace, exps_of: Any) -> int:
-    from .analysis.benchmark import format_rows
-    from .hosts.bench import plan
+    from ..analysis.benchmark import format_rows
+    from ..hosts.bench import plan
 
     for spec in specs:
         print(f"{spec.label} ({spec.source}), suite {suite.version}:")
@@ -527,9 +528,9 @@ def validate_suite(path: str) -> tuple[str | None, str]:
     """``econarena validate`` of a bench suite file: its format, and every game built for every tier with a
     baseline and with an LLM in the model's seat (the experiments' own checks; the LLM also gets the suite's
     [llm] and each game's protocol, which a baseline never reads). (problem or None, the ok line)."""
-    from .benchsuite import TIERS, SuiteError, load_suite
-    from .hosts.bench import build, model_specs
-    from .hosts.config import ConfigError
+    from ..formats.benchsuite import TIERS, SuiteError, load_suite
+    from ..hosts.bench import build, model_specs
+    from ..hosts.config import ConfigError
 
     try:
         suite = load_suite(path)
@@ -545,7 +546,7 @@ def validate_suite(path: str) -> tuple[str | None, str]:
 # ------------------------------------------------------------------------------------------- leaderboard
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from .analysis.benchmark import (
+    from ..analysis.benchmark import (
         BenchError,
         comparable_problem,
         find_results,
@@ -559,7 +560,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         one_row_per_model,
         read_bench,
     )
-    from .rundir import write_atomic
+    from ..formats.rundir import write_atomic
     from .terminal import show
 
     try:
@@ -608,7 +609,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .benchsuite import TIERS
+    from ..formats.benchsuite import TIERS
 
     b = sub.add_parser("bench", help="one model, one comparable score: the bench suite played and scored",
                        description="Play the bench suite (configs/bench/v2.toml: GAMA-Bench's eight games, EconArena's "

@@ -1,7 +1,7 @@
 """Running experiments from the command line, shared by ``run``, ``steer`` and ``suite``: exit codes, the
 checks on an output directory, signals, and one experiment played to its summary.
 
-Below both command modules (``cli.py``, ``cli_reports.py``), so neither imports the other's internals.
+Below both command modules (``cli/experiments.py``, ``cli/reports.py``), so neither imports the other's internals.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def failed_job(result: Any, d: Path, command: str) -> int | None:
     """The exit code of a job that ended in an exception instead of its result (an agent that cannot start,
     a busy run directory, a file-system failure, an interruption), after one line saying why and how to go on
     (``command``: the one to run again, "suite", "bench"); None for a result. Anything else is re-raised."""
-    from .agents.base import AgentError
-    from .games.base import GameError
-    from .rundir import RunDirectoryBusy
+    from ..agents.base import AgentError
+    from ..formats.rundir import RunDirectoryBusy
+    from ..games.base import GameError
 
     if isinstance(result, (AgentError, RunDirectoryBusy)):
         err(str(result))
@@ -115,7 +115,7 @@ def out_dir_problem(d: Path) -> str | None:
 def config_difference(d: Path, exp) -> str:  # noqa: ANN001
     """What differs between ``d``'s config.toml and ``exp`` (``experiment.sessions: 50 != 60``), for the
     refusal to resume another experiment: the user learns which key to put back."""
-    from .hosts.config import ConfigError, first_difference, read_toml, resolved_data
+    from ..hosts.config import ConfigError, first_difference, read_toml, resolved_data
 
     try:
         return first_difference(read_toml(d / "config.toml"), resolved_data(exp))
@@ -128,7 +128,7 @@ def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
 
     Comparing parsed data, not text, lets a directory written by an older release (other quoting) resume.
     """
-    from .hosts.config import ConfigError, read_toml, resolved_data
+    from ..hosts.config import ConfigError, read_toml, resolved_data
 
     if not (d / "config.toml").exists():
         return True
@@ -300,10 +300,10 @@ def ray_engine(args: argparse.Namespace) -> Any:
                                         "or --ray ADDRESS for a cluster"))
         return None
     try:
-        from .hosts.ray_engine import RayEngine, RayUnavailable
+        from ..hosts.ray_engine import RayEngine, RayUnavailable
     except ImportError:
         raise SystemExit(_exit_with("--ray needs Ray: pip install 'econarena[ray]'")) from None
-    from .hosts.ray_engine import STALL_S, stop_local_ray
+    from ..hosts.ray_engine import STALL_S, stop_local_ray
 
     stall = getattr(args, "ray_stall_timeout", None)
     engine = RayEngine(None if address == "local" else address, getattr(args, "ray_workers", None),
@@ -404,7 +404,7 @@ _gpus = number_arg("a number of GPUs >= 0 (a fraction shares one)", zero=True)
 def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
     """Read --prices up front (None after one clear error line): a typo must not surface as a traceback
     after a whole suite has run."""
-    from .prices import load_prices
+    from ..formats.prices import load_prices
 
     if path is None:
         return {}
@@ -420,8 +420,8 @@ def load_price_arg(path: str | None) -> dict[str, tuple[float, float]] | None:
 def cell_order(run_dir: Path) -> Callable[[str], Any]:
     """A sort key putting a directory's [grid] cells in their factors' natural order (numbers by value,
     efforts least first, else as declared), read from its config.toml; any order for an unreadable one."""
-    from .analysis.cells import cell_rank, factors
-    from .hosts.config import ConfigError, read_toml
+    from ..analysis.cells import cell_rank, factors
+    from ..hosts.config import ConfigError, read_toml
 
     try:
         found = factors(read_toml(run_dir / "config.toml"))
@@ -434,9 +434,9 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
                 human_io: Any = None) -> Any:
     """``run_one`` with the CLI's answers to what can stop a run: an exit code (after one clear line) for
     an interrupt, a busy directory, an agent that cannot start or a failing disk; else the result."""
-    from .agents.base import AgentError
-    from .games.base import GameError
-    from .rundir import RunDirectoryBusy
+    from ..agents.base import AgentError
+    from ..formats.rundir import RunDirectoryBusy
+    from ..games.base import GameError
 
     try:
         return run_one(exp, d, concurrency=args.concurrency, resume=resume, quiet=args.quiet,
@@ -444,7 +444,7 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
                        prices=getattr(args, "price_table", None),
                        engine=getattr(args, "engine", None), shard=getattr(args, "shard", None))
     except KeyboardInterrupt as exc:  # a stop signal, or a person ending input (Ctrl-D)
-        from .agents.human import HumanInputEnded, HumanInputError
+        from ..agents.human import HumanInputEnded, HumanInputError
 
         if isinstance(exc, HumanInputError):  # input that is no reply: bad input, not an interruption
             source = f"--human-input {args.human_input}" if getattr(args, "human_input", None) else "standard input"
@@ -470,9 +470,9 @@ def run_guarded(exp, d: Path, args: argparse.Namespace, *, resume: bool, on_inte
 def run_side_by_side(jobs: list[tuple[Any, Path, bool]], args: argparse.Namespace) -> list[Any] | int:
     """Several experiments at once on one Ray engine (``suite --ray``): each its own Host, directory and
     lock, their sessions sharing the cluster's workers. The results, or an exit code after one clear line."""
-    from .agents.llm import RuntimeOptions
-    from .analysis.metrics import format_table, write_summary
-    from .hosts.host import Host, HostOptions
+    from ..agents.llm import RuntimeOptions
+    from ..analysis.metrics import format_table, write_summary
+    from ..hosts.host import Host, HostOptions
 
     hosts = []
     for exp, d, resume in jobs:
@@ -514,7 +514,7 @@ def start_follower(out: Path) -> subprocess.Popen[bytes] | None:
     closes it. It outlives the run (its own session) so that ``run`` waits for none of its work."""
     import importlib.util
 
-    from .analysis import columnar
+    from ..analysis import columnar
 
     if os.environ.get("ECONARENA_FOLLOW", "").strip().lower() in ("off", "0", "no", "false"):
         return None
@@ -539,9 +539,9 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
             shard: tuple[int, int] | None = None):  # noqa: ANN201
     """Play one validated experiment into ``out`` (on ``engine``: Ray; only ``shard``'s sessions), write its
     summary, print the outcome line."""
-    from .agents.llm import RuntimeOptions
-    from .analysis.metrics import format_table, summary_cells, write_summary
-    from .hosts.host import Host, HostOptions
+    from ..agents.llm import RuntimeOptions
+    from ..analysis.metrics import format_table, summary_cells, write_summary
+    from ..hosts.host import Host, HostOptions
     from .terminal import show
 
     options = HostOptions(concurrency=concurrency, resume=resume, quiet=quiet,
@@ -556,7 +556,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
             follower.stdin.close()  # the run is over: the follower writes the copy, or nothing (not complete)
     summary = write_summary(out, host.dir.tally)  # counted as the records were written: no re-reading
     if not quiet:
-        from .analysis.findings import LEGEND, summary_findings, wrapped
+        from ..analysis.findings import LEGEND, summary_findings, wrapped
 
         env = exp.experiment.environment if exp.tournament is None else "tournament"  # a tournament: no melee
         if sentences := summary_findings(summary, env, cell_order(out)):  # the finding in words, then the table
@@ -582,7 +582,7 @@ def run_one(exp, out: Path, *, concurrency: int = 16, resume: bool = False, quie
 def warn_truncated(exp: Any, summary: dict[str, Any], out: Path) -> None:
     """Replies the provider cut at the token limit: the limit is too small for the answer asked for. They are
     recorded as ``truncated`` and counted apart from the model's errors; this says which limit to raise."""
-    from .rundir import JUDGE_LOG, scan_jsonl
+    from ..formats.rundir import JUDGE_LOG, scan_jsonl
 
     cut: dict[str, int] = {}
     for label, v in summary["labels"].items():
@@ -610,7 +610,7 @@ def outcome_line(exp: Any, result: Any, out: Path) -> str:
             f"decisions in {result.elapsed_s:.1f}s -> {out}")
     if exp.steer is None:
         return line
-    from .rundir import STEERING, scan_jsonl
+    from ..formats.rundir import STEERING, scan_jsonl
 
     games, _ = scan_jsonl(out / STEERING)
     skipped = sum(1 for g in games if g.get("skipped"))
@@ -625,13 +625,27 @@ def outcome_line(exp: Any, result: Any, out: Path) -> str:
 
 def print_steering(out: Path) -> None:
     """The steering table of a run directory (NashConv, CFR gain, their ratio, agreement, trade values)."""
-    from .analysis.families.steering import format_table, steering_table
+    from ..analysis.families.steering import format_table, steering_table
 
     print(format_table(steering_table([out])))
 
 
 def _steer_host() -> type:
     """The host of a [steer] experiment, imported only for one (it brings the steering family along)."""
-    from .hosts.steer import SteerHost
+    from ..hosts.steer import SteerHost
 
     return SteerHost
+
+
+def trust_folders(folders: list[str]) -> str | None:
+    """Register the --trust folders with both plugin loaders; the problem, if a folder is none."""
+    from ..agents import plugins as agent_plugins
+    from ..games import plugins
+
+    for folder in folders:
+        try:
+            plugins.trust(folder)
+            agent_plugins.trust(folder)
+        except (plugins.PluginError, agent_plugins.PluginError) as exc:
+            return str(exc)
+    return None

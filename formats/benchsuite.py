@@ -45,7 +45,7 @@ else:  # pragma: no cover
 TIERS = ("quick", "standard", "full")
 TABLES = ("copies", "rational", "versus")
 RULES = ("game", "equilibrium_action", "payoff_share", "payoff_sign")
-DEFAULT = Path(__file__).resolve().parent / "configs" / "bench" / "v2.toml"
+DEFAULT = Path(__file__).resolve().parent.parent / "configs" / "bench" / "v2.toml"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_SESSIONS = 100_000

@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from . import SCHEMA_VERSION, __version__
+from .. import SCHEMA_VERSION, __version__
 from .files import CONFIG_BYTES, MANIFEST_BYTES, FileRefused, open_regular, read_bytes, read_text
 from .tally import Tally
 
@@ -589,7 +589,7 @@ class RunDirectory:
     def lock(self) -> None:
         """Hold an exclusive lock on the directory while this process writes it (formats/locks.py: the kernel
         drops it when the process dies); the file names the holder, for the error message."""
-        from .formats.locks import LockBusy, take
+        from .locks import LockBusy, take
 
         self.path.mkdir(parents=True, exist_ok=True)
         try:
