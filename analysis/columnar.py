@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.files import FileRefused, open_regular
+from ..formats.locks import lock_descriptor
 from ..formats.rundir import CONFIG, DECISIONS, MANIFEST, RUNS, write_atomic
 
 FORMAT = 3  # bump when the layout changes: every older copy is then read as absent (3: inode, device, ctime)
@@ -235,11 +236,7 @@ def follower_lock(run_dir: Path) -> int | None:
     """An open descriptor of the directory's follower lock, locked exclusively (for the process that follows
     the run); None when copies are off, the cache is not writable or not this user's own, or not POSIX."""
     base = root()
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no follower, copies are written on the first read
-        return None
-    if base is None:
+    if base is None or os.name != "posix":  # not POSIX: no follower, copies are written on the first read
         return None
     try:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -249,11 +246,7 @@ def follower_lock(run_dir: Path) -> int | None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError:
         return None
-    try:
-        if not _own(path, False):
-            raise OSError("not ours")
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run's follower still writing: none here
-    except OSError:
+    if not _own(path, False) or not lock_descriptor(fd):  # another run's follower still writing: none here
         os.close(fd)
         return None
     return fd
@@ -268,20 +261,14 @@ def wait_for_follower(run_dir: Path, timeout: float = FOLLOW_WAIT_S) -> None:
         return
     path = base / f"{_digest_of(run_dir)}.follow"
     try:
-        import fcntl
-
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except (ImportError, OSError):
+    except OSError:
         return
     try:
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            if lock_descriptor(fd, shared=True) or time.monotonic() > deadline:
                 return
-            except OSError:
-                if time.monotonic() > deadline:
-                    return
-                time.sleep(0.05)
+            time.sleep(0.05)
     finally:
         os.close(fd)

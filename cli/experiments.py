@@ -364,7 +364,7 @@ def _human_io(humans: list[str], args: argparse.Namespace) -> tuple[Any, Any, bo
                 "or give the replies with --human-input FILE")
     else:
         with contextlib.suppress(AttributeError, ValueError):  # what a person types: the same rule as a file
-            sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
+            sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]  # a TextIOWrapper
         return (sys.stdin, sys.stdout, False)
 
 

