@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..formats.tally import cell_level
+
 EFFORTS = ("minimal", "none", "low", "medium", "high", "xhigh", "max")  # reasoning efforts, least first
 _MASKED = re.compile(r"^cell \d+: ")  # a cell whose masked base_url reads like another's (hosts/experiment.py)
 
@@ -32,15 +34,6 @@ def cell_sql(grid_flag: str) -> str:
     at = "strpos(lineup, ' [')"
     return (f"CASE WHEN {grid_flag} AND {at} > 0 AND suffix(lineup, ']') "
             f"THEN substr(lineup, {at} + 2, length(lineup) - {at} - 2) ELSE '' END")
-
-
-def shown(v: Any) -> str:
-    """A level as the Host writes it in a cell's name (hosts/grid.py): whole floats without ``.0``."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    if isinstance(v, (dict, list)):
-        return repr(v).replace(" ", "")
-    return str(v)
 
 
 @dataclass(frozen=True)
@@ -102,7 +95,7 @@ def factors(config: Mapping[str, Any]) -> list[Factor]:
             if isinstance(table, Mapping):
                 for key, values in table.items():
                     if isinstance(values, list):
-                        out.append(Factor(str(section), str(key), tuple(shown(v) for v in values)))
+                        out.append(Factor(str(section), str(key), tuple(cell_level(v) for v in values)))
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..formats.files import CONFIG_BYTES, FileRefused, read_text
+from ..formats.files import CONFIG_BYTES, TOML_UTF8, FileRefused, read_config_text, read_text
 from ..formats.registry import Registry
 from .common import (
     EXIT_CONFIG,
@@ -223,13 +223,9 @@ def suite_files(paths: list[str]) -> list[Path]:
         if p.is_dir():
             for f in sorted(p.glob("*.toml")):
                 try:
-                    text = read_text(f, CONFIG_BYTES)
+                    text = read_config_text(f, "a TOML file", TOML_UTF8)
                 except FileRefused as exc:
                     raise ConfigError(str(exc)) from None
-                except UnicodeDecodeError as exc:
-                    raise ConfigError(f"{f}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
-                except OSError as exc:
-                    raise ConfigError(f"{f}: cannot read ({exc.strerror})") from None
                 if re.search(r"^\[experiment\]", text, re.MULTILINE):
                     out.append(f)
         else:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import CONFIG_BYTES, FileRefused, read_text
+from .files import FileRefused, read_config_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -221,17 +221,9 @@ def load_suite(path: str | Path = DEFAULT) -> Suite:
     """Read and check a suite file; SuiteError (file and key named) on any problem."""
     path = Path(path)
     try:
-        text = read_text(path, CONFIG_BYTES)
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: no such file") from None
+        text = read_config_text(path, "a suite TOML file")
     except FileRefused as exc:
         raise SuiteError(str(exc)) from None
-    except IsADirectoryError:
-        raise SuiteError(f"{path}: is a directory, expected a suite TOML file") from None
-    except UnicodeDecodeError as exc:
-        raise SuiteError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise SuiteError(f"{path}: cannot read ({exc.strerror})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -24,6 +24,7 @@ from typing import IO
 
 # the bounds of files that are small by nature: far above any real one, far below a memory problem
 CONFIG_BYTES = 8 * 2**20  # a config.toml, a price list, a models file, a suite, .env
+TOML_UTF8 = "; TOML files must be UTF-8"  # said of a config that is not UTF-8 text
 MANIFEST_BYTES = 8 * 2**20  # manifest.json, bench.json, a shard's state
 RELEASED_BYTES = 512 * 2**20  # one released JSON file of another tool (a whole study's log can be large)
 
@@ -113,6 +114,21 @@ def read_bytes(path: str | os.PathLike[str], max_bytes: int) -> bytes:
 def read_text(path: str | os.PathLike[str], max_bytes: int, encoding: str = "utf-8") -> str:
     """:func:`read_bytes` decoded (UnicodeDecodeError as ``Path.read_text`` raises it)."""
     return read_bytes(path, max_bytes).decode(encoding)
+
+
+def read_config_text(path: str | os.PathLike[str], what: str = "a TOML file", utf8_note: str = "") -> str:
+    """:func:`read_text` of a file a person writes (a config, a suite), bounded by ``CONFIG_BYTES``; every
+    failure is a FileRefused naming the file and what was wrong, so all such files are refused alike."""
+    try:
+        return read_text(path, CONFIG_BYTES)
+    except FileNotFoundError:
+        raise FileRefused(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise FileRefused(f"{path}: is a directory, expected {what}") from None
+    except UnicodeDecodeError as exc:
+        raise FileRefused(f"{path}: not UTF-8 text (byte {exc.start}){utf8_note}") from None
+    except OSError as exc:
+        raise FileRefused(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def is_regular(path: Path) -> bool:

@@ -126,6 +126,17 @@ def cell_suffix(run: dict[str, Any]) -> str:
     return lineup[lineup.index(" ["):]
 
 
+def cell_level(v: Any) -> str:
+    """A grid factor's level as a cell's name writes it (``ratio=0.5,temperature=1``): whole floats without
+    ``.0``, tables without spaces. The Host names cells by it and the analysis reads levels back by it, so
+    the two cannot drift apart."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    if isinstance(v, (dict, list)):
+        return repr(v).replace(" ", "")
+    return str(v)
+
+
 class _Label:
     """What the summary needs of one label (and [grid] cell)."""
 

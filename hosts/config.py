@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..agents import plugins as agent_plugins
 from ..agents.baselines import POLICY_AGENTS
 from ..agents.llm import LLM_SETTING_KEYS, PROVIDERS, LLMSettings
-from ..formats.files import CONFIG_BYTES, FileRefused, read_text
+from ..formats.files import TOML_UTF8, FileRefused, read_config_text
 from ..games import GAMES, plugins
 from ..games.text import is_control, name_problem
 from ..games.trivial import TRIVIAL_POLICIES
@@ -132,17 +132,9 @@ def _pyd_errors(where: str, prefix: str, err: ValidationError) -> list[str]:
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = read_text(path, CONFIG_BYTES)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+        text = read_config_text(path, "a TOML file", TOML_UTF8)
     except FileRefused as exc:
         raise ConfigError(str(exc)) from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); TOML files must be UTF-8") from None
     if text.startswith("\ufeff"):
         raise ConfigError(f"{path}: starts with a byte order mark (U+FEFF: the editor saved it as 'UTF-8 with BOM'), "
                           "which TOML does not allow; save it as plain UTF-8")

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..formats.tally import cell_level
+
 GRID_SECTIONS = ("game", "experiment", "llm")
 # one value per file: they name the run, choose the game and seed everything (and bound its paid calls)
 FIXED_EXPERIMENT_KEYS = frozenset({"name", "game", "seed", "models", "description", "group", "environment",
@@ -49,7 +51,8 @@ class Cell:
         reaches error messages and, as the table's name, every record)."""
         from ..agents.calls import public_urls
 
-        return ",".join(f"{path.split('.', 1)[1]}={_show(public_urls(v) if path.endswith('.base_url') else v)}"
+        return ",".join(f"{path.split('.', 1)[1]}="
+                        f"{cell_level(public_urls(v) if path.endswith('.base_url') else v)}"
                         for path, v in self.values)
 
     def section(self, name: str) -> dict[str, Any]:
@@ -58,14 +61,6 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.values)
-
-
-def _show(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    if isinstance(v, (dict, list)):
-        return repr(v).replace(" ", "")
-    return str(v)
 
 
 class GridError(ValueError):

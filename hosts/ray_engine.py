@@ -872,20 +872,7 @@ class RayEngine:
     # ---- playing ----
     async def play(self, host: Any, work: Iterator[tuple[int, int]], resume: ResumeState) -> None:
         """Play ``work`` (table, session pairs) on the cluster; ``host`` writes what comes back."""
-        await self._start(host)
-        await self.services.forward_env.remote(self.forwarded(host.exp))  # before any replica or worker reads it
-        replicas = await self._replicas_for(host.exp)
-        exp_id = next(self._ids)
-        cache = None
-        if host.options.runtime.cache:  # the driver's cache file, opened by the services actor beside it
-            from ..agents.cache import resolve_cache_path
-
-            cache = str(resolve_cache_path(host.options.runtime.cache_path).resolve())
-            problem = await self.services.open_cache.remote(cache)
-            if problem:
-                raise AgentError(problem)
-        spec = [ray.put((type(host), host.exp, host.options.concurrency, replicas, cache))]
-        host.dir.write_manifest(engine=self.describe())
+        exp_id, spec = await self._prepare(host)
         stop = asyncio.Event()
         finished: list[tuple[Any, ...]] = []  # sessions whose calls returned: the ledger may forget them
         held: list[float] = []  # budget holds of sessions whose calls returned, freed once their replies are charged
@@ -958,6 +945,30 @@ class RayEngine:
             stop.set()  # what the ledger holds is written, whatever stopped the run
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(drainer), 30)
+        await self._say_why_stopped(host, watch)
+
+    async def _prepare(self, host: Any) -> tuple[int, list[Any]]:
+        """The cluster's side of one experiment, before any session is handed out: the workers, the
+        environment they read, the model replicas and the driver's cache; returns its id and spec."""
+        await self._start(host)
+        await self.services.forward_env.remote(self.forwarded(host.exp))  # before any replica or worker reads it
+        replicas = await self._replicas_for(host.exp)
+        exp_id = next(self._ids)
+        cache = None
+        if host.options.runtime.cache:  # the driver's cache file, opened by the services actor beside it
+            from ..agents.cache import resolve_cache_path
+
+            cache = str(resolve_cache_path(host.options.runtime.cache_path).resolve())
+            problem = await self.services.open_cache.remote(cache)
+            if problem:
+                raise AgentError(problem)
+        spec = [ray.put((type(host), host.exp, host.options.concurrency, replicas, cache))]
+        host.dir.write_manifest(engine=self.describe())
+        return exp_id, spec
+
+    async def _say_why_stopped(self, host: Any, watch: _Watch) -> None:
+        """Tell ``host`` why the run stopped early, if it did: the watch's reason (the cluster's head
+        named when it was that) and the sessions given up after too many lost workers."""
         if watch.reason is not None:
             if watch.actor_lost and await _gcs_silent(GCS_ASK_S):  # the head itself: say so
                 self.cluster_lost = True

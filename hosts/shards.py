@@ -70,11 +70,29 @@ def _read_shard(d: Path) -> _Shard:
 
 def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     """Join the shard directories ``dirs`` into the run directory ``out``; returns its manifest."""
-    from .config import first_difference, read_toml
-
     if not dirs:
         raise MergeError("no shard directories given")
     shards = [_read_shard(d) for d in dirs]
+    _check_one_run(shards)
+    out = Path(out)
+    if (problem := out_problem(dirs, out)) is not None:
+        raise MergeError(problem)
+    if (out / MANIFEST).exists():
+        raise MergeError(f"{out} already holds results; merge into a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(shards, key=lambda s: s.index)
+    _write_records(out, ordered)
+    shutil.copyfile(shards[0].path / CONFIG, out / CONFIG)  # the first given: its config.toml, as played
+    manifest = _merged_manifest(ordered)
+    write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _check_one_run(shards: list[_Shard]) -> None:
+    """The shards are one experiment (one N, config and version), each given once, none missing and each
+    complete; else a MergeError that names the directory at fault."""
+    from .config import first_difference, read_toml
+
     first = shards[0]
     config = read_toml(first.path / CONFIG)
     for s in shards[1:]:
@@ -104,13 +122,11 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         m = s.manifest
         if m.get("status") != "complete" or m.get("runs_complete") != m.get("runs_total"):
             raise MergeError(_unfinished(s))
-    out = Path(out)
-    if (problem := out_problem(dirs, out)) is not None:
-        raise MergeError(problem)
-    if (out / MANIFEST).exists():
-        raise MergeError(f"{out} already holds results; merge into a new directory")
-    out.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(shards, key=lambda s: s.index)
+
+
+def _write_records(out: Path, ordered: list[_Shard]) -> None:
+    """Write the shards' records into ``out`` in session order, as an unsharded run writes them; a log file
+    that any shard holds is written even when empty, and what the shards moved aside is kept."""
     runs: list[dict[str, Any]] = []
     by_run: dict[str, dict[tuple[str, int, int], list[dict[str, Any]]]] = {DECISIONS: {}, JUDGE_LOG: {}}
     extra: list[dict[str, Any]] = []
@@ -140,15 +156,19 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
     _write_lines(out / RUNS, runs)
     for name in (DECISIONS, JUDGE_LOG):
         lines = [rec for key in order for rec in by_run[name].get(key, ())]
-        if lines or any((s.path / name).exists() for s in shards):
+        if lines or any((s.path / name).exists() for s in ordered):
             _write_lines(out / name, lines)
-    if extra or any((s.path / STEERING).exists() for s in shards):
+    if extra or any((s.path / STEERING).exists() for s in ordered):
         _write_lines(out / STEERING, sorted(extra, key=lambda r: (r.get("session", 0), r.get("lineup", ""))))
     for s in ordered:  # what the shards moved aside stays readable, never lost
         for f in sorted(s.path.glob("*.discarded.jsonl")):
             with (out / f.name).open("a", encoding="utf-8") as fh:
                 fh.write(read_bytes(f, 2**40).decode("utf-8"))
-    shutil.copyfile(first.path / CONFIG, out / CONFIG)
+
+
+def _merged_manifest(ordered: list[_Shard]) -> dict[str, Any]:
+    """The merged run's manifest: the first shard's, less what names one shard or process, with the
+    counts and times summed over all of them and the shards it came from."""
     ms = [s.manifest for s in ordered]
     manifest = {k: v for k, v in ms[0].items() if k not in ("shard", "engine", "resumed_at", "resumes")}
     manifest.update(
@@ -157,7 +177,6 @@ def merge_shards(dirs: list[Path], out: Path) -> dict[str, Any]:
         runs_complete=sum(int(m.get("runs_complete", 0)) for m in ms), runs_incomplete=0,
         elapsed_s=round(sum(float(m.get("elapsed_s", 0.0)) for m in ms), 3),
         merged_from=[{"shard": f"{s.index}/{s.count}", "path": str(s.path)} for s in ordered])
-    write_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
