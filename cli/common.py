@@ -524,7 +524,8 @@ def start_follower(out: Path) -> subprocess.Popen[bytes] | None:
     if fd is None:
         return None
     try:
-        return subprocess.Popen([sys.executable, "-m", f"{__package__}.analysis.follow", str(out), str(fd)],
+        module = f"{columnar.__package__}.follow"  # named from analysis/, wherever this module lives
+        return subprocess.Popen([sys.executable, "-m", module, str(out), str(fd)],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 pass_fds=(fd,), start_new_session=True)
     except OSError:
