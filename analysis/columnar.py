@@ -253,6 +253,10 @@ def follower_lock(run_dir: Path) -> int | None:
         if not _own(path, False):
             raise OSError("not ours")
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run's follower still writing: none here
+        if fd < 3:  # stdin/stdout/stderr closed: 0-2 become the child's own streams, the lock closed there
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)
+            os.close(fd)
+            fd = high
     except OSError:
         os.close(fd)
         return None
