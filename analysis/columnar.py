@@ -271,6 +271,8 @@ def wait_for_follower(run_dir: Path, timeout: float = FOLLOW_WAIT_S) -> None:
     if base is None:
         return
     path = base / f"{_digest_of(run_dir)}.follow"
+    if not (_own(base, True) and _own(path, False)):  # a follower of ours never locks there: a lock made by
+        return  # someone else must not hold the report up
     try:
         import fcntl
 

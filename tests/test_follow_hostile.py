@@ -64,3 +64,29 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_report_never_waits_on_a_lock_in_a_folder_others_may_write(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copies folder that others may write (or own) is never used for copies; a lock file there, held by
+    whoever made it, must not hold a report up for the follower's whole wait either."""
+    from econarena.analysis import columnar
+
+    base, run = tmp_path / "columns", tmp_path / "run"
+    base.mkdir()
+    base.chmod(0o777)  # anyone may put a lock file here and hold it
+    monkeypatch.setenv("ECONARENA_COLUMNS", str(base))
+    lock = base / f"{columnar._digest_of(run)}.follow"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,sys,time\n"
+                               "f=open(sys.argv[1],'w'); fcntl.flock(f, fcntl.LOCK_EX); print(1, flush=True)\n"
+                               "time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "1"
+        assert _locked(lock)
+        assert columnar.follower_lock(run) is None  # no follower of ours would lock here
+        start = time.monotonic()
+        columnar.wait_for_follower(run, timeout=5)
+        assert time.monotonic() - start < 1, "the report waited on a lock in a folder that is not its own"
+    finally:
+        holder.kill()
+        holder.wait()
