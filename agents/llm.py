@@ -117,9 +117,12 @@ class LLMAgent:
         """Whether a cached reply was made by the build now configured. What the server reported (its model
         name, fingerprint) is provenance, not compared: it is known only after a call. An entry from before
         builds were recorded names provider and model only (its key holds them): served unless the provider
-        now knows more (a local model's weights), since those weights may not be the ones that made it."""
+        now knows more (a local model's weights), since those weights may not be the ones that made it. Weights
+        recorded as not found (None) match no build."""
         made = {k: v for k, v in recorded.items() if k not in SERVED} if isinstance(recorded, dict) else \
             {"provider": self.kind, "model": self.model}
+        if "weights" in made and made["weights"] is None:  # weights not found then: no build to match
+            return False
         return made == self.build()
 
     async def decide(self, request: DecisionRequest) -> Reply:

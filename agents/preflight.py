@@ -175,6 +175,9 @@ def _device_problems(device: str, where: str) -> list[str]:
     return []
 
 
+DOTENV_MAX_BYTES = 1 << 20  # a .env holds a few keys: a larger file is no .env
+
+
 def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
     """Read a ``.env`` file into the environment without overriding what is already set.
 
@@ -185,8 +188,14 @@ def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
     """
     p = Path(path)
     if not p.is_file():
+        if p.exists():  # a folder, a FIFO (never opened: it could block), a device
+            print(f"econarena: warning: {p}: not read (not a regular file)", file=sys.stderr)
         return []
     try:
+        if p.stat().st_size > DOTENV_MAX_BYTES:
+            print(f"econarena: warning: {p}: not read (over {DOTENV_MAX_BYTES} bytes: expected a short "
+                  "file of NAME=VALUE lines)", file=sys.stderr)
+            return []
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:  # a binary or unreadable .env must not stop a run
         print(f"econarena: warning: {p}: not read ({getattr(exc, 'strerror', None) or 'not UTF-8 text'})",
@@ -202,6 +211,10 @@ def load_dotenv(path: str | os.PathLike[str] = ".env") -> list[str]:
             continue
         name, value = binding.key, binding.value
         if name is None or value is None or os.environ.get(name, "").strip():
+            continue
+        if "\0" in name or "\0" in value:  # the environment cannot hold it (os.environ raises)
+            print(f"econarena: warning: {p}:{binding.original.line}: a NUL byte in the name or value "
+                  "(skipped)", file=sys.stderr)
             continue
         os.environ[name] = value
         loaded.append(name)

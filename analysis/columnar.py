@@ -249,6 +249,16 @@ def follower_lock(run_dir: Path) -> int | None:
     if not _own(path, False) or not lock_descriptor(fd):  # another run's follower still writing: none here
         os.close(fd)
         return None
+    if fd < 3:  # stdin/stdout/stderr closed: 0-2 become the child's own streams, the lock closed there
+        import fcntl
+
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)  # the same open file: the lock goes with it
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = high
     return fd
 
 
@@ -260,6 +270,8 @@ def wait_for_follower(run_dir: Path, timeout: float = FOLLOW_WAIT_S) -> None:
     if base is None:
         return
     path = base / f"{_digest_of(run_dir)}.follow"
+    if not (_own(base, True) and _own(path, False)):  # a follower of ours never locks there: a lock made by
+        return  # someone else must not hold the report up
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:

@@ -136,3 +136,17 @@ def test_a_server_entry_from_before_builds_were_recorded_is_still_served(server:
     db.commit()
     db.close()
     assert _decide("openai", settings, cache, sessions=1)[0].cached  # provider and model are in its key
+
+
+def test_a_reply_whose_weights_were_not_found_is_never_served(tmp_path: Path) -> None:
+    """Weights that cannot be found (a model not downloaded here, as on a cluster's driver) name no build: a
+    reply recorded so is not served to another build that cannot be found either (the model may have
+    changed between them); a reply recorded with its weights found still is."""
+    pytest.importorskip("transformers")
+    agent = build_llm_agent("hf", "p", LLMSettings(model="no-such-org/no-such-model-46c", max_tokens=4),
+                            RuntimeOptions(cache=False))
+    assert agent.build() == {"provider": "hf", "model": "no-such-org/no-such-model-46c", "weights": None}
+    assert not agent._same_build({**agent.build(), "served": "m"})
+    found = {"provider": "hf", "model": "m", "weights": "sha256:ab"}
+    agent.model, agent.provider.build = "m", lambda: {"weights": "sha256:ab"}  # type: ignore[method-assign]
+    assert agent._same_build({**found, "fingerprint": "fp"}) and not agent._same_build({**found, "weights": None})
