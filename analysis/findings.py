@@ -62,6 +62,7 @@ class Setting:
     cell: str = ""  # the [grid] cell ("" without a grid)
     place: str = ""  # what the cells of one grid share (the setting without its cell)
     baselines: set[str] = field(default_factory=set)  # labels played by a fixed rule (no setting of their own)
+    pooled: dict[str, list[str]] = field(default_factory=dict)  # a baseline's label -> [grid.llm] factors pooled
 
     def metric(self, name: str) -> dict[str, Value]:
         return {label: m[name] for label, m in self.labels.items() if name in m}
@@ -125,6 +126,9 @@ def setting_from_summary(summary: Mapping[str, Any], title: str = "") -> Setting
             if total:
                 metrics[f"{k}_pct"] = Value(100 * int(counts.get(k, 0)) / total, n=n)
         s.labels[str(label)] = metrics
+        over = v.get("pooled_over")
+        if isinstance(over, list) and over:  # a baseline's runs of several [grid.llm] cells (formats/tally.py)
+            s.pooled[str(label)] = [str(x) for x in over]
     return s
 
 
@@ -146,16 +150,33 @@ def _names(labels: list[str]) -> str:
 
 def split_cells(s: Setting) -> list[Setting]:
     """A summary's setting, whose labels carry their cell (``level_k [ratio=0.5]``), as one setting per
-    cell (in the order the labels come), so that no sentence ranks players of different cells."""
-    out: dict[str, Setting] = {}
+    cell (in the order the labels come), so that no sentence ranks players of different cells. The
+    baselines pooled over [grid.llm] cells (``Setting.pooled``) are a setting of their own: their numbers
+    are of every such cell at once."""
+    out: dict[tuple[str, bool], Setting] = {}
     for label, m in s.labels.items():
         name, cell = label, ""
         if label.endswith("]") and " [" in label:
             name, cell = label[:label.index(" [")], label[label.index(" [") + 2:-1]
-        part = out.setdefault(cell, Setting(s.title + (f" [{cell}]" if cell else ""), s.environment, s.sessions,
-                                            cell=cell, place=s.title))
+        pooled = label in s.pooled
+        part = out.get((cell, pooled))
+        if part is None:
+            part = out[(cell, pooled)] = Setting(s.title + (f" [{cell}]" if cell else ""), s.environment,
+                                                 s.sessions, cell=cell, place=s.title)
         part.labels[name] = m
+        if pooled:
+            part.baselines.add(name)
+            part.pooled[name] = s.pooled[label]
     return list(out.values())
+
+
+def cell_tag(s: Setting) -> str:
+    """How a sentence names its setting's cell: ``[ratio=0.5]``; ``[ratio=0.5; pooled over reasoning_effort]``
+    for baselines pooled over [grid.llm] cells; ``""`` outside a grid."""
+    over = list(dict.fromkeys(x for xs in s.pooled.values() for x in xs))
+    if over:
+        return f"[{s.cell + '; ' if s.cell else ''}pooled over {', '.join(over)}]"
+    return f"[{s.cell}]" if s.cell else ""
 
 
 def _closeness(s: Setting) -> tuple[str, dict[str, Value], str]:
@@ -414,7 +435,7 @@ def summary_findings(summary: Mapping[str, Any], environment: str = "", rank: An
     if not s.labels:
         return []
     parts = split_cells(s)
-    if len(parts) == 1 and not parts[0].cell:
+    if len(parts) == 1 and not parts[0].cell and not parts[0].pooled:
         return [*setting_sentences(s), uncertainty_sentence([s])]
     if rank is not None:
         parts.sort(key=lambda p: rank(p.cell))
@@ -422,7 +443,8 @@ def summary_findings(summary: Mapping[str, Any], environment: str = "", rank: An
     out = []
     for p in parts:
         sentences = setting_sentences(p, said)
-        out += [f"[{p.cell}] {sentences[0]}", *sentences[1:]] if sentences and p.cell else sentences
+        tag = cell_tag(p)
+        out += [f"{tag} {sentences[0]}", *sentences[1:]] if sentences and tag else sentences
     return [*out, *across_sentences(parts), uncertainty_sentence(parts)]
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..formats.csvcells import csv_text
 from ..formats.files import CONFIG_BYTES, FileRefused, read_text
+from ..formats.gridcells import Factor, factors
 from ..formats.rundir import CONFIG, DECISIONS, RUNS, iter_jsonl
 from ..formats.tally import CONVERGENCE_TOLERANCE, VIOLATIONS, Tally, broke
 
@@ -44,9 +45,10 @@ __all__ = ["CONVERGENCE_TOLERANCE", "SCALARS", "VIOLATIONS", "broke", "format_ta
            "write_summary"]
 
 
-def _declares(path: Path) -> tuple[bool, bool]:
+def _declares(path: Path) -> tuple[bool, bool, list[Factor]]:
     """Whether the directory's game declares (a 0-100 score, ``GameInfo.score``; its equilibrium action
-    dominant and equal to the private value, ``GameInfo.dominant_value``)."""
+    dominant and equal to the private value, ``GameInfo.dominant_value``), and its [grid] factors (which
+    order the summary's cells)."""
     from ..games import GAMES
 
     try:
@@ -54,10 +56,10 @@ def _declares(path: Path) -> tuple[bool, bool]:
     except FileRefused:
         raise
     except (OSError, UnicodeDecodeError, ValueError):
-        return False, False
+        return False, False, []
     exp = cfg.get("experiment")
     game = GAMES.get(name) if isinstance(exp, dict) and isinstance(name := exp.get("game"), str) else None
-    return (game is not None and game.info.score, game is not None and game.info.dominant_value)
+    return (game is not None and game.info.score, game is not None and game.info.dominant_value, factors(cfg))
 
 
 def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
@@ -94,8 +96,8 @@ def summarize(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]
         for label in list(tally.labels):
             if label not in names:  # a decision's label the runs do not name: checked once, not per line
                 names.check(path / DECISIONS, "a record", "label", label)
-    scored, dominant = _declares(path)
-    return tally.summary(str(path), scored, dominant)
+    scored, dominant, found = _declares(path)
+    return tally.summary(str(path), scored, dominant, found)
 
 
 SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_ratio", "mean_deviation",
@@ -104,17 +106,26 @@ SCALARS = ("player_runs", "decisions", "mean_payoff", "mean_ne_payoff", "payoff_
 
 
 CUT_KEYS = ("truncated_replies", "truncated_runs")  # replies cut at max_tokens (formats/tally.py), when there are any
+POOL_KEYS = ("pooled_over", "pooled_cells")  # a baseline's row pooled over [grid.llm] cells, when there is one
+POOLED = " (pooled over cells)"  # beside such a row's label in the table
 
 
 def summary_csv(summary: dict[str, Any]) -> str:
     runs = sorted({k for v in summary["labels"].values() for k in v["deviation_by_run"]}, key=int)
     cut = [k for k in CUT_KEYS if any(k in v for v in summary["labels"].values())]  # only when a reply was cut
     bid = [k for k in ("bid_deviation",) if any(k in v for v in summary["labels"].values())]  # auctions only
-    return csv_text(["label", *SCALARS, *bid, *VIOLATIONS, *cut, *(f"deviation_run_{k}" for k in runs)],
+    pool = [k for k in POOL_KEYS if any(k in v for v in summary["labels"].values())]  # a [grid.llm] only
+    return csv_text(["label", *SCALARS, *bid, *VIOLATIONS, *cut, *pool, *(f"deviation_run_{k}" for k in runs)],
                     ([label, *(v[k] for k in SCALARS), *(v.get(k) for k in bid),
                       *(v["violations"][k] for k in VIOLATIONS),
-                      *(v.get(k, 0) for k in cut), *(v["deviation_by_run"].get(k) for k in runs)]
+                      *(v.get(k, 0) for k in cut), *(_pooled_cell(v.get(k)) for k in pool),
+                      *(v["deviation_by_run"].get(k) for k in runs)]
                      for label, v in summary["labels"].items()))
+
+
+def _pooled_cell(x: Any) -> Any:
+    """A pooled row's CSV cell: the factors left out as one text (``reasoning_effort;temperature``)."""
+    return ";".join(map(str, x)) if isinstance(x, list) else x
 
 
 def write_summary(run_dir: str | Path, tally: Tally | None = None) -> dict[str, Any]:
@@ -140,7 +151,8 @@ def summary_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[str]], 
     """(header, rows, footer) of the summary table: what the plain text and the terminal table show."""
     head = ["label", "runs", "payoff", "NE payoff", "ratio", "deviation", "win rate", "rule breaks %",
             "converged at"]
-    rows = [[label, _f(v["player_runs"]), _f(v["mean_payoff"], 2), _f(v["mean_ne_payoff"], 2),
+    rows = [[label + (POOLED if "pooled_over" in v else ""), _f(v["player_runs"]), _f(v["mean_payoff"], 2),
+             _f(v["mean_ne_payoff"], 2),
              _f(v["payoff_ratio"]), _f(v["mean_deviation"]), _f(v["win_rate"]), _f(v["rule_break_rate_pct"], 1),
              _f(v["converged_at_run"])] for label, v in summary["labels"].items()]
     if any("bid_deviation" in v for v in summary["labels"].values()):  # bidding one's value is dominant
@@ -162,6 +174,10 @@ def summary_cells(summary: dict[str, Any]) -> tuple[list[str], list[list[str]], 
             row.append(_f(v.get("violations_per_decision_pct"), 1))
     footer = (f"complete runs: {summary['runs_complete']}"
               + (f", incomplete: {summary['runs_incomplete']}" if summary["runs_incomplete"] else ""))
+    over = list(dict.fromkeys(k for v in summary["labels"].values() for k in v.get("pooled_over") or ()))
+    if over:  # say once why a baseline has one row where an LLM player has one per cell
+        footer += (f"; pooled over cells: a baseline plays alike in every {', '.join(map(str, over))} cell "
+                   "([grid.llm] changes the LLM seats only)")
     return head, rows, footer
 
 

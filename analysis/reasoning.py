@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..formats.csvcells import frame_csv
+from ..formats.numbers import plain
 from ..formats.prices import cost_usd, price_of
 from . import figures as F
 from .cells import EFFORTS
@@ -90,7 +91,7 @@ def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None
         tin, tout = float(part["tin"].sum()), float(part["tout"].sum())
         out.append({
             **dict(zip(keys, key)), "player-runs": len(part), "decisions": decisions,
-            "reasoning tokens / decision": float(part["rtok"].sum()) / rtok_n if rtok_n else math.nan,
+            "reasoning tokens / decision": _sum(part["rtok"]) / rtok_n if rtok_n else math.nan,
             "hidden %": 100.0 * float(part["hidden"].sum()) / decisions if decisions else math.nan,
             "cut inside reasoning": int(part["cut"].sum()),
             "tokens out / decision": tout / decisions if decisions else math.nan,
@@ -98,8 +99,7 @@ def reasoning_table(store: Any, prices: Mapping[str, tuple[float, float]] | None
             # where bidding one's value is dominant, the bid itself (the asset deviation misses a losing underbid)
             "bid deviation": _mean(part["bid_gap"]) if dominant_value(key[1]) else math.nan,
             "payoff ratio": math.fsum(part.loc[both, "payoff"]) / den if den else math.nan,
-            "rule breaks %": 100.0 * float(part["broke"].astype(float).mean()) if part["broke"].notna().any()
-            else math.nan,
+            "rule breaks %": 100.0 * _mean(part["broke"].astype(float)),
             "cost (USD)": cost_usd(price, tin, tout) if price is not None else math.nan,
         })
     return pd.DataFrame(out, columns=list(COLUMNS))
@@ -109,6 +109,21 @@ def _mean(values: pd.Series) -> float:
     """The exact mean of the known values (``math.fsum``), NaN without any."""
     known = values.dropna()
     return math.fsum(known) / len(known) if len(known) else math.nan
+
+
+def _sum(values: pd.Series) -> float:
+    """The exact sum of the known values (``math.fsum``): the same whatever their order."""
+    return math.fsum(values.dropna())
+
+
+def reasoning_csv(table: pd.DataFrame, path: Path) -> str:
+    """``reasoning.csv``: the table with every computed number :func:`~econarena.formats.numbers.plain` (its
+    shortest text without float noise: 0.4435, not 0.44349999999999995); counts stay whole."""
+    out = table.copy()
+    for col in out.columns:
+        if out[col].dtype.kind == "f":
+            out[col] = [plain(float(v)) for v in out[col]]
+    return frame_csv(out, path)
 
 
 def _setting(row: Mapping[str, Any]) -> str:
@@ -181,7 +196,7 @@ def reasoning_section(store: Any, figdir: Path, out: Path,
     except (ValueError, TypeError) as exc:  # a table with nothing drawable: said, never a failed report
         section.skipped.append(("What reasoning buys", f"could not be drawn ({exc})"))
     csv = out / "reasoning.csv"
-    frame_csv(table, csv)
+    reasoning_csv(table, csv)
     section.files.append(csv)
     shown = table.copy()
     shown["setting"] = [_setting(r) for _, r in table.iterrows()]

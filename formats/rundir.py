@@ -39,6 +39,7 @@ import orjson
 
 from .. import SCHEMA_VERSION, __version__
 from .files import CONFIG_BYTES, MANIFEST_BYTES, FileRefused, open_regular, read_bytes, read_text
+from .gridcells import BASELINE_AGENTS as BASELINE_AGENTS  # defined beside the rule that reads it (the summary's)
 from .tally import Tally
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 DECISIONS = "decisions.jsonl"
 RUNS = "runs.jsonl"
-# `agents` values in run records that call no model API (the Host's baselines, and imported runs)
-BASELINE_AGENTS = frozenset({"rational", "random", "scripted", "level_k", "policy", "human", "imported"})
 MANIFEST = "manifest.json"
 JUDGE_LOG = "judge.jsonl"  # the judge model's calls (games with judged payoffs), apart from player decisions
 STEERING = "steering.jsonl"  # one record per steered game: action values and CFR metrics

@@ -13,14 +13,23 @@ bit, in memory that does not grow with the number of decisions or, for the Host'
 Only the per-run scores of games with a 0-100 score are kept as a list (their standard deviation needs the
 mean first): one number per run.
 
-This module imports nothing else of ours, so hosts (through the run directory) and analysis may both use it.
+A ``[grid]`` cell is part of a label (``level_k [ratio=0.5]``), except that a baseline's label leaves out the
+``[grid.llm]`` factors, which change the LLM seats only: its runs in those cells are one row, pooled over
+them (``pooled_over``), named as the report's figures name it (``gridcells.shown_cell``). Labels are listed
+by name, then their cells in the factors' natural order (``gridcells.cell_rank``).
+
+This module imports nothing of ours but ``gridcells.py``, so hosts (through the run directory) and analysis
+may both use it.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
+
+from .gridcells import BASELINE_AGENTS, Factor, cell_rank, llm_only, record_factors, shown_cell
 
 CONVERGENCE_TOLERANCE = 0.05
 VIOLATIONS = ("parse_error", "schema_error", "rule_violation")  # the model's own errors
@@ -126,15 +135,17 @@ def cell_suffix(run: dict[str, Any]) -> str:
     return lineup[lineup.index(" ["):]
 
 
-def cell_level(v: Any) -> str:
-    """A grid factor's level as a cell's name writes it (``ratio=0.5,temperature=1``): whole floats without
-    ``.0``, tables without spaces. The Host names cells by it and the analysis reads levels back by it, so
-    the two cannot drift apart."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    if isinstance(v, (dict, list)):
-        return repr(v).replace(" ", "")
-    return str(v)
+def baseline_suffix(run: dict[str, Any], suffix: str) -> tuple[str, tuple[str, ...]]:
+    """A baseline seat's :func:`cell_suffix` without the run's ``[grid.llm]`` factors (its record's ``cell``
+    names them), which do not change how it plays (``""`` when no factor is left), and the factors left out."""
+    if not suffix.endswith("]"):
+        return suffix, ()
+    cell, found = suffix[2:-1], record_factors(run.get("cell"))
+    kept = shown_cell(cell, found, True)
+    if kept == cell:
+        return suffix, ()
+    drop = llm_only(found)
+    return (f" [{kept}]" if kept else ""), tuple(f.key for f in found if f.key in drop)
 
 
 class _Label:
@@ -175,6 +186,11 @@ class Tally:
         self.labels: dict[str, _Label] = defaultdict(_Label)
         self.complete: set[tuple[Any, Any, Any]] | None = None if trusted else set()
         self.cells: dict[Any, str] = {}
+        self.keys: dict[tuple[Any, Any], str] = {}  # (lineup, label) -> a baseline's summary label (pooled)
+        self.parts: dict[str, tuple[str, str]] = {}  # summary label -> (label, cell text): the listing order
+        # a pooled baseline's summary label -> (the cells it pools, the [grid.llm] factors left out)
+        self.pooled: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+        self._fixed: dict[Any, tuple[str, str, tuple[str, ...]]] = {}  # lineup -> (suffix, baseline_suffix())
         self.pending: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
         self.runs_complete = 0
         self.runs_incomplete = 0
@@ -204,6 +220,16 @@ class Tally:
             self.complete.add(key)
         self.runs_complete += 1
         cell = self.cells[lineup] = cell_suffix(r)
+        agents: Any = ()
+        fixed: tuple[str, str, tuple[str, ...]] = (cell, cell, ())
+        if cell:
+            known = self._fixed.get(lineup)
+            if known is None or known[0] != cell:  # worked out once per table
+                known = self._fixed[lineup] = (cell, *baseline_suffix(r, cell))
+            fixed = known
+            if fixed[2]:  # a [grid.llm] factor a baseline's label leaves out
+                agents = r.get("agents")
+                agents = agents if isinstance(agents, list) else ()
         ne = r.get("ne_payoffs")
         payoffs, valids, devs, winners, run = r["payoffs"], r["valid"], r["deviation"], r["winners"], r["run"]
         first = r.get("first_valid")
@@ -216,7 +242,15 @@ class Tally:
         labels = self.labels
         touched: list[_Label] = []
         for i, label in enumerate(r["labels"]):
-            a = labels[label + cell if cell else label]
+            if not cell:
+                a = labels[label]
+            elif i < len(agents) and isinstance(agents[i], str) and agents[i] in BASELINE_AGENTS:
+                a = labels[self._baseline_key(lineup, label, fixed)]
+            else:
+                name = label + cell
+                if name not in self.parts:
+                    self.parts[name] = (label, cell[2:-1] if cell.endswith("]") else cell[2:])
+                a = labels[name]
             if a not in touched:
                 touched.append(a)
                 if score is not None:  # each run once per label, however many seats it held (None: no score)
@@ -248,8 +282,23 @@ class Tally:
         for d in self.pending.pop(key, ()):
             self._count(lineup, d)
 
+    def _baseline_key(self, lineup: Any, label: str, fixed: tuple[str, str, tuple[str, ...]]) -> str:
+        """A baseline seat's summary label (its cell without the [grid.llm] factors), noted once per table
+        (its decisions count under it too, and the summary says which cells and factors it pools)."""
+        key = self.keys.get((lineup, label))
+        if key is None:
+            cell, kept, dropped = fixed
+            key = self.keys[(lineup, label)] = label + kept
+            self.parts[key] = (label, kept[2:-1])
+            cells, over = self.pooled.setdefault(key, ({}, {}))
+            cells[cell[2:-1]] = None
+            over.update(dict.fromkeys(dropped))
+        return key
+
     def _count(self, lineup: Any, d: dict[str, Any]) -> None:
-        a = self.labels[d["label"] + self.cells.get(lineup, "")]
+        label = d["label"]
+        key = self.keys.get((lineup, label)) if self.keys else None
+        a = self.labels[key if key is not None else label + self.cells.get(lineup, "")]
         a.decisions += 1
         violation = d.get("violation")
         if violation == TRUNCATED:
@@ -261,13 +310,23 @@ class Tally:
         a.cached += bool(d.get("cached"))
         a.latency.buf.append(d.get("latency_s"))  # folded with the label's payoffs (_Label.fold)
 
-    def summary(self, run_dir: str, scored: bool = False, dominant: bool = False) -> dict[str, Any]:
+    def order(self, found: Sequence[Factor] = ()) -> list[str]:
+        """The summary's labels by name, each one's cells in their factors' natural order (``found``: the
+        directory's [grid] factors as declared; without them, cells by their text)."""
+        parts = self.parts
+        return sorted(self.labels, key=lambda k: (parts[k][0], cell_rank(parts[k][1], found), k) if k in parts
+                      else (k, cell_rank("", found), k))
+
+    def summary(self, run_dir: str, scored: bool = False, dominant: bool = False,
+                found: Sequence[Factor] = ()) -> dict[str, Any]:
         """The summary dict (``summary.json``); ``scored``: the game declares a 0-100 score
         (``GameInfo.score``), else the score columns are None; ``dominant``: its equilibrium action is the
         private value (``GameInfo.dominant_value``), which adds ``bid_deviation`` (the mean of
-        :func:`bid_gap`; None without a valid bid). Definitions: ``analysis/metrics.py``."""
-        labels = {}
-        for label in sorted(self.labels):
+        :func:`bid_gap`; None without a valid bid); ``found``: the [grid] factors that order the cells
+        (:meth:`order`). A baseline pooled over [grid.llm] cells says so: ``pooled_over`` (the factors left
+        out) and ``pooled_cells`` (how many cells). Definitions: ``analysis/metrics.py``."""
+        labels: dict[str, dict[str, Any]] = {}
+        for label in self.order(found):
             a = self.labels[label]
             mp, mne = a.payoffs.mean(), a.ne.mean()
             curve = {str(k): v.mean() for k, v in sorted(a.dev_by_run.items())}
@@ -302,6 +361,10 @@ class Tally:
             if a.cut_decisions or a.cut_runs:  # replies cut at max_tokens: apart from the model's own errors
                 labels[label]["truncated_replies"] = a.cut_decisions
                 labels[label]["truncated_runs"] = a.cut_runs
+            if label in self.pooled:  # a baseline's runs of several [grid.llm] cells, one row
+                cells, over = self.pooled[label]
+                labels[label]["pooled_over"] = list(over)
+                labels[label]["pooled_cells"] = len(cells)
         return {
             "run_dir": run_dir,
             "runs_complete": self.runs_complete,

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..formats.tally import cell_level
+from ..formats.gridcells import cell_level
 
 GRID_SECTIONS = ("game", "experiment", "llm")
 # one value per file: they name the run, choose the game and seed everything (and bound its paid calls)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from econarena.formats.tally import cell_level
+from econarena.formats.gridcells import cell_level
 from econarena.hosts.grid import Cell
 
 
