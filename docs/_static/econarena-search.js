@@ -4,13 +4,15 @@
  * result's page to cut a snippet, which a browser refuses for file:// URLs: results came without
  * snippets. Here those fetches are answered from econarena-pages.js (every page's text, written at build
  * time by docs/_ext/econarena_docs.py), loaded on the search page only. The Scorer keeps Sphinx's weights
- * and moves the changelog (it names every feature) below the pages that explain them.
+ * and moves the changelog (it names every feature) and the contributors' recipes below the pages that
+ * explain them.
  */
 var Scorer = {
   score: (result) => {
     const [docname, title, anchor, descr, score] = result;
     if (docname === "changelog") return score / 4;
     if (docname.startsWith("reference/")) return score * 0.8; // the generated tables: after the guides
+    if (docname === "contributing") return score / 2; // the recipes name every part: after the user's guides
     return score;
   },
   objNameMatch: 11, objPartialMatch: 6, objPrio: {0: 15, 1: 5, 2: -5}, objPrioDefault: 0,
