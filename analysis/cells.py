@@ -23,12 +23,11 @@ from ..formats.gridcells import (
     levels,
     llm_only,
     record_factors,
-    shown,
     shown_cell,
 )
 
 __all__ = ["BASELINE_AGENTS", "EFFORTS", "Factor", "cell_of", "cell_rank", "cell_sql", "column_names",
-           "factor_columns", "factors", "grid_of", "levels", "llm_only", "record_factors", "shown", "shown_cell",
+           "factor_columns", "factors", "grid_of", "levels", "llm_only", "record_factors", "shown_cell",
            "study_factors"]
 
 

@@ -36,9 +36,6 @@ def cell_level(v: Any) -> str:
     return str(v)
 
 
-shown = cell_level  # the name the analysis knew it by
-
-
 @dataclass(frozen=True)
 class Factor:
     """One ``[grid]`` key: its section (game, experiment, llm), its name and its levels as declared."""
