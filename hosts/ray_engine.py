@@ -227,10 +227,12 @@ class _Shipper:
                 results = await self.ledger.put_many.remote(items)
             except Exception as exc:  # noqa: BLE001 - the sessions waiting on it fail with it
                 for f in futures:
-                    f.set_exception(exc)
+                    if not f.done():  # a session the driver cancelled no longer waits on its batch
+                        f.set_exception(exc)
                 continue
             for f, ok in zip(futures, results):
-                f.set_result(ok)
+                if not f.done():
+                    f.set_result(ok)
 
 
 class _Usage:
@@ -996,8 +998,8 @@ class RayEngine:
                 await call
                 return
             except asyncio.CancelledError:
-                with contextlib.suppress(Exception):  # Ray need not run it any more
-                    ray.cancel(ref)
+                with contextlib.suppress(Exception):  # Ray need not run it any more; not its children: the
+                    ray.cancel(ref, recursive=False)  # worker's shipper sends other sessions' batches too
                 task = asyncio.current_task()
                 if call not in watch.dropped or (task is not None and task.cancelling()):
                     raise  # the run stops (a signal, the stall bound), not a lost worker

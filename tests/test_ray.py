@@ -567,3 +567,30 @@ def test_a_ray_env_name_set_but_empty_is_forwarded_empty(monkeypatch: Any) -> No
     exp = parse_experiment(GOLDEN["beauty_contest"], "bc.toml")
     engine = RayEngine("127.0.0.1:1", env=["EA_EMPTY_ON_PURPOSE", "EA_SET_ONE"])
     assert engine.forwarded(exp) == {"EA_EMPTY_ON_PURPOSE": "", "EA_SET_ONE": "x y"}
+
+
+def test_a_cancelled_session_leaves_the_other_batches_of_its_shipment_delivered(ray_cluster: Any) -> None:
+    """A worker ships every session's finished runs in one ledger call. The driver cancels a session whose
+    worker it believes lost while its batch waits in that call: the other sessions' batches still reach the
+    ledger and their waiters are answered. Before, answering the cancelled waiter raised InvalidStateError
+    and left the rest of the shipment unanswered (a run that hung, then "API errors" in CI)."""
+    import ray
+
+    from econarena.hosts.ray_engine import Ledger, _Shipper
+
+    ledger = Ledger.remote()  # type: ignore[attr-defined]
+    keys = [(0, "lineup", s) for s in range(3)]
+    epochs = [ray.get(ledger.begin.remote(k))[0] for k in keys]
+
+    async def ship() -> list[Any]:
+        shipper = _Shipper(ledger)
+        futures = [shipper.ship(k, e, {"run": None, "end": True}) for k, e in zip(keys, epochs)]
+        futures[1].cancel()  # its session's call was cancelled before the shipment went out
+        assert shipper.task is not None
+        await shipper.task  # raises if answering the batch's waiters failed
+        return [f.cancelled() or f.result() for f in futures]
+
+    assert asyncio.run(ship()) == [True, True, True]
+    delivered = ray.get(ledger.take.remote(0, 0.0))
+    assert len(delivered) == 3  # the shipment went out whole: the cancelled session's batch is stale later
+    ray.kill(ledger)
