@@ -1,9 +1,10 @@
 """GLEE at the paper's scale: its three families' whole grids (384 + 576 + 360 = 1,320
 configurations) with baseline players, ``--sessions`` games each (445: 587,400 games, the size of GLEE's
 study), played as a user with a batch scheduler would (each family as ``--shards`` shards run side by
-side), then ``econarena report`` reading the shards where they are (no merge) twice: the first read parses
-the logs and writes their columnar copies, the second reads the copies (then ``analyze glee``). Prints the
-wall time, CPU time and peak memory of every step.
+side), then ``econarena report`` reading the shards where they are (no merge): right after the playing (each
+run's follower wrote its shard's columnar copy as it played, analysis/follow.py: that report reads no JSON),
+again, and with ``--cold`` once more after the copies are removed (it parses the logs and writes them); then
+``analyze glee``. Prints the wall time, CPU time and peak memory of every step.
 
 Heavy (tens of minutes, a few GB of logs): not part of ``make bench`` or ``make test``; run it by hand:
 
@@ -59,9 +60,14 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=445, help="games per configuration (445: 587,400 games)")
     ap.add_argument("--shards", type=int, default=2, help="shards per family, played side by side")
     ap.add_argument("--keep", metavar="DIR", help="play in DIR and keep it (a second call skips the playing)")
+    ap.add_argument("--cold", action="store_true", help="also time a report from the logs (copies removed)")
     args = ap.parse_args()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-paper-"))
     tmp.mkdir(parents=True, exist_ok=True)
+    # the columnar copies (analysis/columnar.py) in a folder of this study's, written by each run's follower
+    # as it plays: the report right after the playing reads them (the goal: at most 60 s and 1 GB)
+    copies = tmp / "columns"
+    os.environ["ECONARENA_COLUMNS"] = str(copies)
     games = sum(FAMILIES.values()) * args.sessions
     print(f"GLEE's three grids, {sum(FAMILIES.values()):,} configurations x {args.sessions} games = {games:,} games; "
           f"{load_average()}", flush=True)
@@ -83,16 +89,16 @@ def main() -> None:
             print(f"run {family} ({FAMILIES[family] * args.sessions:,} games, {args.shards} shards side by side, "
                   f"{size:.2f} GB of logs): {wall:.0f} s wall, {sum(c for c, _ in stats):.0f} s CPU, peak "
                   f"{max(r for _, r in stats):.0f} MB per shard", flush=True)
-        # the columnar copies (analysis/columnar.py) in a folder of this run's: the first report reads the logs
-        # and writes them, the second reads them (the goal: at most 60 s and 1 GB)
-        copies = tmp / "columns"
-        shutil.rmtree(copies, ignore_errors=True)
-        os.environ["ECONARENA_COLUMNS"] = str(copies)
         report = ["report", *map(str, shards), "--out", str(tmp / "report")]
-        for name, cmd in (("report, first read (writes the copies)", report),
-                          ("report, from the copies", report),
-                          ("analyze glee, from the copies",
-                           ["analyze", "glee", *map(str, shards), "--out", str(tmp / "analysis")])):
+        steps = [("report right after the playing (the copies written as it played)", report),
+                 ("report again", report)]
+        if args.cold:
+            steps.append(("report, first read of the logs (writes the copies)", report))
+        steps.append(("analyze glee, from the copies",
+                      ["analyze", "glee", *map(str, shards), "--out", str(tmp / "analysis")]))
+        for name, cmd in steps:
+            if name.startswith("report, first read"):
+                shutil.rmtree(copies, ignore_errors=True)
             wall = time.perf_counter()
             cpu, rss = finish(start(cmd), name)
             wall = time.perf_counter() - wall
