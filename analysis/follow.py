@@ -113,7 +113,7 @@ class Follower:
 
         self.run_dir = run_dir
         self.d = read_dirs([run_dir])[0]
-        self.store = Store(False)
+        self.store = Store(False, copy_only=True)
         self.active = [c for c in [self.store, *report_collectors().values()] if c.begin(self.d)]
         if not all(getattr(c, "copy_name", None) for c in self.active):
             self.store.close()

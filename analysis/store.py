@@ -168,11 +168,16 @@ class Store(Base):
 
     wants_decisions = True
 
-    def __init__(self, messages: bool = False) -> None:
+    def __init__(self, messages: bool = False, copy_only: bool = False) -> None:
         import duckdb
 
         self.tmp = Path(tempfile.mkdtemp(prefix="econarena-analysis-"))
-        threads = max(1, min(2, os.cpu_count() or 1))
+        # a store kept only to write its copy (the run's follower, analysis/follow.py): one engine thread, as it
+        # plays beside the run and writes the copy while a report waits for it (a second thread slowed its
+        # finish on two shared cores, 57,600 games: UPDATE 0.4 -> 0.8 s), and the copies written under
+        # FINISH_LIMIT (under MEMORY_LIMIT the players' COPY took 0.6 s, not 0.2 s)
+        self.copy_only = copy_only
+        threads = 1 if copy_only else max(1, min(2, os.cpu_count() or 1))
         self.con = duckdb.connect(str(self.tmp / "study.duckdb"), config={
             "threads": threads, "memory_limit": MEMORY_LIMIT, "temp_directory": str(self.tmp / "spill"),
             "preserve_insertion_order": True})
@@ -444,8 +449,10 @@ class Store(Base):
                         AND players_log.session = u.session AND players_log.run = u.run
                         AND players_log.seat = u.seat""", [d.index, lo, lo + step])
                 self.con.execute("CHECKPOINT")
-        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        if not self.copy_only:
+            self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         self._write_copies()
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         self._views()
         return self
 
