@@ -42,6 +42,10 @@ class Context:
             self._memo[key] = make()
         return self._memo[key]
 
+    def forget(self) -> None:
+        """Drop what was memoised and provided, once every scorecard and section is drawn."""
+        self._memo.clear()
+
 
 @dataclass
 class Card:

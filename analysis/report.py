@@ -45,6 +45,7 @@ from .cells import cell_rank, factor_columns, factors
 from .compare import compare, compare_by, setting_pairs, trend_axis, trend_by
 from .findings import findings_html
 from .load import SETTING_COLUMNS, Frames, study
+from .memory import release
 from .page import Card, Context, Section, esc, sources_html, table_html
 from .ratings import report_section as ratings_section
 from .reasoning import reasoning_section
@@ -480,11 +481,16 @@ def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | 
     """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage.
     (Run beside the figures on a second connection, it saved a little time and cost 80 MB more at the
     peak, the GLEE fits' and the intervals' arrays held at once: it runs after them.)"""
-    table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot, seed=seed)
+    with store.lean():
+        table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot,
+                             seed=seed)
+    release()  # the streamed sessions' batches and the intervals' replicates, before the exports
     # a [grid] cell is part of each row's identity: its text and one column per factor, holding its level
     table = factor_columns(table, {d.name: d.config for d in store.dirs})
     frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
-    files = [out / "metrics.csv", *store.export(out)]
+    with store.lean():
+        files = [out / "metrics.csv", *store.export(out)]
+    release()
     return table, files, usage_table(store, load_prices(prices))
 
 
@@ -496,6 +502,8 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
     for family, c in collectors.items():
         ctx.provide(family, c)
     cards, sections, numbers = _draw(ctx, store, dirs, collectors, report, prices)
+    ctx.forget()  # what the sections memoised (the cells' estimates): the tables after them read the store
+    release()
     table, files, usage = _tables(store, out, n_boot, seed, prices)
     report.files += files
     talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
