@@ -73,41 +73,6 @@ def _run_dirs(paths: list[str]) -> list[Path] | None:
     return expand_run_dirs(found) if ok else None
 
 
-def _warm_imports(dirs: list[Path]) -> Any:
-    """A started thread that imports what the report imports only late: the page's template engine, the
-    parquet reader and, for a GLEE study, the OLS fits.
-
-    Why: the first report after ``econarena run`` waits for the run's follower to write the copy, then
-    DuckDB restores it; the main thread mostly sleeps or runs outside the GIL meanwhile, so a second of
-    imports (statsmodels above all) is done by the time the sections need them. Only modules the report
-    would import anyway; a failure is left for the report's own import to say."""
-    import threading
-
-    from ..formats.rundir import game_name
-    from ..games import GAMES
-
-    try:
-        games = {game_name(d) for d in dirs[:16]}
-        glee = any(getattr(getattr(GAMES.get(g), "info", None), "family", "") == "glee" for g in games if g)
-    except Exception:  # noqa: BLE001 - a config the report itself will refuse, with its own message
-        glee = False
-
-    def warm() -> None:
-        try:
-            import jinja2  # noqa: F401
-            import pyarrow.dataset  # noqa: F401
-            import pyarrow.parquet  # noqa: F401
-
-            if glee:
-                import statsmodels.regression.linear_model  # noqa: F401
-        except Exception:  # noqa: BLE001 - said by the report where it needs the module
-            pass
-
-    thread = threading.Thread(target=warm, name="econarena-warm-imports")
-    thread.start()
-    return thread
-
-
 def _print_report(rep: Any) -> None:
     print(f"report: {rep.html}")
     for f in rep.figures:
@@ -138,15 +103,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         err(f"--out {out}: is a file, not a directory")
         return EXIT_CONFIG
-    warming = _warm_imports(dirs)
     try:
         rep = build_report(dirs, out, n_boot=args.boot, seed=args.seed, prices=args.prices, title=args.title,
                            transcripts=args.transcripts)
     except OSError as exc:
         err(f"cannot write the report to {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_CONFIG
-    finally:
-        warming.join()
     _print_report(rep)
     if args.open:
         open_in_browser(rep.html)
