@@ -182,15 +182,28 @@ def sources_text(sources: Sequence[str]) -> str:
     return ", ".join(map(str, sources))
 
 
+def _has_categories(fig: MplFigure) -> bool:
+    """Whether some axis has text categories: ticks at fixed places (set_xticks)."""
+    return any(isinstance(ax.xaxis.get_major_locator(), FixedLocator) for ax in fig.axes)
+
+
 def _rotate_crowded_ticks(fig: MplFigure) -> bool:
     """After the final layout (legends shrink the axes), rotate x labels that now overlap. Only axes with
-    text categories can overlap, and measuring needs a full draw: skipped for plots without them. Returns
+    text categories can overlap, and measuring needs the layout: skipped for plots without them. Returns
     whether any axis was rotated."""
     # text categories: ticks at fixed places (set_xticks). Not the formatter's class: matplotlib 3.11 labels
     # them with a FuncFormatter, so testing for FixedFormatter skipped every figure and labels collided
-    if not any(isinstance(ax.xaxis.get_major_locator(), FixedLocator) for ax in fig.axes):
+    if not _has_categories(fig):
         return False
-    fig.canvas.draw()
+    # the final layout alone, not a full draw: a label's box needs the axes' places, not rendered pixels.
+    # A draw would also fit fixed-aspect axes (heatmaps) into their boxes, and the next layout starts from
+    # there: done here too, so the figure comes out as it did after a draw.
+    _lay_out(fig)
+    renderer = cast(FigureCanvasAgg, fig.canvas).get_renderer()
+    for ax in fig.axes:
+        if ax.get_visible():
+            locator = ax.get_axes_locator()
+            ax.apply_aspect(None if locator is None else locator(ax, renderer))
     rotated = False
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_text()]
@@ -201,6 +214,19 @@ def _rotate_crowded_ticks(fig: MplFigure) -> bool:
     return rotated
 
 
+def _fixed_aspect(fig: MplFigure) -> bool:
+    """Whether some axes keeps an aspect (heatmaps, colour bars): fitting it moves the axes, so the layout
+    that follows differs from the one before."""
+    return any(ax.get_aspect() != "auto" or ax.get_box_aspect() is not None for ax in fig.axes)
+
+
+def _lay_out(fig: MplFigure) -> None:
+    """Run the figure's layout engine (constrained layout) once, without drawing anything."""
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+
+
 def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[Path, Path]:
     """PNG (palette-quantised: a quarter of the bytes, which the report embeds) and SVG. The run directories
     a figure came from (``sources``) are said in the report's HTML, never drawn into the image: a list of a
@@ -209,15 +235,18 @@ def _save(fig: MplFigure, out: Path, key: str, sources: Sequence[str]) -> tuple[
         for t in legend.get_texts() if legend is not None else ():
             t.set_text(short(t.get_text()))
     fig.set_dpi(DPI)
-    _rotate_crowded_ticks(fig)
+    laid_out = _has_categories(fig)  # measuring the ticks lays the figure out
+    rotated = _rotate_crowded_ticks(fig)
     # Lay the figure out and measure its tight box once, then freeze that layout for both files: each
     # ``bbox_inches="tight"`` save would lay it out, measure every text and draw it again, and text layout
     # is most of a report's build time (a quarter less CPU per report this way; the PNG is byte-identical).
-    engine = fig.get_layout_engine()
-    if engine is not None:
-        engine.execute(fig)
+    # Laid out for the ticks, none turned and no axes fitted to an aspect since: that layout is final.
+    if rotated or not laid_out or _fixed_aspect(fig):
+        _lay_out(fig)
     box = fig.get_tightbbox(cast(FigureCanvasAgg, fig.canvas).get_renderer()).padded(0.1)
-    fig.set_layout_engine("none")
+    # No engine at all, not set_layout_engine("none"): savefig runs a whole text-measuring dry draw
+    # before each file for any engine, even the placeholder that "none" leaves, which lays out nothing.
+    vars(fig)["_layout_engine"] = None
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
     buf = io.BytesIO()
