@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 # reasoning efforts, least first: the names the providers accept (agents/providers: none ... high; "none" is
@@ -52,12 +53,7 @@ class Factor:
 
     def rank(self, level: str) -> float:
         """A level's position on the factor's scale: the number itself, an effort's rank, else its place."""
-        x = _number(level)
-        if x is not None and all(_number(v) is not None for v in self.levels):
-            return x
-        if all(v in EFFORTS for v in self.levels) and level in EFFORTS:
-            return float(EFFORTS.index(level))
-        return float(self.levels.index(level)) if level in self.levels else math.inf
+        return _rank(self, level)
 
     def natural(self) -> list[str]:
         """The levels in their natural order: numeric, effort, else as declared."""
@@ -76,6 +72,17 @@ class Factor:
         if self.numeric:
             return {v: float(v) for v in order}
         return {v: float(i) for i, v in enumerate(order)}
+
+
+@lru_cache(maxsize=65_536)
+def _rank(factor: Factor, level: str) -> float:
+    """:meth:`Factor.rank`, memoized: sort keys ask it for the same few levels again and again."""
+    x = _number(level)
+    if x is not None and all(_number(v) is not None for v in factor.levels):
+        return x
+    if all(v in EFFORTS for v in factor.levels) and level in EFFORTS:
+        return float(EFFORTS.index(level))
+    return float(factor.levels.index(level)) if level in factor.levels else math.inf
 
 
 def _number(text: str) -> float | None:
@@ -157,7 +164,12 @@ def shown_cell(cell: str, found: Sequence[Factor], baseline: bool) -> str:
 def cell_rank(cell: str, found: Sequence[Factor]) -> tuple[Any, ...]:
     """A sort key putting cells in their factors' natural order (numbers, efforts, else declared). A
     baseline's cell without its ``[grid.llm]`` factors (:func:`shown_cell`) ranks by the factors it keeps,
-    right after the cells it pools."""
+    right after the cells it pools. Memoized: tables sort the same few hundred cells row after row."""
+    return _cell_rank(cell, tuple(found))
+
+
+@lru_cache(maxsize=65_536)
+def _cell_rank(cell: str, found: tuple[Factor, ...]) -> tuple[Any, ...]:
     got = levels(cell, found)
     if len(got) < len(found) and (drop := llm_only(found)):
         kept = levels(cell, [f for f in found if f.key not in drop])

@@ -1036,14 +1036,15 @@ def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (),
 
     names, codes = data.cells() if split else ([""], np.zeros(len(data), dtype=np.int64))
     split_of: dict[tuple[str, str], list[np.ndarray]] = {}  # each metric's values per cell, in run order
-    for p in sorted(data.player_names()):
+    players = sorted(data.player_names())  # once: each call is a pass over every seat
+    for p in players:
         for m in CARD_METRICS:
             vals, where = _seat_values(data, p, m, codes)
             idx = np.argsort(where, kind="stable")  # a cell's values keep their (run, seat) order
             split_of[(p, m)] = np.split(vals[idx], np.searchsorted(where[idx], np.arange(1, len(names))))
     per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     for k, cell in enumerate(names):
-        for p in sorted(data.player_names()):
+        for p in players:
             here = {m: split_of[(p, m)][k] for m in CARD_METRICS}
             if len(names) == 1 or any(len(v) for v in here.values()):  # a player sits in the cells it played
                 per[(p, cell)] = here
