@@ -43,7 +43,7 @@ class Context:
         return self._memo[key]
 
     def forget(self) -> None:
-        """Drop what was memoised and provided, once every scorecard and section is drawn."""
+        """Drop what was memoised (and the collectors provided), once every scorecard and section is drawn."""
         self._memo.clear()
 
 

@@ -466,7 +466,7 @@ def _warm_imports(run_dirs: Sequence[str | Path] | str | Path) -> Any:
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     try:
         games = {game_name(d) for d in dirs[:16]}
-        glee = any(getattr(getattr(GAMES.get(g), "info", None), "family", "") == "glee" for g in games if g)
+        glee = any(_family_of(g) == "glee" for g in games if g)
     except Exception:  # noqa: BLE001 - a config the read itself will refuse, with its own message
         glee = False
 
