@@ -154,11 +154,13 @@ def _gathered(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.random.Generator,
-                    n_boot: int) -> list[np.ndarray]:
+                    n_boot: int, each: Any = None) -> list[np.ndarray]:
     """Each replicate's total of each per-session vector (all of one session layout), sessions resampled
     within strata; every vector sees the same draws, added in the order one vector alone would get them.
     A vector that is one whole number in a stratum (a count of one row per session, a rule-break share of
-    0) needs no gathering there: its sum is exact."""
+    0) needs no gathering there: its sum is exact. ``each(i, sums)``: called with stratum i's own replicate
+    sums of every vector once they are complete, in stratum order (the cells of a grid, from the draws of
+    the whole)."""
     out = [np.zeros(n_boot) for _ in vectors]
     strata = np.unique(stratum)
     parts = [np.flatnonzero(stratum == s) for s in strata]
@@ -166,40 +168,42 @@ def _replicate_sums(vectors: list[np.ndarray], stratum: np.ndarray, rng: np.rand
     last = max((i for i, c in enumerate(const) if any(x is None for x in c)), default=-1)
     # the gathers and sums of a block run on threads (numpy lets go of the interpreter there) while this one
     # draws the next block; each result is added in the order the serial loop added it, so every total has
-    # the same bits. Small studies stay on this thread.
+    # the same bits (a stratum's sums start at +0.0 and are added to the total once complete: the total is
+    # never -0.0, so x + (0.0 + y) is x + y). Small studies stay on this thread.
     pool = _pool() if len(stratum) * n_boot >= THREADED else None
     pending: list[tuple[int, int, int, Any]] = []
 
     def run(fn: Any, *a: Any) -> Any:
         return pool.submit(fn, *a) if pool is not None else _Done(fn(*a))
 
-    def settle() -> None:
-        j, start, rows, found = pending.pop(0)
-        out[j][start:start + rows] += found.result()
-
-    for i, part in enumerate(parts[:last + 1]):  # strata after the last one that needs draws draw nothing
+    for i, part in enumerate(parts):
+        acc = [np.zeros(n_boot) for _ in vectors]
         gather = [j for j, c in enumerate(const[i]) if c is None]
         for j, c in enumerate(const[i]):
             if c is not None:
-                out[j] += c * len(part)
-        # a stratum whose sessions lie side by side (the common case: sessions sorted by stratum) is
-        # gathered from its slice with the draws as they come: the same indices without a pass over them
-        if len(part) and part[-1] - part[0] + 1 == len(part):
+                acc[j] += c * len(part)
+        # strata after the last one that needs draws draw nothing; a stratum whose sessions lie side by side
+        # (the common case: sessions sorted by stratum) is gathered from its slice with the draws as they
+        # come: the same indices without a pass over them
+        if i <= last and len(part) and part[-1] - part[0] + 1 == len(part):
             sub, where = [vectors[j][part[0]:part[-1] + 1] for j in range(len(vectors))], None
         else:
             sub, where = vectors, part
-        for start, rows in _blocks(n_boot, len(part)):
+        for start, rows in (_blocks(n_boot, len(part)) if i <= last else ()):
             draws = rng.integers(0, len(part), size=(rows, len(part)))
             idx = draws if where is None else where[draws]
             for j in gather:
                 pending.append((j, start, rows, run(_gathered, sub[j], idx)))
             while len(pending) > IN_FLIGHT * max(1, len(gather)):
-                settle()
+                j, s0, r0, found = pending.pop(0)
+                acc[j][s0:s0 + r0] += found.result()
         while pending:
-            settle()
-    for i in range(last + 1, len(parts)):
-        for j, c in enumerate(const[i]):
-            out[j] += c * len(parts[i])  # type: ignore[operator]  # past `last` no constant is None
+            j, s0, r0, found = pending.pop(0)
+            acc[j][s0:s0 + r0] += found.result()
+        for j in range(len(vectors)):
+            out[j] += acc[j]
+        if each is not None:
+            each(i, acc)
     return out
 
 
@@ -277,6 +281,48 @@ def bootstrap_many(requests: Sequence[tuple[Sums, float]], *, n_boot: int = N_BO
             for i, (lo, hi) in zip(part, _intervals(ratios, level)):
                 sums, scale = requests[i]
                 out[i] = Estimate(_total(sums) * scale, lo, hi, int(sums.n.sum()), len(sums))
+    return out  # type: ignore[return-value]  # every request's slot is filled above
+
+
+def bootstrap_strata(requests: Sequence[Sums], *, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL
+                     ) -> list[tuple[Estimate, dict[int, Estimate]]]:
+    """Per request: ``bootstrap_ratio(sums)`` (sessions resampled within strata: the same numbers) and each
+    stratum's own estimate, its replicates the stratum's part of the same draws.
+
+    Why: a grid's cells are its strata (the design fixes how many games each cell has), so the pooled row
+    resamples games within cells, and each cell's row needs no draws of its own: a 384-cell GLEE grid
+    costs one resampling instead of two. Strata are keyed by their code in ``sums.stratum``; a stratum of
+    one session has no interval (as a request of one session would).
+    """
+    out: list[tuple[Estimate, dict[int, Estimate]] | None] = [None] * len(requests)
+    layouts: dict[bytes, list[int]] = {}
+    for i, sums in enumerate(requests):
+        if len(sums) < 2:
+            one = bootstrap_many([(sums, 1.0)], n_boot=n_boot, seed=seed, level=level)[0]
+            out[i] = (one, {int(c): one for c in np.unique(sums.stratum)})
+        else:
+            layouts.setdefault(sums.stratum.astype(np.int64).tobytes(), []).append(i)
+    for members in layouts.values():
+        vectors = [v for i in members for v in (requests[i].num, requests[i].den)]
+        stratum = requests[members[0]].stratum
+        codes = np.unique(stratum)
+        parts = [np.flatnonzero(stratum == c) for c in codes]
+        cells: list[dict[int, Estimate]] = [{} for _ in members]
+
+        def each(k: int, sums: list[np.ndarray], members: list[int] = members, cells: list[dict[int, Estimate]] = cells,
+                 codes: np.ndarray = codes, parts: list[np.ndarray] = parts) -> None:
+            part = parts[k]
+            ratios = _ratio(np.stack(sums[0::2]), np.stack(sums[1::2]))
+            ends = _intervals(ratios, level) if len(part) >= 2 else [(math.nan, math.nan)] * len(members)
+            for m, i in enumerate(members):
+                sub = requests[i].select(part)
+                cells[m][int(codes[k])] = Estimate(_total(sub), *ends[m], int(sub.n.sum()), len(part))
+
+        reps = _replicate_sums(vectors, stratum, np.random.default_rng(seed), n_boot, each)
+        ends = _intervals(_ratio(np.stack(reps[0::2]), np.stack(reps[1::2])), level)
+        for m, i in enumerate(members):
+            sums = requests[i]
+            out[i] = (Estimate(_total(sums), *ends[m], int(sums.n.sum()), len(sums)), cells[m])
     return out  # type: ignore[return-value]  # every request's slot is filled above
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from econarena.analysis.stats import Estimate, Sums, bootstrap_many, bootstrap_ratio, cluster_sums
 
@@ -66,3 +67,61 @@ def test_many_in_chunks(monkeypatch: object) -> None:
     monkeypatch.setattr(stats, "STACKED", 90)  # type: ignore[attr-defined]  # 2 requests of 40 at a time
     got = bootstrap_many(reqs, n_boot=40, seed=1)
     assert all(_same(g, w) for g, w in zip(got, want))
+
+
+def _by_hand(values: np.ndarray, cells: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Replicate means of a stratified bootstrap written out: cells in code order, each drawing its games'
+    indices from one generator; a cell of one whole number is not gathered (its sum is exact), and the
+    cells after the last one that is draw nothing. The pooled replicate is the sum over cells."""
+    rng = np.random.default_rng(seed)
+    codes = [int(c) for c in np.unique(cells)]
+    exact = {c: (v := values[cells == c]).min() == v.max() and float(v[0]).is_integer() for c in codes}
+    last = max(c for c in codes if not exact[c])
+    total, parts = np.zeros(n_boot), {}
+    for c in codes:
+        v = values[cells == c]
+        draws = rng.integers(0, len(v), size=(n_boot, len(v))) if c <= last else None
+        s = np.full(n_boot, v[0] * len(v)) if exact[c] else v[draws].sum(axis=1)
+        parts[c] = s / len(v)
+        total += s
+    return total / len(values), parts
+
+
+def test_strata_give_the_pooled_bootstrap_and_each_cells_part_of_its_draws() -> None:
+    """bootstrap_strata: the whole is bootstrap_ratio's stratified interval to the bit; each stratum's
+    interval comes from its part of the same draws (checked against the resampling written out)."""
+    from econarena.analysis.stats import bootstrap_strata
+
+    rng = np.random.default_rng(3)
+    cells = np.repeat(np.arange(5), [7, 2, 11, 4, 6])
+    values = rng.normal(size=len(cells))
+    values[cells == 3] = 2.0  # one whole number: no draws there
+    ones = np.ones(len(values))
+    sums = Sums(values, ones, ones, cells, np.arange(len(values)))
+    other = Sums(values * 3 - 1, ones, ones, cells, np.arange(len(values)))
+    got = bootstrap_strata([sums, other], n_boot=300, seed=11)
+    for s, (whole, per) in zip((sums, other), got):
+        assert _same(whole, bootstrap_ratio(s, n_boot=300, seed=11))
+        total, parts = _by_hand(s.num, cells, 300, 11)
+        assert np.quantile(total, [0.025, 0.975]) == pytest.approx([whole.low, whole.high], rel=1e-12)
+        assert sorted(per) == [0, 1, 2, 3, 4]
+        for c, e in per.items():
+            v = s.num[cells == c]
+            assert e.value == pytest.approx(v.mean(), rel=1e-12) and (e.n, e.sessions) == (len(v), len(v))
+            assert [e.low, e.high] == pytest.approx(list(np.quantile(parts[c], [0.025, 0.975])), rel=1e-12)
+    assert got[0][1][3].low == got[0][1][3].high == 2.0  # no noise within that cell
+
+
+def test_a_cell_constant_within_has_no_pooled_noise() -> None:
+    """The design decides the interval: values that differ only between cells give the stratified pooled
+    interval zero width, where resampling all games as one would show the spread between cells."""
+    from econarena.analysis.stats import bootstrap_strata
+
+    cells = np.repeat(np.arange(4), 5)
+    values = 0.1 + 0.2 * cells
+    ones = np.ones(len(values))
+    (whole, per), = bootstrap_strata([Sums(values, ones, ones, cells, np.arange(20))], n_boot=200, seed=1)
+    assert whole.low == pytest.approx(whole.high, abs=1e-12) == pytest.approx(values.mean())
+    plain = bootstrap_ratio(Sums(values, ones, ones, np.zeros(20, dtype=int), np.arange(20)), n_boot=200, seed=1)
+    assert plain.high - plain.low > 0.1
+    assert all(per[c].low == pytest.approx(per[c].high) == pytest.approx(0.1 + 0.2 * c) for c in range(4))

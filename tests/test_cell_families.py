@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import read_jsonl, run_experiment
 
@@ -193,3 +194,33 @@ def test_a_large_glee_grid_is_pooled_on_the_card_said_and_split_in_the_detail(tm
     detail = page[page.index("efficiency, fairness, self-gain per cell"):]
     detail = detail[:detail.index("</table>")]
     assert detail.count("<tr>") == 2 * 24  # a row per player and cell (the header row has a style)
+
+
+def test_a_large_grid_pools_within_cells_from_the_cells_own_draws(tmp_path: Path) -> None:
+    """Two games or more in every cell: the pooled row's interval resamples games within cells (the grid's
+    design) and each cell's row is its part of those draws; the values are the hand means either way."""
+    from econarena.analysis.families import glee
+    from econarena.analysis.stats import bootstrap_strata
+
+    doc = {**GLEE, "experiment": {**GLEE["experiment"], "sessions": 3},
+           "grid": {"game": {"delta_alice": [0.8, 0.9, 0.95], "money": [100, 10000], "max_rounds": [2, 3, 4]}}}
+    run_experiment(doc, tmp_path / "big")
+    data = glee.collect([tmp_path / "big"])["bargaining"]
+    rows, pooled = glee.card_tables(data, 40, 2)
+    assert pooled is not None and len({r["cell"] for r in rows}) == 18
+    names, codes = data.cells()
+    for r in pooled:
+        vals, where = glee._seat_values(data, r["player"], "self_gain", codes)
+        idx = np.argsort(where, kind="stable")
+        if not glee._two_each(vals[idx], where[idx]):
+            continue  # a cell with one game: resampled as one (checked by the test above)
+        whole, cells = bootstrap_strata([glee._sums(vals[idx], where[idx])], n_boot=40, seed=2)[0]
+        got = r["self_gain"]
+        assert got.value == pytest.approx(float(np.nanmean(vals))) and (got.low, got.high) == (whole.low, whole.high)
+        for c, e in cells.items():
+            row = next(x for x in rows if x["player"] == r["player"] and x["cell"] == names[c])
+            assert row["self_gain"] == e
+            assert e.value == pytest.approx(float(np.nanmean(vals[where == c])))
+        break
+    else:
+        pytest.fail("no player's self-gain had two games in every cell")

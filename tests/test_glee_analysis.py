@@ -397,3 +397,23 @@ def test_a_word_where_other_runs_hold_a_number_is_refused_not_dropped(tmp_path: 
     with pytest.raises(LogError, match=r"runs.jsonl: 'metrics.efficiency' of bargaining is the word 'high' at "
                                        r"line 2 but a number at .*runs.jsonl: line 1"):
         collect([out])
+
+
+def test_metrics_kept_on_the_same_runs_share_a_design_to_the_bit(tmp_path: Path, toy: None) -> None:
+    """``designs`` (one pseudo-inverse per set of kept runs) changes no bit of any number or note: noisy
+    metrics, one of them with runs left out (its own design), and a collinear seat column."""
+    rng = np.random.default_rng(7)
+    runs = exact_runs()
+    for k, r in enumerate(runs):
+        r["metrics"]["efficiency"] = None if k % 9 == 0 else float(rng.normal(0.5, 0.1))
+        r["metrics"]["fairness"] = float(rng.normal(0.6, 0.1))
+        r["metrics"]["self_gain"] = [float(x) for x in rng.normal(0.4, 0.1, 2)]
+    data = glee.collect([write_run_dir(tmp_path / "noisy", runs)])[TOY]
+    designs: dict[Any, Any] = {}
+    shared = [glee.fit(data, m, designs=designs) for m in data.metrics]
+    alone = [glee.fit(data, m) for m in data.metrics]
+    assert len(data.metrics) >= 4 and len(designs) == 2  # efficiency's gaps make the second
+    for a, b in zip(shared, alone):
+        assert (a.n, a.notes) == (b.n, b.notes)
+        assert json.dumps(a.effects) == json.dumps(b.effects)  # every float's repr: the same bits
+        assert math.isnan(a.r2) and math.isnan(b.r2) or a.r2 == b.r2

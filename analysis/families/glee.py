@@ -23,6 +23,7 @@ estimated and are dropped with a note, never silently given a minimum-norm value
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
@@ -635,23 +636,22 @@ def _rank(X: np.ndarray, R: np.ndarray, cols: list[int]) -> int:
     return int((s > tol).sum())
 
 
-def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False) -> Fit:
-    """OLS of ``metric`` on the one-hot factors and seat players (see the module doc).
+@dataclass
+class _Design:
+    """What a fit needs besides the outcome, the same for every metric with the same runs kept: the dummy
+    matrix, its identifiable columns and the statsmodels pseudo-inverse (GLEE's negotiation: 256,320 runs,
+    an SVD and a QR per metric before)."""
 
-    ``pairs``: one categorical ``pair`` (``p1 | p2``, the ordered pair of players) instead of one per seat,
-    relative to the reference player's self-play (the paper's ``--models_interaction``).
-    """
-    from statsmodels.regression.linear_model import OLS  # statsmodels.api imports a further 30 MB of modules
+    X: np.ndarray
+    kept: list[tuple[str, str, str]]
+    notes: list[str]
+    ols: tuple[Any, ...] | None = None  # (pinv_wexog, normalized_cov_params, singular values, rank)
 
-    values = data.column(metric)
-    keep = ~np.isnan(values)
-    if not keep.any():
-        return Fit(data.game, metric, 0, math.nan, [], [f"{metric}: no run has a value"])
-    ref = model_reference(data, model_ref)
+
+def _design(data: GameData, keep: np.ndarray, ref: str, pairs: bool) -> _Design:
     cols = _columns(data, keep, pairs)
     terms, notes = _terms(data, cols, ref, pairs)
-    y = values[keep]
-    n = len(y)
+    n = int(keep.sum())
     X = np.ones((n, 1 + len(terms)))
     for j, (term, lev, _ref) in enumerate(terms, 1):
         names, codes = cols[term]
@@ -664,13 +664,52 @@ def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: boo
         else:
             term, lev, _ = terms[j - 1]
             notes.append(f"{term}={lev}: not identifiable from these runs (collinear with other terms); left out")
-    X = X[:, keep_cols]
-    kept = [(CONST, "", "")] + [terms[j - 1] for j in keep_cols[1:]]
-    res = OLS(y, X).fit()
+    return _Design(X[:, keep_cols], [(CONST, "", "")] + [terms[j - 1] for j in keep_cols[1:]], notes)
+
+
+def _ols(y: np.ndarray, d: _Design) -> Any:
+    """``OLS(y, d.X).fit()``, the pseudo-inverse computed once per design: what ``fit`` does after it (the
+    same products in the same order), so every number has the bits a fresh fit gives."""
+    from statsmodels.regression.linear_model import OLS, OLSResults, RegressionResultsWrapper
+
+    model = OLS(y, d.X)
+    if d.ols is None:
+        res = model.fit()
+        d.ols = (model.pinv_wexog, model.normalized_cov_params, model.wexog_singular_values, model.rank)
+        return res
+    model.pinv_wexog, model.normalized_cov_params, model.wexog_singular_values, model.rank = d.ols
+    model._df_model = float(model.rank - model.k_constant)
+    model.df_resid = model.nobs - model.rank
+    beta = np.dot(model.pinv_wexog, model.wendog)
+    return RegressionResultsWrapper(OLSResults(model, beta, normalized_cov_params=model.normalized_cov_params))
+
+
+def fit(data: GameData, metric: str, *, model_ref: str | None = None, pairs: bool = False,
+        designs: dict[Any, _Design] | None = None) -> Fit:
+    """OLS of ``metric`` on the one-hot factors and seat players (see the module doc).
+
+    ``pairs``: one categorical ``pair`` (``p1 | p2``, the ordered pair of players) instead of one per seat,
+    relative to the reference player's self-play (the paper's ``--models_interaction``). ``designs``: a
+    dict shared by the fits of one ``data``, so metrics kept on the same runs share one design.
+    """
+    values = data.column(metric)
+    keep = ~np.isnan(values)
+    if not keep.any():
+        return Fit(data.game, metric, 0, math.nan, [], [f"{metric}: no run has a value"])
+    ref = model_reference(data, model_ref)
+    key = (keep.tobytes(), ref, pairs)
+    d = designs.get(key) if designs is not None else None
+    if d is None:
+        d = _design(data, keep, ref, pairs)
+        if designs is not None:
+            designs[key] = d
+    y = values[keep]
+    n, X, notes = len(y), d.X, list(d.notes)
+    res = _ols(y, d)
     dof = n - X.shape[1]
     r2 = float(res.rsquared) if dof >= 0 and np.ptp(y) > 0 else math.nan
     effects = []
-    for j, (term, lev, reference) in enumerate(kept):
+    for j, (term, lev, reference) in enumerate(d.kept):
         coef = float(res.params[j])
         se = float(res.bse[j]) if dof > 0 else math.nan
         p = float(res.pvalues[j]) if dof > 0 and se > 0 else math.nan
@@ -693,7 +732,8 @@ def fit_all(datas: Mapping[str, GameData], metrics: Sequence[str] | None = None,
         data = datas[name]
         chosen = data.metrics if not metrics else [m for m in data.metrics
                                                    if m in metrics or base_metric(m) in metrics]
-        fits += [fit(data, m, model_ref=model_ref, pairs=pairs) for m in chosen]
+        designs: dict[Any, _Design] = {}
+        fits += [fit(data, m, model_ref=model_ref, pairs=pairs, designs=designs) for m in chosen]
     return fits
 
 
@@ -853,7 +893,8 @@ def report_sections(run_dirs: Sequence[str | Path], figdir: Path, out: Path,
         if statsmodels_missing:
             sec.skipped.append((f"{EFFECTS_TITLE}: {data.title}", "needs statsmodels: pip install 'econarena[report]'"))
         else:
-            fits = [fit(data, m) for m in data.metrics]
+            designs: dict[Any, _Design] = {}
+            fits = [fit(data, m, designs=designs) for m in data.metrics]
             fits_by_family.setdefault(data.family, []).extend(fits)
             sec.tables.append((f"{data.title}: effects x100 [95% interval]", effects_frame(fits)))
             sec.notes += [f"{data.title}: {n}" for f in fits for n in f.notes]
@@ -997,14 +1038,17 @@ def _datas(ctx: Any) -> dict[str, GameData]:
         return {}  # the section says why (report_sections raises it with the file and run)
 
 
-def _sums(xs: np.ndarray) -> Any:
+def _sums(xs: np.ndarray, cells: np.ndarray | None = None) -> Any:
     """Each game its own resampling unit (the card's intervals are over games): the Sums ``cluster_sums``
-    gives for one session per value, made directly (a grid of 384 cells asks for thousands)."""
+    gives for one session per value, made directly (a grid of 384 cells asks for thousands). ``cells``:
+    each value's cell code, the strata (the values sorted by it)."""
     from ..stats import Sums
 
-    vals = xs[~np.isnan(xs)]
+    ok = ~np.isnan(xs)
+    vals = xs[ok]
     ones = np.ones(len(vals))
-    return Sums(vals + 0.0, ones, ones, np.zeros(len(vals), dtype=int), np.arange(len(vals)))
+    stratum = np.zeros(len(vals), dtype=int) if cells is None else cells[ok]
+    return Sums(vals + 0.0, ones, ones, stratum, np.arange(len(vals)))
 
 
 def _seat_values(data: GameData, player: str, metric: str, cells: np.ndarray | None = None
@@ -1032,39 +1076,79 @@ def card_rows(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (),
     metric's Estimate over the cell's games only, and ``seats`` (the seats it played there); cells in their
     factors' natural order (``found``: the study's factors), best self-gain first within a cell.
     ``split=False``: one row per player over every cell (the pooled row a card shows for a large grid)."""
-    from ..stats import bootstrap_many
+    rows, pooled = card_tables(data, n_boot, seed, found, pooled=not split)
+    return rows if split else (pooled or [])
 
-    names, codes = data.cells() if split else ([""], np.zeros(len(data), dtype=np.int64))
-    split_of: dict[tuple[str, str], list[np.ndarray]] = {}  # each metric's values per cell, in run order
+
+def _two_each(values: np.ndarray, cells: np.ndarray) -> bool:
+    """Whether every cell that has a value has two: then resampling within cells shows each one's noise."""
+    n = np.bincount(cells[~np.isnan(values)])
+    return bool(n.sum() >= 2 and (n[n > 0] >= 2).all())
+
+
+def card_tables(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (), pooled: bool | None = None
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """(the rows of :func:`card_rows`, the pooled rows or None): pooled rows where there are more than
+    :data:`MAX_CARD_CELLS` cells (``pooled`` True or False: say so). Where every cell holds two or more of
+    a metric's values, its pooled interval resamples the games within cells (the grid's design fixes each
+    cell's size) and each cell's row is its part of the same draws, one resampling for both; otherwise the
+    pooled row resamples all the games as one and each cell its own, as every row does below that size."""
+    from ..stats import NAN_ESTIMATE, bootstrap_many, bootstrap_strata
+
+    names, codes = data.cells()
+    want = len(names) > MAX_CARD_CELLS if pooled is None else pooled
     players = sorted(data.player_names())  # once: each call is a pass over every seat
+    values, counts = {}, {}
     for p in players:
         for m in CARD_METRICS:
             vals, where = _seat_values(data, p, m, codes)
             idx = np.argsort(where, kind="stable")  # a cell's values keep their (run, seat) order
-            split_of[(p, m)] = np.split(vals[idx], np.searchsorted(where[idx], np.arange(1, len(names))))
-    per: dict[tuple[str, str], dict[str, np.ndarray]] = {}
-    for k, cell in enumerate(names):
-        for p in players:
-            here = {m: split_of[(p, m)][k] for m in CARD_METRICS}
-            if len(names) == 1 or any(len(v) for v in here.values()):  # a player sits in the cells it played
-                per[(p, cell)] = here
-    keys = list(per)
-    requests = [(_sums(per[k][m]), 1.0) for k in keys for m in CARD_METRICS]
-    got = iter(bootstrap_many(requests, n_boot=n_boot, seed=seed))
-    est = {k: {m: next(got) for m in CARD_METRICS} for k in keys}
+            values[(p, m)] = (vals, vals[idx], where[idx])
+            counts[(p, m)] = np.bincount(where, minlength=len(names))
+    est: dict[tuple[str, str], dict[str, Any]] = {}
+    whole: dict[str, dict[str, Any]] = {p: {} for p in players}
+    strata = [k for k, (_, v, c) in values.items() if want and len(names) > 1 and _two_each(v, c)]
+    for (p, m), (e, cells) in zip(strata, bootstrap_strata([_sums(values[k][1], values[k][2]) for k in strata],
+                                                           n_boot=n_boot, seed=seed)):
+        whole[p][m] = dataclasses.replace(e, value=float(_sums(values[(p, m)][0]).num.sum() / e.n))  # run order
+        for c, ce in cells.items():
+            est.setdefault((p, names[c]), {})[m] = ce
+    requests, slots = [], []
+    for k, (vals, v, c) in values.items():
+        if k in strata:
+            continue
+        for i, chunk in enumerate(np.split(v, np.searchsorted(c, np.arange(1, len(names))))):
+            requests.append((_sums(chunk), 1.0))
+            slots.append((k[0], names[i], k[1]))
+        if want:
+            requests.append((_sums(vals), 1.0))
+            slots.append((k[0], None, k[1]))
+    for (p, cell, m), e in zip(slots, bootstrap_many(requests, n_boot=n_boot, seed=seed)):
+        (whole[p] if cell is None else est.setdefault((p, cell), {}))[m] = e
+    keys = [(p, cell) for i, cell in enumerate(names) for p in players  # a player sits in the cells it played
+            if len(names) == 1 or any(counts[(p, m)][i] for m in CARD_METRICS)]
+    seats = {(p, cell): max(int(counts[(p, m)][i]) for m in CARD_METRICS) for i, cell in enumerate(names)
+             for p in players}
+    per = {k: {m: est.get(k, {}).get(m, NAN_ESTIMATE) for m in CARD_METRICS} for k in keys}
 
     def order(k: tuple[str, str]) -> tuple[Any, ...]:
-        e = est[k]["self_gain"]
+        e = per[k]["self_gain"]
         return (cell_rank(k[1], found), -(e.value if e.n else -1e300), k[0])
 
-    return [{"player": k[0], "cell": k[1], **est[k], "seats": max(len(per[k][m]) for m in CARD_METRICS)}
-            for k in sorted(keys, key=order)]
+    def rows(per: dict[tuple[str, str], dict[str, Any]], seats: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+        return [{"player": k[0], "cell": k[1], **per[k], "seats": seats[k]} for k in sorted(per, key=order)]
+
+    cell_rows = rows(per, seats)
+    if not want:
+        return cell_rows, None
+    per = {(p, ""): {m: whole[p].get(m, NAN_ESTIMATE) for m in CARD_METRICS} for p in players}
+    return cell_rows, rows(per, {(p, ""): max(len(values[(p, m)][0]) for m in CARD_METRICS) for p in players})
 
 
-def _card_rows(ctx: Any, name: str) -> list[dict[str, Any]]:
-    """:func:`card_rows` of one game, computed once for the card and the detail."""
+def _card_rows(ctx: Any, name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """:func:`card_tables` of one game, computed once for the card and the detail."""
     found = study_factors(ctx.frames) if ctx.frames is not None else []
-    return ctx.memo(f"{FAMILY}/cells/{name}", lambda: card_rows(_datas(ctx)[name], ctx.n_boot, ctx.seed, found))
+    return ctx.memo(f"{FAMILY}/cells/{name}", lambda: card_tables(_datas(ctx)[name], ctx.n_boot, ctx.seed, found))
 
 
 def scorecard(ctx: Any) -> Any:
@@ -1080,12 +1164,11 @@ def scorecard(ctx: Any) -> Any:
     for name in sorted(datas):
         data = datas[name]
         dirs.update(data.dirs)
-        rows = _card_rows(ctx, name)
+        rows, whole = _card_rows(ctx, name)
         split = any(r["cell"] for r in rows)
-        if len({r["cell"] for r in rows}) > MAX_CARD_CELLS:  # pooled, said beside each row; per cell: below
+        if whole is not None:  # more than MAX_CARD_CELLS: pooled, said beside each row; per cell: below
             n = len({r["cell"] for r in rows})
-            rows = [{**r, "cell": f"pooled over cells ({n})"} for r in card_rows(data, ctx.n_boot, ctx.seed,
-                                                                                     split=False)]
+            rows = [{**r, "cell": f"pooled over cells ({n})"} for r in whole]
             pooled.append(data.title)
         any_split = any_split or split
         body = [[page.esc(r["player"]), *([page.esc(r["cell"])] if split else []),
@@ -1099,7 +1182,9 @@ def scorecard(ctx: Any) -> Any:
         intro += " A row per player and [grid] cell, over that cell's games only."
     if pooled:
         intro += (f" {page.esc(', '.join(pooled))}: more than {MAX_CARD_CELLS} cells, so each player's row is "
-                  "pooled over them (said beside it); the row of every cell is in the GLEE detail below.")
+                  "pooled over them (said beside it; where each cell has two games or more, its interval resamples "
+                  "the games within each cell, whose sizes the grid fixes); the row of every cell is in the GLEE "
+                  "detail below.")
     return page.Card(FAMILY, "GLEE: efficiency, fairness, self-gain", "".join(parts), intro, len(dirs))
 
 
@@ -1116,8 +1201,8 @@ def section(ctx: Any) -> Any:
     out = page.Section(FAMILY, "GLEE: linear models" + (" and people beside models" if people else ""))
     detail = []
     for name, data in sorted(_datas(ctx).items()):  # a grid the card pooled: every cell's row here
-        rows = _card_rows(ctx, name)
-        if len({r["cell"] for r in rows}) > MAX_CARD_CELLS:
+        rows, whole = _card_rows(ctx, name)
+        if whole is not None:
             import pandas as pd
 
             table = pd.DataFrame([{"player": r["player"], "cell": r["cell"],
