@@ -518,34 +518,19 @@ def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: st
 def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None
             ) -> tuple[pd.DataFrame, list[Path], pd.DataFrame]:
     """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage.
-    The exports are written on a thread and a cursor of their own while the metrics are computed: the
-    metrics' sessions are one engine thread and numpy, the exports the engine and the parquet writer, both
-    mostly outside the interpreter (GLEE at 587,400 games: 16 s and 15 s one after the other). (Run beside
-    the figures instead, the table saved a little time and cost 80 MB more at the peak, the GLEE fits' and
-    the intervals' arrays held at once: it runs after them.)"""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    cancel = threading.Event()
-    with store.lean(), ThreadPoolExecutor(1, thread_name_prefix="econarena-export") as pool:
-        cursor = store.con.cursor()
-        try:
-            exporting = pool.submit(store.export, out, cursor, cancel)
-            try:
-                table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot,
-                                     seed=seed)
-            except BaseException:
-                cancel.set()  # Ctrl-C or an error here: the exports stop after their batch in hand
-                raise
-            finally:
-                exported = exporting.result()  # its own error (a full disk) is raised here
-        finally:
-            cursor.close()
-    release()  # the streamed sessions' batches, the intervals' replicates and the exports' buffers
+    (Run beside the figures on a second connection, it saved a little time and cost 80 MB more at the
+    peak, the GLEE fits' and the intervals' arrays held at once: it runs after them.)"""
+    with store.lean():
+        table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot,
+                             seed=seed)
+    release()  # the streamed sessions' batches and the intervals' replicates, before the exports
     # a [grid] cell is part of each row's identity: its text and one column per factor, holding its level
     table = factor_columns(table, {d.name: d.config for d in store.dirs})
     frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
-    return table, [out / "metrics.csv", *exported], usage_table(store, load_prices(prices))
+    with store.lean():
+        files = [out / "metrics.csv", *store.export(out)]
+    release()
+    return table, files, usage_table(store, load_prices(prices))
 
 
 def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str, transcripts: int,

@@ -557,21 +557,15 @@ class Store(Base):
             action, valid, violation, detail, latency_s, tokens_in, tokens_out, cached, error,
             structured{extra}""", where)
 
-    def export(self, out: Path, con: Any = None, cancel: Any = None) -> list[Path]:
+    def export(self, out: Path) -> list[Path]:
         """``decisions.parquet``, ``runs.parquet`` and ``players.parquet``, streamed from the engine's tables
-        in batches to a parquet writer (never a whole table in memory, nothing sorted). ``con``: a cursor of
-        the store's own (``self.con.cursor()``), so the exports can run on a thread beside other queries;
-        ``cancel``: a threading.Event that stops them after the batch in hand, their files removed."""
+        in batches to a parquet writer (never a whole table in memory, nothing sorted)."""
         out.mkdir(parents=True, exist_ok=True)
-        con = self.con if con is None else con
         written = []
         for name, sql in (("decisions.parquet", self._decisions_sql), ("runs.parquet", self._runs_sql),
                           ("players.parquet", self._players_sql)):
-            if cancel is not None and cancel.is_set():
-                break
-            _write_parquet(out / name, con.sql(sql()).to_arrow_reader(EXPORT_BATCH), cancel)
-            if out.joinpath(name).exists():  # not when cancelled
-                written.append(out / name)
+            _write_parquet(out / name, self.con.sql(sql()).to_arrow_reader(EXPORT_BATCH))
+            written.append(out / name)
         return written
 
     def frames(self, dirs: Sequence[int] | None = None) -> Any:
@@ -613,11 +607,10 @@ NO_STATISTICS = frozenset({"lineup", "cluster", "stratum", "response", "action",
                            "structured", "run_dir", "params", "messages"})
 
 
-def _write_parquet(path: Path, batches: Any, cancel: Any = None) -> None:
+def _write_parquet(path: Path, batches: Any) -> None:
     """Write the batches to ``path``, a row group each: the engine makes them in a second thread while this
     one writes (both let go of the interpreter). A failed write (or Ctrl-C) stops the engine's thread after
-    the batch it is making; ``cancel`` set (the report stopped on another thread) stops the writing too and
-    removes the file."""
+    the batch it is making."""
     import contextlib
     import queue
     import threading
@@ -646,12 +639,8 @@ def _write_parquet(path: Path, batches: Any, cancel: Any = None) -> None:
         with pq.ParquetWriter(path, schema, write_statistics=[n for n in schema.names if n not in NO_STATISTICS]
                               ) as writer:
             while (batch := found.get()) is not None:
-                if cancel is not None and cancel.is_set():
-                    break
                 writer.write_batch(batch)
-        if cancel is not None and cancel.is_set():
-            path.unlink(missing_ok=True)
-        elif failed:
+        if failed:
             raise failed[0]
     finally:
         stop.set()

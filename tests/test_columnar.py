@@ -381,50 +381,6 @@ def test_a_failed_export_stops_its_reading_thread(tmp_path: Path, monkeypatch: p
         store.close()
 
 
-def test_a_cancelled_export_stops_after_its_batch_and_leaves_no_file(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """The report writes the exports on a thread beside the metrics; stopped there (Ctrl-C, an error), the
-    exports stop after the batch in hand and remove the file they were writing, and the report raises."""
-    import threading
-
-    import pyarrow.parquet as pq
-
-    from econarena.analysis import report as report_mod
-    from econarena.analysis import store as store_mod
-    from econarena.analysis.load import study
-
-    monkeypatch.setenv("ECONARENA_COLUMNS", "off")
-    run = _grid(tmp_path / "runs")
-    monkeypatch.setattr(store_mod, "EXPORT_BATCH", 2)
-    store, _ = study([run])
-    cancel = threading.Event()
-    calls = {"n": 0}
-    write = pq.ParquetWriter.write_batch
-
-    def counting(self: Any, batch: Any, *a: Any, **k: Any) -> None:
-        calls["n"] += 1
-        write(self, batch, *a, **k)
-        cancel.set()  # stopped after the first batch
-    try:
-        monkeypatch.setattr(pq.ParquetWriter, "write_batch", counting)
-        assert store.export(tmp_path / "out", cancel=cancel) == []
-        assert calls["n"] == 1 and not list((tmp_path / "out").glob("*.parquet"))
-        assert not [t for t in threading.enumerate() if t.name == "export"]
-    finally:
-        store.close()
-    monkeypatch.undo()
-    monkeypatch.setenv("ECONARENA_COLUMNS", "off")
-
-    def interrupted(*a: Any, **k: Any) -> None:
-        raise KeyboardInterrupt
-    monkeypatch.setattr(report_mod, "metric_table", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        report_mod.build_report([run], tmp_path / "report", n_boot=20, seed=1, transcripts=0)
-    for f in (tmp_path / "report").glob("*.parquet"):  # what was written before the stop is whole
-        assert pq.read_table(f).num_rows > 0
-    assert not [t for t in threading.enumerate() if t.name.startswith(("export", "econarena-export"))]
-
-
 EDGE_ = 64 * 1024  # the key's digest covers this much of each end of a log (columnar.EDGE)
 
 
