@@ -219,47 +219,19 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
 STREAM_BATCH = 65_536  # rows per batch streamed out of the engine (about 5 MB of columns)
 
 
-def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[tuple[Any, dict[str, np.ndarray]]]]:
-    """Per label and lineup: each session's row count ``n``, and each value column's sum and count (``_n``)
-    over the directory's rows of ``table``, in one streamed pass; empty when it has no rows."""
+def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], index: dict[tuple[Any, Any], int],
+                 offset: np.ndarray, low: np.ndarray, sparse: dict[int, np.ndarray], n: np.ndarray,
+                 sums: dict[str, np.ndarray], counts: dict[str, np.ndarray]) -> bool:
+    """Add each batch's rows to their cells' counts and sums; False (part added) at the first row out of
+    log order."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = _PLAYER_VALUES if table == "players" else _DECISION_VALUES
-    source = store.relation(table, d)
-    # each (label, lineup) gets a block of cells: one per session number in its range, or, where its session
-    # numbers lie far apart (shards, imported numbering), one per session it has (found by binary search)
-    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session), count(DISTINCT session)
-        FROM {source} WHERE TRUE {role} GROUP BY label, lineup""").fetchall()
-    if not pairs:
-        return {}
-    index: dict[tuple[Any, Any], int] = {}
-    offset, low = np.zeros(len(pairs), dtype=np.int64), np.zeros(len(pairs), dtype=np.int64)
-    sparse: dict[int, np.ndarray] = {}
-    cells = 0
-    for p, (label, lineup, lo, hi, k) in enumerate(pairs):
-        index[(label, lineup)] = p
-        offset[p], low[p] = cells, int(lo)
-        if int(hi) - int(lo) + 1 <= 2 * int(k) + 1024:
-            cells += int(hi) - int(lo) + 1
-        else:
-            sparse[p] = np.asarray(store.con.execute(f"""SELECT DISTINCT session FROM {source} WHERE label IS NOT
-                DISTINCT FROM ? AND lineup IS NOT DISTINCT FROM ? {role} ORDER BY session""", [label, lineup]
-                ).fetchnumpy()["session"], dtype=np.int64)
-            cells += len(sparse[p])
-    n = np.zeros(cells, dtype=np.int64)
-    sums = {c: np.zeros(cells) for c in values}
-    counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
-    game = next((x.game_name for x in store.dirs if x.index == d), "")
-    flag = "true" if dominant_value(game) else "false"
-    exprs = ", ".join(f"{sql.replace('{dominant}', flag)} AS {c}" for c, (sql, _) in values.items())
-    reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
-                           ).to_arrow_reader(STREAM_BATCH)
-    last = -1
+    cells, last = len(n), -1
     for batch in reader:
         rows = batch.column("row").to_numpy()
         if len(rows) and (rows[0] <= last or (len(rows) > 1 and not (rows[1:] > rows[:-1]).all())):
-            raise RuntimeError(f"the engine returned the {table} of directory {d} out of log order")
+            return False
         last = int(rows[-1]) if len(rows) else last
         labels = pc.dictionary_encode(batch.column("label"), null_encoding="encode")
         lineups = pc.dictionary_encode(batch.column("lineup"), null_encoding="encode")
@@ -283,6 +255,53 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
                 np.add.at(sums[c], at, x)  # one row at a time, in log order
             else:
                 sums[c] += np.bincount(at, weights=x, minlength=cells)
+    return True
+
+
+def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[tuple[Any, dict[str, np.ndarray]]]]:
+    """Per label and lineup: each session's row count ``n``, and each value column's sum and count (``_n``)
+    over the directory's rows of ``table``, in one streamed pass; empty when it has no rows."""
+
+    values = _PLAYER_VALUES if table == "players" else _DECISION_VALUES
+    source = store.relation(table, d)
+    # each (label, lineup) gets a block of cells: one per session number in its range, or, where its session
+    # numbers lie far apart (shards, imported numbering), one per session it has (found by binary search)
+    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session), count(DISTINCT session)
+        FROM {source} WHERE TRUE {role} GROUP BY label, lineup""").fetchall()
+    if not pairs:
+        return {}
+    index: dict[tuple[Any, Any], int] = {}
+    offset, low = np.zeros(len(pairs), dtype=np.int64), np.zeros(len(pairs), dtype=np.int64)
+    sparse: dict[int, np.ndarray] = {}
+    cells = 0
+    for p, (label, lineup, lo, hi, k) in enumerate(pairs):
+        index[(label, lineup)] = p
+        offset[p], low[p] = cells, int(lo)
+        if int(hi) - int(lo) + 1 <= 2 * int(k) + 1024:
+            cells += int(hi) - int(lo) + 1
+        else:
+            sparse[p] = np.asarray(store.con.execute(f"""SELECT DISTINCT session FROM {source} WHERE label IS NOT
+                DISTINCT FROM ? AND lineup IS NOT DISTINCT FROM ? {role} ORDER BY session""", [label, lineup]
+                ).fetchnumpy()["session"], dtype=np.int64)
+            cells += len(sparse[p])
+    game = next((x.game_name for x in store.dirs if x.index == d), "")
+    flag = "true" if dominant_value(game) else "false"
+    exprs = ", ".join(f"{sql.replace('{dominant}', flag)} AS {c}" for c, (sql, _) in values.items())
+    # the rows as the engine holds them, which is log order; where a scan returns them otherwise (DuckDB 2.0
+    # did, for a few rows of a follower's copy), the pass starts again sorted: the ordered sums need the order
+    for order in ("", " ORDER BY row"):
+        n = np.zeros(cells, dtype=np.int64)
+        sums = {c: np.zeros(cells) for c in values}
+        counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
+        reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
+                               f"{order}").to_arrow_reader(STREAM_BATCH)
+        try:
+            if _add_batches(reader, values, index, offset, low, sparse, n, sums, counts):
+                break
+        finally:
+            reader.close()
+    else:
+        raise RuntimeError(f"the engine returned the {table} of directory {d} out of log order, sorted")
     out: dict[Any, list[tuple[Any, dict[str, np.ndarray]]]] = {}
     for p, (label, lineup, lo, hi, _) in enumerate(pairs):
         size = len(sparse[p]) if p in sparse else int(hi) - int(lo) + 1
