@@ -944,12 +944,15 @@ def _figure_effects(data: GameData, fits: Sequence[Fit], figdir: Path, F: Any) -
         ax.set_visible(False)
     for k, (ax, f) in enumerate(zip(axes.flat, shown)):
         ys = {n: i for i, n in enumerate(names)}
-        for e in f.effects[1:]:
-            y = ys[f"{e['term']}={e['level']}"]
-            color = "#b2182b" if excludes_zero(e) else "#2166ac"
-            if not math.isnan(e["se_x100"]):
-                ax.hlines(y, e["low_x100"], e["high_x100"], color=color, lw=1.6)
-            ax.plot([e["effect_x100"]], [y], "o", color=color, ms=4)
+        for color, red in (("#2166ac", False), ("#b2182b", True)):  # one artist per colour and kind: a panel
+            mine = [e for e in f.effects[1:] if excludes_zero(e) is red]  # of dozens of effects draws at once
+            y = [ys[f"{e['term']}={e['level']}"] for e in mine]
+            bars = [(yy, e) for yy, e in zip(y, mine) if not math.isnan(e["se_x100"])]
+            if bars:
+                ax.hlines([b[0] for b in bars], [b[1]["low_x100"] for b in bars], [b[1]["high_x100"] for b in bars],
+                          color=color, lw=1.6)
+            if mine:
+                ax.plot([e["effect_x100"] for e in mine], y, "o", color=color, ms=4, linestyle="none")
         ax.axvline(0, color="black", lw=0.8)
         ax.set_yticks(range(len(names)))
         ax.set_yticklabels(names if k % ncol == 0 else [""] * len(names), fontsize=8)
