@@ -1116,11 +1116,12 @@ def card_tables(data: GameData, n_boot: int, seed: int, found: Sequence[Any] = (
         whole[p][m] = dataclasses.replace(e, value=float(_sums(values[(p, m)][0]).num.sum() / e.n))  # run order
         for c, ce in cells.items():
             est.setdefault((p, names[c]), {})[m] = ce
-    requests, slots = [], []
-    for k, (vals, v, c) in values.items():
+    requests: list[tuple[Any, float]] = []
+    slots: list[tuple[str, str | None, str]] = []  # (player, cell or None for the pooled row, metric)
+    for k, (vals, v, at) in values.items():
         if k in strata:
             continue
-        for i, chunk in enumerate(np.split(v, np.searchsorted(c, np.arange(1, len(names))))):
+        for i, chunk in enumerate(np.split(v, np.searchsorted(at, np.arange(1, len(names))))):
             requests.append((_sums(chunk), 1.0))
             slots.append((k[0], names[i], k[1]))
         if want:
