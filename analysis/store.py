@@ -612,46 +612,63 @@ NO_STATISTICS = frozenset({"lineup", "cluster", "stratum", "response", "action",
                            "structured", "run_dir", "params", "messages"})
 
 
-def _write_parquet(path: Path, batches: Any) -> None:
-    """Write the batches to ``path``, a row group each: the engine makes them in a second thread while this
-    one writes (both let go of the interpreter). A failed write (or Ctrl-C) stops the engine's thread after
-    the batch it is making."""
-    import contextlib
+@contextlib.contextmanager
+def read_ahead(reader: Any, depth: int, name: str) -> Iterator[Iterator[Any]]:
+    """The reader's batches, made on a thread called ``name`` up to ``depth`` ahead while the caller uses
+    them (the engine and the parquet writer or numpy all let go of the interpreter, so the two overlap).
+    The reader's error is raised where the batches are read; leaving early (an error, Ctrl-C, a caller done)
+    stops the thread after the batch it is making, and the reader is closed."""
     import queue
     import threading
 
-    import pyarrow.parquet as pq
-
-    found: queue.Queue[Any] = queue.Queue(maxsize=4)
+    found: queue.Queue[Any] = queue.Queue(maxsize=depth)
     failed: list[BaseException] = []
     stop = threading.Event()
 
     def produce() -> None:
         try:
-            for batch in batches:
+            for batch in reader:
                 if stop.is_set():
                     return
                 found.put(batch)
-        except BaseException as exc:  # noqa: BLE001 - handed to the writing thread, raised there
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, raised there
             failed.append(exc)
         finally:
             found.put(None)
 
-    worker = threading.Thread(target=produce, name="export", daemon=True)
-    worker.start()
-    try:
-        schema = batches.schema
-        with pq.ParquetWriter(path, schema, write_statistics=[n for n in schema.names if n not in NO_STATISTICS]
-                              ) as writer:
-            while (batch := found.get()) is not None:
-                writer.write_batch(batch)
+    def batches() -> Iterator[Any]:
+        while (batch := found.get()) is not None:
+            yield batch
         if failed:
             raise failed[0]
+
+    worker = threading.Thread(target=produce, name=name, daemon=True)
+    worker.start()
+    try:
+        yield batches()
     finally:
         stop.set()
-        while worker.is_alive():  # let the engine's thread see the stop (the queue emptied under it)
+        while worker.is_alive():  # let the thread see the stop (the queue emptied under it)
             with contextlib.suppress(queue.Empty):
                 found.get(timeout=0.05)
+        reader.close()
+
+
+def rows_follow(rows: np.ndarray, last: int) -> bool:
+    """Whether ``rows`` increase and all come after ``last``: a batch of a table streamed in log order."""
+    return not len(rows) or (rows[0] > last and (len(rows) < 2 or bool((rows[1:] > rows[:-1]).all())))
+
+
+def _write_parquet(path: Path, batches: Any) -> None:
+    """Write the batches to ``path``, a row group each: the engine makes them in a second thread while this
+    one writes. A failed write (or Ctrl-C) stops the engine's thread after the batch it is making."""
+    import pyarrow.parquet as pq
+
+    schema = batches.schema
+    with read_ahead(batches, 4, "export") as found, pq.ParquetWriter(
+            path, schema, write_statistics=[n for n in schema.names if n not in NO_STATISTICS]) as writer:
+        for batch in found:
+            writer.write_batch(batch)
 
 
 def _in_row_order(path: Path) -> bool:
@@ -663,7 +680,7 @@ def _in_row_order(path: Path) -> bool:
     last = -1
     for g in range(f.metadata.num_row_groups):
         rows = f.read_row_group(g, columns=["row_in_dir"]).column(0).to_numpy()
-        if len(rows) and (rows[0] <= last or (len(rows) > 1 and not (rows[1:] > rows[:-1]).all())):
+        if not rows_follow(rows, last):
             return False
         last = int(rows[-1]) if len(rows) else last
     return True

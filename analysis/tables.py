@@ -26,8 +26,7 @@ opponents of the rational environment unless ``opponents=True``.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,48 +219,6 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
 STREAM_BATCH = 65_536  # rows per batch streamed out of the engine (about 5 MB of columns)
 
 
-@contextlib.contextmanager
-def _ahead(reader: Any, depth: int = 2) -> Iterator[Iterator[Any]]:
-    """The reader's batches, made on a thread of their own up to ``depth`` ahead while this one adds them
-    up: the engine and numpy both let go of the interpreter, so the two overlap (GLEE at 587,400 games:
-    the metrics' passes were one engine thread, then numpy, in turn). Leaving early stops the thread after
-    the batch it is making; the reader is closed either way."""
-    import queue
-    import threading
-
-    found: queue.Queue[Any] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    failed: list[BaseException] = []
-
-    def produce() -> None:
-        try:
-            for batch in reader:
-                if stop.is_set():
-                    return
-                found.put(batch)
-        except BaseException as exc:  # noqa: BLE001 - raised on the reading thread
-            failed.append(exc)
-        finally:
-            found.put(None)
-
-    def batches() -> Iterator[Any]:
-        while (batch := found.get()) is not None:
-            yield batch
-        if failed:
-            raise failed[0]
-
-    worker = threading.Thread(target=produce, name="econarena-sums", daemon=True)
-    worker.start()
-    try:
-        yield batches()
-    finally:
-        stop.set()
-        while worker.is_alive():  # let the thread see the stop (the queue emptied under it)
-            with contextlib.suppress(queue.Empty):
-                found.get(timeout=0.05)
-        reader.close()
-
-
 def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], index: dict[tuple[Any, Any], int],
                  offset: np.ndarray, low: np.ndarray, sparse: dict[int, np.ndarray], n: np.ndarray,
                  sums: dict[str, np.ndarray], counts: dict[str, np.ndarray]) -> bool:
@@ -270,10 +227,12 @@ def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], index: dict[t
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .store import rows_follow
+
     cells, last = len(n), -1
     for batch in reader:
         rows = batch.column("row").to_numpy()
-        if len(rows) and (rows[0] <= last or (len(rows) > 1 and not (rows[1:] > rows[:-1]).all())):
+        if not rows_follow(rows, last):
             return False
         last = int(rows[-1]) if len(rows) else last
         labels = pc.dictionary_encode(batch.column("label"), null_encoding="encode")
@@ -304,6 +263,7 @@ def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], index: dict[t
 def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[tuple[Any, dict[str, np.ndarray]]]]:
     """Per label and lineup: each session's row count ``n``, and each value column's sum and count (``_n``)
     over the directory's rows of ``table``, in one streamed pass; empty when it has no rows."""
+    from .store import read_ahead
 
     values = _PLAYER_VALUES if table == "players" else _DECISION_VALUES
     source = store.relation(table, d)
@@ -338,7 +298,7 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
         counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
         reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
                                f"{order}").to_arrow_reader(STREAM_BATCH)
-        with _ahead(reader) as batches:
+        with read_ahead(reader, 2, "econarena-sums") as batches:  # the engine's next batch beside numpy
             if _add_batches(batches, values, index, offset, low, sparse, n, sums, counts):
                 break
     else:
