@@ -26,7 +26,7 @@ from ..formats.gridcells import (
     shown_cell,
 )
 
-__all__ = ["BASELINE_AGENTS", "EFFORTS", "Factor", "cell_of", "cell_rank", "cell_sql", "column_names",
+__all__ = ["BASELINE_AGENTS", "EFFORTS", "Factor", "cell_of", "cell_rank", "column_names",
            "factor_columns", "factors", "grid_of", "levels", "llm_only", "record_factors", "shown_cell",
            "study_factors"]
 
@@ -37,13 +37,6 @@ def cell_of(lineup: Any, grid: bool) -> str:
     if not grid or " [" not in text or not text.endswith("]"):
         return ""
     return text[text.index(" [") + 2:-1]
-
-
-def cell_sql(grid_flag: str) -> str:
-    """:func:`cell_of` in SQL over a ``lineup`` column; ``grid_flag`` is a boolean expression per row."""
-    at = "strpos(lineup, ' [')"
-    return (f"CASE WHEN {grid_flag} AND {at} > 0 AND suffix(lineup, ']') "
-            f"THEN substr(lineup, {at} + 2, length(lineup) - {at} - 2) ELSE '' END")
 
 
 def column_names(found: Sequence[Factor], taken: Sequence[str]) -> dict[str, str]:

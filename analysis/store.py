@@ -520,11 +520,6 @@ class Store(Base):
 
     # ------------------------------------------------------------------------------ exports, frames
 
-    @property
-    def has_grid(self) -> bool:
-        """Whether any directory of the study played a ``[grid]``."""
-        return any(grid_of(d) for d in self.dirs)
-
     def _rows(self, table: str, middle: tuple[str, ...], columns: str, where: str = "") -> Any:
         """A table's export columns, a stream of Arrow batches with rows in insertion (log) order: the
         settings, lineup, cell (where the study has a grid), session, run, ``middle``, the sessions' keys
@@ -665,7 +660,7 @@ def read_ahead(reader: Any, depth: int, name: str) -> Iterator[Iterator[Any]]:
 class _Keys:
     """The export columns made from a row's directory (its settings) and lineup (its cell, its sessions'
     keys), one batch at a time: each directory's values once, each lineup's cell once, then per row an
-    Arrow take or join (the strings the engine's ``[...][dir + 1]``, ``cell_sql`` and ``||`` made)."""
+    Arrow take or join (the strings SQL expressions per row made before, :func:`cell_of`'s cells)."""
 
     def __init__(self, experiments: Sequence[dict[str, Any]], grids: Sequence[bool]) -> None:
         import pyarrow as pa
