@@ -55,6 +55,7 @@ from .transcripts import Collector as TalkCollector
 from .transcripts import conversations_section
 
 LOCAL_AGENTS = set(BASELINE_AGENTS) | {"hf"}
+EXPORT_BESIDE = 2_000_000  # decisions from which the exports run beside the figures (about 3 s of exporting)
 
 
 @runtime_checkable
@@ -515,11 +516,13 @@ def _build(store: Any, found: Any, out: Path, n_boot: int, seed: int, prices: st
                  prices)
 
 
-def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None
+def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | None, exporting: Any = None
             ) -> tuple[pd.DataFrame, list[Path], pd.DataFrame]:
-    """metrics.csv (every metric per setting and label with its interval), the parquet exports, usage.
-    (Run beside the figures on a second connection, it saved a little time and cost 80 MB more at the
-    peak, the GLEE fits' and the intervals' arrays held at once: it runs after them.)"""
+    """metrics.csv (every metric per setting and label with its interval), the parquet exports (``exporting``:
+    already begun), usage. (The metric table run beside the figures on a second connection saved a little
+    time and cost 80 MB more at the peak, the GLEE fits' and the intervals' arrays held at once: it runs
+    after them; an export begun beside the figures is over before it starts, for the same reason.)"""
+    exported = exporting.result() if exporting is not None else None
     with store.lean():
         table = metric_table(store, tuple(METRICS), (*SETTING_COLUMNS, "label", "cell"), n_boot=n_boot,
                              seed=seed)
@@ -527,8 +530,10 @@ def _tables(store: Any, out: Path, n_boot: int, seed: int, prices: str | Path | 
     # a [grid] cell is part of each row's identity: its text and one column per factor, holding its level
     table = factor_columns(table, {d.name: d.config for d in store.dirs})
     frame_csv(table, out / "metrics.csv")  # the one CSV writer that neutralises formulas (csvcells)
-    with store.lean():
-        files = [out / "metrics.csv", *store.export(out)]
+    if exported is None:
+        with store.lean():
+            exported = store.export(out)
+    files = [out / "metrics.csv", *exported]
     release()
     return table, files, usage_table(store, load_prices(prices))
 
@@ -540,10 +545,18 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
     ctx = Context([Path(d) for d in dirs], out / "figures", out, n_boot, seed, store, core)
     for family, c in collectors.items():
         ctx.provide(family, c)
-    cards, sections, numbers = _draw(ctx, store, dirs, collectors, report, prices)
-    ctx.forget()  # what the sections memoised (the cells' estimates): the tables after them read the store
-    release()
-    table, files, usage = _tables(store, out, n_boot, seed, prices)
+    # a large study's export runs beside the figures, which leave a core idle (587,400 GLEE games: 15 s of
+    # 84 s); a small one's after them, where its batches (75 MB at 57,600 games) don't add to their peak
+    exporting = store.start_export(out) if store.count("decisions") >= EXPORT_BESIDE else None
+    try:
+        cards, sections, numbers = _draw(ctx, store, dirs, collectors, report, prices)
+        ctx.forget()  # what the sections memoised (the cells' estimates): the tables after them read the store
+        release()
+        table, files, usage = _tables(store, out, n_boot, seed, prices, exporting)
+    except BaseException:
+        if exporting is not None:
+            exporting.cancel()
+        raise
     report.files += files
     talk = conversations_section(dirs, transcripts, collectors["transcripts"]) if transcripts > 0 else None
     _font_note(store, report)

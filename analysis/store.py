@@ -520,7 +520,7 @@ class Store(Base):
 
     # ------------------------------------------------------------------------------ exports, frames
 
-    def _rows(self, table: str, middle: tuple[str, ...], columns: str, where: str = "") -> Any:
+    def _rows(self, table: str, middle: tuple[str, ...], columns: str, where: str = "", con: Any = None) -> Any:
         """A table's export columns, a stream of Arrow batches with rows in insertion (log) order: the
         settings, lineup, cell (where the study has a grid), session, run, ``middle``, the sessions' keys
         (``cluster``, ``stratum``), ``columns``. The engine streams the stored columns only (no join, no
@@ -530,7 +530,7 @@ class Store(Base):
         import pyarrow as pa
 
         inner = "".join(f'"{m}", ' for m in middle)
-        reader = self.con.sql(f"SELECT dir, lineup, session, run, {inner}{columns} FROM {table} {where}"
+        reader = (con or self.con).sql(f"SELECT dir, lineup, session, run, {inner}{columns} FROM {table} {where}"
                               ).to_arrow_reader(EXPORT_BATCH)
         keys = _Keys(self.experiments, [grid_of(d) for d in self.dirs])
         stored = list(reader.schema)
@@ -549,31 +549,37 @@ class Store(Base):
                 reader.close()
         return pa.RecordBatchReader.from_batches(schema, batches())
 
-    def _players_rows(self, where: str = "") -> Any:
+    def _players_rows(self, where: str = "", con: Any = None) -> Any:
         return self._rows("players", (), """seat, label, agent, model, role, n_players, action, ne_action, scale,
             action_norm, ne_action_norm, valid, broke, payoff, game_payoff, ne_payoff, deviation, win, void,
-            private_value, assets, decisions, violations, tokens_in, tokens_out, latency_s, structured""", where)
+            private_value, assets, decisions, violations, tokens_in, tokens_out, latency_s, structured""", where, con)
 
-    def _runs_rows(self, where: str = "") -> Any:
-        return self._rows("runs", (), "complete, void, rounds, n_players, scale, params", where)
+    def _runs_rows(self, where: str = "", con: Any = None) -> Any:
+        return self._rows("runs", (), "complete, void, rounds, n_players, scale, params", where, con)
 
-    def _decisions_rows(self, where: str = "") -> Any:
+    def _decisions_rows(self, where: str = "", con: Any = None) -> Any:
         extra = (", messages" if self.messages else "") + (
             "".join(f", {c}" for c in REASONING_COLUMNS) if self.has_reasoning else "")
         return self._rows("decisions", ("round",), f"""player, label, agent, model, role, template, response,
             action, valid, violation, detail, latency_s, tokens_in, tokens_out, cached, error,
-            structured{extra}""", where)
+            structured{extra}""", where, con)
 
-    def export(self, out: Path) -> list[Path]:
+    def export(self, out: Path, con: Any = None, stop: Any = None) -> list[Path]:
         """``decisions.parquet``, ``runs.parquet`` and ``players.parquet``, streamed from the engine's tables
-        in batches to a parquet writer (never a whole table in memory, nothing sorted)."""
+        in batches to a parquet writer (never a whole table in memory, nothing sorted). ``con``: a cursor of
+        the store's connection, for an export on a thread of its own; ``stop``: an event that ends it (an
+        error) at the next batch once set."""
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for name, rows in (("decisions.parquet", self._decisions_rows), ("runs.parquet", self._runs_rows),
                            ("players.parquet", self._players_rows)):
-            _write_parquet(out / name, rows())
+            _write_parquet(out / name, rows(con=con), stop)
             written.append(out / name)
         return written
+
+    def start_export(self, out: Path) -> Export:
+        """:meth:`export` on a thread and a cursor of its own, begun now; its files from ``result()``."""
+        return Export(self, out)
 
     def frames(self, dirs: Sequence[int] | None = None) -> Any:
         """The pandas frames of ``load`` for these directories (all by default): for the figures and the
@@ -706,16 +712,57 @@ def rows_follow(rows: np.ndarray, last: int) -> bool:
     return not len(rows) or (rows[0] > last and (len(rows) < 2 or bool((rows[1:] > rows[:-1]).all())))
 
 
-def _write_parquet(path: Path, batches: Any) -> None:
+def _write_parquet(path: Path, batches: Any, stop: Any = None) -> None:
     """Write the batches to ``path``, a row group each: the engine makes them in a second thread while this
-    one writes. A failed write (or Ctrl-C) stops the engine's thread after the batch it is making."""
+    one writes. A failed write (or Ctrl-C, or ``stop`` set) stops the engine's thread after the batch it is
+    making."""
     import pyarrow.parquet as pq
 
     schema = batches.schema
     with read_ahead(batches, 4, "export") as found, pq.ParquetWriter(
             path, schema, write_statistics=[n for n in schema.names if n not in NO_STATISTICS]) as writer:
         for batch in found:
+            if stop is not None and stop.is_set():
+                raise RuntimeError(f"the export of {path.name} was stopped")
             writer.write_batch(batch)
+
+
+class Export:
+    """An export of a store running on a thread and a cursor of its own (:meth:`Store.start_export`).
+
+    Why: a large study's export (587,400 GLEE games: 15 s) is the engine's reading and the parquet writer,
+    which both let go of the interpreter, while the report's figures before it keep one core of two busy;
+    side by side, the export is done by the time the figures are."""
+
+    def __init__(self, store: Store, out: Path) -> None:
+        import threading
+
+        self.stop = threading.Event()
+        self._con = store.con.cursor()
+        self._files: list[Path] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(store, out), name="econarena-export", daemon=True)
+        self._thread.start()
+
+    def _run(self, store: Store, out: Path) -> None:
+        try:
+            self._files = store.export(out, con=self._con, stop=self.stop)
+        except BaseException as exc:  # noqa: BLE001 - raised by result(), on the thread that waits for it
+            self._error = exc
+        finally:
+            self._con.close()
+
+    def result(self) -> list[Path]:
+        """The written files, once the export is over; its error, if it failed."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._files
+
+    def cancel(self) -> None:
+        """Stop the export at its next batch and wait for its thread (a report that failed, or Ctrl-C)."""
+        self.stop.set()
+        self._thread.join()
 
 
 def _in_row_order(path: Path) -> bool:

@@ -217,16 +217,44 @@ _DECISION_PARTS = {  # metric -> (numerator column, count column)
     "latency_s_per_decision": ("latency_s", "latency_s_n"),
 }
 STREAM_BATCH = 65_536  # rows per batch streamed out of the engine (about 5 MB of columns)
+# A row's (label, lineup) pair, as the stream tells it: the engine's 64-bit hash of the two, one number per row
+# (the two texts, dictionary-encoded per batch, were a fifth of the pass: 1.3 of 6.2 s at 587,400 games). Where
+# two of a directory's pairs share a hash, that directory streams the texts instead.
+PAIR_HASH = "hash(label, lineup)"
 
 
-def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], index: dict[tuple[Any, Any], int],
-                 offset: np.ndarray, low: np.ndarray, sparse: dict[int, np.ndarray], n: np.ndarray,
-                 sums: dict[str, np.ndarray], counts: dict[str, np.ndarray]) -> bool:
-    """Add each batch's rows to their cells' counts and sums; False (part added) at the first row out of
-    log order."""
-    import pyarrow as pa
+def _hashed_pairs(hashes: np.ndarray) -> Callable[[Any], np.ndarray]:
+    """Each batch row's pair number, from its ``h`` column and the pairs' distinct hashes (``hashes[p]``)."""
+    order = np.argsort(hashes, kind="stable")
+    known = hashes[order]
+
+    def pairs(batch: Any) -> np.ndarray:
+        h = batch.column("h").to_numpy(zero_copy_only=False)
+        at = np.minimum(np.searchsorted(known, h), len(known) - 1)
+        if not np.array_equal(known[at], h):  # the rows are the ones grouped into pairs: never, unless the engine
+            raise RuntimeError("a streamed row's (label, lineup) is none of its directory's")
+        return order[at]
+    return pairs
+
+
+def _text_pairs(index: dict[tuple[Any, Any], int]) -> Callable[[Any], np.ndarray]:
+    """Each batch row's pair number, from its ``label`` and ``lineup`` texts."""
     import pyarrow.compute as pc
 
+    def pairs(batch: Any) -> np.ndarray:
+        labels = pc.dictionary_encode(batch.column("label"), null_encoding="encode")
+        lineups = pc.dictionary_encode(batch.column("lineup"), null_encoding="encode")
+        ld, ud = labels.dictionary.to_pylist(), lineups.dictionary.to_pylist()
+        ids = np.array([[index.get((a, b), 0) for b in ud] for a in ld], dtype=np.int64).reshape(len(ld), len(ud))
+        return ids[labels.indices.to_numpy(zero_copy_only=False), lineups.indices.to_numpy(zero_copy_only=False)]
+    return pairs
+
+
+def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], pairs_of: Callable[[Any], np.ndarray],
+                 offset: np.ndarray, low: np.ndarray, sparse: dict[int, np.ndarray], n: np.ndarray,
+                 sums: dict[str, np.ndarray], counts: dict[str, np.ndarray]) -> bool:
+    """Add each batch's rows to their cells' row counts ``n``, sums and counts of values; False (part added)
+    at the first row out of log order."""
     from .store import rows_follow
 
     cells, last = len(n), -1
@@ -235,28 +263,29 @@ def _add_batches(reader: Any, values: dict[str, tuple[str, bool]], index: dict[t
         if not rows_follow(rows, last):
             return False
         last = int(rows[-1]) if len(rows) else last
-        labels = pc.dictionary_encode(batch.column("label"), null_encoding="encode")
-        lineups = pc.dictionary_encode(batch.column("lineup"), null_encoding="encode")
-        ld, ud = labels.dictionary.to_pylist(), lineups.dictionary.to_pylist()
-        ids = np.array([[index.get((a, b), 0) for b in ud] for a in ld], dtype=np.int64).reshape(len(ld), len(ud))
-        pid = ids[labels.indices.to_numpy(zero_copy_only=False), lineups.indices.to_numpy(zero_copy_only=False)]
+        pid = pairs_of(batch)
         session = batch.column("session").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         cell = offset[pid] + (session - low[pid])
-        for p in sparse.keys() & set(np.unique(pid).tolist()):
-            rows_of = pid == p
-            cell[rows_of] = offset[p] + np.searchsorted(sparse[p], session[rows_of])
+        if sparse:
+            for p in sparse.keys() & set(np.flatnonzero(np.bincount(pid, minlength=len(offset))).tolist()):
+                rows_of = pid == p
+                cell[rows_of] = offset[p] + np.searchsorted(sparse[p], session[rows_of])
         n += np.bincount(cell, minlength=cells)
         for c, (_, ordered) in values.items():
             x = batch.column(c)
-            x = x.fill_null(np.nan) if isinstance(x, pa.Array) else x
-            x = x.to_numpy(zero_copy_only=False).astype(float, copy=False)
+            x = (x if x.null_count == 0 else x.fill_null(np.nan)).to_numpy(zero_copy_only=False)
+            x = x.astype(float, copy=False)
             ok = ~np.isnan(x)
-            at, x = cell[ok], x[ok]
-            counts[c] += np.bincount(at, minlength=cells)
+            at = cell
+            if not ok.all():  # counted as missing; a cell's count of values is its rows less those (below)
+                counts[c] += np.bincount(cell[~ok], minlength=cells)
+                at, x = cell[ok], x[ok]
             if ordered:
                 np.add.at(sums[c], at, x)  # one row at a time, in log order
-            else:
+            elif x.any():  # adding a batch of zeros changes no sum (none is -0.0: each starts at +0.0)
                 sums[c] += np.bincount(at, weights=x, minlength=cells)
+    for c in counts:
+        counts[c] = n - counts[c]
     return True
 
 
@@ -268,16 +297,18 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
     values = _PLAYER_VALUES if table == "players" else _DECISION_VALUES
     source = store.relation(table, d)
     # each (label, lineup) gets a block of cells: one per session number in its range, or, where its session
-    # numbers lie far apart (shards, imported numbering), one per session it has (found by binary search)
-    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session), count(DISTINCT session)
-        FROM {source} WHERE TRUE {role} GROUP BY label, lineup""").fetchall()
+    # numbers lie far apart (shards, imported numbering), one per session it has (found by binary search). The
+    # distinct sessions are estimated (HyperLogLog: a third of the exact count's time): they only choose the
+    # layout, never a number, as an empty cell is dropped
+    pairs = store.con.execute(f"""SELECT label, lineup, min(session), max(session), approx_count_distinct(session),
+        {PAIR_HASH} FROM {source} WHERE TRUE {role} GROUP BY label, lineup""").fetchall()
     if not pairs:
         return {}
     index: dict[tuple[Any, Any], int] = {}
     offset, low = np.zeros(len(pairs), dtype=np.int64), np.zeros(len(pairs), dtype=np.int64)
     sparse: dict[int, np.ndarray] = {}
     cells = 0
-    for p, (label, lineup, lo, hi, k) in enumerate(pairs):
+    for p, (label, lineup, lo, hi, k, _) in enumerate(pairs):
         index[(label, lineup)] = p
         offset[p], low[p] = cells, int(lo)
         if int(hi) - int(lo) + 1 <= 2 * int(k) + 1024:
@@ -287,41 +318,52 @@ def _session_sums(store: Any, d: int, role: str, table: str) -> dict[Any, list[t
                 DISTINCT FROM ? AND lineup IS NOT DISTINCT FROM ? {role} ORDER BY session""", [label, lineup]
                 ).fetchnumpy()["session"], dtype=np.int64)
             cells += len(sparse[p])
+    hashes = np.array([h for *_, h in pairs], dtype=np.uint64)
+    hashed = len(np.unique(hashes)) == len(pairs)
+    pairs_of = _hashed_pairs(hashes) if hashed else _text_pairs(index)
     game = next((x.game_name for x in store.dirs if x.index == d), "")
     flag = "true" if dominant_value(game) else "false"
     exprs = ", ".join(f"{sql.replace('{dominant}', flag)} AS {c}" for c, (sql, _) in values.items())
+    keys = f"{PAIR_HASH} AS h" if hashed else "label, lineup"
     # the rows as the engine holds them, which is log order; where a scan returns them otherwise (DuckDB 2.0
     # did, for a few rows of a follower's copy), the pass starts again sorted: the ordered sums need the order
     for order in ("", " ORDER BY row"):
         n = np.zeros(cells, dtype=np.int64)
         sums = {c: np.zeros(cells) for c in values}
         counts = {c: np.zeros(cells, dtype=np.int64) for c in values}
-        reader = store.con.sql(f"SELECT row, label, lineup, session, {exprs} FROM {source} WHERE TRUE {role}"
+        reader = store.con.sql(f"SELECT row, {keys}, session, {exprs} FROM {source} WHERE TRUE {role}"
                                f"{order}").to_arrow_reader(STREAM_BATCH)
         with read_ahead(reader, 2, "econarena-sums") as batches:  # the engine's next batch beside numpy
-            if _add_batches(batches, values, index, offset, low, sparse, n, sums, counts):
+            if _add_batches(batches, values, pairs_of, offset, low, sparse, n, sums, counts):
                 break
     else:
         raise RuntimeError(f"the engine returned the {table} of directory {d} out of log order, sorted")
+    # each column made whole once (a cell with no value at all: the engine's NULL), then a pair's sessions
+    # taken from it: a view where the pair had rows in every session of its block
+    whole = {"n": n.astype(float)}
+    for c in values:
+        whole[c] = np.where(counts[c] > 0, sums[c], np.nan)
+        whole[f"{c}_n"] = counts[c].astype(float)
     out: dict[Any, list[tuple[Any, dict[str, np.ndarray]]]] = {}
-    for p, (label, lineup, lo, hi, _) in enumerate(pairs):
+    for p, (label, lineup, lo, hi, *_) in enumerate(pairs):
         size = len(sparse[p]) if p in sparse else int(hi) - int(lo) + 1
         part = slice(int(offset[p]), int(offset[p]) + size)
-        have = np.flatnonzero(n[part] > 0)
-        cols = {"session": sparse[p][have] if p in sparse else have + int(lo), "n": n[part][have].astype(float)}
-        for c in values:
-            k = counts[c][part][have]
-            cols[c] = np.where(k > 0, sums[c][part][have], np.nan)  # no value at all: the engine's NULL
-            cols[f"{c}_n"] = k.astype(float)
+        have: Any = np.flatnonzero(n[part] > 0)
+        sessions = sparse[p][have] if p in sparse else have + int(lo)
+        if len(have) == size:
+            have = slice(None)
+        cols = {"session": sessions, **{c: v[part][have] for c, v in whole.items()}}
         out.setdefault(label, []).append((lineup, cols))
     return out
 
 
-def _key_order(groups: list[tuple[Any, dict[str, np.ndarray]]]) -> tuple[np.ndarray, np.ndarray]:
+def _key_order(groups: list[tuple[Any, dict[str, np.ndarray]]], sorts: dict[bytes, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """The order of a label's sessions by the text of their keys (``lineup|session``, Python's string order,
     as ``cluster_sums`` sorts them) over its groups' concatenated rows, and each one's stratum (its lineup's
     rank). Sorted a lineup at a time (sessions by their decimal text) unless one ``lineup|`` starts another,
-    where only the whole keys tell the order."""
+    where only the whole keys tell the order. ``sorts``: the text orders of session arrays sorted before (a
+    grid's cells mostly hold the same sessions), kept by the arrays' bytes."""
     lineups = [str(lu) for lu, _ in groups]
     sessions = [cols["session"] for _, cols in groups]
     starts = np.cumsum([0] + [len(x) for x in sessions])
@@ -334,10 +376,21 @@ def _key_order(groups: list[tuple[Any, dict[str, np.ndarray]]]) -> tuple[np.ndar
         group = np.repeat(np.arange(len(groups)), np.diff(starts))[order]
         return order, np.array([rank[lineups[g]] for g in range(len(groups))], dtype=np.int64)[group]
     parts, strata = [], []
+    sorts = {} if sorts is None else sorts
     for g in heads:
-        parts.append(starts[g] + np.argsort(sessions[g].astype(str), kind="stable"))
+        seen = sessions[g].tobytes()
+        if seen not in sorts:
+            sorts[seen] = np.argsort(sessions[g].astype(str), kind="stable")
+        parts.append(starts[g] + sorts[seen])
         strata.append(np.full(len(sessions[g]), rank[lineups[g]], dtype=np.int64))
     return np.concatenate(parts), np.concatenate(strata)
+
+
+def _codes(ranks: np.ndarray) -> np.ndarray:
+    """Each rank's place among the distinct ranks present (``np.unique``'s inverse; ranks are small and >= 0)."""
+    if not len(ranks):
+        return np.zeros(0, dtype=int)
+    return (np.cumsum(np.bincount(ranks) > 0) - 1)[ranks].astype(int)
 
 
 def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: str, grid: bool = False
@@ -356,13 +409,16 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
         for lineup, cols in found[label]:
             split.setdefault((label, cell_of(lineup, grid)), []).append((lineup, cols))
     out = []
+    sorts: dict[bytes, np.ndarray] = {}
     for label, cell in sorted(split):
         groups = split[(label, cell)]
-        order, strata = _key_order(groups)
+        order, strata = _key_order(groups, sorts)
         # each column in key order once, shared by the metrics that read it (a study's Sums held at once
         # for the intervals: 20 metrics x 5 arrays per label and directory were 500 MB at 587,400 games)
-        cols = {k: np.concatenate([c[k] for _, c in groups])[order] for k in groups[0][1]}
+        cols = {k: (np.concatenate([c[k] for _, c in groups]) if len(groups) > 1 else groups[0][1][k])[order]
+                for k in groups[0][1]}
         kept: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
+        every_code: np.ndarray | None = None
         for metric in wanted:
             if table == "players":
                 num_col, den_col, n_col = _PLAYER_PARTS[metric]
@@ -370,9 +426,11 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
                 (num_col, n_col), den_col = _DECISION_PARTS[metric], _DECISION_PARTS[metric][1]
             if n_col not in kept:
                 keep = cols[n_col] > 0  # a label with no value at all still has its row (no estimate), as before
-                every = bool(keep.all())
-                _, st = np.unique(strata[keep], return_inverse=True)
-                kept[n_col] = (slice(None) if every else keep, st.astype(int), np.flatnonzero(keep))
+                if keep.all():
+                    every_code = _codes(strata) if every_code is None else every_code
+                    kept[n_col] = (slice(None), every_code, np.flatnonzero(keep))
+                else:
+                    kept[n_col] = (keep, _codes(strata[keep]), np.flatnonzero(keep))
             keep, st, at = kept[n_col]
             out.append((label, cell, metric, Sums(cols[num_col][keep], cols[den_col][keep], cols[n_col][keep], st,
                                                   at)))

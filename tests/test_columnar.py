@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -370,13 +371,16 @@ def test_a_damaged_copy_is_read_from_the_logs_and_rewritten(tmp_path: Path, copi
     assert (tmp_path / "r1" / "metrics.csv").read_bytes() == (tmp_path / "r3" / "metrics.csv").read_bytes()
 
 
-@pytest.mark.parametrize("spread", [1, 10**12])
+@pytest.mark.parametrize("spread,collide", [(1, False), (10**12, False), (1, True)])
 def test_metric_table_sums_equal_the_frames_with_sessions_far_apart(tmp_path: Path, copies: Path, spread: int,
+                                                                    collide: bool,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The streamed per-session sums give the metric table of the rows (cluster_sums on the frames) to the
-    last bit, also when session numbers lie far apart (a cell per session, not per number in between), and
-    from a copy read in place as from the logs."""
+    last bit, also when session numbers lie far apart (a cell per session, not per number in between), when
+    the (label, lineup) pairs' hashes collide (the texts are streamed instead), and from a copy read in place
+    as from the logs."""
     from econarena.analysis import store as store_mod
+    from econarena.analysis import tables
     from econarena.analysis.load import study
     from econarena.analysis.tables import METRICS, SETTING_COLUMNS, metric_table
 
@@ -389,6 +393,15 @@ def test_metric_table_sums_equal_the_frames_with_sessions_far_apart(tmp_path: Pa
                 r["session"] = r["session"] * spread + 7
             (run / name).write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
     by = (*SETTING_COLUMNS, "label")
+    streamed: list[str] = []
+    real = tables._text_pairs
+
+    def texts(index: dict[tuple[Any, Any], int]) -> Any:
+        streamed.append("texts")
+        return real(index)
+    if collide:  # every pair one hash
+        monkeypatch.setattr(tables, "PAIR_HASH", "hash(0)")
+    monkeypatch.setattr(tables, "_text_pairs", texts)
     for in_place in (False, True):
         with monkeypatch.context() as m:
             m.setattr(store_mod, "IN_PLACE", 0 if in_place else 10**9)
@@ -400,6 +413,7 @@ def test_metric_table_sums_equal_the_frames_with_sessions_far_apart(tmp_path: Pa
                 store.close()
         assert len(got) == len(want) > 0
         assert got.to_csv(float_format="%.17g") == want.to_csv(float_format="%.17g")
+    assert bool(streamed) == collide
 
 
 def test_a_failed_export_stops_its_reading_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -429,6 +443,77 @@ def test_a_failed_export_stops_its_reading_thread(tmp_path: Path, monkeypatch: p
         assert not [t for t in threading.enumerate() if t.name == "export"]
     finally:
         store.close()
+
+
+def _parquet_rows(out: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    return {n: pq.read_table(out / f"{n}.parquet") for n in ("decisions", "runs", "players")}
+
+
+def test_the_export_beside_the_figures_writes_the_same_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A large study's exports are written on a thread and cursor of their own while the figures are drawn:
+    the same tables, the same metrics, and the files listed in the same order as an export after them."""
+    import threading
+
+    from econarena.analysis import report
+    from econarena.analysis import store as store_mod
+
+    run = _grid(tmp_path / "runs", sessions=6)
+    names: list[str] = []
+    real = store_mod.Store.export
+
+    def export(self: Any, *a: Any, **k: Any) -> Any:
+        names.append(threading.current_thread().name)
+        return real(self, *a, **k)
+    monkeypatch.setattr(store_mod.Store, "export", export)
+    after = report.build_report([run], tmp_path / "after", n_boot=50, seed=1, transcripts=0)
+    monkeypatch.setattr(report, "EXPORT_BESIDE", 0)
+    beside = report.build_report([run], tmp_path / "beside", n_boot=50, seed=1, transcripts=0)
+    assert names == ["MainThread", "econarena-export"]
+    assert [p.name for p in after.files] == [p.name for p in beside.files]
+    a, b = _parquet_rows(tmp_path / "after"), _parquet_rows(tmp_path / "beside")
+    assert all(a[n].num_rows > 0 and a[n].equals(b[n]) for n in a)
+    assert (tmp_path / "after" / "metrics.csv").read_bytes() == (tmp_path / "beside" / "metrics.csv").read_bytes()
+
+
+@pytest.mark.parametrize("fails", ["figures", "export"])
+def test_a_failure_beside_the_export_stops_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str) -> None:
+    """The figures failing (or Ctrl-C while they are drawn) stop the export beside them at its next batch,
+    and an export that failed is the report's error: neither leaves its thread running or hides the other."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from econarena.analysis import report
+    from econarena.analysis import store as store_mod
+
+    run = _grid(tmp_path / "runs", sessions=6)
+    monkeypatch.setattr(report, "EXPORT_BESIDE", 0)
+    monkeypatch.setattr(store_mod, "EXPORT_BATCH", 2)
+    written = {"n": 0}
+    started = threading.Event()
+    real_write = pq.ParquetWriter.write_batch
+
+    def write(self: Any, batch: Any, *a: Any, **k: Any) -> None:
+        written["n"] += 1
+        started.set()
+        if fails == "export":
+            raise OSError("disk full")
+        time.sleep(0.01)
+        real_write(self, batch, *a, **k)
+    monkeypatch.setattr(pq.ParquetWriter, "write_batch", write)
+    if fails == "figures":
+        def draw(*a: Any, **k: Any) -> Any:
+            assert started.wait(30)
+            raise KeyboardInterrupt
+        monkeypatch.setattr(report, "_draw", draw)
+    with pytest.raises(KeyboardInterrupt if fails == "figures" else OSError):
+        report.build_report([run], tmp_path / "rep", n_boot=50, seed=1, transcripts=0)
+    assert not [t for t in threading.enumerate() if t.name in ("econarena-export", "export")]
+    batches = len((run / "decisions.jsonl").read_text(encoding="utf-8").splitlines()) / 2
+    assert 0 < written["n"] < batches / 2  # stopped long before the decisions' batches of 2 rows were all written
 
 
 EDGE_ = 64 * 1024  # the key's digest covers this much of each end of a log (columnar.EDGE)
