@@ -547,7 +547,8 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
         ctx.provide(family, c)
     # a large study's export runs beside the figures, which leave a core idle (587,400 GLEE games: 15 s of
     # 84 s); a small one's after them, where its batches (75 MB at 57,600 games) don't add to their peak
-    exporting = store.start_export(out) if store.count("decisions") >= EXPORT_BESIDE else None
+    decisions = store.count("decisions")
+    exporting = store.start_export(out) if decisions >= EXPORT_BESIDE else None
     try:
         cards, sections, numbers = _draw(ctx, store, dirs, collectors, report, prices)
         ctx.forget()  # what the sections memoised (the cells' estimates): the tables after them read the store
@@ -564,7 +565,7 @@ def _page(store: Any, found: Any, out: Path, n_boot: int, seed: int, title: str,
     names = ", ".join(str(x) for x in incomplete["experiment"][:5]) + (" ..." if len(incomplete) > 5 else "")
     page = _template("report.html").render(
         title=title, css=CSS, onload=ONLOAD, n_dirs=len(dirs), player_runs=store.count("players"),
-        decisions=store.count("decisions"), version=__version__, built=time.strftime("%Y-%m-%d %H:%M"),
+        decisions=decisions, version=__version__, built=time.strftime("%Y-%m-%d %H:%M"),
         n_boot=n_boot, seed=seed, cards=cards, card_html=[_card_html(c) for c in cards], talk=talk,
         findings=findings_html(_findings_rows(store, table)),  # the finding in words, before any table
         incomplete=len(incomplete) and {"runs": int(incomplete["runs_incomplete"].sum()),

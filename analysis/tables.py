@@ -418,7 +418,7 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
         cols = {k: (np.concatenate([c[k] for _, c in groups]) if len(groups) > 1 else groups[0][1][k])[order]
                 for k in groups[0][1]}
         kept: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
-        every_code: np.ndarray | None = None
+        every: tuple[Any, np.ndarray, np.ndarray] | None = None  # the count columns with a value in each session
         for metric in wanted:
             if table == "players":
                 num_col, den_col, n_col = _PLAYER_PARTS[metric]
@@ -427,8 +427,8 @@ def _cluster_sums(store: Any, d: int, role: str, metrics: Sequence[str], table: 
             if n_col not in kept:
                 keep = cols[n_col] > 0  # a label with no value at all still has its row (no estimate), as before
                 if keep.all():
-                    every_code = _codes(strata) if every_code is None else every_code
-                    kept[n_col] = (slice(None), every_code, np.flatnonzero(keep))
+                    every = every or (slice(None), _codes(strata), np.arange(len(keep)))
+                    kept[n_col] = every
                 else:
                     kept[n_col] = (keep, _codes(strata[keep]), np.flatnonzero(keep))
             keep, st, at = kept[n_col]
