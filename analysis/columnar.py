@@ -208,10 +208,21 @@ class Copy:
             self.meta["parts"][name] = {"version": version, "info": info, "files": files}
             self._checked[name] = True
             write_atomic(self.folder / META, json.dumps(self.meta))
-        except Exception:  # noqa: BLE001 - a full disk, a read-only cache, the engine's own I/O error: a copy
-            self.meta.get("parts", {}).pop(name, None)  # must never fail a read; the logs are read next time
+        except Exception as exc:  # noqa: BLE001 - a full disk, a read-only cache, the engine's own I/O error: a
+            self.meta.get("parts", {}).pop(name, None)  # copy must never fail a read; the logs are read next time
             for tmp in self.folder.glob(f"{name}.*.{os.getpid()}.tmp"):
                 tmp.unlink(missing_ok=True)
+            if engine_interrupted(exc):  # but Ctrl-C while the engine wrote it still stops the command
+                raise KeyboardInterrupt from exc
+
+
+def engine_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's answer to a SIGINT during a query: it catches the KeyboardInterrupt that
+    Python's handler raised and raises ``RuntimeError('Query interrupted')`` (or its InterruptException for
+    ``interrupt()``), which would otherwise end the command with a traceback and 1 instead of 130."""
+    if type(exc).__name__ == "InterruptException" and type(exc).__module__.lstrip("_").startswith("duckdb"):
+        return True
+    return type(exc) is RuntimeError and str(exc) == "Query interrupted"
 
 
 def _digest_of(run_dir: Path) -> str:

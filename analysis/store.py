@@ -40,6 +40,7 @@ from ..formats.rundir import LogError, json_text
 from ..games import GAMES
 from ..games.text import storable
 from .cells import cell_of, factors, grid_of
+from .columnar import engine_interrupted
 from .frames import SETTING_COLUMNS, Frames, experiment_row
 from .scan import Base, Dir
 
@@ -352,7 +353,9 @@ class Store(Base):
             sizes = {t: int(self.con.execute(f"SELECT count(*) FROM read_parquet("
                                              f"'{_quote(copy.path(self.copy_name, t))}')").fetchall()[0][0])
                      for t in TABLES}
-        except Exception:  # noqa: BLE001 - removed or rewritten by another process since it was checked
+        except Exception as exc:  # noqa: BLE001 - removed or rewritten by another process since it was checked
+            if engine_interrupted(exc):  # Ctrl-C during the count, not a copy rewritten meanwhile
+                raise KeyboardInterrupt from exc
             raise changed from None
         in_place = not info.get("reasoning") and sizes["decisions"] >= IN_PLACE
         for table, buf in zip(TABLES, (self.players, self.runs, self.decisions)):

@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         if type(exc).__module__.lstrip("_").startswith("duckdb") and "No space left on device" in str(exc):
             err(disk_full(str(exc)))
             return EXIT_CONFIG
+        from ..analysis.columnar import engine_interrupted
+
+        if engine_interrupted(exc):  # Ctrl-C while the engine ran a query: DuckDB turns it into its own error
+            err("interrupted")
+            return EXIT_INTERRUPTED
         raise
     finally:
         release_dead_streams()

@@ -247,3 +247,48 @@ def test_unusable_cache_is_a_clear_error_before_the_run_directory(tmp_path: Path
     assert main(["run", str(path), "--out", str(out), "--quiet", "--cache-dir", str(tmp_path / "afile" / "x")]) == 2
     assert "cannot open the response cache" in capsys.readouterr().err
     assert not (out / "manifest.json").exists()
+
+
+def _long_query(stop) -> None:
+    """A real DuckDB query of a few seconds, stopped ``stop`` (a callable on the connection) 0.2 s in."""
+    import threading
+
+    import duckdb
+
+    con = duckdb.connect()
+    timer = threading.Timer(0.2, stop, (con,))
+    timer.start()
+    try:
+        con.execute("SELECT sum(a * b) FROM range(400000000) t(a), range(2) u(b)").fetchall()
+    finally:
+        timer.cancel()
+        con.close()
+
+
+def _sigint(con) -> None:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.parametrize("stop", [_sigint, lambda con: con.interrupt()], ids=["sigint", "interrupt"])
+def test_ctrl_c_inside_a_duckdb_query_ends_the_command_with_130(stop, monkeypatch, capsys):
+    """DuckDB catches the KeyboardInterrupt of a SIGINT during a query and raises RuntimeError('Query
+    interrupted'): the command ends as interrupted (130, one line), not with a traceback and 1."""
+    import signal
+
+    from econarena.analysis.columnar import engine_interrupted
+    from econarena.cli import experiments
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever pytest inherited
+    try:
+        with pytest.raises(Exception) as caught:
+            _long_query(stop)
+        assert engine_interrupted(caught.value), repr(caught.value)
+        monkeypatch.setattr(experiments, "cmd_list", lambda args: _long_query(stop))
+        assert main(["list"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert capsys.readouterr().err.strip().endswith("interrupted")
+    assert not engine_interrupted(RuntimeError("another error")) and not engine_interrupted(KeyboardInterrupt())
