@@ -125,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem := trust_folders(getattr(args, "trust", [])):
         err(problem)
         return EXIT_CONFIG
-    try:  # run, steer, suite: a stop signal before or after the games ends them as one during them
-        with stopped_by_signals() if getattr(args, "stop_signals", False) else contextlib.nullcontext():
+    stop = getattr(args, "stop_signals", False)
+    try:  # run, steer, suite: a stop signal before or after the games ends them as one during them; the
+        # analyses ("analysis"): SIGTERM and SIGHUP as Ctrl-C, so their temporary folder is removed
+        with stopped_by_signals(stop == "analysis") if stop else contextlib.nullcontext():
             code = args.func(args)
         if argv is None and getattr(getattr(args, "engine", None), "cluster_lost", False):
             # the Ray cluster's head is gone: Ray's exit handler would wait a minute on it (then kill this

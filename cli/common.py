@@ -197,20 +197,24 @@ def run_until_signalled(coro: Coroutine[Any, Any, T]) -> T:
 
 
 @contextlib.contextmanager
-def stopped_by_signals() -> Iterator[None]:
+def stopped_by_signals(analysis: bool = False) -> Iterator[None]:
     """For a whole ``run``/``steer``/``suite`` command: a stop signal outside the event loop (reading the
     files, checking the directory, writing the summary) raises :class:`Interrupted`, so it ends the command
     with 130 like a signal during the games. Without this a SIGINT inherited as ignored (``cmd &``) was lost
     during start-up and the run went on, and SIGTERM or SIGHUP killed it with 143 or 129. The event loop
     installs its own handlers while it runs (:func:`run_until_signalled`); a second signal here exits at
-    once. nohup's ignored SIGHUP stays ignored; the previous dispositions come back afterwards."""
+    once. nohup's ignored SIGHUP stays ignored; the previous dispositions come back afterwards.
+
+    ``analysis`` (report, summary, compare, ...): SIGTERM and SIGHUP end the command as Ctrl-C does, so its
+    working database in the temporary folder is removed (Python's default let them kill the process and
+    leave it behind); an inherited ignored signal stays ignored, as for any program (nothing is lost)."""
     received: list[str] = []
 
     def on_signal(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
         received.append(name)
         if len(received) > 1:
-            _force_exit(name)
+            _force_exit(name, "" if analysis else "; finished runs are kept (see manifest.json)")
         raise Interrupted(name)
 
     previous: dict[Any, Any] = {}
@@ -220,8 +224,8 @@ def stopped_by_signals() -> Iterator[None]:
             continue
         try:
             old = signal.getsignal(sig)
-            if name == "SIGHUP" and old is signal.SIG_IGN:
-                continue  # nohup
+            if old is signal.SIG_IGN and (analysis or name == "SIGHUP"):
+                continue  # nohup; an analysis under ``cmd &``
             signal.signal(sig, on_signal)
         except ValueError:  # not the main thread
             continue
@@ -263,11 +267,11 @@ def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
-def _force_exit(name: str) -> None:
+def _force_exit(name: str, kept: str = "; finished runs are kept (see manifest.json)") -> None:
     """A second stop signal while threads finish: say so and leave now (the manifest is written)."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
-    err(f"{name} again while stopping: exiting now; finished runs are kept (see manifest.json)")
+    err(f"{name} again while stopping: exiting now{kept}")
     os._exit(EXIT_INTERRUPTED)
 
 

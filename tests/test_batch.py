@@ -262,16 +262,19 @@ def test_handlers_work_in_process_with_sigint_ignored_and_dispositions_come_back
 
 
 # Runs econarena's main in a process of its own that sends itself a stop signal at a fixed point outside the
-# event loop: while the files are read (start-up) or while the summary is written (the end). SIGINT starts
-# ignored, as in a `cmd &` job; SIGHUP starts ignored only for the nohup case.
+# event loop: while the files are read (start-up), while the summary is written (the end), or while an
+# analysis has its working database open (store). SIGINT starts ignored, as in a `cmd &` job; SIGHUP starts
+# ignored only for the nohup case.
 SIGNAL_AT = """\
 import os, signal, sys
 sig, where, ignored = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
 for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # exactly these ignored, whatever the test run inherited (nohup)
     signal.signal(getattr(signal, name), signal.SIG_IGN if name in ignored else signal.SIG_DFL)
 import econarena.analysis.metrics as metrics
+import econarena.analysis.store as store
 import econarena.hosts.config as config
-target = (config, "load_experiment") if where == "start" else (metrics, "write_summary")
+target = {"start": (config, "load_experiment"), "summary": (metrics, "write_summary"),
+          "store": (store.Store, "finish")}[where]
 real = getattr(*target)
 def patched(*args, **kwargs):
     os.kill(os.getpid(), sig)
@@ -314,6 +317,37 @@ def test_nohup_keeps_ignoring_sighup_during_start_up(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, timeout=120, start_new_session=True)
     assert proc.returncode == 0 and status(tmp_path / "out") == "complete", proc.stderr
 
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_during_an_analysis_removes_its_temporary_folder(command: str, sig: str, reference,
+                                                                     tmp_path: Path) -> None:
+    """Found by trying: SIGTERM (a scheduler's time limit, ``kill``) or SIGHUP killed ``report`` with 143/129
+    and left its working database, tens of MB to GB, in the temporary folder; it now ends as Ctrl-C does."""
+    toml, _ = reference
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    ref = str(toml.parent / "ref")
+    args = [command, ref, "--out", str(tmp_path / "out")] if command == "report" else [command, ref, ref]
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT, sig, "store", "SIGINT", *args], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120, start_new_session=True,
+                          env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert f"interrupted by {sig}" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not list(tmp.glob("econarena-analysis-*"))
+
+
+def test_an_analysis_under_cmd_and_keeps_ignoring_sigint(reference, tmp_path: Path) -> None:
+    """A report started with ``&`` by a script inherits SIGINT as ignored and keeps it so, as any program
+    does (the script's Ctrl-C is not for it); unlike ``run``, it has nothing to keep by stopping."""
+    toml, _ = reference
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT, "SIGINT", "store", "SIGINT", "report",
+                           str(toml.parent / "ref"), "--out", str(out)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report.html").exists()
 
 STEER_CFR = """\
 [experiment]
