@@ -101,8 +101,10 @@ def imports(stderr: str) -> tuple[float, dict[str, float]]:
 def loaded(stderr: str) -> str:
     """The game families and heavy packages one process imported (from its ``-X importtime`` lines)."""
     names = {m.group(4) for m in map(LINE.match, stderr.splitlines()) if m}
-    families = sorted(n.split(".")[2] for n in names if n.count(".") == 2 and n.startswith("econarena.games.")
-                      and n.split(".")[2] in FAMILIES)
+    # a family counts by any module of it: its package's own line can be missing from -X importtime's output
+    # (seen for validate and run: the family's modules listed, its package not), which read as "none"
+    families = sorted({n.split(".")[2] for n in names if n.count(".") >= 2 and n.startswith("econarena.games.")
+                       and n.split(".")[2] in FAMILIES})
     heavy = [p for p in HEAVY if p in names]
     return f"families: {', '.join(families) or 'none'}; {', '.join(heavy) or 'no numpy/pydantic'}"
 
