@@ -35,3 +35,27 @@ def release() -> None:
     lib = _libc()
     if lib is not None:
         lib.malloc_trim(0)
+
+
+ARROW_POOL = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def system_allocator_for_arrow() -> None:
+    """Arrow's buffers from the C library's allocator (``malloc``) rather than the mimalloc that pyarrow
+    ships as its default, unless ``ARROW_DEFAULT_MEMORY_POOL`` already names one.
+
+    Why: mimalloc keeps what the analysis's Arrow tables freed (the copies read, the exports' batches), out
+    of :func:`release`'s reach. Measured with ``econarena report``, two tries each: 57,600 GLEE games 487-499
+    MB -> 420 MB, 587,400 games 898-930 MB -> 781-805 MB, in the same time. Before pyarrow's first import
+    the variable is enough (and reaches every pool Arrow makes); after it, pyarrow's default is replaced."""
+    import os
+    import sys
+
+    if os.environ.get(ARROW_POOL):
+        return
+    if "pyarrow" not in sys.modules:
+        os.environ[ARROW_POOL] = "system"
+        return
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())

@@ -126,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         err(problem)
         return EXIT_CONFIG
     stop = getattr(args, "stop_signals", False)
+    if stop == "analysis":  # before pyarrow is imported: its buffers from malloc, which release() trims
+        from ..analysis.memory import system_allocator_for_arrow
+
+        system_allocator_for_arrow()
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them; the
         # analyses ("analysis"): SIGTERM and SIGHUP as Ctrl-C, so their temporary folder is removed
         with stopped_by_signals(stop == "analysis") if stop else contextlib.nullcontext():

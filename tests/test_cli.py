@@ -292,3 +292,46 @@ def test_ctrl_c_inside_a_duckdb_query_ends_the_command_with_130(stop, monkeypatc
         signal.signal(signal.SIGINT, old)
     assert capsys.readouterr().err.strip().endswith("interrupted")
     assert not engine_interrupted(RuntimeError("another error")) and not engine_interrupted(KeyboardInterrupt())
+
+
+POOL_AFTER = """\
+import sys
+from econarena.cli import main
+code = main(sys.argv[1:])
+import pyarrow as pa
+print(code, pa.default_memory_pool().backend_name)
+"""
+
+
+@pytest.mark.parametrize("preset", [None, "mimalloc"])
+def test_the_analyses_take_arrows_buffers_from_malloc_unless_told(preset, tmp_path):
+    """pyarrow's default pool (mimalloc) kept what the analysis's tables freed: the report's peak was 70-120 MB
+    higher (analysis/memory.py). The analysis commands switch Arrow to malloc before its first import; a
+    pool the user names in ARROW_DEFAULT_MEMORY_POOL is kept."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "e.toml"
+    path.write_text(EXPERIMENT)
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if preset:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = preset
+    for command, expected in ((["validate", str(path)], preset or "system"), (["list"], preset or "mimalloc")):
+        r = subprocess.run([sys.executable, "-c", POOL_AFTER, *command], capture_output=True, text=True, env=env,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        assert r.stdout.split()[-2:] == ["0", expected], (command, r.stdout[-500:], r.stderr[-2000:])
+
+
+def test_the_arrow_pool_is_replaced_once_pyarrow_is_imported(monkeypatch):
+    import pyarrow as pa
+
+    from econarena.analysis.memory import system_allocator_for_arrow
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    before = pa.default_memory_pool()
+    try:
+        system_allocator_for_arrow()
+        assert pa.default_memory_pool().backend_name == "system"
+    finally:
+        pa.set_memory_pool(before)
