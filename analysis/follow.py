@@ -266,6 +266,9 @@ def main(argv: list[str]) -> int:
     run_dir, _lock = Path(argv[0]), int(argv[1])  # the lock is held by holding the descriptor open
     with contextlib.suppress(OSError, AttributeError):  # the run comes first where cores are short
         os.nice(10)
+    from .memory import system_allocator_for_arrow
+
+    system_allocator_for_arrow()  # as the analysis commands: its peak 386 -> 358 MB at 57,600 GLEE games
     try:
         follow(run_dir, _pipe_closed(sys.stdin.fileno()))
     except Exception:  # noqa: BLE001 - a copy is never worth an error: the first report reads the logs
