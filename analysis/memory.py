@@ -14,6 +14,8 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import os
+import sys
 from typing import Any
 
 
@@ -48,9 +50,6 @@ def system_allocator_for_arrow() -> None:
     of :func:`release`'s reach. Measured with ``econarena report``, two tries each: 57,600 GLEE games 487-499
     MB -> 420 MB, 587,400 games 898-930 MB -> 781-805 MB, in the same time. Before pyarrow's first import
     the variable is enough (and reaches every pool Arrow makes); after it, pyarrow's default is replaced."""
-    import os
-    import sys
-
     if os.environ.get(ARROW_POOL):
         return
     if "pyarrow" not in sys.modules:

@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     """The console script (``argv`` None: the process's arguments); the command's exit code."""
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     from .common import (  # after parsing: --help and --version need none of it (asyncio, signals)
+        ANALYSIS,
         EXIT_CONFIG,
         EXIT_INTERRUPTED,
         EXIT_OK,
@@ -126,13 +127,13 @@ def main(argv: list[str] | None = None) -> int:
         err(problem)
         return EXIT_CONFIG
     stop = getattr(args, "stop_signals", False)
-    if stop == "analysis":  # before pyarrow is imported: its buffers from malloc, which release() trims
+    if stop == ANALYSIS:  # before pyarrow is imported: its buffers from malloc, which release() trims
         from ..analysis.memory import system_allocator_for_arrow
 
         system_allocator_for_arrow()
     try:  # run, steer, suite: a stop signal before or after the games ends them as one during them; the
-        # analyses ("analysis"): SIGTERM and SIGHUP as Ctrl-C, so their temporary folder is removed
-        with stopped_by_signals(stop == "analysis") if stop else contextlib.nullcontext():
+        # analyses (ANALYSIS): SIGTERM and SIGHUP as Ctrl-C, so their temporary folder is removed
+        with stopped_by_signals(stop == ANALYSIS) if stop else contextlib.nullcontext():
             code = args.func(args)
         if argv is None and getattr(getattr(args, "engine", None), "cluster_lost", False):
             # the Ray cluster's head is gone: Ray's exit handler would wait a minute on it (then kill this

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..formats.files import MANIFEST_BYTES, read_text
 from .common import (
+    ANALYSIS,
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
@@ -659,4 +660,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     lb.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     lb.add_argument("--json", metavar="FILE", help="also write it as JSON")
     lb.add_argument("--html", metavar="FILE", help="also write it as an HTML page")
-    lb.set_defaults(func=cmd_leaderboard, stop_signals="analysis")
+    lb.set_defaults(func=cmd_leaderboard, stop_signals=ANALYSIS)

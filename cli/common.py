@@ -138,6 +138,9 @@ def same_experiment(d: Path, exp) -> bool:  # noqa: ANN001
         return False
 
 
+# a parser's ``stop_signals`` for the commands that only read and analyse (report, summary, ...), beside True
+# for those that play (run, steer, suite): see stopped_by_signals
+ANALYSIS = "analysis"
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, a scheduler, systemd; a closed terminal
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
+    ANALYSIS,
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
     EXIT_OK,
@@ -509,13 +510,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the run directories of every shard (run --shard K/N)")
     m.add_argument("--out", required=True, help="the merged run directory (new)")
     m.add_argument("--quiet", action="store_true", help="no table")
-    m.set_defaults(func=cmd_merge, stop_signals="analysis")
+    m.set_defaults(func=cmd_merge, stop_signals=ANALYSIS)
 
     v = sub.add_parser("validate", help="check TOML files without running anything")
     v.add_argument("files", nargs="+", metavar="FILE.toml",
                    help="experiment files, models files or bench suites")
     v.add_argument("--check-keys", action="store_true", help="also require SDKs and API keys to be present")
-    v.set_defaults(func=cmd_validate, stop_signals="analysis")
+    v.set_defaults(func=cmd_validate, stop_signals=ANALYSIS)
 
     c = sub.add_parser("check", help="run the contract checks of our games on a game (your own included)",
                        description="Check a game against the contract every built-in game passes: declaration, "
@@ -544,4 +545,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("summary", help="print the metrics table of run directories")
     s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (or folders of them)")
     s.add_argument("--json", action="store_true", help="print summary JSON instead of a table")
-    s.set_defaults(func=cmd_summary, stop_signals="analysis")
+    s.set_defaults(func=cmd_summary, stop_signals=ANALYSIS)

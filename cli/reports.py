@@ -18,6 +18,7 @@ from typing import Any
 from ..formats.files import CONFIG_BYTES, TOML_UTF8, FileRefused, read_config_text, read_text
 from ..formats.registry import Registry
 from .common import (
+    ANALYSIS,
     EXIT_CONFIG,
     EXIT_ERROR,
     EXIT_INCOMPLETE,
@@ -701,7 +702,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="conversations: up to N games per directory of a game that talks (default 50; 0: none)")
     r.add_argument("--open", action="store_true", help="open the report in the web browser when it is built")
     _analysis_options(r)
-    r.set_defaults(func=cmd_report, stop_signals="analysis")
+    r.set_defaults(func=cmd_report, stop_signals=ANALYSIS)
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -719,7 +720,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                         "rule_break_rate_pct)")
     c.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     _analysis_options(c)
-    c.set_defaults(func=cmd_compare, stop_signals="analysis")
+    c.set_defaults(func=cmd_compare, stop_signals=ANALYSIS)
 
 
 def _add_import(sub: argparse._SubParsersAction) -> None:
@@ -750,7 +751,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
                     help="negotiationarena: win rates and ultimatum payoffs by the correct rule (default) or the "
                          "published one (the player-2 win rate has a known formula error; the published check "
                          "always shows both)")
-    im.set_defaults(func=cmd_import, stop_signals="analysis")
+    im.set_defaults(func=cmd_import, stop_signals=ANALYSIS)
 
 
 def _add_analyze(sub: argparse._SubParsersAction) -> None:
@@ -779,7 +780,7 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
                    help="instead of the linear models: each seat people played (label 'human', econarena import "
                         "glee) beside every model in the same seat against the same opponent on the same "
                         "configurations; print it and write OUT/glee_human_vs_model.csv")
-    a.set_defaults(func=cmd_analyze, stop_signals="analysis")
+    a.set_defaults(func=cmd_analyze, stop_signals=ANALYSIS)
 
 
 def _add_suite(sub: argparse._SubParsersAction) -> None:
@@ -823,4 +824,4 @@ def _add_ratings(sub: argparse._SubParsersAction) -> None:
     rt.add_argument("--boot", type=_int_at_least(1, 1_000_000), default=1000, metavar="N",
                     help="bootstrap replicates for the 95%% intervals and rank ranges (default 1000)")
     rt.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the bootstrap (default 0)")
-    rt.set_defaults(func=cmd_ratings, stop_signals="analysis")
+    rt.set_defaults(func=cmd_ratings, stop_signals=ANALYSIS)

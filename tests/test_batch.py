@@ -318,7 +318,6 @@ def test_nohup_keeps_ignoring_sighup_during_start_up(tmp_path: Path) -> None:
     assert proc.returncode == 0 and status(tmp_path / "out") == "complete", proc.stderr
 
 
-
 @pytest.mark.parametrize("command", ["report", "compare"])
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
 def test_a_stop_signal_during_an_analysis_removes_its_temporary_folder(command: str, sig: str, reference,
@@ -348,6 +347,7 @@ def test_an_analysis_under_cmd_and_keeps_ignoring_sigint(reference, tmp_path: Pa
                           stdin=subprocess.DEVNULL, timeout=120, start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     assert (out / "report.html").exists()
+
 
 STEER_CFR = """\
 [experiment]
